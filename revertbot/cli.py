@@ -1,0 +1,149 @@
+"""Command line interface. Thin: parse arguments, call one core function, render the result."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import RevertbotError
+from .scan import ScanResult, entry_to_json, scan_repository
+
+
+class _Progress:
+    """A progress bar on a terminal (stderr); silent when output is redirected."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.stage = ""
+        self.bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = click.progressbar(length=max(total, 1), label=stage, file=sys.stderr)
+            self.bar.__enter__()
+        if self.bar is not None:
+            self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="revertbot")
+def cli() -> None:
+    """revertbot validates reverts in GPU/ML projects.
+
+    It finds what a revert undoes, checks that it is a clean inverse and still applies,
+    and reports the risk. Start with `revertbot demo`, or `revertbot scan --repo PATH`.
+
+    Exit codes: 0 ok, 1 unexpected error, 2 bad usage, 3 not found, 4 conflict,
+    5 git failure, 6 bad configuration, 7 GitHub failure, 8 GPU job failure.
+    """
+
+
+@cli.command()
+@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Path of the git repository to scan.")
+@click.option("--ref", default=None, help="Branch, tag or commit to scan (default: the checked-out branch).")
+@click.option("--since", default=None, help="Only report reverts committed after this date (any git date, "
+              "e.g. 2026-01-01 or '3 months ago'). Originals are still looked up in the whole history.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Output format.")
+@click.option("--allow-shallow", is_flag=True, help="Scan a shallow clone anyway; reverts of commits outside "
+              "its history are reported as unverifiable.")
+def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow: bool) -> None:
+    """List every revert on a ref, what it reverts, how it was linked, and its purity.
+
+    Purity is one of: pure (exact inverse of the original), partial (a strict subset),
+    extra (the inverse plus more), modified (differs both ways) and unverifiable
+    (original missing or diff failed).
+    """
+    progress = _Progress()
+    try:
+        result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress)
+    finally:
+        progress.close()
+    if fmt == "json":
+        click.echo(json.dumps([entry_to_json(e) for e in result.entries], indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_scan_table(result))
+
+
+def _short(sha: str) -> str:
+    return sha[:10]
+
+
+def render_scan_table(result: ScanResult) -> str:
+    rows = []
+    for e in result.entries:
+        link = e.link
+        date = _dt.datetime.fromtimestamp(e.date, _dt.timezone.utc).strftime("%Y-%m-%d") if e.date else ""
+        originals = ", ".join(f"{_short(o)}({how})" for o, how in zip(link.originals, link.linked_by, strict=False))
+        if not originals:
+            originals = "unresolved"
+        subject = link.subject if len(link.subject) <= 60 else link.subject[:59] + "…"
+        rows.append((_short(link.revert), date, link.kind, e.purity.verdict, originals, subject))
+    header = ("revert", "date", "kind", "purity", "originals (linked by)", "subject")
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(6)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    counts: dict[str, int] = {}
+    for e in result.entries:
+        counts[e.purity.verdict] = counts.get(e.purity.verdict, 0) + 1
+    mix = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    lines.append("")
+    lines.append(f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
+                 + (f" ({mix})" if mix else ""))
+    return "\n".join(lines)
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return the exit code; unexpected errors leave a traceback file."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="revertbot", standalone_mode=False)
+        return 0
+    except RevertbotError as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return 130
+    except BrokenPipeError:
+        # Output piped into a closed reader (e.g. `| head`): not an error worth a traceback.
+        sys.stderr.close()
+        return 0
+    except Exception as exc:
+        fd, path = tempfile.mkstemp(prefix="revertbot-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            traceback.print_exc(file=fh)
+        click.echo(f"Error: unexpected {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"  the traceback was written to {path}; please include it in a bug report", err=True)
+        return 1
+
+
+def main() -> None:
+    sys.exit(run_cli())

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up a virtual environment and run the whole test suite: lint, type check, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+# The CPU build of torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.
+.venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>/dev/null \
+    || echo "note: torch==2.13.0 (CPU) not available; GPU-suite tests will skip" >&2
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,dashboard]' 2>&1 \
+    | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip show -q revertbot >/dev/null
+echo "::group::ruff"
+.venv/bin/ruff check revertbot gpu_jobs tests bench
+echo "::endgroup::"
+echo "::group::mypy"
+.venv/bin/mypy revertbot
+echo "::endgroup::"
+.venv/bin/python -m pytest "$@"

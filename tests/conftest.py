@@ -1,0 +1,29 @@
+"""Hermetic test environment: fixed git identity and HOME, no tokens, no network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import GitRepo
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    for var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ACTIONS", "GITHUB_EVENT_PATH", "GITHUB_OUTPUT",
+                "GITHUB_STEP_SUMMARY", "GITHUB_API_URL", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    """An empty real git repository on branch main."""
+    return GitRepo(tmp_path / "repo")

@@ -1,0 +1,91 @@
+"""A tiny builder for real git repositories in tmp_path (tests only)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+class GitRepo:
+    """Real git repository with helpers to write files and commit with controlled dates."""
+
+    def __init__(self, path: Path, branch: str = "main") -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self._clock = 1_700_000_000
+        self.git("init", "-q", "-b", branch)
+
+    def git(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        env_date = f"{self._clock} +0000"
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=self.path,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=_env(env_date),
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+        return proc.stdout
+
+    def tick(self, seconds: int = 3600) -> None:
+        self._clock += seconds
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        p = self.path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+
+    def delete(self, rel: str) -> None:
+        (self.path / rel).unlink()
+
+    def commit(self, message: str, files: dict[str, str | bytes | None] | None = None) -> str:
+        """Write ``files`` (None deletes), commit everything with ``message``, return the sha."""
+        for rel, content in (files or {}).items():
+            if content is None:
+                self.delete(rel)
+            else:
+                self.write(rel, content)
+        self.tick()
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-F", "-", input=message)
+        return self.head()
+
+    def revert(self, *shas: str, message: str | None = None) -> str:
+        """``git revert`` (newest first as given); optionally with a custom message."""
+        self.tick()
+        self.git("revert", "--no-edit", "--no-commit", *shas)
+        if message is None:
+            subj = self.git("log", "-1", "--format=%s", shas[0]).strip()
+            body = "\n".join(f"This reverts commit {s}." for s in shas)
+            message = f'Revert "{subj}"\n\n{body}\n'
+        self.git("commit", "-q", "--allow-empty", "-F", "-", input=message)
+        return self.head()
+
+    def head(self, ref: str = "HEAD") -> str:
+        return self.git("rev-parse", ref).strip()
+
+    def checkout(self, *args: str) -> None:
+        self.git("checkout", "-q", *args)
+
+
+def _env(date: str) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        {
+            "GIT_AUTHOR_NAME": "Test Author",
+            "GIT_AUTHOR_EMAIL": "author@example.com",
+            "GIT_COMMITTER_NAME": "Test Committer",
+            "GIT_COMMITTER_EMAIL": "committer@example.com",
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+    )
+    return env
