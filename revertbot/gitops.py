@@ -438,3 +438,33 @@ def parse_conflict_markers(text: str, max_hunks: int = 20) -> tuple[ConflictHunk
         elif state == "theirs":
             theirs.append(line)
     return tuple(hunks)
+
+
+def grep_words(
+    repo: Path, tree: str, words: Sequence[str], pathspecs: Sequence[str] = ()
+) -> list[tuple[str, int, str]]:
+    """Whole-word occurrences of any of ``words`` in ``tree`` (a commit or tree sha), in one process.
+
+    Returns ``(path, line number, line text)`` triples. Binary files are skipped.
+    """
+    if not words:
+        return []
+    args = ["grep", "-n", "-w", "-I", "--full-name", "-z", "--no-color", "-F"]
+    for w in words:
+        args += ["-e", w]
+    args += [tree, "--", *pathspecs]
+    proc = run_bytes(*args, cwd=repo, check=False)
+    if proc.returncode == 1:  # no match
+        return []
+    if proc.returncode != 0:
+        raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    hits = []
+    prefix = f"{tree}:"
+    for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+        # -z: "<tree>:<path>\0<line>\0<text>"
+        parts = raw.split("\x00", 2)
+        if len(parts) != 3:
+            continue
+        path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
+        hits.append((path, int(parts[1]), parts[2]))
+    return hits
