@@ -1,0 +1,1 @@
+"""Analysis stages: Python symbols, their dependents, history and risk."""
