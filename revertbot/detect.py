@@ -15,61 +15,102 @@ from dataclasses import dataclass, field
 from .models import Commit, Link, LinkMethod, ParsedMessage, RevertKind, Unresolved
 
 ELLIPSIS = ("…", "...")
+# Real subjects are short and real bodies are a few KiB; bounding what the regexes see keeps
+# parsing linear on hostile input (a megabyte of quotes or whitespace in a commit message).
+MAX_SUBJECT = 1_000
+MAX_BODY = 64_000
+_MAX_NESTING = 50
+_MIN_TRUNCATED_TITLE = 8
+
 _HEX = r"[0-9a-fA-F]"
-_SHA = rf"{_HEX}{{7,64}}"
+# A hex id that is not part of a longer word or hex run.
+_SHA = rf"(?<![0-9A-Za-z]){_HEX}{{7,64}}(?![0-9A-Za-z])"
+_SHA_RE = re.compile(_SHA)
 
 # Quick filter: messages that cannot be reverts skip the full parser (most of a history).
-_CANDIDATE_RE = re.compile(
-    r"\b(revert|reapply|re-?land|back(?:ed)?\s?out|reverts)\b", re.IGNORECASE
-)
+_CANDIDATE_RE = re.compile(r"revert|reapply|re-?land|back(?:ed)?[ \t]?out", re.IGNORECASE)
 
 _MERGE_PR_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)", re.IGNORECASE)
-_OWN_PR_SUFFIX_RE = re.compile(r"\s*\(#(\d+)\)\s*$")
+_REVERT_BRANCH_RE = re.compile(r"(?:^|/)revert-(\d+)-")
+_OWN_PR_SUFFIX_RE = re.compile(r"[ \t]*\(#(\d+)\)[ \t]*$")
 _PR_REF_RE = re.compile(r"#(\d+)\b")
 
-_SUBJECT_PATTERNS: tuple[tuple[re.Pattern[str], RevertKind], ...] = (
-    (re.compile(r'^(?:\[revert\]\s*)?revert(?:ing|s)?\s*:?\s*"(?P<title>.*)"\s*$', re.I), "revert"),
-    (re.compile(r'^reapply\s*:?\s*"(?P<title>.*)"\s*$', re.I), "reland"),
-    (re.compile(r'^re-?land(?:ed|ing|s)?\s*(?:of\s+)?:?\s*"?(?P<title>.*?)"?\s*$', re.I), "reland"),
-    (re.compile(r'^partial(?:ly)?\s+revert(?:s|ed|ing)?\s*(?:of\s+)?:?\s*"?(?P<title>.*?)"?\s*$', re.I),
-     "partial"),
-    (re.compile(r'^revert\s+part\s+of\s*:?\s*"?(?P<title>.*?)"?\s*$', re.I), "partial"),
-    (re.compile(r'^backed\s+out\s+(?P<title>(?:changeset|\d+\s+changesets)\b.*)$', re.I), "backout"),
-    (re.compile(r'^back(?:ed)?\s?out\s*:?\s*"?(?P<title>.*?)"?\s*$', re.I), "backout"),
-    (re.compile(r'^(?:\[revert\]\s*)?revert(?:ing|s)?\b\s*:?\s*(?P<title>.*?)\s*$', re.I), "revert"),
-)  # fmt: skip
-
-_THIS_REVERTS_RE = re.compile(
-    rf"This\s+(?:reverts?|reapplies|relands?)\s+commits?\s+(?P<list>{_SHA}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*|\s+)"
-    rf"{_SHA})*)",
+# The verb that opens a revert-like subject, after optional "[tag]" prefixes ("[mlir] Revert ...").
+_TAGS = r"(?:\[[^\]\n]{0,60}\][ \t]*){0,5}"
+_SUBJECT_RE = re.compile(
+    rf"^(?P<tags>{_TAGS})(?P<verb>"
+    r"partial(?:ly)?[ \t]+revert(?:s|ed|ing)?(?:[ \t]+of)?"
+    r"|revert[ \t]+part[ \t]+of"
+    r"|revert(?:s|ed|ing)?"
+    r"|reapply"
+    r"|re-?land(?:s|ed|ing)?(?:[ \t]+of)?"
+    r"|backed[ \t]+out|back[ \t]?out"
+    r")(?![\w-])[ \t]*(?P<colon>:?)[ \t]*",
     re.IGNORECASE,
 )
-_BACKED_OUT_RE = re.compile(rf"Backed\s+out\s+changeset\s+(?P<sha>{_HEX}{{12,64}})\b", re.IGNORECASE)
+_TAG_VERB_RE = re.compile(r"^\[(revert|reland)\][ \t]*", re.IGNORECASE)
+_QUOTES = {'"': '"', "“": "”"}
+_SUBJECT_SHA_RE = re.compile(rf"^(?:commit[ \t]+)?(?:rG)?(?P<sha>{_HEX}{{7,64}})(?![0-9A-Za-z])(?P<rest>.*)$", re.I)
+_SUBJECT_PRS_RE = re.compile(
+    r"^(?:PR[ \t]*)?#\d+(?:[ \t]*(?:,|&|and|,[ \t]*and)[ \t]*(?:PR[ \t]*)?#\d+)*(?![\w])(?P<rest>.*)$", re.I
+)
+_SUBJECT_DIFF_RE = re.compile(r"^(?P<diff>D\d+)(?![\w])(?P<rest>.*)$")
+_MOZ_SUBJECT_RE = re.compile(r"^(?:changeset|\d+[ \t]+changesets)\b", re.IGNORECASE)
+# "Revert button: add tooltip" names a component, not a commit; "Revert to X" restores a state.
+_NOT_A_TITLE_RE = re.compile(r"^(?:[\w.-]+:|to\b|back\b)", re.IGNORECASE)
+_NESTED_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>.*)"(?:[ \t]*\(#\d+\))?$', re.IGNORECASE)
+
+# Body lines. "reversing changes made to <sha>" (merge reverts) names the mainline parent and
+# is deliberately not matched: only ids right after "commit(s)" and joined by and/,/& count.
+_SEP = r"[ \t]*(?:,[ \t]*(?:and[ \t\n]+)?|&[ \t\n]*|\n?[ \t]*and[ \t\n]+|,\n[ \t]*)[ \t]*"
+_THIS_REVERTS_RE = re.compile(
+    r"This[ \t]+(?:partially[ \t]+)?(?P<verb>reverts?|reapplies|relands?)[ \t]+commits?[ \t]+"
+    rf"(?P<list>{_SHA}(?:{_SEP}{_SHA})*)",
+    re.IGNORECASE,
+)
+_RELAND_OF_RE = re.compile(rf"This[ \t]+is[ \t]+a[ \t]+re-?land[ \t]+of[ \t]+(?:commit[ \t]+)?(?P<sha>{_SHA})", re.I)
+_BACKED_OUT_RE = re.compile(r"Backed[ \t]+out[ \t]+changeset[ \t]+(?P<sha>[0-9a-fA-F]{12,64})(?![0-9A-Za-z])", re.I)
+_ORIGINAL_CHANGESET_RE = re.compile(rf"^Original[ \t]+commit[ \t]+changeset:[ \t]*(?P<sha>{_SHA})", re.I | re.M)
 _REVERTS_PR_RE = re.compile(
-    r"^\s*(?:This\s+)?(?:reverts?|relands?|reapplies)\s+(?:PR\s+)?"
-    r"(?P<list>(?:(?:[\w.-]+/[\w.-]+)?#\d+(?:\s*(?:,|&|and)\s*)?)+)",
+    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+(?:PR[ \t]+)?"
+    r"(?P<list>(?:[\w.-]+/[\w.-]+)?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]+/[\w.-]+)?#\d+)*)",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_URL_RE = re.compile(
-    r"^\s*(?:This\s+)?(?:reverts?|relands?|reapplies)\s+<?https?://\S+?/pull/(?P<num>\d+)",
+    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
     re.IGNORECASE | re.MULTILINE,
 )
-_DIFF_REV_RE = re.compile(r"^Differential Revision:\s*(?:\S*/)?(?P<diff>D\d+)\s*$", re.MULTILINE)
-_SUBJECT_DIFF_RE = re.compile(r"\b(?P<diff>D\d{2,})\b")
-_SUBJECT_SHA_RE = re.compile(rf"^(?:commit\s+)?(?P<sha>{_SHA})\b", re.IGNORECASE)
-_PULL_RESOLVED_RE = re.compile(r"^Pull Request resolved:\s*\S*/pull/(?P<num>\d+)", re.MULTILINE)
-_CHERRY_PICK_RE = re.compile(rf"\(cherry picked from commit (?P<sha>{_HEX}{{40,64}})\)")
+_REVERTS_DIFF_RE = re.compile(
+    r"^[ \t]*(?:(?:This[ \t]+)?reverts?[ \t]+(?:revision[ \t]+)?|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
+    r"(?:\S*/)?(?P<diff>D\d+)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+_DIFF_REV_RE = re.compile(r"^Differential Revision:[ \t]*(?:\S*/)?(?P<diff>D\d+)[ \t]*$", re.MULTILINE)
+_PULL_RESOLVED_RE = re.compile(r"^Pull Request resolved:[ \t]*\S*/pull/(?P<num>\d+)", re.MULTILINE)
+_CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{40,64})\)")
+
+
+def _verb_kind(verb: str) -> RevertKind:
+    v = " ".join(verb.lower().split())
+    if v.startswith(("partial", "revert part")):
+        return "partial"
+    if v.startswith("revert"):
+        return "revert"
+    if v.startswith("back"):
+        return "backout"
+    return "reland"  # reapply, reland, re-land
 
 
 def _unquote_nested(title: str) -> tuple[str, int]:
-    """``Revert "X"`` inside a title means a revert of a revert: return (innermost, depth)."""
-    depth = 0
-    m = re.match(r'^revert\s*"(.*)"\s*$', title, re.IGNORECASE)
-    while m:
-        depth += 1
-        title = m.group(1)
-        m = re.match(r'^revert\s*"(.*)"\s*$', title, re.IGNORECASE)
-    return title, depth
+    """``Revert "X"`` inside a title is one more undo layer, ``Reapply "X"`` two: (innermost, layers)."""
+    layers = 0
+    for _ in range(_MAX_NESTING):
+        m = _NESTED_RE.match(title)
+        if not m:
+            break
+        layers += 2 if m.group("verb").lower() == "reapply" else 1
+        title = m.group("title")
+    return title, layers
 
 
 def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
@@ -78,9 +119,23 @@ def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
         if subject.endswith(mark):
             first, _, rest = body.lstrip("\n").partition("\n")
             if first.startswith(mark):
-                return subject[: -len(mark)] + first[len(mark) :], rest, False
+                return subject[: -len(mark)] + first[len(mark) :].rstrip(), rest, False
             return subject[: -len(mark)], body, True
     return subject, body, False
+
+
+def _unquote(rest: str) -> tuple[str, bool]:
+    """(title, was quoted). A quote that is never closed means the title was cut."""
+    close = _QUOTES.get(rest[:1])
+    if close is None:
+        return rest.strip(), False
+    end = rest.rfind(close)
+    return (rest[1:end] if end > 0 else rest[1:]).strip(), True
+
+
+def strip_pr_suffix(subject: str) -> str:
+    """``"Add X (#12)"`` -> ``"Add X"``."""
+    return _OWN_PR_SUFFIX_RE.sub("", subject).strip()
 
 
 def parse_message(message: str) -> ParsedMessage:
@@ -91,105 +146,181 @@ def parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None)
 
 
+@dataclass
+class _Subject:
+    kind: RevertKind | None = None
+    strong: bool = False  # the subject alone is enough to call it a revert
+    titles: list[str] = field(default_factory=list)
+    shas: list[str] = field(default_factory=list)
+    prs: list[int] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+    depth: int = 1
+
+
+def _parse_subject(subject: str) -> _Subject:
+    out = _Subject()
+    tag_verb = _TAG_VERB_RE.match(subject)
+    m = _SUBJECT_RE.match(subject)
+    if tag_verb and not (m and m.group("verb")):
+        verb, rest, explicit = tag_verb.group(1), subject[tag_verb.end() :], True  # "[Revert] X"
+    elif m:
+        verb, rest = m.group("verb"), subject[m.end() :]
+        explicit = bool(m.group("colon")) or bool(tag_verb)
+    else:
+        return out
+    out.kind = _verb_kind(verb)
+    if out.kind == "reland" and verb.lower() == "reapply":
+        out.depth = 2  # git's message for reverting a revert
+    descriptive = verb.lower().endswith(("s", "ed", "ing"))  # "Reverts ...", "Relanding ..." describe
+    if out.kind == "backout" and _MOZ_SUBJECT_RE.match(rest):
+        out.strong = True  # Mozilla: the changesets come from the "Backed out changeset" lines
+        return out
+    if not rest:
+        out.strong = not descriptive and out.kind != "backout"
+        return out
+
+    sha_m = _SUBJECT_SHA_RE.match(rest)
+    prs_m = _SUBJECT_PRS_RE.match(rest)
+    diff_m = _SUBJECT_DIFF_RE.match(rest)
+    if (
+        sha_m
+        and (re.search(r"\d", sha_m.group("sha")) or len(sha_m.group("sha")) >= 12)
+        and (_after_ref(sha_m.group("rest")) is not None)
+    ):
+        out.shas.append(sha_m.group("sha"))
+        rest = _after_ref(sha_m.group("rest")) or ""
+        out.strong = True
+    elif prs_m and _after_ref(prs_m.group("rest")) is not None:
+        out.prs += [int(n) for n in _PR_REF_RE.findall(rest[: prs_m.start("rest")])]
+        rest = _after_ref(prs_m.group("rest")) or ""
+        out.strong = True
+    elif diff_m and _after_ref(diff_m.group("rest")) is not None:
+        out.diffs.append(diff_m.group("diff"))
+        rest = _after_ref(diff_m.group("rest")) or ""
+        out.strong = True
+    if not rest:
+        return out
+
+    title, quoted = _unquote(rest)
+    if not quoted and not out.strong:
+        # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
+        out.strong = explicit or (not descriptive and out.kind != "backout" and not _NOT_A_TITLE_RE.match(title))
+    else:
+        out.strong = True
+    if quoted:
+        # A squash-merged original keeps its PR number in the quoted title; in a nested title
+        # ('Revert "Revert "X (#1)" (#2)"') that number is the inner revert's.
+        inner_pr = _OWN_PR_SUFFIX_RE.search(title)
+        if inner_pr and not out.prs:
+            out.prs.append(int(inner_pr.group(1)))
+        if out.kind in ("revert", "reland"):
+            # Backing out or partially reverting a revert keeps the full title: its original is
+            # the revert commit itself.
+            inner, layers = _unquote_nested(title)
+            if layers:
+                base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
+                out.depth = base + layers
+                out.kind = "revert" if out.depth % 2 else "reland"
+                title = inner.strip()
+    if title:
+        out.titles.append(title)
+    return out
+
+
+def _after_ref(rest: str) -> str | None:
+    """What follows a sha/PR/diff named in a subject: a title after ':' or '-', a quoted title, or
+    nothing. None when the words go on without a separator ("Revert D12 support")."""
+    rest = rest.strip()
+    if not rest:
+        return ""
+    if rest[0] in ":-–":
+        return rest[1:].strip()
+    if rest[0] in _QUOTES:
+        return rest
+    return None
+
+
+def _body_lines(body: str) -> str:
+    # Quoted lines ("> This reverts commit ...") belong to a cited message, not to this one.
+    return "\n".join(line for line in body[:MAX_BODY].split("\n") if not line.lstrip().startswith(">"))
+
+
 def _parse_message(message: str) -> ParsedMessage:
-    text = message.replace("\r\n", "\n").replace("\r", "\n")
+    text = message.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     subject, _, body = text.strip("\n").partition("\n")
     subject = subject.strip()
     own_pr: int | None = None
+    branch_prs: list[int] = []
     merge = _MERGE_PR_RE.match(subject)
     if merge:
         # GitHub merge commit: the PR title is the first body line; the revert button names the
         # branch "revert-<N>-<branch>", N being the reverted PR.
         own_pr = int(merge.group(1))
-        branch_pr = re.match(r"[^/]+/revert-(\d+)-", merge.group(2))
+        branch_pr = _REVERT_BRANCH_RE.search(merge.group(2))
+        if branch_pr:
+            branch_prs.append(int(branch_pr.group(1)))
         subject, _, body = body.strip("\n").partition("\n")
         subject = subject.strip()
-        extra_prs = (int(branch_pr.group(1)),) if branch_pr else ()
-    else:
-        extra_prs = ()
-    if not _CANDIDATE_RE.search(text):
-        return ParsedMessage(kind=None, own_pr=own_pr)
-    subject, body, truncated = _untruncate(subject, body)
+    subject, body, truncated = _untruncate(subject[:MAX_SUBJECT], body)
     own = _OWN_PR_SUFFIX_RE.search(subject)
-    # A squash-merged revert reads 'Revert "X (#123)" (#456)': 456 is the revert's own PR.
-    if own and (subject[: own.start()].rstrip().endswith('"') or not subject.lower().startswith("revert")):
-        own_pr = own_pr or int(own.group(1))
-        subject_core = subject[: own.start()].rstrip()
-    else:
-        subject_core = subject
-
-    kind: RevertKind | None = None
-    title = ""
-    for pattern, pkind in _SUBJECT_PATTERNS:
-        m = pattern.match(subject_core)
-        if m:
-            kind, title = pkind, m.group("title").strip()
-            break
-
-    shas: list[str] = []
-    for m in _THIS_REVERTS_RE.finditer(text):
-        shas += re.findall(_SHA, m.group("list"))
-    backed = [m.group("sha") for m in _BACKED_OUT_RE.finditer(text)]
-    shas += backed
-    prs: list[int] = list(extra_prs)
-    for m in _REVERTS_PR_RE.finditer(body):
-        prs += [int(n) for n in _PR_REF_RE.findall(m.group("list"))]
-    prs += [int(m.group("num")) for m in _REVERTS_URL_RE.finditer(body)]
-    diffs: list[str] = []
+    if own and own_pr is None:
+        # A squash merge appends the PR's own number: 'Revert "X (#123)" (#456)' is PR 456.
+        own_pr = int(own.group(1))
+        subject = subject[: own.start()].rstrip()
+    body = _body_lines(body)
     own_diff_m = _DIFF_REV_RE.search(body)
     own_diff = own_diff_m.group("diff") if own_diff_m else None
+    if not branch_prs and not _CANDIDATE_RE.search(subject + "\n" + body):
+        return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
 
-    depth = 1
-    titles: list[str] = []
-    if kind is not None and title:
-        inner, nested = _unquote_nested(title)
-        if nested and kind == "revert":
-            depth += nested
-            kind = "reland" if depth % 2 == 0 else "revert"
-        sha_m = _SUBJECT_SHA_RE.match(inner)
-        if kind == "backout" and inner.lower().startswith(("changeset", *"0123456789")):
-            pass  # Mozilla: changesets come from the "Backed out changeset" lines
-        elif sha_m and not re.search(r"\s", inner[sha_m.end() :].strip()[:1] or "x") and len(inner) <= 64:
-            shas.append(sha_m.group("sha"))
-        elif re.fullmatch(r"(?:PR\s*)?#\d+(?:\s*(?:,|&|and)\s*#\d+)*", inner, re.IGNORECASE):
-            prs += [int(n) for n in _PR_REF_RE.findall(inner)]
-        elif re.fullmatch(r"D\d+(?:\s*[:-].*)?", inner):
-            diffs.append(inner.split(":")[0].split(" ")[0].split("-")[0])
-        else:
-            titles.append(inner)
-            # A squash-merged original keeps its PR number in the quoted title.
-            inner_pr = _OWN_PR_SUFFIX_RE.search(inner)
-            if inner_pr:
-                prs.append(int(inner_pr.group(1)))
-            if kind in ("revert", "backout") and not titles[-1]:
-                titles.pop()
-        if kind == "revert" and not shas and not prs and not diffs:
-            phab = _SUBJECT_DIFF_RE.match(inner)
-            if phab:
-                diffs.append(phab.group("diff"))
-    if kind is None and (shas or prs):
-        # Body-only signal ("This reverts commit X" under a free-form subject).
-        kind = "revert"
+    subj = _parse_subject(subject)
+    shas = list(subj.shas)
+    prs = list(branch_prs) + subj.prs
+    diffs = list(subj.diffs)
+    body_kind: RevertKind | None = None
+    for m in _THIS_REVERTS_RE.finditer(body):
+        shas += _SHA_RE.findall(m.group("list"))
+        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+    for m in _RELAND_OF_RE.finditer(body):
+        shas.append(m.group("sha"))
+        body_kind = body_kind or "reland"
+    for m in _BACKED_OUT_RE.finditer(subject + "\n" + body):
+        shas.append(m.group("sha"))
+        body_kind = body_kind or "backout"
+    for m in _ORIGINAL_CHANGESET_RE.finditer(body):
+        shas.append(m.group("sha"))
+    for m in _REVERTS_PR_RE.finditer(body):
+        prs += [int(n) for n in _PR_REF_RE.findall(m.group("list"))]
+        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+    for m in _REVERTS_URL_RE.finditer(body):
+        prs.append(int(m.group("num")))
+        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+    for m in _REVERTS_DIFF_RE.finditer(body):
+        diffs.append(m.group("diff"))
+        body_kind = body_kind or "revert"
+    kind = subj.kind
+    evidence = bool(shas or branch_prs or subj.prs or body_kind or subj.diffs)
+    if kind is None or not (subj.strong or evidence):
+        # No revert verb in the subject, or only a descriptive one: the body has to say it.
+        kind = body_kind if body_kind else ("revert" if branch_prs else None)
     if kind is None:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
+    # A descriptive subject ("Reverts the cache change") is prose, not the original's title.
+    titles = subj.titles if subj.strong else []
     return ParsedMessage(
         kind=kind,
         titles=tuple(dict.fromkeys(t for t in titles if t)),
         title_truncated=truncated,
         shas=tuple(dict.fromkeys(s.lower() for s in shas)),
         prs=tuple(dict.fromkeys(p for p in prs if p != own_pr)),
-        diffs=tuple(dict.fromkeys(diffs)),
+        diffs=tuple(dict.fromkeys(d for d in diffs if d != own_diff)),
         own_pr=own_pr,
         own_diff=own_diff,
-        depth=depth,
+        depth=subj.depth,
     )
 
 
 # --------------------------------------------------------------------------- linking
-
-
-def strip_pr_suffix(subject: str) -> str:
-    return _OWN_PR_SUFFIX_RE.sub("", subject).strip()
 
 
 @dataclass
@@ -208,7 +339,7 @@ class HistoryIndex:
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
         idx = cls(commits=commits)
         for i, c in enumerate(commits):
-            idx.position[c.sha] = i
+            idx.position[c.sha.lower()] = i
             subject = c.subject
             merge = _MERGE_PR_RE.match(subject)
             if merge:
@@ -236,25 +367,26 @@ class HistoryIndex:
         return idx
 
     def find_prefix(self, prefix: str) -> list[str]:
+        """Full shas on the ref starting with ``prefix`` (at most two: one is unique, two ambiguous)."""
         prefix = prefix.lower()
         if prefix in self.position:
             return [prefix]
         i = bisect_left(self.sorted_shas, prefix)
-        found = []
-        while i < len(self.sorted_shas) and self.sorted_shas[i].startswith(prefix):
+        found: list[str] = []
+        while i < len(self.sorted_shas) and self.sorted_shas[i].startswith(prefix) and len(found) < 2:
             found.append(self.sorted_shas[i])
             i += 1
-            if len(found) > 1:
-                break
         return found
 
     def older(self, candidates: Iterable[int], than: int) -> list[int]:
         """Candidates older than position ``than`` (later in newest-first order), nearest first."""
-        return sorted(i for i in candidates if i > than)
+        return sorted(i for i in set(candidates) if i > than)
 
 
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
+
+_UNDOES: tuple[RevertKind, ...] = ("revert", "partial", "backout")
 
 
 def link_reverts(
@@ -268,31 +400,29 @@ def link_reverts(
 
     ``lookup_objects`` is asked, in one batch, about shas that are not on the ref, to tell
     "not in repository" from "on another branch". ``select`` limits which commits are reported
-    (e.g. by date) while the whole history is still used to resolve originals.
+    (e.g. by date) while the whole history is still used to resolve originals and chains.
     """
     idx = index or HistoryIndex.build(commits)
-    parsed: list[tuple[int, ParsedMessage]] = []
+    parsed: dict[int, ParsedMessage] = {}
     for i, c in enumerate(commits):
-        if select is not None and not select(c):
-            continue
         pm = parse_message(c.message)
         if pm.kind is not None:
-            parsed.append((i, pm))
+            parsed[i] = pm
 
     # Shas that are not on the ref are looked up in one batch.
-    off_ref: list[str] = []
-    for _, pm in parsed:
-        off_ref += [s for s in pm.shas if not idx.find_prefix(s)]
-    objects = lookup_objects(off_ref) if (lookup_objects and off_ref) else {}
+    off_ref = [s for pm in parsed.values() for s in pm.shas if not idx.find_prefix(s)]
+    objects = lookup_objects(list(dict.fromkeys(off_ref))) if (lookup_objects and off_ref) else {}
 
-    links: dict[str, Link] = {}
-    for i, pm in parsed:
-        links[commits[i].sha] = _link_one(commits[i], i, pm, idx, ref_name, objects)
-    # Chains: a link whose original is itself a link inherits that link's history.
-    result = []
+    links = {commits[i].sha: _link_one(commits[i], i, pm, idx, ref_name, objects, parsed) for i, pm in parsed.items()}
+    naming: dict[str, list[Link]] = {}
     for link in links.values():
-        result.append(_with_chain(link, links, idx))
-    return result
+        for orig in link.originals:
+            naming.setdefault(orig, []).append(link)
+    return [
+        _with_chain(link, links, naming, idx)
+        for i, link in zip(parsed, links.values(), strict=True)
+        if select is None or select(commits[i])
+    ]
 
 
 def _link_one(
@@ -302,9 +432,10 @@ def _link_one(
     idx: HistoryIndex,
     ref_name: str,
     objects: Mapping[str, str | None],
+    parsed: Mapping[int, ParsedMessage],
 ) -> Link:
     found: list[tuple[int, LinkMethod]] = []
-    unresolved: list[Unresolved] = []
+    sha_unresolved: list[Unresolved] = []
 
     def add(i: int, how: LinkMethod) -> None:
         if i != pos and all(i != j for j, _ in found):
@@ -312,15 +443,19 @@ def _link_one(
 
     for sha in pm.shas:
         hits = idx.find_prefix(sha)
-        if len(hits) == 1:
+        if len(hits) == 1 and idx.position[hits[0]] > pos:
             add(idx.position[hits[0]], "sha")
             continue
-        if len(hits) > 1:
-            unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
+        if len(hits) == 1:
+            sha_unresolved.append(Unresolved(sha, "names this commit or a later one, not an earlier one"))
             continue
-        picked = [j for full, js in idx.by_cherry_source.items() if full.startswith(sha) for j in js]
-        if picked:  # the revert names the upstream commit; this ref has its cherry-pick
-            add(min(picked, key=lambda j: abs(j - pos) if j > pos else 10**9), "sha")
+        if len(hits) > 1:
+            sha_unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
+            continue
+        # The revert names the upstream commit; this ref (a release branch) has its cherry-pick.
+        picked = idx.older((j for full, js in idx.by_cherry_source.items() if full.startswith(sha) for j in js), pos)
+        if picked:
+            add(picked[0], "sha")
             continue
         info = objects.get(sha)
         if info is None:
@@ -331,38 +466,44 @@ def _link_one(
             reason = f"names a {info.split()[-1]}, not a commit"
         else:
             reason = f"on another branch (not reachable from {ref_name})"
-        unresolved.append(Unresolved(sha, reason))
+        sha_unresolved.append(Unresolved(sha, reason))
 
+    # Weaker references are tried only when the stronger ones found nothing. When a level finds
+    # the original, failures at the levels above it are noise, except sha failures, which point
+    # at a real gap; when nothing is found every failure is kept.
+    failed: list[Unresolved] = []
     if not found:
         for pr in pm.prs:
             pr_hits = idx.older(idx.by_pr.get(pr, ()), pos)
             if pr_hits:
                 add(pr_hits[0], "pr")
             else:
-                unresolved.append(Unresolved(f"#{pr}", f"no commit of PR #{pr} on {ref_name}"))
+                failed.append(Unresolved(f"#{pr}", f"no commit for PR #{pr} on {ref_name}"))
     if not found:
+        level: list[Unresolved] = []
         for diff in pm.diffs:
             diff_hits = idx.older(idx.by_diff.get(diff, ()), pos)
             if diff_hits:
                 add(diff_hits[0], "diff")
             else:
-                unresolved.append(Unresolved(diff, f"no commit with 'Differential Revision: {diff}'"))
+                level.append(Unresolved(diff, f"no commit with 'Differential Revision: {diff}' on {ref_name}"))
+        failed = level if found else failed + level
     if not found:
+        level = []
         for title in pm.titles:
-            title_hits = _title_hits(idx, title, pos, pm.title_truncated, pm.kind)
+            title_hits = _title_hits(idx, title, pos, pm.title_truncated, parsed)
             if title_hits:
                 add(title_hits[0], "title")
             else:
-                unresolved.append(Unresolved(title, f"no earlier commit titled {title!r} on {ref_name}"))
-    if found:
-        # Sha/PR/title matches that failed are only noise when another reference worked
-        # at a stronger level; keep sha failures, which point at a real gap.
-        unresolved = [u for u in unresolved if HEX_ONLY.fullmatch(u.ref)]
+                what = "starting with" if pm.title_truncated else "titled"
+                level.append(Unresolved(title, f"no earlier commit {what} {title!r} on {ref_name}"))
+        failed = level if found else failed + level
     found.sort(key=lambda t: -t[0])  # oldest first (largest position)
     kind = pm.kind or "revert"
     direction = 1
-    if kind == "reland" and found and all(how == "title" for _, how in found):
-        # "Reland X" found X itself by title: it should redo X, not undo it.
+    if kind == "reland" and any(parsed.get(i, _NOT_REVERT).kind not in _UNDOES for i, _ in found):
+        # A reland that names the change itself should redo it; one that names the revert
+        # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1
     return Link(
         revert=commit.sha,
@@ -370,51 +511,59 @@ def _link_one(
         kind=kind,
         originals=tuple(idx.commits[i].sha for i, _ in found),
         linked_by=tuple(how for _, how in found),
-        unresolved=tuple(unresolved),
+        unresolved=tuple(sha_unresolved + failed),
         direction=direction,
     )
 
 
-HEX_ONLY = re.compile(_SHA)
+_NOT_REVERT = ParsedMessage(kind=None)
 
 
-def _title_hits(idx: HistoryIndex, title: str, pos: int, truncated: bool, kind: RevertKind | None) -> list[int]:
+def _title_hits(
+    idx: HistoryIndex,
+    title: str,
+    pos: int,
+    truncated: bool,
+    parsed: Mapping[int, ParsedMessage],
+) -> list[int]:
     keys = {title, strip_pr_suffix(title)}
     hits = [i for key in keys for i in idx.by_title.get(key, ())]
-    if not hits and truncated:
+    if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
         hits = [i for key, js in idx.by_title.items() if key.startswith(title) for i in js]
-    hits = idx.older(set(hits), pos)
-    if kind == "reland":
-        # Prefer the change itself over its earlier relands or reverts.
-        plain = [i for i in hits if parse_message(idx.commits[i].message).kind is None]
-        hits = plain or hits
-    return hits
+    hits = idx.older(hits, pos)
+    # Prefer the change itself over earlier reverts/relands that happen to carry its title.
+    plain = [i for i in hits if i not in parsed]
+    return plain or hits
 
 
-def _with_chain(link: Link, links: Mapping[str, Link], idx: HistoryIndex) -> Link:
-    chain: list[str] = []
-    seen = {link.revert}
-    stack = list(link.originals)
-    while stack:
-        sha = stack.pop()
-        if sha in seen:
+def _with_chain(link: Link, links: Mapping[str, Link], naming: Mapping[str, list[Link]], idx: HistoryIndex) -> Link:
+    """The story of the change: earlier links reachable from this one through what they undo or redo.
+
+    ``naming`` maps a sha to the links that have it among their originals.
+    """
+    pos = idx.position.get(link.revert.lower(), -1)
+    # A merge that brings in a revert commit is the same revert, not an earlier one.
+    merged_in = set(idx.commits[pos].parents[1:]) if pos >= 0 else set()
+
+    def earlier(other: Link) -> bool:
+        return idx.position.get(other.revert.lower(), -1) > pos and other.revert not in merged_in
+
+    story: set[str] = set()
+    todo = list(link.originals)
+    involved = False
+    while todo:
+        sha = todo.pop()
+        if sha in story or sha == link.revert:
             continue
-        seen.add(sha)
-        earlier = links.get(sha)
-        if earlier is not None:
-            chain.append(sha)
-            chain += [o for o in earlier.originals if o not in seen]
-            stack += list(earlier.originals)
-    if link.kind == "reland" and link.direction == -1:
-        # A title-linked reland: the reverts of the original in between belong to its story.
-        for orig in link.originals:
-            for other in links.values():
-                between = idx.position.get(other.revert, -1) > idx.position[link.revert]
-                if orig in other.originals and other.revert != link.revert and other.direction == 1 and between:
-                    chain += [orig, other.revert]
-    if not chain:
+        story.add(sha)
+        related = [links[sha]] if sha in links and earlier(links[sha]) else []
+        related += [other for other in naming.get(sha, ()) if earlier(other)]
+        for other in related:
+            involved = True
+            todo += [other.revert, *other.originals]
+    if not involved:
         return link
-    ordered = sorted(dict.fromkeys(chain), key=lambda s: -idx.position.get(s, -1))
+    ordered = sorted(story, key=lambda s: -idx.position.get(s.lower(), -1))
     return Link(
         revert=link.revert,
         subject=link.subject,

@@ -1,0 +1,467 @@
+"""link_reverts on real histories: every linking method, unresolved references, chains,
+release branches; and the same through `revertbot scan --format json`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from revertbot import gitops
+from revertbot.cli import run_cli
+from revertbot.detect import link_reverts
+from revertbot.models import Link, Unresolved
+from tests.gitrepo import GitRepo
+
+MAIN = "refs/heads/main"
+MISSING = "0123456789abcdef0123456789abcdef01234567"
+
+
+def links_on(repo: GitRepo, ref: str = MAIN) -> dict[str, Link]:
+    """Every link on ``ref``, keyed by the revert's sha, resolved the way a scan does it."""
+    commits = gitops.log(repo.path, repo.head(ref))
+    found = link_reverts(commits, ref_name=ref, lookup_objects=lambda names: gitops.object_types(repo.path, names))
+    by_revert = {link.revert: link for link in found}
+    assert len(by_revert) == len(found)
+    return by_revert
+
+
+def merge(repo: GitRepo, branch: str, message: str) -> str:
+    repo.tick()
+    repo.git("merge", "--no-ff", "-q", "-m", message, branch)
+    return repo.head()
+
+
+def scan_json(repo: GitRepo, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, dict[str, object]]:
+    assert run_cli(["scan", "--repo", str(repo.path), "--format", "json", *args]) == 0
+    return {entry["revert"]: entry for entry in json.loads(capsys.readouterr().out)}
+
+
+@pytest.fixture
+def base(repo: GitRepo) -> GitRepo:
+    repo.commit("init", {"model.py": "def forward(x):\n    return x\n", "README": "engine\n"})
+    return repo
+
+
+# --------------------------------------------------------------------------- by sha
+
+
+def test_git_revert_links_by_sha(base: GitRepo) -> None:
+    orig = base.commit("Add fused kernel", {"kernel.py": "FUSED = True\n"})
+    base.commit("Add revert button", {"ui.py": "button = 'revert'\n"})
+    base.commit("Fix reverted flag handling", {"ui.py": "button = 'undo'\n"})
+    rev = base.revert(orig)
+    assert links_on(base) == {
+        rev: Link(revert=rev, subject='Revert "Add fused kernel"', kind="revert", originals=(orig,),
+                  linked_by=("sha",))
+    }  # fmt: skip
+
+
+def test_multi_original_revert_is_oldest_first(base: GitRepo) -> None:
+    a = base.commit("Add A", {"a.py": "A = 1\n"})
+    b = base.commit("Add B", {"b.py": "B = 1\n"})
+    rev = base.revert(b, a)  # one "This reverts commit" line per sha, newest first
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((a, b), ("sha", "sha"), ())
+
+
+def test_wrapped_second_sha(base: GitRepo) -> None:
+    a = base.commit("Add A", {"a.py": "A = 1\n"})
+    b = base.commit("Add B", {"b.py": "B = 1\n"})
+    rev = base.revert(a, b, message=f"Revert A and B\n\nThis reverts commits {a} and\n{b}.\n")
+    assert links_on(base)[rev].originals == (a, b)
+
+
+def test_merge_revert_ignores_mainline_parent(base: GitRepo) -> None:
+    base.git("branch", "feature")
+    mainline = base.commit("Tune scheduler", {"sched.py": "N = 2\n"})
+    base.checkout("feature")
+    base.commit("Add graph capture", {"capture.py": "CAPTURE = True\n"})
+    base.checkout("main")
+    m = merge(base, "feature", "Merge branch 'feature'")
+    base.tick()
+    base.git("revert", "--no-edit", "-m", "1", m)  # git's own message: "..., reversing\nchanges made to <P>."
+    rev = base.head()
+    assert f"changes made to {mainline}" in base.git("log", "-1", "--format=%B")
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((m,), ("sha",), ())
+
+
+def test_abbreviated_sha(base: GitRepo) -> None:
+    orig = base.commit("Add A", {"a.py": "A = 1\n"})
+    rev = base.revert(orig, message=f"Undo A for now\n\nThis reverts commit {orig[:9]}.")
+    link = links_on(base)[rev]
+    assert (link.kind, link.originals, link.linked_by) == ("revert", (orig,), ("sha",))
+
+
+# --------------------------------------------------------------------------- unresolved
+
+
+def test_sha_not_in_repository(base: GitRepo) -> None:
+    rev = base.commit(f'Revert "Lost change"\n\nThis reverts commit {MISSING}.', {"x.py": "x\n"})
+    link = links_on(base)[rev]
+    assert link.originals == ()
+    assert link.unresolved == (
+        Unresolved(MISSING, "not in repository (fetch more history or the branch that has it)"),
+        Unresolved("Lost change", f"no earlier commit titled 'Lost change' on {MAIN}"),
+    )
+
+
+def test_sha_on_unmerged_branch(base: GitRepo) -> None:
+    base.git("branch", "side")
+    base.checkout("side")
+    side = base.commit("Experimental kernel", {"exp.py": "E = 1\n"})
+    base.checkout("main")
+    rev = base.commit(f"Drop the experiment\n\nThis reverts commit {side}.", {"README": "engine 2\n"})
+    link = links_on(base)[rev]
+    assert link.originals == ()
+    assert link.unresolved == (Unresolved(side, f"on another branch (not reachable from {MAIN})"),)
+
+
+def test_sha_naming_a_blob(base: GitRepo) -> None:
+    blob = base.git("rev-parse", "HEAD:README").strip()
+    rev = base.commit(f"Undo it\n\nThis reverts commit {blob}.", {"README": "x\n"})
+    assert links_on(base)[rev].unresolved == (Unresolved(blob, "names a blob, not a commit"),)
+
+
+def test_pr_with_no_commit(base: GitRepo) -> None:
+    base.commit("Add A (#5)", {"a.py": "A = 1\n"})
+    rev = base.commit("Revert #77", {"a.py": None})
+    link = links_on(base)[rev]
+    assert (link.originals, link.unresolved) == ((), (Unresolved("#77", f"no commit for PR #77 on {MAIN}"),))
+
+
+def test_sha_found_keeps_other_sha_failures(base: GitRepo) -> None:
+    a = base.commit("Add A", {"a.py": "A = 1\n"})
+    rev = base.revert(a, message=f"Revert two\n\nThis reverts commit {a}.\nThis reverts commit {MISSING}.\n")
+    link = links_on(base)[rev]
+    assert link.originals == (a,)
+    assert [u.ref for u in link.unresolved] == [MISSING]
+
+
+def test_pr_found_drops_title_noise(base: GitRepo) -> None:
+    orig = base.commit("Add A (#5)", {"a.py": "A = 1\n"})
+    rev = base.revert(orig, message='Revert "Old wording of A (#5)" (#6)')
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("pr",), ())
+
+
+# --------------------------------------------------------------------------- by PR / diff / title
+
+
+def test_squash_merged_revert_links_by_pr(base: GitRepo) -> None:
+    orig = base.commit("Share BCG output buffers across capture sizes (#27659)", {"bcg.py": "SHARED = 1\n"})
+    base.commit("Bump version (#27700)", {"README": "engine 1.1\n"})
+    rev = base.revert(orig, message=(
+        'Revert "Share BCG output buffers across capture sizes (#27659)" (#27758)\n\n'
+        "Reverts sgl-project/sglang#27659\n"
+    ))  # fmt: skip
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("pr",), ())
+
+
+def test_pr_list_links_every_original(base: GitRepo) -> None:
+    a = base.commit("Add A (#1)", {"a.py": "A\n"})
+    b = base.commit("Add B (#2)", {"b.py": "B\n"})
+    base.commit("Unrelated (#3)", {"u.py": "U\n"})
+    c = base.commit("Add C (#4)", {"c.py": "C\n"})
+    rev = base.commit("Revert #1, #2 & #4 (#9)", {"a.py": None, "b.py": None, "c.py": None})
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by) == ((a, b, c), ("pr", "pr", "pr"))
+
+
+def test_pr_list_with_one_missing(base: GitRepo) -> None:
+    a = base.commit("Add A (#1)", {"a.py": "A\n"})
+    rev = base.commit("Revert #1 and #404", {"a.py": None})
+    link = links_on(base)[rev]
+    assert link.originals == (a,)
+    assert link.unresolved == (Unresolved("#404", f"no commit for PR #404 on {MAIN}"),)
+
+
+def test_pull_request_resolved_trailer(base: GitRepo) -> None:
+    orig = base.commit("Add A\n\nPull Request resolved: https://github.com/o/r/pull/31", {"a.py": "A\n"})
+    rev = base.revert(orig, message="Revert A\n\nReverts https://github.com/o/r/pull/31")
+    assert links_on(base)[rev].originals == (orig,)
+
+
+def test_title_fallback_takes_newest_older_match(base: GitRepo) -> None:
+    base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    base.commit("Disable CUDA graphs", {"cfg.py": "GRAPHS = 0\n"})
+    newer = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
+    base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})  # later: cannot be what was reverted
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((newer,), ("title",), ())
+
+
+def test_title_fallback_matches_squash_suffix(base: GitRepo) -> None:
+    orig = base.commit("Enable CUDA graphs (#40)", {"cfg.py": "GRAPHS = 1\n"})
+    rev = base.commit("Revert Enable CUDA graphs", {"cfg.py": None})
+    assert links_on(base)[rev].originals == (orig,)
+
+
+def test_truncated_title_continued_in_body(base: GitRepo) -> None:
+    title = "Share BCG output buffers across capture sizes and slice smaller sizes as views"
+    orig = base.commit(title, {"bcg.py": "SHARED = 1\n"})
+    rev = base.revert(orig, message=f'Revert "{title[:60]}…\n\n…{title[60:]}" (#90)\n\nNo longer needed.\n')
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("title",), ())
+
+
+def test_truncated_title_prefix_match(base: GitRepo) -> None:
+    title = "Share BCG output buffers across capture sizes and slice smaller sizes as views"
+    orig = base.commit(title, {"bcg.py": "SHARED = 1\n"})
+    rev = base.revert(orig, message=f'Revert "{title[:50]}…')
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by) == ((orig,), ("title",))
+
+
+def test_truncated_title_without_match_reports_prefix(base: GitRepo) -> None:
+    rev = base.commit('Revert "A title that was cut off and never existed…', {"x.py": "x\n"})
+    reason = f"no earlier commit starting with 'A title that was cut off and never existed' on {MAIN}"
+    assert links_on(base)[rev].unresolved == (Unresolved("A title that was cut off and never existed", reason),)
+
+
+def test_merge_commit_pr_workflow(base: GitRepo) -> None:
+    # Original merged as PR #12; GitHub's revert button makes branch revert-12-<branch> and PR #13.
+    base.git("branch", "feature")
+    base.checkout("feature")
+    base.commit("Add fast path", {"fast.py": "FAST = 1\n"})
+    base.checkout("main")
+    m12 = merge(base, "feature", "Merge pull request #12 from alice/feature\n\nAdd fast path")
+    base.git("branch", "revert-12-feature")
+    base.checkout("revert-12-feature")
+    base.tick()
+    base.git("revert", "--no-edit", "-m", "1", m12)
+    inner = base.head()
+    base.checkout("main")
+    base.commit("Unrelated on main", {"README": "engine 2\n"})
+    m13 = merge(
+        base,
+        "revert-12-feature",
+        'Merge pull request #13 from alice/revert-12-feature\n\nRevert "Add fast path"\n\nReverts o/r#12',
+    )
+    links = links_on(base)
+    assert set(links) == {inner, m13}
+    outer = links[m13]
+    assert (outer.kind, outer.originals, outer.linked_by, outer.chain) == ("revert", (m12,), ("pr",), ())
+    assert (links[inner].originals, links[inner].linked_by) == ((m12,), ("sha",))
+
+
+def test_phabricator_revert_by_diff(base: GitRepo) -> None:
+    orig = base.commit(
+        "Add fused MoE\n\nSummary: faster\n\nDifferential Revision: https://reviews.example.org/D123",
+        {"moe.py": "FUSED = 1\n"},
+    )
+    base.commit("Other\n\nDifferential Revision: https://reviews.example.org/D124", {"o.py": "o\n"})
+    rev = base.revert(orig, message=(
+        "Revert D123: Add fused MoE\n\nSummary: broke H100\n\n"
+        "Differential Revision: https://reviews.example.org/D130"
+    ))  # fmt: skip
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("diff",), ())
+
+
+def test_phabricator_unknown_diff_falls_back_to_title(base: GitRepo) -> None:
+    orig = base.commit("Add fused MoE", {"moe.py": "FUSED = 1\n"})
+    rev = base.revert(orig, message="Revert D999: Add fused MoE")
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("title",), ())
+
+
+def test_back_out_by_title_and_original_diff(base: GitRepo) -> None:
+    orig = base.commit(
+        "Add fused MoE\n\nDifferential Revision: https://reviews.example.org/D123", {"moe.py": "FUSED = 1\n"}
+    )
+    by_title = base.revert(orig, message='Back out "Add fused MoE"\n\nSummary: broke H100')
+    again = base.commit(
+        "Add fused MoE v2\n\nDifferential Revision: https://reviews.example.org/D200", {"moe.py": "FUSED = 2\n"}
+    )
+    by_diff = base.revert(again, message='Back out "Add fused MoE v2"\n\nOriginal Phabricator Diff: D200\n')
+    links = links_on(base)
+    assert (links[by_title].kind, links[by_title].originals, links[by_title].linked_by) == (
+        "backout",
+        (orig,),
+        ("title",),
+    )
+    assert (links[by_diff].originals, links[by_diff].linked_by) == ((again,), ("diff",))
+
+
+def test_mozilla_backouts(base: GitRepo) -> None:
+    a = base.commit("Bug 1 - Add A r=me", {"a.py": "A\n"})
+    b = base.commit("Bug 1 - Add B r=me", {"b.py": "B\n"})
+    c = base.commit("Bug 2 - Add C r=me", {"c.py": "C\n"})
+    single = base.revert(c, message=f"Backed out changeset {c[:12]} (bug 2) for build bustage")
+    both = base.revert(b, a, message=(
+        "Backed out 2 changesets (bug 1) for causing mochitest failures. CLOSED TREE\n\n"
+        f"Backed out changeset {b[:12]} (bug 1)\nBacked out changeset {a[:12]} (bug 1)\n"
+    ))  # fmt: skip
+    links = links_on(base)
+    assert (links[single].kind, links[single].originals) == ("backout", (c,))
+    assert (links[both].kind, links[both].originals, links[both].linked_by) == ("backout", (a, b), ("sha", "sha"))
+
+
+# --------------------------------------------------------------------------- chains and relands
+
+
+def test_revert_of_revert_chain(base: GitRepo) -> None:
+    x = base.commit("Add X", {"x.py": "X\n"})
+    r1 = base.revert(x)
+    base.tick()
+    base.git("revert", "--no-edit", r1)  # git's own message: Revert "Revert "Add X""
+    r2 = base.head()
+    links = links_on(base)
+    assert links[r1].chain == ()
+    link = links[r2]
+    assert (link.kind, link.originals, link.linked_by, link.direction, link.chain) == (
+        "reland",
+        (r1,),
+        ("sha",),
+        1,
+        (x, r1),
+    )
+
+
+def test_reapply_message(base: GitRepo) -> None:
+    x = base.commit("Add X", {"x.py": "X\n"})
+    r1 = base.revert(x)
+    r2 = base.revert(r1, message=f'Reapply "Add X"\n\nThis reverts commit {r1}.\n')
+    link = links_on(base)[r2]
+    assert (link.kind, link.originals, link.direction, link.chain) == ("reland", (r1,), 1, (x, r1))
+
+
+def test_reland_by_title_after_revert(base: GitRepo) -> None:
+    x = base.commit("Share BCG output buffers", {"bcg.py": "SHARED = 1\n"})
+    r1 = base.revert(x)
+    reland = base.commit("Reland Share BCG output buffers", {"bcg.py": "SHARED = 1\n"})
+    r2 = base.revert(reland)
+    reland2 = base.commit('Reland "Share BCG output buffers"', {"bcg.py": "SHARED = 2\n"})
+    links = links_on(base)
+    first = links[reland]
+    assert (first.kind, first.originals, first.linked_by, first.direction, first.chain) == (
+        "reland",
+        (x,),
+        ("title",),
+        -1,
+        (x, r1),
+    )
+    assert links[r2].chain == (x, r1, reland)
+    # The second reland still names the change itself, not the earlier reland.
+    assert (links[reland2].originals, links[reland2].direction) == ((x,), -1)
+    assert links[reland2].chain == (x, r1, reland, r2)
+
+
+def test_reland_naming_original_pr_redoes_it(base: GitRepo) -> None:
+    x = base.commit("Add X (#10)", {"x.py": "X\n"})
+    base.revert(x, message='Revert "Add X (#10)" (#11)')
+    reland = base.commit('Reland "Add X (#10)" (#12)', {"x.py": "X\n"})
+    link = links_on(base)[reland]
+    assert (link.originals, link.linked_by, link.direction) == ((x,), ("pr",), -1)
+
+
+def test_chromium_reland_of_commit(base: GitRepo) -> None:
+    x = base.commit("Add X", {"x.py": "X\n"})
+    r1 = base.revert(x)
+    reland = base.commit(
+        f'Reland "Add X"\n\nThis is a reland of commit {x}\n\nOriginal change\'s description:\n> Add X\n',
+        {"x.py": "X\n"},
+    )
+    link = links_on(base)[reland]
+    assert (link.kind, link.originals, link.linked_by, link.direction, link.chain) == (
+        "reland",
+        (x,),
+        ("sha",),
+        -1,
+        (x, r1),
+    )
+
+
+def test_select_reports_only_selected_but_keeps_chains(base: GitRepo) -> None:
+    x = base.commit("Add X", {"x.py": "X\n"})
+    r1 = base.revert(x)
+    base.tick()
+    base.git("revert", "--no-edit", r1)
+    r2 = base.head()
+    commits = gitops.log(base.path, r2)
+    only = link_reverts(commits, ref_name=MAIN, select=lambda c: c.sha == r2)
+    assert [(link.revert, link.chain) for link in only] == [(r2, (x, r1))]
+
+
+# --------------------------------------------------------------------------- release branches
+
+
+def test_release_branch_revert_resolves_cherry_pick(base: GitRepo) -> None:
+    base.git("branch", "release/1.0")
+    upstream = base.commit("Share BCG output buffers (#27659)", {"bcg.py": "SHARED = 1\n"})
+    base.checkout("release/1.0")
+    base.tick()
+    base.git("cherry-pick", "-x", upstream)
+    pick = base.head()
+    # The upstream revert, cherry-picked too: its message names the upstream sha.
+    rev = base.revert(pick, message=f'Revert "Share BCG output buffers (#27659)"\n\nThis reverts commit {upstream}.')
+    links = links_on(base, "refs/heads/release/1.0")
+    assert (links[rev].originals, links[rev].linked_by, links[rev].unresolved) == ((pick,), ("sha",), ())
+    # On main the same message would point at the upstream commit itself.
+    assert links_on(base, MAIN) == {}
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+def test_scan_json_reland_chain_and_purity(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    x = base.commit("Share BCG output buffers (#27659)", {"bcg.py": "SHARED = 1\n"})
+    r1 = base.revert(x, message='Revert "Share BCG output buffers (#27659)" (#27758)\n\nReverts o/r#27659')
+    reland = base.commit("Reland Share BCG output buffers (#27800)", {"bcg.py": "SHARED = 1\n"})
+    data = scan_json(base, capsys)
+    assert set(data) == {r1, reland}
+    assert (data[r1]["originals"], data[r1]["linked_by"], data[r1]["purity"]) == ([x], ["pr"], "pure")
+    assert data[reland]["kind"] == "reland"
+    assert (data[reland]["originals"], data[reland]["linked_by"]) == ([x], ["title"])
+    assert data[reland]["chain"] == [x, r1]
+    assert data[reland]["purity"] == "pure"  # a reland that redoes the change exactly
+
+
+def test_scan_json_unresolved_reasons(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    base.git("branch", "side")
+    base.checkout("side")
+    side = base.commit("Experimental kernel", {"exp.py": "E\n"})
+    base.checkout("main")
+    rev = base.commit(f"Drop experiment\n\nThis reverts commit {side}.", {"README": "x\n"})
+    pr = base.commit("Revert #404", {"README": "y\n"})
+    data = scan_json(base, capsys)
+    assert data[rev]["unresolved"] == [{"ref": side, "reason": f"on another branch (not reachable from {MAIN})"}]
+    assert data[pr]["unresolved"] == [{"ref": "#404", "reason": f"no commit for PR #404 on {MAIN}"}]
+    assert data[rev]["purity"] == data[pr]["purity"] == "unverifiable"
+
+
+def test_scan_json_multi_original_pr_list(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    a = base.commit("Add A (#1)", {"a.py": "A\n"})
+    b = base.commit("Add B (#2)", {"b.py": "B\n"})
+    rev = base.commit("Revert #1 & #2 (#3)", {"a.py": None, "b.py": None})
+    data = scan_json(base, capsys)
+    assert list(data) == [rev]
+    assert (data[rev]["originals"], data[rev]["linked_by"], data[rev]["purity"]) == ([a, b], ["pr", "pr"], "pure")
+
+
+def test_nested_squash_revert_names_inner_revert_pr(base: GitRepo) -> None:
+    x = base.commit("Add X (#3)", {"x.py": "X\n"})
+    r5 = base.revert(x, message='Revert "Add X (#3)" (#5)')
+    r8 = base.revert(r5, message='Revert "Revert "Add X (#3)" (#5)" (#8)')
+    link = links_on(base)[r8]
+    assert (link.kind, link.originals, link.linked_by, link.direction, link.chain) == (
+        "reland",
+        (r5,),
+        ("pr",),
+        1,
+        (x, r5),
+    )
+
+
+def test_partial_revert_and_subject_sha(base: GitRepo) -> None:
+    x = base.commit("Add X and Y", {"x.py": "X\n", "y.py": "Y\n"})
+    partial = base.commit('Partially revert "Add X and Y"', {"y.py": None})
+    by_sha = base.commit(f"Revert {x[:10]}: Add X and Y", {"x.py": None})
+    links = links_on(base)
+    assert (links[partial].kind, links[partial].originals, links[partial].linked_by) == ("partial", (x,), ("title",))
+    assert (links[by_sha].kind, links[by_sha].originals, links[by_sha].linked_by) == ("revert", (x,), ("sha",))
+    assert links[by_sha].chain == (x, partial)

@@ -1,0 +1,464 @@
+"""parse_message: every revert shape real projects use, the look-alikes that are not reverts,
+and property tests that it is total and round-trips well-formed messages."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from revertbot.detect import parse_message, strip_pr_suffix
+from revertbot.models import ParsedMessage
+
+A = "0123456789abcdef0123456789abcdef01234567"
+B = "89abcdef0123456789abcdef0123456789abcdef"
+C = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def pm(kind: str | None, **fields: object) -> ParsedMessage:
+    return ParsedMessage(kind=kind, **fields)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- git's own messages
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param(
+            f'Revert "Add X"\n\nThis reverts commit {A}.\n',
+            pm("revert", titles=("Add X",), shas=(A,)),
+            id="git-revert",
+        ),
+        pytest.param(
+            f'Revert "Revert "Add X""\n\nThis reverts commit {A}.\n',
+            pm("reland", titles=("Add X",), shas=(A,), depth=2),
+            id="revert-of-revert",
+        ),
+        pytest.param(
+            f'Revert "Revert "Revert "Add X"""\n\nThis reverts commit {A}.',
+            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            id="three-levels",
+        ),
+        pytest.param(
+            f'Reapply "Add X"\n\nThis reverts commit {A}.\n',
+            pm("reland", titles=("Add X",), shas=(A,), depth=2),
+            id="reapply",
+        ),
+        pytest.param(
+            f'Revert "Reapply "Add X""\n\nThis reverts commit {A}.',
+            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            id="revert-of-reapply",
+        ),
+        pytest.param(
+            f"Revert two changes\n\nThis reverts commit {A}.\nThis reverts commit {B}.\n",
+            pm("revert", titles=("two changes",), shas=(A, B)),
+            id="one-line-per-sha",
+        ),
+        pytest.param(
+            f"Revert two changes\n\nThis reverts commits {A} and\n{B}.\n",
+            pm("revert", titles=("two changes",), shas=(A, B)),
+            id="second-sha-wrapped",
+        ),
+        pytest.param(
+            f"Revert three\n\nThis reverts commits {A}, {B}, and {C}.",
+            pm("revert", titles=("three",), shas=(A, B, C)),
+            id="comma-list",
+        ),
+        pytest.param(
+            f"Revert \"Merge branch 'feature'\"\n\nThis reverts commit {A}, reversing\nchanges made to {B}.\n",
+            pm("revert", titles=("Merge branch 'feature'",), shas=(A,)),
+            id="merge-revert-ignores-mainline-parent",
+        ),
+        pytest.param(
+            f'Revert "Add X"\n\nThis reverts commit {A.upper()}.',
+            pm("revert", titles=("Add X",), shas=(A,)),
+            id="uppercase-sha-normalised",
+        ),
+        pytest.param(
+            f"Fix the scheduler\n\nThis reverts commit {A[:10]}, which broke graphs.",
+            pm("revert", shas=(A[:10],)),
+            id="body-only-abbreviated",
+        ),
+    ],
+)
+def test_git_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+# --------------------------------------------------------------------------- GitHub
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param(
+            'Revert "Share BCG output buffers (#27659)" (#27758)\n\nReverts sgl-project/sglang#27659',
+            pm("revert", titles=("Share BCG output buffers (#27659)",), prs=(27659,), own_pr=27758),
+            id="squash-merged-revert",
+        ),
+        pytest.param(
+            'Revert "X (#123)" (#456)',
+            pm("revert", titles=("X (#123)",), prs=(123,), own_pr=456),
+            id="pr-numbers-in-subject",
+        ),
+        pytest.param(
+            'Revert "X" (#456)',
+            pm("revert", titles=("X",), own_pr=456),
+            id="own-pr-only",
+        ),
+        pytest.param("Revert #12, #34 & #56", pm("revert", prs=(12, 34, 56)), id="pr-list"),
+        pytest.param("Revert #12, #34 and #56 (#99)", pm("revert", prs=(12, 34, 56), own_pr=99), id="pr-list-own"),
+        pytest.param("Revert PR #12: Add X", pm("revert", titles=("Add X",), prs=(12,)), id="pr-then-title"),
+        pytest.param(
+            "Undo the cache change\n\nReverts https://github.com/o/r/pull/321",
+            pm("revert", prs=(321,)),
+            id="body-url",
+        ),
+        pytest.param(
+            'Revert "Share BCG output buffers across capture sizes so that every…\n\n'
+            '…breakable graph uses one max-size buffer" (#27758)\n\nReverts sgl-project/sglang#27659\n',
+            pm(
+                "revert",
+                titles=(
+                    "Share BCG output buffers across capture sizes so that every"
+                    "breakable graph uses one max-size buffer",
+                ),
+                prs=(27659,),
+                own_pr=27758,
+            ),
+            id="truncated-title-continued",
+        ),
+        pytest.param(
+            'Revert "Share BCG output buffers across capture sizes so that every…\n\nReverts o/r#5',
+            pm(
+                "revert",
+                titles=("Share BCG output buffers across capture sizes so that every",),
+                title_truncated=True,
+                prs=(5,),
+            ),
+            id="truncated-title-cut",
+        ),
+        pytest.param(
+            'Merge pull request #456 from alice/revert-123-fast-path\n\nRevert "Add fast path"\n\nReverts o/r#123',
+            pm("revert", titles=("Add fast path",), prs=(123,), own_pr=456),
+            id="merge-commit-revert-button",
+        ),
+        pytest.param(
+            "Merge pull request #456 from alice/revert-123-fast-path\n\nUndo fast path",
+            pm("revert", prs=(123,), own_pr=456),
+            id="merge-commit-revert-branch-only",
+        ),
+        pytest.param(
+            'Merge pull request #456 from alice/undo-fast-path\n\nRevert "Add fast path (#123)"',
+            pm("revert", titles=("Add fast path (#123)",), prs=(123,), own_pr=456),
+            id="merge-commit-title-line",
+        ),
+    ],
+)
+def test_github_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+# --------------------------------------------------------------------------- relands, partials
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param("Reland X", pm("reland", titles=("X",)), id="reland"),
+        pytest.param("Re-land X", pm("reland", titles=("X",)), id="re-land"),
+        pytest.param('Reland "Add X"', pm("reland", titles=("Add X",)), id="reland-quoted"),
+        pytest.param(
+            'Reland "Add X (#12)" (#34)',
+            pm("reland", titles=("Add X (#12)",), prs=(12,), own_pr=34),
+            id="reland-squash",
+        ),
+        pytest.param("Reland of scheduler fix", pm("reland", titles=("scheduler fix",)), id="reland-of"),
+        pytest.param('[mlir] Reland "Fold casts"', pm("reland", titles=("Fold casts",)), id="tag-prefix"),
+        pytest.param(
+            f'Reland "Add X"\n\nThis is a reland of commit {A}\n\nOriginal change\'s description:\n'
+            f"> Add X\n>\n> This reverts commit {B}.\n",
+            pm("reland", titles=("Add X",), shas=(A,)),
+            id="chromium-reland-ignores-quoted-lines",
+        ),
+        pytest.param(
+            'Revert "Revert "Add X (#3)" (#5)" (#8)',
+            pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2),
+            id="nested-squash-names-inner-revert",
+        ),
+        pytest.param('Reland "Revert "Add X""', pm("revert", titles=("Add X",)), id="reland-of-revert"),
+        pytest.param('Partially revert "Add X"', pm("partial", titles=("Add X",)), id="partially"),
+        pytest.param("Partial revert of Add X", pm("partial", titles=("Add X",)), id="partial-of"),
+        pytest.param("Partially revert Add X (#12)", pm("partial", titles=("Add X",), own_pr=12), id="partial-own-pr"),
+        pytest.param("Revert part of Add X", pm("partial", titles=("Add X",)), id="revert-part-of"),
+        pytest.param(
+            f'Partially revert "Add X"\n\nThis partially reverts commit {A}.',
+            pm("partial", titles=("Add X",), shas=(A,)),
+            id="partial-with-sha",
+        ),
+        pytest.param(
+            'Back out "Revert "Add X""', pm("backout", titles=('Revert "Add X"',)), id="backout-of-revert-keeps-title"
+        ),
+    ],
+)
+def test_reland_and_partial_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+# --------------------------------------------------------------------------- Phabricator, Mozilla, others
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param(
+            "Revert D123\n\nSummary: broke the build\n\nDifferential Revision: https://reviews.example.org/D130",
+            pm("revert", diffs=("D123",), own_diff="D130"),
+            id="revert-diff",
+        ),
+        pytest.param("Revert D123: Add X", pm("revert", titles=("Add X",), diffs=("D123",)), id="revert-diff-title"),
+        pytest.param(
+            'Back out "Add X"\n\nOriginal commit changeset: 0a1b2c3d4e5f\n\nOriginal Phabricator Diff: D123\n',
+            pm("backout", titles=("Add X",), shas=("0a1b2c3d4e5f",), diffs=("D123",)),
+            id="meta-back-out",
+        ),
+        pytest.param('Back out "Add X"', pm("backout", titles=("Add X",)), id="back-out-title-only"),
+        pytest.param(
+            "Backed out changeset 0123456789ab (bug 1700000) for causing build bustages",
+            pm("backout", shas=("0123456789ab",)),
+            id="mozilla-single",
+        ),
+        pytest.param(
+            "Backed out 2 changesets (bug 1700000) for causing mochitest failures. CLOSED TREE\n\n"
+            "Backed out changeset 0123456789ab (bug 1700000)\nBacked out changeset abcdef012345 (bug 1700000)\n",
+            pm("backout", shas=("0123456789ab", "abcdef012345")),
+            id="mozilla-several",
+        ),
+        pytest.param("Revert abc1234", pm("revert", shas=("abc1234",)), id="subject-sha"),
+        pytest.param(
+            f'Revert commit {A[:12]} "Add X"', pm("revert", titles=("Add X",), shas=(A[:12],)), id="subject-sha-title"
+        ),
+        pytest.param('[Revert] "Add X"', pm("revert", titles=("Add X",)), id="bracket-verb"),
+        pytest.param("[Revert] Add X", pm("revert", titles=("Add X",)), id="bracket-verb-plain"),
+        pytest.param('[release/1.2] Revert "Add X"', pm("revert", titles=("Add X",)), id="release-prefix"),
+        pytest.param(
+            "revert: drop fused kernel", pm("revert", titles=("drop fused kernel",)), id="conventional-commit"
+        ),
+        pytest.param(
+            "Revert fused MoE kernel for H100",
+            pm("revert", titles=("fused MoE kernel for H100",)),
+            id="plain-imperative",
+        ),
+        pytest.param("Revert “Add X”", pm("revert", titles=("Add X",)), id="typographic-quotes"),
+        pytest.param('Revert "Add X" because it broke CI', pm("revert", titles=("Add X",)), id="trailing-words"),
+    ],
+)
+def test_other_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+# --------------------------------------------------------------------------- not reverts
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Add revert button",
+        "Fix reverted flag handling",
+        "Support reverting a config to defaults",
+        "Revert button: add tooltip",
+        "Reverts are now logged",
+        "Reverting to the previous scheduler is now possible",
+        "Revert to eager mode when capture fails",
+        "Reverted state is cleared on reload",
+        "Backout of the fix",
+        "Relanding is documented in CONTRIBUTING.md" + "\n\nNo commit ids here.",
+        "Update docs\n\nThe revert-to-default option is described.",
+        "Bump version to 1.2.3 (#77)",
+        "Merge pull request #12 from alice/feature\n\nAdd fast path",
+        "Merge branch 'revert-fixes'",
+        "Irreverent comment cleanup",
+        "Review feedback: revertible ops",
+        "Add deadbeef sentinel\n\nReverse the bytes of 0123456789abcdef.",
+        f"Track reverts\n\nSee {A} for background.",
+        "",
+        "\n\n\n",
+    ],
+)
+def test_not_a_revert(message: str) -> None:
+    parsed = parse_message(message)
+    assert parsed.kind is None
+    assert not parsed.is_revert_like
+    assert (parsed.titles, parsed.shas, parsed.prs, parsed.diffs) == ((), (), (), ())
+
+
+def test_non_revert_keeps_own_numbers() -> None:
+    assert parse_message("Add X (#12)\n\nDifferential Revision: https://r.example/D9") == pm(
+        None, own_pr=12, own_diff="D9"
+    )
+    assert parse_message("Merge pull request #12 from alice/feature\n\nAdd X") == pm(None, own_pr=12)
+
+
+def test_descriptive_verb_counts_with_evidence() -> None:
+    # "Reverts ..." alone is prose; with a commit id it is a revert.
+    assert parse_message(f"Reverts the cache change\n\nThis reverts commit {A}.") == pm("revert", shas=(A,))
+    assert parse_message(f"Relanding the cache change\n\nThis is a reland of {A}") == pm("reland", shas=(A,))
+
+
+def test_crlf_and_nul() -> None:
+    assert parse_message(f'Revert "Add X"\r\n\r\nThis reverts commit {A}.\r\n\x00') == pm(
+        "revert", titles=("Add X",), shas=(A,)
+    )
+
+
+def test_strip_pr_suffix() -> None:
+    assert strip_pr_suffix("Add X (#12)") == "Add X"
+    assert strip_pr_suffix("Add X (#12) ") == "Add X"
+    assert strip_pr_suffix("Fix #12 crash") == "Fix #12 crash"
+
+
+def test_hostile_inputs_are_fast() -> None:
+    # Shapes that make naive regexes backtrack: long runs right after the verbs they look for.
+    samples = [
+        "Revert " + '"' * 200_000,
+        "Revert " + " " * 200_000 + "x",
+        "Reland " + "\t" * 200_000 + '"',
+        "Revert x\n\n" + "\n" * 200_000 + "Reverts o/r#1",
+        "Revert x\n\n" + ("Reverts " + "a" * 5000 + "\n") * 40,
+        "Revert x\n\nThis reverts commits " + ", ".join([A] * 20_000),
+        "Revert x\n\nThis reverts commit " + "a" * 200_000,
+        "Backed out changeset " + "0" * 200_000,
+        "Revert " + 'Revert "' * 50_000,
+        "Revert " + "[" * 100_000,
+        "[" + "]" * 100_000 + "Revert",
+        "Revert #" + "1, #" * 50_000,
+        "Revert x\n\nReverts https://" + "/" * 100_000,
+        "Revert x\n\nReverts " + "a/" * 100_000 + "#",
+        "Revert x\n\nThis reverts D" + "1" * 100_000,
+    ]
+    for text in samples:
+        start = time.perf_counter()
+        assert isinstance(parse_message(text), ParsedMessage)
+        assert time.perf_counter() - start < 2.0, text[:40]
+
+
+# --------------------------------------------------------------------------- properties
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "Revert ", "revert", "Reverts ", "Reland ", "Re-land ", "Reapply ", "Partially revert ", "Back out ",
+        "Backed out changeset ", "Backed out 2 changesets ", "This reverts commit ", "This reverts commits ",
+        "This is a reland of ", "Reverts o/r#", "Merge pull request #", " from u/revert-", "Differential Revision: ",
+        "Original Phabricator Diff: ", "(cherry picked from commit ", '"', '""', "“", "”", "…", "...", "(#", ")",
+        "#", "D", "\n", "\n\n", "\r\n", "\r", "\t", " ", "> ", "[", "]", ":", ", ", " and\n", " & ", A, A[:7],
+        "0123456789ab", "\x00", "\x1b[31m", "\u202e", "é", "中", "\ud7ff", "\U0001f600",
+    ]
+)  # fmt: skip
+
+_ARBITRARY = st.one_of(
+    st.text(),
+    st.lists(_FRAGMENTS, max_size=60).map("".join),
+    st.lists(st.one_of(_FRAGMENTS, st.text(max_size=20)), max_size=40).map("".join),
+    st.tuples(_FRAGMENTS, st.integers(1, 20_000), st.lists(_FRAGMENTS, max_size=5)).map(
+        lambda t: t[0] * t[1] + "".join(t[2])
+    ),
+    st.tuples(
+        st.lists(_FRAGMENTS, max_size=5), st.text(alphabet="0123456789abcdefABCDEF", min_size=1, max_size=5000)
+    ).map(lambda t: "".join(t[0]) + t[1]),
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ARBITRARY)
+def test_parse_is_total(text: str) -> None:
+    parsed = parse_message(text)
+    assert isinstance(parsed, ParsedMessage)
+    assert all(isinstance(s, str) and s == s.lower() for s in parsed.shas)
+    assert len(set(parsed.shas)) == len(parsed.shas)
+    assert parsed.own_pr is None or parsed.own_pr not in parsed.prs
+    if parsed.kind is None:
+        assert (parsed.titles, parsed.shas, parsed.prs, parsed.diffs) == ((), (), (), ())
+
+
+# Titles as people write them: words, digits, punctuation, non-ASCII; no quotes or newlines,
+# not ending in "(#N)" or an ellipsis, which have meanings of their own.
+_TITLE = (
+    st.text(
+        alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,_-/[]:+=éß中")),
+        min_size=1,
+        max_size=80,
+    )
+    .map(str.strip)
+    .filter(lambda t: t != "" and not t.endswith((")", ".", "…")))
+)
+_SHA40 = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
+_PR = st.integers(min_value=1, max_value=10**7)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TITLE, st.lists(_SHA40, min_size=1, max_size=5, unique=True), st.booleans())
+def test_git_revert_round_trip(title: str, shas: list[str], upper: bool) -> None:
+    body = "\n".join(f"This reverts commit {s.upper() if upper else s}." for s in shas)
+    parsed = parse_message(f'Revert "{title}"\n\n{body}\n')
+    assert parsed == pm("revert", titles=(title,), shas=tuple(shas))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TITLE, _SHA40, _SHA40, _SHA40)
+def test_wrapped_sha_list_round_trip(title: str, s1: str, s2: str, parent: str) -> None:
+    assume(len({s1, s2, parent}) == 3)
+    message = f'Revert "{title}"\n\nThis reverts commits {s1} and\n{s2}, reversing\nchanges made to {parent}.'
+    assert parse_message(message) == pm("revert", titles=(title,), shas=(s1, s2))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TITLE, _PR, _PR)
+def test_squash_revert_round_trip(title: str, original: int, own: int) -> None:
+    assume(original != own)
+    parsed = parse_message(f'Revert "{title} (#{original})" (#{own})\n\nReverts owner/repo#{original}\n')
+    assert parsed == pm("revert", titles=(f"{title} (#{original})",), prs=(original,), own_pr=own)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PR, min_size=1, max_size=6, unique=True), _PR)
+def test_pr_list_round_trip(prs: list[int], own: int) -> None:
+    assume(own not in prs)
+    listed = ", ".join(f"#{p}" for p in prs[:-1]) + (" & " if len(prs) > 1 else "") + f"#{prs[-1]}"
+    assert parse_message(f"Revert {listed} (#{own})") == pm("revert", prs=tuple(prs), own_pr=own)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TITLE, _PR, _PR, st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=20))
+def test_merge_commit_round_trip(title: str, own: int, original: int, branch: str) -> None:
+    assume(own != original)
+    parsed = parse_message(f'Merge pull request #{own} from alice/revert-{original}-{branch}\n\nRevert "{title}"')
+    assert parsed == pm("revert", titles=(title,), prs=(original,), own_pr=own)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TITLE, st.integers(1, 3))
+def test_nested_round_trip(title: str, depth: int) -> None:
+    subject = title
+    for _ in range(depth):
+        subject = f'Revert "{subject}"'
+    parsed = parse_message(subject)
+    assert parsed == pm("revert" if depth % 2 else "reland", titles=(title,), depth=depth)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TITLE, _TITLE)
+def test_truncated_round_trip(head: str, tail: str) -> None:
+    # GitHub cuts anywhere, even inside a word: the two parts are joined without a space.
+    parsed = parse_message(f'Revert "{head}…\n\n…{tail}" (#9)\n\nReverts o/r#8')
+    assert parsed == pm("revert", titles=(head + tail,), prs=(8,), own_pr=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789abcdef", min_size=12, max_size=12), min_size=1, max_size=4, unique=True))
+def test_mozilla_round_trip(changesets: list[str]) -> None:
+    lines = "\n".join(f"Backed out changeset {c} (bug 1)" for c in changesets)
+    parsed = parse_message(f"Backed out {len(changesets)} changesets (bug 1) for bustage\n\n{lines}\n")
+    assert parsed == pm("backout", shas=tuple(changesets))
