@@ -7,14 +7,21 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
 
 from . import __version__
-from .errors import RevertbotError
+from .check import check_revert
+from .config import load_config_file
+from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
+from .errors import RevertbotError, UsageError
+from .models import RevertReport
+from .report import render_markdown, report_to_json
 from .scan import ScanResult, entry_to_json, scan_repository
 
 
@@ -84,8 +91,90 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
         click.echo(render_scan_table(result))
 
 
+@cli.command()
+@click.argument("revert")
+@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Path of the git repository.")
+@click.option("--base", default=None, help="Branch the revert is meant for (default: the checked-out branch).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
+              help="Report language (default: 'language' in .revertbot.yml, else en).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to this file instead of standard output.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Configuration file (default: .revertbot.yml at the repository root).")
+def check(revert: str, repo: str, base: str | None, fmt: str, lang: str | None, output: str | None,
+          config_path: str | None) -> None:
+    """Full risk report for one REVERT commit (sha, branch or tag), offline.
+
+    Finds what the revert undoes, checks purity, applies it to the base in a temporary
+    worktree, lists changed files and Python symbols, code that still uses removed
+    symbols, later commits on the same files, release branches that carry the original,
+    and assesses the risk. The Markdown is exactly what the bot posts as a PR comment.
+    """
+    cfg = load_config_file(Path(config_path)) if config_path else None
+    report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang)
+    _emit(render_report(report, fmt, lang), output)
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="Where to build the miniature repository (default: a new temporary directory).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+def demo(directory: str | None, fmt: str, lang: str) -> None:
+    """Run the whole pipeline offline on a built-in miniature repository.
+
+    The repository retells a real story in small: an inference engine whose CUDA-graph
+    runner shares one output buffer across capture sizes (PR #101, with a latent bug), a
+    cherry-pick of it to release/0.5, later work on the same file, and the revert PR.
+    revertbot then checks the revert and prints its report.
+    """
+    root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="revertbot-demo-"))
+    started = time.monotonic()
+    click.echo(f"Building the miniature repository in {root / 'minisgl'} ...", err=True)
+    repo = build_demo_repo(root / "minisgl")
+    report = check_revert(repo.path, repo.revert, base_ref="main", repo_name=REPO_SLUG, language=lang)
+    out_dir = root / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (("report.md", render_markdown(report, "en")), ("report.zh.md", render_markdown(report, "zh")),
+                       ("report.json", render_report(report, "json", lang))):  # fmt: skip
+        (out_dir / name).write_text(text, encoding="utf-8")
+        written.append(out_dir / name)
+    click.echo(render_report(report, fmt, lang), nl=False)
+    click.echo("", err=True)
+    click.echo(f"Demo finished in {time.monotonic() - started:.1f}s.", err=True)
+    click.echo(f"  repository: {repo.path} (the revert is on branch {REVERT_BRANCH})", err=True)
+    for path in written:
+        click.echo(f"  report:     {path}", err=True)
+    click.echo(f"  try:        revertbot scan --repo {repo.path} --ref {REVERT_BRANCH}", err=True)
+
+
+def render_report(report: RevertReport, fmt: str, lang: str | None) -> str:
+    if fmt == "json":
+        return json.dumps(report_to_json(report), indent=2, ensure_ascii=False) + "\n"
+    return render_markdown(report, lang)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}") from exc
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 def _short(sha: str) -> str:
     return sha[:10]
+
+
+def _printable(text: str) -> str:
+    # Commit subjects are untrusted: escape sequences and control characters must not reach the terminal.
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def render_scan_table(result: ScanResult) -> str:
@@ -96,7 +185,8 @@ def render_scan_table(result: ScanResult) -> str:
         originals = ", ".join(f"{_short(o)}({how})" for o, how in zip(link.originals, link.linked_by, strict=False))
         if not originals:
             originals = "unresolved"
-        subject = link.subject if len(link.subject) <= 60 else link.subject[:59] + "…"
+        subject = _printable(link.subject)
+        subject = subject if len(subject) <= 60 else subject[:59] + "…"
         rows.append((_short(link.revert), date, link.kind, e.purity.verdict, originals, subject))
     header = ("revert", "date", "kind", "purity", "originals (linked by)", "subject")
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(6)]
@@ -116,8 +206,9 @@ def render_scan_table(result: ScanResult) -> str:
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code; unexpected errors leave a traceback file."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="revertbot", standalone_mode=False)
-        return 0
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="revertbot", standalone_mode=False)
+        # Without standalone mode click returns ctx.exit()'s code (e.g. after --help) instead of raising.
+        return rv if isinstance(rv, int) else 0
     except RevertbotError as exc:
         exc.show()
         return exc.exit_code
@@ -133,8 +224,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         click.echo("Interrupted.", err=True)
         return 130
     except BrokenPipeError:
-        # Output piped into a closed reader (e.g. `| head`): not an error worth a traceback.
-        sys.stderr.close()
+        # Output piped into a closed reader (e.g. `| head`): not an error worth a traceback. Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:
         fd, path = tempfile.mkstemp(prefix="revertbot-crash-", suffix=".txt")

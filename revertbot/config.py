@@ -117,10 +117,10 @@ class Thresholds:
     capture_time_regression_pct: float = field(default=20.0, metadata=_meta(minimum=0))
     age_days_medium: float = field(default=30, metadata=_meta(minimum=0))
     age_days_high: float = field(default=180, metadata=_meta(minimum=0))
-    drift_commits_medium: int = field(default=1, metadata=_meta(minimum=0))
-    drift_commits_high: int = field(default=5, metadata=_meta(minimum=0))
-    # With the default of 1, any remaining use of a removed symbol makes the risk at least medium.
-    max_dependents_medium: int = field(default=1, metadata=_meta(minimum=0))
+    drift_commits_medium: int = field(default=3, metadata=_meta(minimum=0))
+    drift_commits_high: int = field(default=10, metadata=_meta(minimum=0))
+    # With the default of 1, any remaining use of a removed symbol makes the risk high.
+    dependents_high: int = field(default=1, metadata=_meta(minimum=1))
 
 
 @dataclass(frozen=True)
@@ -551,11 +551,11 @@ thresholds:
   age_days_medium: 30
   age_days_high: 180
   # Later commits on the base branch that touched the same files.
-  drift_commits_medium: 1
-  drift_commits_high: 5
-  # Remaining uses of a symbol the revert removes that make the risk at least
-  # medium; 1 means any use does.
-  max_dependents_medium: 1
+  drift_commits_medium: 3
+  drift_commits_high: 10
+  # Remaining uses of a symbol or parameter the revert removes that make the
+  # risk high (code that would break); 1 means any use does.
+  dependents_high: 1
 
 # Labels put on revert pull requests.
 labels:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 RevertKind = Literal["revert", "partial", "reland", "backout"]
 LinkMethod = Literal["sha", "pr", "title", "diff"]
@@ -117,3 +117,158 @@ class ScanEntry:
     purity: PurityResult
     author: str = ""
     date: int = 0
+
+
+# --------------------------------------------------------------------------- report data
+
+RiskLevel = Literal["low", "medium", "high"]
+RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    sha: str
+    subject: str
+    author: str = ""
+    date: int = 0  # commit time, unix seconds
+    pr: int | None = None
+    body: str = ""  # the message after the subject (kept for the revert itself only)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    module: str
+    category: str
+    status: Literal["added", "deleted", "modified"]
+    added: int
+    removed: int
+    critical: bool = False
+    critical_globs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DriftCommit:
+    sha: str
+    subject: str
+    date: int
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Backport:
+    branch: str  # full ref name
+    original_pick: str | None  # the cherry-pick of the original on that branch
+    how: str  # "cherry-pick trailer" | "same patch" | "title"
+    revert_pick: str | None  # the matching revert on that branch, when present
+
+
+@dataclass(frozen=True)
+class RiskFactor:
+    name: str  # purity, applies, drift, dependents, critical_paths, gpu, backports, history, age
+    level: RiskLevel
+    code: str  # machine-readable outcome, e.g. "pure", "conflicts", "none"
+    params: tuple[tuple[str, str], ...] = ()  # values the renderers put into their sentence
+    evidence: tuple[str, ...] = ()  # language-neutral lines (paths, shas, numbers)
+
+    def param(self, key: str, default: str = "") -> str:
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True)
+class Risk:
+    level: RiskLevel
+    factors: tuple[RiskFactor, ...]
+    action: str  # merge | merge_after_gpu | review
+    open_items: tuple[str, ...] = ()  # factor names that need attention
+    follow_ups: tuple[str, ...] = ()  # release branches that still need the revert
+
+
+@dataclass(frozen=True)
+class CodeExcerpt:
+    path: str
+    header: str  # the hunk header
+    text: str  # diff lines
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewHighlight:
+    author: str
+    body: str
+    url: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    """What only GitHub knows; absent offline."""
+
+    repo: str
+    revert_pr: int | None = None
+    revert_pr_title: str = ""
+    original_prs: tuple[int, ...] = ()
+    original_ci: str = ""  # success | failure | pending | unknown
+    revert_ci: str = ""
+    linked_issues: tuple[int, ...] = ()
+    reviews: tuple[ReviewHighlight, ...] = ()
+    html_url: str = ""
+
+
+@dataclass(frozen=True)
+class GpuTestFlip:
+    name: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class GpuMetricDelta:
+    name: str
+    before: float
+    after: float
+    unit: str
+    threshold_pct: float | None = None
+    regressed: bool = False
+
+
+@dataclass(frozen=True)
+class GpuSummary:
+    suites: tuple[str, ...]
+    hardware: str
+    fixed: tuple[GpuTestFlip, ...] = ()
+    broken: tuple[GpuTestFlip, ...] = ()
+    failing_both: tuple[str, ...] = ()
+    flaky: tuple[str, ...] = ()
+    passed_both: int = 0
+    metrics: tuple[GpuMetricDelta, ...] = ()
+    infra: tuple[str, ...] = ()  # infrastructure problems (not the revert's fault)
+    not_run: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RevertReport:
+    """Everything the renderers need; produced by :func:`revertbot.check.check_revert`."""
+
+    repo: str
+    revert: CommitRef
+    kind: RevertKind
+    originals: tuple[CommitRef, ...]
+    linked_by: tuple[LinkMethod, ...]
+    unresolved: tuple[Unresolved, ...]
+    chain: tuple[CommitRef, ...]
+    purity: PurityResult
+    base_ref: str
+    apply: ApplyResult | None
+    apply_note: str
+    files: tuple[FileChange, ...]
+    symbols: tuple[Any, ...]  # analysis.symbols.SymbolChange
+    symbol_notes: tuple[str, ...]
+    dependents: tuple[Any, ...]  # analysis.dependents.Dependent
+    drift: tuple[DriftCommit, ...]
+    backports: tuple[Backport, ...]
+    excerpts: tuple[CodeExcerpt, ...]
+    risk: Risk
+    github: GitHubContext | None = None
+    gpu: GpuSummary | None = None
+    language: str = "en"

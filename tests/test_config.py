@@ -56,8 +56,8 @@ def test_defaults() -> None:
     assert config.gpu.fork_approval_label == "revertbot:gpu-approved"
     t = config.thresholds
     assert (t.memory_regression_pct, t.capture_time_regression_pct) == (5.0, 20.0)
-    assert (t.age_days_medium, t.age_days_high, t.drift_commits_medium, t.drift_commits_high) == (30, 180, 1, 5)
-    assert t.max_dependents_medium == 1
+    assert (t.age_days_medium, t.age_days_high, t.drift_commits_medium, t.drift_commits_high) == (30, 180, 3, 10)
+    assert t.dependents_high == 1
     assert (config.labels.enabled, config.labels.revert) == (True, "revert")
     assert (config.labels.risk_prefix, config.labels.purity_prefix) == ("risk:", "purity:")
     assert config.release_branches == ("release/*", "release-*", "v*.*.x", "stable*")
@@ -161,7 +161,7 @@ thresholds:
   age_days_high: 90
   drift_commits_medium: 0
   drift_commits_high: 3
-  max_dependents_medium: 2
+  dependents_high: 2
 labels: {enabled: false, revert: is-revert, risk_prefix: "r/", purity_prefix: "p/"}
 release_branches: ["release/*"]
 report: {max_excerpt_lines: 0, max_files_listed: 10}
@@ -190,7 +190,7 @@ def test_full_file() -> None:
     assert (t.memory_regression_pct, t.capture_time_regression_pct, t.age_days_medium, t.age_days_high) == (
         2.5, 10, 7.5, 90
     )
-    assert (t.drift_commits_medium, t.drift_commits_high, t.max_dependents_medium) == (0, 3, 2)
+    assert (t.drift_commits_medium, t.drift_commits_high, t.dependents_high) == (0, 3, 2)
     assert config.labels.enabled is False
     assert (config.labels.revert, config.labels.risk_prefix, config.labels.purity_prefix) == ("is-revert", "r/", "p/")
     assert config.release_branches == ("release/*",)
@@ -339,7 +339,7 @@ def test_config_is_frozen() -> None:
         ),
         (
             "thresholds:\n  drift_commits_high: 0\n",
-            ".revertbot.yml: 'thresholds.drift_commits_medium' (1) must not be greater than"
+            ".revertbot.yml: 'thresholds.drift_commits_medium' (3) must not be greater than"
             " 'thresholds.drift_commits_high' (0)",
         ),
         # the top level

@@ -1,0 +1,254 @@
+"""The analysis pipeline for one revert: link, purity, apply to base, files, symbols, dependents,
+drift, backports and risk, as one :class:`RevertReport`."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import gitops
+from .analysis.dependents import search_dependents
+from .analysis.history import find_backports, find_drift
+from .analysis.risk import RiskInputs, RiskThresholds, assess
+from .analysis.symbols import SymbolChange, diff_symbols
+from .config import Config, categorize, load_config_file, module_for
+from .detect import link_reverts, parse_message
+from .errors import NotFoundError
+from .globs import match_glob
+from .models import (
+    ApplyResult,
+    CodeExcerpt,
+    Commit,
+    CommitRef,
+    FileChange,
+    GitHubContext,
+    GpuSummary,
+    RevertReport,
+)
+from .purity import EXISTS, change_vector, classify, patch_stats, unquote_path
+
+CONFIG_FILE = ".revertbot.yml"
+
+
+def commit_ref(c: Commit) -> CommitRef:
+    pm = parse_message(c.message)
+    pr = pm.own_pr
+    if pr is None:
+        m = re.search(r"\(#(\d+)\)\s*$", c.subject)
+        pr = int(m.group(1)) if m else None
+    return CommitRef(c.sha, c.subject, c.author_name, c.commit_time, pr)
+
+
+def check_revert(
+    repo: str | Path,
+    revert_ref: str,
+    base_ref: str | None = None,
+    config: Config | None = None,
+    github: GitHubContext | None = None,
+    gpu: GpuSummary | None = None,
+    repo_name: str | None = None,
+    language: str | None = None,
+) -> RevertReport:
+    """Analyse one revert commit against a base branch and assess its risk."""
+    root = gitops.repo_root(repo)
+    cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
+    revert_sha = gitops.resolve_commit(root, revert_ref)
+    commits = gitops.log(root, revert_sha)
+    by_sha = {c.sha: c for c in commits}
+    revert = by_sha[revert_sha]
+    links = link_reverts(
+        commits,
+        ref_name=revert_ref,
+        lookup_objects=lambda names: gitops.object_types(root, names),
+        select=lambda c: c.sha == revert_sha,
+    )
+    if not links:
+        raise NotFoundError(
+            f"{revert_sha[:12]} ({revert.subject!r}) does not look like a revert",
+            hint="revertbot recognises 'Revert \"X\"', 'This reverts commit <sha>', 'Reverts owner/repo#N' and more",
+        )
+    link = links[0]
+    parent = revert.parents[0] if revert.parents else None
+    wanted = [(revert_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
+    patches, errors = gitops.commit_patches(root, wanted)
+    purity = classify(link, patches, errors)
+    revert_patch = patches.get(revert_sha, "")
+
+    # Base: the branch the revert is meant for. When the revert is already part of it, the
+    # analysis is of the revert as merged.
+    base_name = base_ref or gitops.current_branch_ref(root)
+    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
+    apply: ApplyResult | None
+    if gitops.is_ancestor(root, revert_sha, base_sha):
+        apply, apply_note, after_tree = (
+            ApplyResult(base=base_sha, clean=True, method="already-merged"),
+            "already-merged",
+            base_sha,
+        )
+    else:
+        apply = gitops.apply_revert(root, base_sha, revert=revert_sha)
+        apply_note = ""
+        after_tree = apply.tree if apply.clean and apply.tree else base_sha
+
+    files = _file_changes(revert_patch, cfg)
+    symbols, notes = _symbol_changes(root, revert_sha, parent, files)
+    removed_files = [f.path for f in files if f.status == "deleted"]
+    search = search_dependents(root, after_tree, symbols, removed_files)
+    dependents = search.dependents
+    notes += list(search.notes)
+
+    originals = [by_sha[o] for o in link.originals]
+    drift = []
+    if originals:
+        exclude = {revert_sha, *link.chain}
+        drift = find_drift(root, originals[-1].sha, base_sha, [f.path for f in files], sorted(exclude))
+    backports = find_backports(
+        root, originals, revert, base_sha, lambda name: any(match_glob(name, g) for g in cfg.release_branches)
+    )
+    age = None
+    if originals:
+        age = max(0.0, (revert.commit_time - originals[-1].commit_time) / 86400)
+    t = cfg.thresholds
+    thresholds = RiskThresholds(
+        age_days_medium=t.age_days_medium,
+        age_days_high=t.age_days_high,
+        drift_commits_medium=t.drift_commits_medium,
+        drift_commits_high=t.drift_commits_high,
+        memory_regression_pct=t.memory_regression_pct,
+        capture_time_regression_pct=t.capture_time_regression_pct,
+        dependents_high=t.dependents_high,
+    )
+    risk = assess(
+        RiskInputs(purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age),
+        thresholds,
+    )
+    chain = tuple(commit_ref(by_sha[s]) for s in link.chain if s in by_sha)
+    return RevertReport(
+        repo=repo_name or root.name,
+        revert=dataclasses.replace(commit_ref(revert), body=revert.body.strip()),
+        kind=link.kind,
+        originals=tuple(commit_ref(o) for o in originals),
+        linked_by=link.linked_by,
+        unresolved=link.unresolved,
+        chain=chain,
+        purity=purity,
+        base_ref=base_name,
+        apply=apply,
+        apply_note=apply_note,
+        files=files,
+        symbols=tuple(symbols),
+        symbol_notes=tuple(notes),
+        dependents=tuple(dependents),
+        drift=tuple(drift),
+        backports=tuple(backports),
+        excerpts=select_excerpts(revert_patch, files, symbols, cfg.report.max_excerpt_lines),
+        risk=risk,
+        github=github,
+        gpu=gpu,
+        language=language or cfg.language,
+    )
+
+
+def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
+    vec = change_vector(patch)
+    existence = {path: n for (path, line), n in vec.items() if line == EXISTS}
+    out = []
+    for path, st in patch_stats(patch).items():
+        status = "added" if existence.get(path, 0) > 0 else "deleted" if existence.get(path, 0) < 0 else "modified"
+        globs = tuple(g for g in cfg.critical_paths if match_glob(path, g))
+        out.append(
+            FileChange(
+                path=path,
+                module=module_for(path, cfg),
+                category=categorize(path, cfg),
+                status=status,  # type: ignore[arg-type]
+                added=st.added,
+                removed=st.removed,
+                critical=bool(globs),
+                critical_globs=globs,
+            )
+        )
+    return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path)))
+
+
+def _symbol_changes(
+    root: Path, revert: str, parent: str | None, files: Sequence[FileChange]
+) -> tuple[list[SymbolChange], list[str]]:
+    py = [f.path for f in files if f.path.endswith((".py", ".pyi"))]
+    specs = [f"{revert}:{p}" for p in py] + ([f"{parent}:{p}" for p in py] if parent else [])
+    contents = gitops.blobs(root, specs) if specs else {}
+    changes: list[SymbolChange] = []
+    notes: list[str] = []
+    for p in py:
+        before_b = contents.get(f"{parent}:{p}") if parent else None
+        after_b = contents.get(f"{revert}:{p}")
+        before = before_b.decode("utf-8", "replace") if before_b is not None else None
+        after = after_b.decode("utf-8", "replace") if after_b is not None else None
+        found, note = diff_symbols(p, before, after)
+        changes += list(found)
+        if note:
+            notes.append(f"{p}: {note}")
+    non_py = [f.path for f in files if not f.path.endswith((".py", ".pyi"))]
+    if non_py:
+        notes.append(f"{len(non_py)} non-Python file(s) analysed at file level only")
+    return changes, notes
+
+
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def split_hunks(patch: str) -> list[tuple[str, str, list[str]]]:
+    """``(path, hunk header, lines)`` for each hunk of a unified diff."""
+    hunks: list[tuple[str, str, list[str]]] = []
+    path = ""
+    old_left = new_left = 0
+    for line in patch.split("\n"):
+        if old_left > 0 or new_left > 0:
+            hunks[-1][2].append(line)
+            tag = line[:1]
+            if tag in (" ", ""):
+                old_left, new_left = old_left - 1, new_left - 1
+            elif tag == "-":
+                old_left -= 1
+            elif tag == "+":
+                new_left -= 1
+            continue
+        if line.startswith("+++ ") or line.startswith("--- "):
+            rest = line[4:].rstrip("\t")
+            if rest != "/dev/null":
+                p = unquote_path(rest)
+                path = p[2:] if p[:2] in ("a/", "b/") else p
+            continue
+        if line.startswith("\\") and hunks:
+            hunks[-1][2].append(line)
+            continue
+        m = _HUNK_HEADER.match(line)
+        if m:
+            old_left = int(m.group(1)) if m.group(1) is not None else 1
+            new_left = int(m.group(2)) if m.group(2) is not None else 1
+            hunks.append((path, line, []))
+    return hunks
+
+
+def select_excerpts(
+    patch: str, files: Sequence[FileChange], symbols: Sequence[SymbolChange], max_lines: int, count: int = 2
+) -> tuple[CodeExcerpt, ...]:
+    """The most telling hunks: in critical files first, then those that remove or change the
+    symbols the revert touches, then the largest."""
+    critical = {f.path for f in files if f.critical}
+    category = {f.path: f.category for f in files}
+    names = [s.name.rsplit(".", 1)[-1] for s in symbols]
+    scored = []
+    for i, (path, header, lines) in enumerate(split_hunks(patch)):
+        changed = [ln for ln in lines if ln[:1] in "+-"]
+        mentions = sum(1 for ln in changed for n in names if n and re.search(rf"\b{re.escape(n)}\b", ln))
+        score = (path in critical, category.get(path) == "source", mentions, len(changed), -i)
+        scored.append((score, path, header, lines))
+    scored.sort(key=lambda t: t[0], reverse=True)
+    out = []
+    for _, path, header, lines in scored[:count]:
+        truncated = len(lines) > max_lines
+        out.append(CodeExcerpt(path, header, "\n".join(lines[:max_lines]), truncated))
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""minisgl: a miniature inference engine used to demonstrate revertbot."""

@@ -1,0 +1,1 @@
+"""Model execution: graph capture and replay."""

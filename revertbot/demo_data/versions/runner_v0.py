@@ -1,0 +1,67 @@
+"""Breakable CUDA graph runner: captures the model once per token count and replays it.
+
+Sizes are captured largest first into one shared memory pool, as inference engines do, so
+that smaller graphs can reuse the memory of larger ones.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minisgl.srt.model_executor.graph_backend import get_backend
+
+
+class BreakableCudaGraphRunner:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        capture_num_tokens: list[int],
+        hidden_size: int,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.model = model
+        self.capture_num_tokens = sorted(set(capture_num_tokens))
+        self.max_num_tokens = self.capture_num_tokens[-1]
+        self.backend = get_backend(device)
+        self.input_buffer = torch.zeros(self.max_num_tokens, hidden_size, device=device, dtype=dtype)
+        self.graphs: dict[int, object] = {}
+        self.output_buffers: dict[int, object] = {}
+
+    def capture(self) -> BreakableCudaGraphRunner:
+        """Capture one graph per configured token count."""
+        with torch.no_grad():
+            self._capture_all()
+        return self
+
+    def _capture_one(self, num_tokens, pool, stream):
+        static_input = self.input_buffer[:num_tokens]
+
+        def body():
+            return self.model(static_input)
+
+        body()  # warm up outside the graph
+        graph, output = self.backend.capture(body, pool=pool, stream=stream)
+        return graph, output
+
+    def _capture_all(self):
+        """Capture breakable CUDA graphs for all token sizes."""
+        pool = self.backend.graph_pool_handle()
+        stream = self.backend.stream()
+        for num_tokens in reversed(self.capture_num_tokens):
+            graph, output = self._capture_one(num_tokens, pool, stream)
+            self.graphs[num_tokens] = graph
+            self.output_buffers[num_tokens] = output
+
+    def padded_size(self, num_tokens: int) -> int:
+        return next(size for size in self.capture_num_tokens if size >= num_tokens)
+
+    def replay(self, x: torch.Tensor):
+        """Run the captured graph for ``x``'s token count; returns that size's output buffer."""
+        num_tokens = x.shape[0]
+        size = self.padded_size(num_tokens)
+        self.input_buffer[:num_tokens].copy_(x)
+        if size > num_tokens:
+            self.input_buffer[num_tokens:size].zero_()
+        self.graphs[size].replay()
+        return self.output_buffers[size]

@@ -1,0 +1,77 @@
+"""JSON rendering of a RevertReport: the same data the Markdown is made from."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .. import __version__
+from ..models import RevertReport
+from .i18n import factor_summary_en
+
+SCHEMA_VERSION = 1
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, tuples and dicts to plain JSON types."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def report_to_json(report: RevertReport) -> dict[str, Any]:
+    """The report as a JSON object (see the README for the fields)."""
+    data: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "generator": f"revertbot {__version__}",
+        "repo": report.repo,
+        "revert": to_jsonable(report.revert),
+        "kind": report.kind,
+        "purity": report.purity.verdict,
+        "purity_reason": report.purity.reason,
+        "purity_files": to_jsonable(report.purity.files),
+        "originals": [o.sha for o in report.originals],
+        "original_commits": to_jsonable(report.originals),
+        "linked_by": list(report.linked_by),
+        "unresolved": to_jsonable(report.unresolved),
+        "chain": to_jsonable(report.chain),
+        "base": {
+            "ref": report.base_ref,
+            "sha": report.apply.base if report.apply else None,
+            "applies": None if report.apply is None else report.apply.clean,
+            "note": report.apply_note,
+            "conflicts": to_jsonable(report.apply.conflicts) if report.apply else [],
+        },
+        "files": to_jsonable(report.files),
+        "symbols": to_jsonable(report.symbols),
+        "symbol_notes": list(report.symbol_notes),
+        "dependents": to_jsonable(report.dependents),
+        "drift": to_jsonable(report.drift),
+        "backports": to_jsonable(report.backports),
+        "excerpts": to_jsonable(report.excerpts),
+        "risk": {
+            "level": report.risk.level,
+            "action": report.risk.action,
+            "open_items": list(report.risk.open_items),
+            "follow_ups": list(report.risk.follow_ups),
+            "factors": [
+                {
+                    "name": f.name,
+                    "level": f.level,
+                    "code": f.code,
+                    "summary": factor_summary_en(f),
+                    "params": dict(f.params),
+                    "evidence": list(f.evidence),
+                }
+                for f in report.risk.factors
+            ],
+        },
+        "github": to_jsonable(report.github),
+        "gpu": to_jsonable(report.gpu),
+        "language": report.language,
+    }
+    return data
