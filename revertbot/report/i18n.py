@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from ..models import RiskFactor
 from .escape import table_cell
 
 EN: dict[str, str] = {
+    "lang": "en",
     "title": "revertbot: {subject} — risk {level}",
     "footer": "_revertbot {version} · base {base} @ `{sha}` · this comment is updated in place_",
     "omitted": "_… {n} more item(s) omitted to fit GitHub's comment limit; the JSON report has everything._",
@@ -134,6 +138,7 @@ EN: dict[str, str] = {
 }
 
 ZH: dict[str, str] = {
+    "lang": "zh",
     "title": "revertbot：{subject} — 风险{level}",
     "footer": "_revertbot {version} · 基线 {base} @ `{sha}` · 本评论会原地更新_",
     "omitted": "_… 为符合 GitHub 评论长度上限，省略了 {n} 项；完整内容见 JSON 报告。_",
@@ -346,3 +351,55 @@ def factor_summary_en(f: RiskFactor) -> str:
         return template.format(**params)
     except KeyError:
         return f.code
+
+
+_KIND_ZH = {
+    "function": "函数",
+    "async function": "异步函数",
+    "method": "方法",
+    "async method": "异步方法",
+    "class": "类",
+    "variable": "变量",
+    "import": "导入",
+}
+_CHANGE_ZH = {"removed": "删除", "added": "恢复"}
+_DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"^import of (`.*`) (removed|added)$"), lambda m: f"{_CHANGE_ZH[m[2]]}导入 {m[1]}"),
+    (
+        re.compile(r"^(async function|async method|function|method|class|variable|import) (removed|added)(?:: (.*))?$"),
+        lambda m: f"{_KIND_ZH[m[1]]}被{_CHANGE_ZH[m[2]]}" + (f"：{m[3]}" if m[3] else ""),
+    ),
+    (
+        re.compile(r"^parameters? (.*) (removed|added)$"),
+        lambda m: f"参数 {m[1]} 被{'删除' if m[2] == 'removed' else '新增'}",
+    ),
+    (
+        re.compile(r"^(signature|bases|annotation) changed: (.*)$"),
+        lambda m: {"signature": "签名", "bases": "基类", "annotation": "类型注解"}[m[1]] + f"变更：{m[2]}",
+    ),
+    (
+        re.compile(r"^decorator (`.*`) (removed|added)$"),
+        lambda m: f"{'删除' if m[2] == 'removed' else '新增'}装饰器 {m[1]}",
+    ),
+    (re.compile(r"^kind changed: (.*)$"), lambda m: f"类型变更：{m[1]}"),
+    (re.compile(r"^decorators reordered$"), lambda m: "装饰器顺序变更"),
+    (re.compile(r"^value changed$"), lambda m: "值变更"),
+    (re.compile(r"^body changed$"), lambda m: "函数体变更"),
+    (re.compile(r"^became async$"), lambda m: "改为 async"),
+    (re.compile(r"^no longer async$"), lambda m: "不再是 async"),
+)
+
+
+def translate_detail(detail: str, lang: str) -> str:
+    """A symbol-change detail (generated in English by the analysis) in the report language."""
+    if lang != "zh":
+        return detail
+    out = []
+    for piece in detail.split("; "):
+        for pattern, render in _DETAIL_RULES_ZH:
+            m = pattern.match(piece)
+            if m:
+                piece = render(m)
+                break
+        out.append(piece)
+    return "；".join(out)

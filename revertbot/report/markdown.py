@@ -15,7 +15,7 @@ from .. import __version__
 from ..analysis.symbols import SymbolChange
 from ..models import RevertReport, RiskFactor
 from .escape import code, fenced, inline, table_cell
-from .i18n import TEXT, factor_sentence
+from .i18n import TEXT, factor_sentence, translate_detail
 
 MARKER = "<!-- revertbot:report -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -211,7 +211,7 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
             verb = t["sym_" + sym.change]
             line = f"   - {verb} {symbol_name(sym.name)}"
             if sym.detail:
-                line += f": {rich(sym.detail, 300)}"
+                line += f": {rich(translate_detail(sym.detail, t['lang']), 300)}"
             lines.append(line)
         s.add("\n".join(lines), joined=n > 1)
     for note in r.symbol_notes:
