@@ -2,7 +2,7 @@
 
 The dataclasses below *are* the schema: each field's type annotation says what a key accepts and its
 metadata adds constraints (a minimum, a string accepted as an argv). ``_convert`` walks them, so
-adding a key means adding a field (and documenting it in docs/configuration.md, which a test
+adding a key means adding a field (and documenting it in the README, which a test
 checks). Every problem becomes a :class:`ConfigError` naming the file and the key path, never a
 traceback. Nothing here reads environment variables.
 """
