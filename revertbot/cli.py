@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -226,8 +227,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # Output piped into a closed reader (e.g. `| head`): not an error worth a traceback. Point
         # stdout at devnull so the interpreter's final flush does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
         fd, path = tempfile.mkstemp(prefix="revertbot-crash-", suffix=".txt")

@@ -33,8 +33,16 @@ _STABLE_CONFIG = (
 )  # fmt: skip
 
 
+# Variables that would point git at another repository, index or object store than ``cwd``'s
+# (set e.g. when running inside a git hook); with them a worktree command could write the user's index.
+_LOCATION_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+)  # fmt: skip
+
+
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
     env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0"})
     if extra:
         env.update(extra)
@@ -58,10 +66,12 @@ def run_bytes(
             env=_git_env(env),
             check=False,
         )
+    except NotADirectoryError as exc:
+        raise NotFoundError(f"not a directory: {cwd}") from exc
     except FileNotFoundError as exc:  # git binary or cwd missing
         if not Path(cwd).exists():
             raise NotFoundError(f"directory does not exist: {cwd}") from exc
-        raise UsageError("git is not installed or not on PATH", hint="install git 2.30 or newer") from exc
+        raise UsageError("git is not installed or not on PATH", hint="install git 2.31 or newer") from exc
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc
@@ -89,14 +99,26 @@ def repo_root(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if not p.exists():
         raise NotFoundError(f"path does not exist: {p}")
-    proc = run_bytes("rev-parse", "--show-toplevel", "--git-dir", cwd=p, check=False)
+    if not p.is_dir():
+        raise NotFoundError(f"not a directory: {p}", hint="pass --repo with the path of a git checkout")
+    proc = run_bytes("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir", cwd=p,
+                     check=False)  # fmt: skip
     if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if "dubious ownership" in stderr:
+            raise NotFoundError(f"git refuses to use the repository at {p}: it is owned by another user",
+                                hint=f"git config --global --add safe.directory {p}")  # fmt: skip
         raise NotFoundError(f"not a git repository: {p}", hint="pass --repo with the path of a git checkout")
-    lines = proc.stdout.decode("utf-8", "replace").splitlines()
-    if not lines or lines[0] == "":
-        # A bare repository has a git dir but no top level.
-        return Path(run("rev-parse", "--absolute-git-dir", cwd=p).strip())
-    return Path(lines[0])
+    bare, inside_git_dir, git_dir = proc.stdout.decode("utf-8", "replace").splitlines()[:3]
+    if bare == "true" or inside_git_dir == "true":
+        # No work tree to go to: git commands work from the git dir itself.
+        return Path(git_dir)
+    return Path(run("rev-parse", "--show-toplevel", cwd=p).rstrip("\n"))
+
+
+def has_head(repo: Path) -> bool:
+    """Whether HEAD names a commit (false on an unborn branch)."""
+    return run_bytes("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=repo, check=False).returncode == 0
 
 
 def has_commits(repo: Path) -> bool:
@@ -110,16 +132,41 @@ def is_shallow(repo: Path) -> bool:
     return run("rev-parse", "--is-shallow-repository", cwd=repo).strip() == "true"
 
 
+def shallow_commits(repo: Path) -> set[str]:
+    """Commits at the boundary of a shallow clone: their parents are cut off, so their own change
+    cannot be computed (git would show them as root commits adding every file)."""
+    rel = run("rev-parse", "--git-path", "shallow", cwd=repo).rstrip("\n")
+    path = Path(rel) if Path(rel).is_absolute() else Path(repo) / rel
+    try:
+        return set(path.read_text().split())
+    except FileNotFoundError:
+        return set()
+
+
+def approxidate(repo: Path, date: str) -> int:
+    """A git date ('2026-01-01', '3 months ago') as a Unix timestamp, parsed the way ``git log --since`` does."""
+    if date.startswith("-") or any(c in date for c in "\x00\n\r"):
+        raise UsageError(f"invalid date: {date!r}")
+    out = run("rev-parse", f"--since={date}", cwd=repo).strip()
+    if not out.startswith("--max-age="):
+        raise UsageError(f"invalid date: {date!r}")
+    return int(out[len("--max-age=") :])
+
+
 def resolve_commit(repo: Path, ref: str) -> str:
     """Full sha of ``ref``. Branch names are tried as ``refs/heads/<ref>`` first, so a branch
     literally named ``HEAD`` or one that looks like a sha cannot be confused with either."""
     if not ref or ref.startswith("-") or any(c in ref for c in "\x00\n\r"):
         raise UsageError(f"invalid ref: {ref!r}")
-    candidates = [ref] if ref.startswith("refs/") else [
-        f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/remotes/{ref}", ref,
-    ]  # fmt: skip
-    if ref == "HEAD":
-        candidates = ["HEAD"]  # the checked-out commit, not a branch named HEAD
+    name = re.split(r"[~^:]|@\{", ref, maxsplit=1)[0]
+    if ref.startswith("refs/") or name in ("HEAD", "@"):
+        # Full ref names, and HEAD (the checked-out commit, also in 'HEAD~2'), never a branch named HEAD.
+        candidates = [ref]
+    elif HEX_RE.match(ref.lower()):
+        # A full object id means that object even if a branch has that name, as in git itself.
+        candidates = [ref, f"refs/heads/{ref}"]
+    else:
+        candidates = [f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/remotes/{ref}", ref]
     for cand in candidates:
         proc = run_bytes("rev-parse", "--verify", "--quiet", f"{cand}^{{commit}}", cwd=repo, check=False)
         if proc.returncode == 0:
@@ -263,48 +310,57 @@ def commit_patches(
     commits: Sequence[tuple[str, str | None]],
     paths: Sequence[str] = (),
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Patches of many commits against the given parent (None: root commit) in one process.
+    """Patches of many commits against the given parent in one ``git diff-tree --stdin`` process.
 
+    A parent of None means the commit's own first parent (or the empty tree for a root commit).
     Returns ``(patches, errors)``: ``patches[sha]`` is the unified diff text ("" for an empty
     change), ``errors[sha]`` says why a commit's patch could not be produced (missing objects).
-    git stops at the first unreadable object, so on failure the commits it did not reach are
-    retried one by one; that only happens in damaged or partial clones.
+    Bytes that are not UTF-8 are kept distinct as ``\\xNN`` escapes.
+
+    git stops at the first unreadable object. Commits are diffed in input order and each one's
+    header is printed before its diff, so everything before the last header is complete; the
+    commit that was cut off is retried alone to get its own error, and the rest resumes after it.
+    That only costs extra processes in damaged or partial clones.
     """
-    wanted = list(dict.fromkeys(c for c in commits))
+    wanted = list(dict.fromkeys(commits))
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
-    opts = ["-p", "--root", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
-            "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"]  # fmt: skip
     tail = ["--", *paths] if paths else []
     pending = wanted
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
-        proc = run_bytes("diff-tree", "--stdin", *opts, *tail, cwd=repo, input=lines.encode(), check=False)
-        parsed = split_patch_stream(proc.stdout.decode("utf-8", "replace"))
+        proc = run_bytes("diff-tree", "--stdin", *_PATCH_OPTS, *tail, cwd=repo, input=lines.encode(), check=False)
+        parsed = split_patch_stream(_decode(proc.stdout))
         if proc.returncode == 0:
             for sha, _ in pending:
                 patches[sha] = parsed.get(sha, "")
             break
-        # Failure part-way: trust only commits whose successor also started (the last may be cut).
-        done = [sha for sha, _ in pending if sha in parsed]
-        trusted = set(done[:-1])
-        for sha in trusted:
-            patches[sha] = parsed[sha]
-        failed_at = next((c for c in pending if c[0] not in trusted), None)
-        if failed_at is None:
-            break
-        # Retry the first untrusted commit alone to get its own error, then continue after it.
-        sha, parent = failed_at
-        rev_args = [parent, sha] if parent else [sha]  # two trees: diff parent -> commit
-        single = run_bytes("diff-tree", *opts, *rev_args, *tail, cwd=repo, check=False)
+        # Commits without a header before the last one printed had an empty diff.
+        started = [i for i, (sha, _) in enumerate(pending) if sha in parsed]
+        cut = started[-1] if started else 0
+        for sha, _ in pending[:cut]:
+            patches[sha] = parsed.get(sha, "")
+        sha, parent = pending[cut]
+        rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
+        single = run_bytes("diff-tree", *_PATCH_OPTS, *rev_args, *tail, cwd=repo, check=False)
         if single.returncode == 0:
-            patches[sha] = _strip_header(single.stdout.decode("utf-8", "replace"))
+            patches[sha] = _strip_header(_decode(single.stdout))
         else:
             stderr = single.stderr.decode("utf-8", "replace").strip().splitlines()
             errors[sha] = stderr[-1] if stderr else f"git diff-tree exited {single.returncode}"
-        idx = pending.index(failed_at)
-        pending = [c for c in pending[idx + 1 :] if c[0] not in patches and c[0] not in errors]
+        pending = pending[cut + 1 :]
     return patches, errors
+
+
+_PATCH_OPTS = (
+    "-p", "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
+    "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
+)  # fmt: skip
+
+
+def _decode(data: bytes) -> str:
+    # Not "replace": two different non-UTF-8 lines must not decode to the same text.
+    return data.decode("utf-8", "backslashreplace")
 
 
 def _strip_header(text: str) -> str:
@@ -313,20 +369,26 @@ def _strip_header(text: str) -> str:
 
 
 def split_patch_stream(text: str) -> dict[str, str]:
-    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha."""
+    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha.
+
+    Every patch ends with a newline, like the output of a single ``git diff-tree``.
+    """
     result: dict[str, str] = {}
     current: str | None = None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the output's final newline, not an empty line of the last patch
     buf: list[str] = []
-    for line in text.split("\n"):
+    for line in lines:
         head = line.split(" ", 1)[0]
         if HEX_RE.match(head) and (line == head or line.startswith(head + " (from")):
             if current is not None:
-                result[current] = "\n".join(buf)
+                result[current] = "".join(f"{b}\n" for b in buf)
             current, buf = head, []
         elif current is not None:
             buf.append(line)
     if current is not None:
-        result[current] = "\n".join(buf)
+        result[current] = "".join(f"{b}\n" for b in buf)
     return result
 
 
@@ -338,7 +400,11 @@ def temporary_worktree(repo: Path, commit: str) -> Iterator[Path]:
     """A detached worktree of ``commit`` in a temp dir, removed afterwards (even on error)."""
     tmp = Path(tempfile.mkdtemp(prefix="revertbot-wt-"))
     path = tmp / "wt"
-    run("worktree", "add", "--detach", "--quiet", str(path), commit, cwd=repo)
+    try:
+        run(*_NO_SIDE_EFFECTS, "worktree", "add", "--detach", "--quiet", str(path), commit, cwd=repo)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         yield path
     finally:
@@ -346,6 +412,10 @@ def temporary_worktree(repo: Path, commit: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         run_bytes("worktree", "prune", cwd=repo, check=False)
 
+
+# The user's hooks must not run for our scratch checkouts, and rerere must neither resolve
+# conflicts for us (that would hide them) nor record into the user's rr-cache.
+_NO_SIDE_EFFECTS = ("-c", f"core.hooksPath={os.devnull}", "-c", "rerere.enabled=false")
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "revertbot",
@@ -365,37 +435,63 @@ def apply_revert(
     """Apply a revert on ``base`` in a temporary worktree and report conflicts.
 
     With ``revert`` the revert commit's own change is cherry-picked (does the PR still apply?);
-    without it the revert is re-created with ``git revert`` of ``originals`` (newest first).
+    without it the revert is re-created with ``git revert`` of ``originals`` (in any order: they
+    are reverted newest first, so a line added by one and removed by a later one cancels out).
     The user's checkout is never touched. With ``keep`` the resulting tree is also written
     into that directory (used by the GPU runner to get a 'base + revert' checkout).
     """
+    if revert is None and not originals:
+        raise UsageError("apply_revert needs a revert commit or the original commits")
     base_sha = resolve_commit(repo, base)
+    if revert is not None:
+        picks = [resolve_commit(repo, revert)]
+        args = ["cherry-pick", "--no-commit", "--allow-empty"]
+        method = "cherry-pick"
+    else:
+        picks = _newest_first(repo, [resolve_commit(repo, o) for o in originals])
+        args = ["revert", "--no-commit"]
+        method = "revert"
+    if any(len(_parents(repo, c)) > 1 for c in picks):
+        args += ["-m", "1"]  # a merge is taken relative to its first parent (git accepts -m for non-merges too)
+    args += picks
     with temporary_worktree(repo, base_sha) as wt:
-        if revert is not None:
-            commit = resolve_commit(repo, revert)
-            parents = run("rev-list", "--parents", "-n", "1", commit, cwd=repo).split()[1:]
-            args = ["cherry-pick", "--no-commit", "--allow-empty"]
-            if len(parents) > 1:
-                args += ["-m", "1"]
-            args.append(commit)
-            method = "cherry-pick"
-        else:
-            if not originals:
-                raise UsageError("apply_revert needs a revert commit or the original commits")
-            args = ["revert", "--no-commit", *originals]
-            method = "revert"
-        proc = run_bytes(*args, cwd=wt, env=_IDENTITY, check=False)
+        proc = run_bytes(*_NO_SIDE_EFFECTS, *args, cwd=wt, env=_IDENTITY, check=False)
         if proc.returncode == 0:
-            run("add", "-A", cwd=wt)
             tree = run("write-tree", cwd=wt).strip()
             if keep is not None:
                 _export_tree(wt, keep)
             return ApplyResult(base=base_sha, clean=True, tree=tree, method=method)
-        conflicted = [p for p in run("diff", "--name-only", "--diff-filter=U", "-z", cwd=wt).split("\x00") if p]
-        if not conflicted:
+        stages = _unmerged_stages(wt)
+        if not stages:
             raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-        files = tuple(_conflict_file(wt, p) for p in conflicted)
+        files = tuple(_conflict_file(wt, path, st) for path, st in stages.items())
         return ApplyResult(base=base_sha, clean=False, conflicts=files, method=method)
+
+
+def _parents(repo: Path, commit: str) -> list[str]:
+    return run("rev-list", "--parents", "-n", "1", commit, "--", cwd=repo).split()[1:]
+
+
+def _newest_first(repo: Path, shas: Sequence[str]) -> list[str]:
+    """Order commits so that descendants come before their ancestors (commit time breaks ties)."""
+    shas = list(dict.fromkeys(shas))
+    if len(shas) < 2:
+        return shas
+    by_time = run("rev-list", "--no-walk=sorted", *shas, "--", cwd=repo).split()
+    n_ancestors = {s: sum(is_ancestor(repo, o, s) for o in shas if o != s) for s in shas}
+    return sorted(by_time, key=lambda s: -n_ancestors[s])
+
+
+def _unmerged_stages(worktree: Path) -> dict[str, set[int]]:
+    """Conflicted paths and which index stages they have (1 base, 2 ours, 3 theirs)."""
+    out = run("ls-files", "-u", "-z", cwd=worktree)
+    stages: dict[str, set[int]] = {}
+    for entry in out.split("\x00"):
+        if not entry:
+            continue
+        info, _, path = entry.partition("\t")
+        stages.setdefault(path, set()).add(int(info.split()[2]))
+    return stages
 
 
 def _export_tree(worktree: Path, dest: Path) -> None:
@@ -407,10 +503,15 @@ def _export_tree(worktree: Path, dest: Path) -> None:
 _MARK_OURS, _MARK_SEP, _MARK_THEIRS = "<<<<<<< ", "=======", ">>>>>>> "
 
 
-def _conflict_file(worktree: Path, path: str) -> ConflictFile:
+def _conflict_file(worktree: Path, path: str, stages: set[int]) -> ConflictFile:
+    # In a cherry-pick or revert, "ours" is the base and "theirs" the change being applied.
+    if 2 not in stages:
+        return ConflictFile(path=path, note="deleted on the base, modified by the revert")
+    if 3 not in stages:
+        return ConflictFile(path=path, note="modified on the base, deleted by the revert")
     full = worktree / path
     if not full.is_file():
-        return ConflictFile(path=path, note="deleted on one side, modified on the other")
+        return ConflictFile(path=path, note="not a regular file on the base")
     data = full.read_bytes()
     if b"\x00" in data[:8000]:
         return ConflictFile(path=path, note="binary file")
@@ -449,7 +550,7 @@ def grep_words(
     """
     if not words:
         return []
-    args = ["grep", "-n", "-w", "-I", "--full-name", "-z", "--no-color", "-F"]
+    args = ["grep", "-n", "--no-column", "-w", "-I", "--full-name", "-z", "--no-color", "-F"]
     for w in words:
         args += ["-e", w]
     args += [tree, "--", *pathspecs]
@@ -460,7 +561,8 @@ def grep_words(
         raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
     hits = []
     prefix = f"{tree}:"
-    for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+    # Split on newlines only: str.splitlines() would also cut lines at \r, form feeds and the like.
+    for raw in proc.stdout.decode("utf-8", "replace").split("\n"):
         # -z: "<tree>:<path>\0<line>\0<text>"
         parts = raw.split("\x00", 2)
         if len(parts) != 3:

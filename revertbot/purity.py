@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import FileDifference, Link, PurityResult
+from .models import FileDifference, Link, Purity, PurityResult
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -51,7 +51,8 @@ def unquote_path(raw: str) -> str:
                 continue
         out += ch.encode("utf-8")
         i += 1
-    return out.decode("utf-8", "replace")
+    # backslashreplace: two different non-UTF-8 names must stay two different paths.
+    return out.decode("utf-8", "backslashreplace")
 
 
 def _path_from_diff_line(rest: str) -> str:
@@ -78,37 +79,42 @@ class PatchStats:
     removed: int
 
 
-def _mark_no_newline(vec: Vector, key: tuple[str, str] | None, sign: int) -> None:
-    """The line just recorded has no trailing newline: it differs from the same text with one."""
-    if key is not None and key[1].startswith("|"):
-        vec[key] -= sign
-        vec[(key[0], key[1] + "\\ no newline")] += sign
+def _changes(patch: str) -> list[tuple[str, str, int]]:
+    """Every change in a unified diff as ``(path, key, +1/-1)``, in order.
 
-
-def change_vector(patch: str) -> Vector:
-    """The change vector of a unified diff produced by :func:`gitops.commit_patches`."""
-    vec: Vector = Counter()
+    Text lines are keyed ``"|" + text`` (``"\\ no newline"`` appended when the line has no
+    trailing newline); file existence, modes and binary blobs get pseudo-keys in ``<...>``.
+    Inside a hunk the line counts from the ``@@`` header decide what is content, so content
+    lines that look like headers (``--- x``, ``+++ y``, ``diff --git``) are never misread.
+    """
+    changes: list[tuple[str, str, int]] = []
     path = ""
     old_left = new_left = 0
-    last_key: tuple[str, str] | None = None
-    last_sign = 0
+    last_line = -1  # index in changes of the text line just recorded, for "\ No newline"
+    index: tuple[str, str] | None = None  # blob ids from the "index" line of the current file
+
+    def no_newline() -> None:
+        nonlocal last_line
+        if last_line >= 0:
+            p, key, sign = changes[last_line]
+            changes[last_line] = (p, key + "\\ no newline", sign)
+        last_line = -1
+
     for line in patch.split("\n"):
         if old_left > 0 or new_left > 0:
             tag = line[:1]
             if tag == "\\":
-                _mark_no_newline(vec, last_key, last_sign)
-                last_key = None
+                no_newline()
                 continue
-            if tag == " " or line == "":
+            if tag == " " or line == "":  # "" is an empty context line under diff.suppressBlankEmpty
                 old_left -= 1
                 new_left -= 1
-                last_key = None
+                last_line = -1
                 continue
-            if tag in "+-":
+            if tag in ("+", "-"):
                 sign = 1 if tag == "+" else -1
-                key = (path, "|" + line[1:])
-                vec[key] += sign
-                last_key, last_sign = key, sign
+                changes.append((path, "|" + line[1:], sign))
+                last_line = len(changes) - 1
                 if sign > 0:
                     new_left -= 1
                 else:
@@ -116,55 +122,63 @@ def change_vector(patch: str) -> Vector:
                 continue
             old_left = new_left = 0  # malformed; fall through to header parsing
         if line.startswith(_NO_NEWLINE):
-            _mark_no_newline(vec, last_key, last_sign)
-            last_key = None
+            no_newline()
             continue
+        last_line = -1
         if line.startswith("diff --git "):
             path = _path_from_diff_line(line[len("diff --git ") :])
-            last_key = None
+            index = None
         elif line.startswith("--- ") or line.startswith("+++ "):
             p = _path_from_marker(line[4:])
             if p is not None:
                 path = p
         elif line.startswith("new file mode "):
-            vec[(path, EXISTS)] += 1
-            vec[(path, f"<mode {line.split()[-1]}>")] += 1
+            changes.append((path, EXISTS, 1))
+            changes.append((path, f"<mode {line.split()[-1]}>", 1))
         elif line.startswith("deleted file mode "):
-            vec[(path, EXISTS)] -= 1
-            vec[(path, f"<mode {line.split()[-1]}>")] -= 1
+            changes.append((path, EXISTS, -1))
+            changes.append((path, f"<mode {line.split()[-1]}>", -1))
         elif line.startswith("old mode "):
-            vec[(path, f"<mode {line.split()[-1]}>")] -= 1
+            changes.append((path, f"<mode {line.split()[-1]}>", -1))
         elif line.startswith("new mode "):
-            vec[(path, f"<mode {line.split()[-1]}>")] += 1
+            changes.append((path, f"<mode {line.split()[-1]}>", 1))
         elif line.startswith("index ") and ".." in line:
             blob_old, _, blob_new = line.split()[1].partition("..")
-            # Remember blob ids; they only count for binary files (below).
-            last_key = (path, f"<index {blob_old} {blob_new}>")
-        elif line.startswith("Binary files ") and last_key and last_key[1].startswith("<index "):
-            blob_old, blob_new = last_key[1][7:-1].split()
+            index = (blob_old, blob_new)  # only counts for binary files (below)
+        elif (line.startswith("Binary files ") or line == "GIT binary patch") and index is not None:
+            blob_old, blob_new = index
             if set(blob_old) != {"0"}:
-                vec[(path, f"<blob {blob_old}>")] -= 1
+                changes.append((path, f"<blob {blob_old}>", -1))
             if set(blob_new) != {"0"}:
-                vec[(path, f"<blob {blob_new}>")] += 1
+                changes.append((path, f"<blob {blob_new}>", 1))
+            index = None
         else:
             m = _HUNK_RE.match(line)
             if m:
                 old_left = int(m.group(2)) if m.group(2) is not None else 1
                 new_left = int(m.group(4)) if m.group(4) is not None else 1
+    return changes
+
+
+def change_vector(patch: str) -> Vector:
+    """The change vector of a unified diff produced by :func:`gitops.commit_patches`."""
+    vec: Vector = Counter()
+    for path, key, sign in _changes(patch):
+        vec[(path, key)] += sign
     return Counter({k: v for k, v in vec.items() if v != 0})
 
 
 def patch_stats(patch: str) -> dict[str, PatchStats]:
-    """Lines added/removed per file (binary and mode changes count as zero lines)."""
-    added: Counter[str] = Counter()
-    removed: Counter[str] = Counter()
-    files: list[str] = []
-    for (path, line), n in change_vector(patch).items():
-        if path not in files:
-            files.append(path)
-        if line.startswith("|"):
-            (added if n > 0 else removed)[path] += abs(n)
-    return {p: PatchStats(added[p], removed[p]) for p in files}
+    """Lines added/removed per file, as git counts them: a moved line is one added and one removed.
+
+    Files with only binary, mode or existence changes are listed with zero lines.
+    """
+    stats: dict[str, list[int]] = {}
+    for path, key, sign in _changes(patch):
+        counts = stats.setdefault(path, [0, 0])
+        if key.startswith("|"):
+            counts[0 if sign > 0 else 1] += 1
+    return {p: PatchStats(a, r) for p, (a, r) in stats.items()}
 
 
 def _render(line: str, sign: int) -> str:
@@ -172,7 +186,7 @@ def _render(line: str, sign: int) -> str:
     return ("+" if sign > 0 else "-") + text
 
 
-def compare(actual: Vector, expected: Vector) -> tuple[str, tuple[FileDifference, ...]]:
+def compare(actual: Vector, expected: Vector) -> tuple[Purity, tuple[FileDifference, ...]]:
     """Classify ``actual`` against ``expected``: pure, partial, extra or modified."""
     missing_by_file: dict[str, list[str]] = {}
     extra_by_file: dict[str, list[str]] = {}
@@ -194,7 +208,7 @@ def compare(actual: Vector, expected: Vector) -> tuple[str, tuple[FileDifference
             n_extra += more
             extra_by_file.setdefault(path, []).append(_render(line, a) + (f"  (x{more})" if more > 1 else ""))
     if n_missing and n_extra:
-        verdict = "modified"
+        verdict: Purity = "modified"
     elif n_missing:
         verdict = "partial"
     elif n_extra:
@@ -231,12 +245,16 @@ def classify(
         if sha not in patches:
             return PurityResult("unverifiable", f"no diff available for {sha[:12]}")
     expected: Vector = Counter()
+    any_change = False
     for sha in link.originals:
-        for key, n in change_vector(patches[sha]).items():
+        vec = change_vector(patches[sha])
+        any_change = any_change or bool(vec)
+        for key, n in vec.items():
             expected[key] -= n * link.direction
+    # Several originals can cancel out (one adds what a later one removes); that is still checkable.
     expected = Counter({k: v for k, v in expected.items() if v != 0})
     actual = change_vector(patches[link.revert])
-    if not expected:
+    if not any_change:
         return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
     verdict, files = compare(actual, expected)
     what = "inverse" if link.direction == 1 else "re-application"
@@ -250,7 +268,7 @@ def classify(
     }
     if not actual:
         reasons["partial"] = "the change is empty"
-    return PurityResult(verdict, reasons[verdict], files)  # type: ignore[arg-type]
+    return PurityResult(verdict, reasons[verdict], files)
 
 
 def patch_requests(links: Sequence[Link], first_parent: Mapping[str, str | None]) -> list[tuple[str, str | None]]:

@@ -1,12 +1,14 @@
 """Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes.
 
 A scan runs ``git log`` once, ``git cat-file --batch-check`` once (for shas not on the ref) and
-``git diff-tree --stdin`` once for all reverts and originals, whatever the size of the history.
+``git diff-tree --stdin`` once for all reverts and originals, whatever the size of the history
+(plus a few constant-cost checks, and retries only in damaged clones).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from .detect import link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
 from .purity import classify, patch_requests
+
+_SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -46,42 +50,73 @@ def scan_repository(
     if not gitops.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
     ref_name = ref or gitops.current_branch_ref(root)
-    head = gitops.resolve_commit(root, ref or "HEAD")
+    if ref is None and not gitops.has_head(root):
+        raise NotFoundError(f"HEAD of {root} points to a branch with no commits ({ref_name})",
+                            hint="pass --ref with a branch that has commits")  # fmt: skip
+    # The full ref name, so that a branch literally named HEAD is not mistaken for the checkout.
+    head = gitops.resolve_commit(root, ref_name)
+    cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
     commits = gitops.log(root, head)
     progress("reading history", 1, 1)
-    selected: set[str] | None = None
-    if since:
-        selected = set(gitops.run("log", f"--since={since}", "--format=%H", head, cwd=root).split())
     links = link_reverts(
         commits,
         ref_name=ref_name,
         lookup_objects=lambda names: gitops.object_types(root, names),
-        select=None if selected is None else (lambda c: c.sha in selected),
+        # Only reverts are filtered by date; originals are still looked up in the whole history.
+        select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
     )
-    shallow = gitops.is_shallow(root)
+    boundary = gitops.shallow_commits(root)
+    shallow = bool(boundary)
     if shallow and not allow_shallow:
-        missing = [u.ref for link in links for u in link.unresolved if u.reason.startswith("not in repository")]
-        if missing:
+        cut = _cut_by_shallow_history(links, boundary)
+        if cut:
             raise NotFoundError(
-                f"this is a shallow clone and {len(missing)} reverted commit(s) are outside its history "
-                f"(e.g. {missing[0]})",
-                hint="deepen it with 'git fetch --deepen=1000' or 'git fetch --unshallow', "
+                f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have "
+                f"(e.g. {cut[0]})",
+                hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), "
                 "or pass --allow-shallow to report them as unverifiable",
             )
-    entries = classify_links(root, commits, links, progress)
+    entries = classify_links(root, commits, links, progress, boundary)
     return ScanResult(root, ref_name, head, len(commits), entries, shallow)
 
 
+def _cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
+    """Descriptions of the links a shallow clone cannot check: an original is missing (by sha, or
+    not found at all, which may just mean it is older than the clone) or its parent was cut off."""
+    cut = []
+    for link in links:
+        missing = [u.ref for u in link.unresolved if u.reason.startswith("not in repository")]
+        if missing:
+            cut.append(f"{link.revert[:10]} reverts {missing[0]}, which is not in the clone")
+        elif not link.originals and not any(_SHA_LIKE.fullmatch(u.ref) for u in link.unresolved):
+            cut.append(f"{link.revert[:10]} names no commit found in the clone")
+        elif any(o in boundary for o in (link.revert, *link.originals)):
+            cut.append(f"{link.revert[:10]} reverts a commit at the clone's depth limit")
+    return cut
+
+
 def classify_links(
-    root: Path, commits: Sequence[Commit], links: Sequence[Link], progress: Progress = _no_progress
+    root: Path,
+    commits: Sequence[Commit],
+    links: Sequence[Link],
+    progress: Progress = _no_progress,
+    shallow_boundary: Collection[str] = (),
 ) -> tuple[ScanEntry, ...]:
-    """Purity for many links from one batched ``diff-tree`` run."""
+    """Purity for many links from one batched ``diff-tree`` run.
+
+    Commits in ``shallow_boundary`` (see :func:`gitops.shallow_commits`) have lost their parents,
+    so git would diff them as root commits; they are reported as unverifiable instead.
+    """
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
     requests = patch_requests(links, first_parent)
+    cut = {sha for sha, _ in requests if sha in shallow_boundary}
+    requests = [r for r in requests if r[0] not in cut]
     progress("diffing reverts and originals", 0, len(requests))
     patches, errors = gitops.commit_patches(root, requests)
+    for sha in cut:
+        errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
     entries = []
     for n, link in enumerate(links, 1):

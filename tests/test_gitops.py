@@ -1,0 +1,453 @@
+"""The git layer, against real repositories."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from revertbot import gitops
+from revertbot.errors import EXIT_GIT, EXIT_NOT_FOUND, GitError, NotFoundError, UsageError
+from tests.gitrepo import GitRepo
+
+
+def _snapshot(repo: GitRepo) -> dict[str, str]:
+    """Everything about the user's checkout that apply_revert must leave alone."""
+    return {
+        "head": repo.git("rev-parse", "HEAD"),
+        "symbolic": repo.git("symbolic-ref", "-q", "HEAD", check=False),
+        "status": repo.git("status", "--porcelain=v1", "-uall"),
+        "index": repo.git("ls-files", "-s", "--debug"),
+        "staged": repo.git("diff", "--cached"),
+        "unstaged": repo.git("diff"),
+        "worktrees": repo.git("worktree", "list", "--porcelain"),
+        "refs": repo.git("for-each-ref"),
+    }
+
+
+# --------------------------------------------------------------------------- run / errors
+
+
+def test_run_returns_stdout_and_passes_input(repo: GitRepo) -> None:
+    repo.commit("init", {"f": "x\n"})
+    assert gitops.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
+    blob = gitops.run("hash-object", "--stdin", cwd=repo.path, input="hello\n").strip()
+    assert blob == repo.git("hash-object", "--stdin", input="hello\n").strip()
+    proc = gitops.run_bytes("cat-file", "-p", "HEAD:f", cwd=repo.path)
+    assert proc.stdout == b"x\n"
+
+
+def test_git_error_carries_command_exit_code_and_stderr(repo: GitRepo) -> None:
+    repo.commit("init", {"f": "x\n"})
+    with pytest.raises(GitError) as info:
+        gitops.run("rev-parse", "--verify", "no-such-thing", cwd=repo.path)
+    err = info.value
+    assert err.command == ("git", "rev-parse", "--verify", "no-such-thing")
+    assert err.returncode == 128
+    assert "Needed a single revision" in err.stderr
+    assert err.exit_code == EXIT_GIT
+    assert "git failed (exit 128): git rev-parse --verify no-such-thing" in err.format_message()
+    # check=False hands back the process instead.
+    assert gitops.run_bytes("rev-parse", "--verify", "-q", "nope", cwd=repo.path, check=False).returncode == 1
+
+
+def test_run_in_missing_or_non_directory_cwd(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="directory does not exist"):
+        gitops.run("status", cwd=tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotFoundError, match="not a directory"):
+        gitops.run("status", cwd=tmp_path / "file")
+
+
+def test_environment_cannot_redirect_git_to_another_repository(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.commit("init", {"f": "x\n"})
+    other = GitRepo(tmp_path / "other")
+    other.commit("other", {"g": "y\n"})
+    monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other.path / ".git" / "index"))
+    assert gitops.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
+    assert gitops.repo_root(repo.path) == repo.path.resolve()
+
+
+# --------------------------------------------------------------------------- repositories and refs
+
+
+def test_repo_root_from_subdirectory_bare_and_non_repo(repo: GitRepo, tmp_path: Path) -> None:
+    repo.commit("init", {"pkg/mod.py": "x\n"})
+    assert gitops.repo_root(repo.path / "pkg") == repo.path.resolve()
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(bare)], check=True)
+    assert gitops.repo_root(bare) == bare.resolve()
+    assert gitops.resolve_commit(gitops.repo_root(bare), "main") == repo.head()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(NotFoundError, match="not a git repository") as info:
+        gitops.repo_root(plain)
+    assert info.value.exit_code == EXIT_NOT_FOUND
+    with pytest.raises(NotFoundError, match="path does not exist"):
+        gitops.repo_root(tmp_path / "missing")
+
+
+def test_resolve_commit_with_a_branch_named_head(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("two", {"f": "2\n"})
+    third = repo.commit("three", {"f": "3\n"})
+    repo.git("update-ref", "refs/heads/HEAD", first)
+    assert gitops.resolve_commit(repo.path, "HEAD") == third
+    assert gitops.resolve_commit(repo.path, "HEAD~1") == second
+    assert gitops.resolve_commit(repo.path, "refs/heads/HEAD") == first
+    assert gitops.resolve_commit(repo.path, "main") == third
+    assert gitops.resolve_commit(repo.path, "refs/heads/main") == third
+
+
+def test_resolve_commit_with_a_branch_named_like_a_sha(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("two", {"f": "2\n"})
+    # A short hex name: the branch wins, as in git (refs before abbreviated object names).
+    repo.git("branch", first[:12], second)
+    assert gitops.resolve_commit(repo.path, first[:12]) == second
+    # A full object id always means that object, even when a branch has that name.
+    repo.git("update-ref", f"refs/heads/{first}", second)
+    assert gitops.resolve_commit(repo.path, first) == first
+    assert gitops.resolve_commit(repo.path, f"refs/heads/{first}") == second
+
+
+def test_resolve_commit_tags_remotes_and_errors(repo: GitRepo, tmp_path: Path) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    repo.commit("two", {"f": "2\n"})
+    repo.git("tag", "-a", "-m", "annotated", "v1", first)
+    repo.git("update-ref", "refs/remotes/origin/feature", first)
+    assert gitops.resolve_commit(repo.path, "v1") == first  # peeled to the commit
+    assert gitops.resolve_commit(repo.path, "origin/feature") == first
+    with pytest.raises(NotFoundError, match="unknown ref or commit: 'nope'") as info:
+        gitops.resolve_commit(repo.path, "nope")
+    assert "git fetch" in str(info.value)
+    with pytest.raises(UsageError, match="invalid ref"):
+        gitops.resolve_commit(repo.path, "--all")
+    empty = GitRepo(tmp_path / "empty")
+    with pytest.raises(NotFoundError, match="has no commits"):
+        gitops.resolve_commit(empty.path, "main")
+
+
+def test_refs_ancestry_and_files(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    repo.git("branch", "release", first)
+    second = repo.commit("two", {"f": "2\n", "dir/g.txt": "g\n"})
+    assert gitops.list_refs(repo.path) == [("refs/heads/main", second), ("refs/heads/release", first)]
+    assert gitops.branches_containing(repo.path, first) == ["refs/heads/main", "refs/heads/release"]
+    assert gitops.branches_containing(repo.path, second) == ["refs/heads/main"]
+    assert gitops.is_ancestor(repo.path, first, second) is True
+    assert gitops.is_ancestor(repo.path, second, first) is False
+    with pytest.raises(GitError):
+        gitops.is_ancestor(repo.path, "0" * 40, second)
+    assert gitops.show_file(repo.path, first, "f") == "1\n"
+    assert gitops.show_file(repo.path, first, "dir/g.txt") is None
+    assert gitops.current_branch_ref(repo.path) == "refs/heads/main"
+    repo.checkout("--detach", first)
+    assert gitops.current_branch_ref(repo.path) == "HEAD"
+
+
+def test_log_parses_every_field(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("Two: subject\n\nbody line 1\nbody line 2\n", {"f": "2\n"})
+    commits = gitops.log(repo.path, second)
+    assert [c.sha for c in commits] == [second, first]
+    c = commits[0]
+    assert c.parents == (first,)
+    assert (c.subject, c.body) == ("Two: subject", "\nbody line 1\nbody line 2")
+    assert (c.author_name, c.author_email) == ("Test Author", "author@example.com")
+    assert c.commit_time == int(repo.git("log", "-1", "--format=%ct", second))
+    assert commits[1].parents == ()
+    assert [c.sha for c in gitops.log(repo.path, second, paths=["missing"])] == []
+
+
+def test_shallow_boundary_and_dates(repo: GitRepo, tmp_path: Path) -> None:
+    for i in range(4):
+        repo.commit(f"c{i}", {"f": f"{i}\n"})
+    assert gitops.shallow_commits(repo.path) == set()
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{repo.path}", str(clone)], check=True)
+    assert gitops.is_shallow(clone)
+    assert gitops.shallow_commits(clone) == {repo.head("HEAD~1")}
+    assert gitops.approxidate(repo.path, "2023-11-15 00:00:00 +0000") == 1700006400
+    with pytest.raises(UsageError):
+        gitops.approxidate(repo.path, "--all")
+
+
+# --------------------------------------------------------------------------- object lookups
+
+
+def _colliding_contents(prefix_len: int = 4) -> tuple[bytes, bytes]:
+    seen: dict[str, bytes] = {}
+    for i in range(100_000):
+        data = f"{i}\n".encode()
+        prefix = hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()[:prefix_len]
+        if prefix in seen:
+            return seen[prefix], data
+        seen[prefix] = data
+    raise AssertionError("no collision")
+
+
+def test_object_types(repo: GitRepo) -> None:
+    sha = repo.commit("one", {"f": "1\n"})
+    blob = repo.git("rev-parse", "HEAD:f").strip()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    a, b = _colliding_contents()
+    blob_a = repo.git("hash-object", "-w", "--stdin", input=a.decode()).strip()
+    repo.git("hash-object", "-w", "--stdin", input=b.decode())
+    result = gitops.object_types(repo.path, [sha, sha[:8], blob, tree, "d" * 40, blob_a[:4], sha])
+    assert result == {
+        sha: f"{sha} commit",
+        sha[:8]: f"{sha} commit",
+        blob: f"{blob} blob",
+        tree: f"{tree} tree",
+        "d" * 40: None,
+        blob_a[:4]: "ambiguous",
+    }
+    assert gitops.object_types(repo.path, []) == {}
+
+
+def test_blobs_reads_many_specs_in_one_batch(repo: GitRepo) -> None:
+    payload = b"\x00\x01\nbinary\n\n\xff"
+    repo.commit("one", {"a.txt": "alpha\n", "w.bin": payload, "dir/x y.txt": "spaced\n", "é.txt": "accent\n"})
+    blob = repo.git("rev-parse", "HEAD:a.txt").strip()
+    specs = ["HEAD:w.bin", "HEAD:dir", "HEAD:missing", "HEAD:dir/x y.txt", blob, "HEAD:é.txt", "HEAD:w.bin"]
+    assert gitops.blobs(repo.path, specs) == {
+        "HEAD:w.bin": payload,
+        "HEAD:dir": None,  # a tree, skipped without losing the place in the stream
+        "HEAD:missing": None,
+        "HEAD:dir/x y.txt": b"spaced\n",
+        blob: b"alpha\n",
+        "HEAD:é.txt": b"accent\n",
+    }
+    assert gitops.blobs(repo.path, []) == {}
+
+
+def test_grep_words_whole_words_only(repo: GitRepo) -> None:
+    repo.commit(
+        "one",
+        {
+            "a.py": "def _slice_output(x):\n    return x\n",
+            "b c.py": "y = _slice_output(1)\nz = _slice_outputs\n",
+            "é.py": "\x0cform feed then _slice_output()\r in the middle\n",
+            "w.bin": b"\x00_slice_output\n",
+            "docs/n.md": "_slice_output\n",
+        },
+    )
+    hits = gitops.grep_words(repo.path, repo.head(), ["_slice_output", "-e"])
+    assert sorted(hits) == [
+        ("a.py", 1, "def _slice_output(x):"),
+        ("b c.py", 1, "y = _slice_output(1)"),
+        ("docs/n.md", 1, "_slice_output"),
+        ("é.py", 1, "\x0cform feed then _slice_output()\r in the middle"),
+    ]
+    assert gitops.grep_words(repo.path, repo.head(), ["_slice_output"], ["*.md"]) == [
+        ("docs/n.md", 1, "_slice_output")
+    ]
+    assert gitops.grep_words(repo.path, repo.head(), ["absent_word"]) == []
+    assert gitops.grep_words(repo.path, repo.head(), []) == []
+
+
+def test_grep_words_ignores_a_users_column_setting(repo: GitRepo) -> None:
+    repo.commit("one", {"a.py": "x = helper()\n"})
+    repo.git("config", "grep.column", "true")
+    assert gitops.grep_words(repo.path, repo.head(), ["helper"]) == [("a.py", 1, "x = helper()")]
+
+
+# --------------------------------------------------------------------------- patches
+
+
+def _single_diff(repo: GitRepo, sha: str) -> str:
+    out = repo.git("diff-tree", "-p", "--root", "--full-index", "--no-renames", sha)
+    return out.split("\n", 1)[1]
+
+
+def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> None:
+    root = repo.commit("init", {"f": "a\n"})
+    empty = repo.commit("empty")
+    repo.git("checkout", "-q", "-b", "side")
+    side = repo.commit("side", {"s": "s\n"})
+    repo.checkout("main")
+    main = repo.commit("main", {"f": "a\nb\n"})
+    repo.tick()
+    repo.git("merge", "-q", "--no-edit", "side")
+    merge = repo.head()
+    patches, errors = gitops.commit_patches(
+        repo.path, [(root, None), (empty, root), (side, None), (main, empty), (merge, None), (merge, None)]
+    )
+    assert errors == {}
+    assert patches[root].startswith("diff --git a/f b/f\nnew file mode 100644\n")
+    assert "+a" in patches[root]
+    assert patches[empty] == ""
+    assert patches[main] == _single_diff(repo, main)
+    # A merge without an explicit parent is diffed against its first parent: what it brought in.
+    assert "diff --git a/s b/s" in patches[merge] and "diff --git a/f" not in patches[merge]
+    assert patches[side] == _single_diff(repo, side)
+
+
+def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -> None:
+    base = repo.commit("init", {"a": "1\n", "b": "1\n"})
+    ok_before = repo.commit("ok before", {"c": "c\n"})
+    # Two files: the first diffs fine, the second needs the blob we will delete.
+    damaged = repo.commit("damaged", {"a": "2\n", "b": "lost\n"})
+    touches_lost = repo.commit("drops it", {"b": "3\n"})
+    ok_after = repo.commit("ok after", {"d": "d\n"})
+    empty_after = repo.commit("empty after")
+    lost = repo.git("rev-parse", f"{damaged}:b").strip()
+    (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    requests: list[tuple[str, str | None]] = [
+        (ok_before, base), (damaged, ok_before), (touches_lost, damaged), (ok_after, touches_lost),
+        (empty_after, ok_after), (base, None),
+    ]  # fmt: skip
+    patches, errors = gitops.commit_patches(repo.path, requests)
+    assert set(errors) == {damaged, touches_lost}
+    assert f"unable to read {lost}" in errors[damaged]
+    assert damaged not in patches and touches_lost not in patches  # never a half patch
+    assert patches[ok_before] == _single_diff(repo, ok_before)
+    assert patches[ok_after] == _single_diff(repo, ok_after)
+    assert patches[empty_after] == ""
+    assert patches[base] == _single_diff(repo, base)
+
+
+def test_commit_patches_keeps_non_utf8_bytes_distinct(repo: GitRepo) -> None:
+    repo.commit("init", {"t": b"caf\xe9\n"})
+    sha = repo.commit("change", {"t": b"caf\xe8\n"})
+    patches, _ = gitops.commit_patches(repo.path, [(sha, None)])
+    assert "-caf\\xe9\n+caf\\xe8" in patches[sha]
+
+
+# --------------------------------------------------------------------------- applying a revert
+
+
+@pytest.fixture
+def history(repo: GitRepo) -> dict[str, str]:
+    """main: init -> orig (x = 2, adds feature.py) -> later (touches another file) -> revert of orig;
+    branch 'moved' from 'later' where the reverted line was changed again (x = 3)."""
+    shas = {"init": repo.commit("init", {"f.py": "x = 1\ny = 1\n", "other.py": "o\n"})}
+    shas["orig"] = repo.commit("Set x to 2", {"f.py": "x = 2\ny = 1\n", "feature.py": "feat\n"})
+    shas["later"] = repo.commit("Later", {"other.py": "o2\n"})
+    repo.git("branch", "moved")
+    shas["revert"] = repo.revert(shas["orig"])
+    repo.checkout("moved")
+    shas["moved"] = repo.commit("x is 3 now", {"f.py": "x = 3\ny = 1\n"})
+    repo.checkout("main")
+    return shas
+
+
+def _tree_files(repo: GitRepo, tree: str) -> dict[str, str]:
+    names = repo.git("ls-tree", "-r", "--name-only", tree).split()
+    return {n: repo.git("cat-file", "blob", f"{tree}:{n}") for n in names}
+
+
+def test_apply_revert_clean_by_cherry_pick_and_by_recreating(repo: GitRepo, history: dict[str, str]) -> None:
+    picked = gitops.apply_revert(repo.path, "main~1", revert=history["revert"])
+    assert (picked.clean, picked.method, picked.conflicts) == (True, "cherry-pick", ())
+    assert picked.base == history["later"]
+    assert picked.tree == repo.git("rev-parse", f"{history['revert']}^{{tree}}").strip()
+    redone = gitops.apply_revert(repo.path, "refs/heads/main~1", originals=[history["orig"]])
+    assert (redone.clean, redone.method, redone.tree) == (True, "revert", picked.tree)
+    assert _tree_files(repo, picked.tree or "") == {"f.py": "x = 1\ny = 1\n", "other.py": "o2\n"}
+
+
+def test_apply_revert_reports_conflicting_files_and_hunks(repo: GitRepo, history: dict[str, str]) -> None:
+    for result in (
+        gitops.apply_revert(repo.path, "moved", revert=history["revert"]),
+        gitops.apply_revert(repo.path, "moved", originals=[history["orig"]]),
+    ):
+        assert result.clean is False
+        assert result.tree is None
+        assert result.base == history["moved"]
+        (conflict,) = result.conflicts
+        assert conflict.path == "f.py"
+        (hunk,) = conflict.hunks
+        assert (hunk.ours, hunk.theirs, hunk.start_line) == ("x = 3", "x = 1", 1)
+
+
+def test_apply_revert_modify_delete_conflict(repo: GitRepo, history: dict[str, str]) -> None:
+    repo.checkout("moved")
+    gone = repo.commit("drop f.py", {"f.py": None})
+    repo.checkout("main")
+    result = gitops.apply_revert(repo.path, gone, originals=[history["orig"]])
+    assert [(c.path, c.note, c.hunks) for c in result.conflicts] == [
+        ("f.py", "deleted on the base, modified by the revert", ())
+    ]
+
+
+def test_apply_revert_orders_several_originals_newest_first(repo: GitRepo) -> None:
+    repo.commit("init", {"f": "1\n2\n3\n"})
+    a = repo.commit("A adds X", {"f": "1\nX\n2\n3\n"})
+    b = repo.commit("B drops X, adds Y", {"f": "1\n2\n3\nY\n"})
+    # Given oldest first (as Link.originals are), git would revert A first and lose it.
+    result = gitops.apply_revert(repo.path, "main", originals=[a, b])
+    assert result.clean
+    assert _tree_files(repo, result.tree or "") == {"f": "1\n2\n3\n"}
+
+
+def test_apply_revert_of_a_merge(repo: GitRepo) -> None:
+    repo.commit("init", {"f": "a\n"})
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side", {"s": "s\n"})
+    repo.checkout("main")
+    repo.commit("main", {"m": "m\n"})
+    repo.tick()
+    repo.git("merge", "-q", "--no-edit", "side")
+    merge = repo.head()
+    result = gitops.apply_revert(repo.path, "main", originals=[merge])
+    assert _tree_files(repo, result.tree or "") == {"f": "a\n", "m": "m\n"}
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "1", merge)
+    picked = gitops.apply_revert(repo.path, merge, revert=repo.head())
+    assert picked.tree == result.tree
+
+
+def test_apply_revert_leaves_the_users_checkout_alone(
+    repo: GitRepo, history: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Local work in progress: a staged change, an unstaged change and an untracked file.
+    repo.write("other.py", "staged\n")
+    repo.git("add", "other.py")
+    repo.write("f.py", "x = 99\ny = 1\n")
+    repo.write("scratch.txt", "untracked\n")
+    marker = tmp_path / "hook-ran"
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    repo.git("config", "rerere.enabled", "true")
+    # As inside a git hook: the environment points at the user's index.
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo.path / ".git" / "index"))
+    before = _snapshot(repo)
+    gitops.apply_revert(repo.path, "main~1", revert=history["revert"])
+    conflicted = gitops.apply_revert(repo.path, "moved", originals=[history["orig"]])
+    assert not conflicted.clean
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert _snapshot(repo) == before
+    assert (repo.path / "f.py").read_text() == "x = 99\ny = 1\n"
+    assert (repo.path / "scratch.txt").read_text() == "untracked\n"
+    assert repo.git("worktree", "list").count("\n") == 1
+    assert not (repo.path / ".git" / "worktrees").exists() or not any((repo.path / ".git" / "worktrees").iterdir())
+    assert not marker.exists()
+    assert not (repo.path / ".git" / "rr-cache").exists()
+
+
+def test_apply_revert_cleans_up_after_errors(repo: GitRepo, history: dict[str, str]) -> None:
+    with pytest.raises(NotFoundError):
+        gitops.apply_revert(repo.path, "main", revert="no-such-ref")
+    with pytest.raises(UsageError):
+        gitops.apply_revert(repo.path, "main")
+    # Re-applying a revert whose change is already there is not a conflict, just an empty change.
+    result = gitops.apply_revert(repo.path, "main", originals=[history["orig"]])
+    assert (result.clean, result.tree) == (True, repo.git("rev-parse", "main^{tree}").strip())
+    assert repo.git("worktree", "list").count("\n") == 1
+
+
+def test_apply_revert_keep_exports_the_result(repo: GitRepo, history: dict[str, str], tmp_path: Path) -> None:
+    dest = tmp_path / "export"
+    result = gitops.apply_revert(repo.path, "main~1", revert=history["revert"], keep=dest)
+    assert result.clean
+    assert sorted(os.listdir(dest)) == ["f.py", "other.py"]
+    assert (dest / "f.py").read_text() == "x = 1\ny = 1\n"

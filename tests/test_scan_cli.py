@@ -1,0 +1,269 @@
+"""`revertbot scan` end to end through run_cli, on real repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from revertbot.cli import run_cli
+from tests.gitrepo import GitRepo
+
+DAY = 86_400
+
+
+def scan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run_cli(["scan", *args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "revertbot-crash" not in err
+    return code, out, err
+
+
+@pytest.fixture
+def story(repo: GitRepo) -> dict[str, str]:
+    """A history with one revert of each kind of verdict, spread over months."""
+    shas = {"init": repo.commit("init", {"bcg.py": "a\nb\nc\n", "mem.py": "m\n"})}
+    shas["share"] = repo.commit("Share BCG output buffers (#27659)", {"bcg.py": "a\nb\nshared\nc\n"})
+    repo.tick(30 * DAY)
+    shas["pure"] = repo.revert(shas["share"])
+    repo.tick(30 * DAY)
+    shas["tweak"] = repo.commit("Tweak memory pool (#30)", {"mem.py": "m\npool\n"})
+    shas["extra"] = repo.commit(
+        f'Revert "Tweak memory pool (#30)"\n\nThis reverts commit {shas["tweak"]}.\n',
+        {"mem.py": "m\n", "notes.txt": "also this\n"},
+    )
+    repo.tick(30 * DAY)
+    shas["ghost"] = repo.commit(
+        "Revert \x1b[31mghost\x1b[0m change\n\nThis reverts commit 0123456789abcdef0123456789abcdef01234567.\n",
+        {"mem.py": "m\nghost\n"},
+    )
+    return shas
+
+
+def test_json_output_lists_every_revert_with_its_verdict(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert code == 0
+    assert err == ""  # no progress bar when stderr is not a terminal
+    data = json.loads(out)
+    by_revert = {d["revert"]: d for d in data}
+    assert set(by_revert) == {story["pure"], story["extra"], story["ghost"]}
+    for d in data:
+        assert {"revert", "subject", "originals", "linked_by", "purity", "chain"} <= set(d)
+    pure = by_revert[story["pure"]]
+    assert pure["subject"] == 'Revert "Share BCG output buffers (#27659)"'
+    assert (pure["originals"], pure["linked_by"], pure["purity"], pure["chain"]) == (
+        [story["share"]], ["sha"], "pure", []
+    )
+    extra = by_revert[story["extra"]]
+    assert extra["purity"] == "extra"
+    assert extra["purity_files"] == [
+        {"path": "notes.txt", "missing": [], "extra": ["+<file exists>", "+<mode 100644>", "+also this"],
+         "note": "0 line(s) of the inverse not done, 3 line(s) beyond it"}
+    ]  # fmt: skip
+    ghost = by_revert[story["ghost"]]
+    assert (ghost["originals"], ghost["purity"]) == ([], "unverifiable")
+    assert ghost["unresolved"][0]["ref"] == "0123456789abcdef0123456789abcdef01234567"
+    assert "not in repository" in ghost["unresolved"][0]["reason"]
+
+
+def test_table_output(repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = scan(capsys, "--repo", str(repo.path))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["revert", "date", "kind", "purity", "originals", "(linked", "by)", "subject"]
+    pure_row = next(line for line in lines if line.startswith(story["pure"][:10]))
+    assert pure_row.split()[:5] == [story["pure"][:10], "2023-12-15", "revert", "pure", f"{story['share'][:10]}(sha)"]
+    assert pure_row.endswith('Revert "Share BCG output buffers (#27659)"')
+    ghost_row = next(line for line in lines if line.startswith(story["ghost"][:10]))
+    assert "unverifiable  unresolved" in ghost_row
+    # Escape sequences from a commit subject never reach the terminal.
+    assert "\x1b" not in out
+    assert ghost_row.endswith("Revert ?[31mghost?[0m change")
+    assert lines[-1] == "3 revert(s) in 6 commits on refs/heads/main (extra 1, pure 1, unverifiable 1)"
+
+
+def test_since_limits_reported_reverts_but_not_originals(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first revert is from mid-December 2023; the later ones from 2024.
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--since", "2024-01-01", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert [d["revert"] for d in data] == [story["ghost"], story["extra"]]
+    # The extra revert's original is older than --since and was still found.
+    assert data[1]["originals"] == [story["tweak"]]
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--since", "2030-01-01", "--format", "json")
+    assert (code, json.loads(out)) == (0, [])
+
+
+def test_ref_scans_another_branch(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f.py": "a\n"})
+    orig = repo.commit("Add X (#1)", {"f.py": "a\nX\n"})
+    repo.git("checkout", "-q", "-b", "release")
+    rev = repo.revert(orig)
+    repo.checkout("main")
+    repo.commit("more main work", {"g.py": "g\n"})
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert (code, json.loads(out)) == (0, [])
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--ref", "release", "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert [(d["revert"], d["originals"], d["purity"]) for d in data] == [(rev, [orig], "pure")]
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--ref", "release")
+    assert out.splitlines()[-1] == "1 revert(s) in 3 commits on release (pure 1)"
+
+
+def test_branch_named_head_does_not_hide_the_checkout(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    first = repo.commit("init", {"f.py": "a\n"})
+    orig = repo.commit("Add X", {"f.py": "a\nX\n"})
+    rev = repo.revert(orig)
+    repo.git("update-ref", "refs/heads/HEAD", first)
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert code == 0
+    assert [d["revert"] for d in json.loads(out)] == [rev]
+
+
+def test_revert_of_a_revert_has_a_chain(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f.py": "a\n"})
+    orig = repo.commit("Add X", {"f.py": "a\nX\n"})
+    first = repo.revert(orig)
+    second = repo.revert(first)
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    by_revert = {d["revert"]: d for d in json.loads(out)}
+    assert code == 0
+    assert by_revert[second]["originals"] == [first]
+    assert by_revert[second]["chain"] == [orig, first]
+    assert by_revert[second]["purity"] == "pure"
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_not_a_git_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = scan(capsys, "--repo", str(tmp_path))
+    assert code == 3
+    assert out == ""
+    assert f"Error: not a git repository: {tmp_path}" in err
+    assert "hint: pass --repo" in err
+
+
+def test_missing_path_and_file_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = scan(capsys, "--repo", str(tmp_path / "missing"))
+    assert code == 3
+    assert "path does not exist" in err
+    (tmp_path / "file").write_text("x")
+    code, _, err = scan(capsys, "--repo", str(tmp_path / "file"))
+    assert code == 2
+    assert "is a file" in err
+
+
+def test_unknown_ref(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f": "x\n"})
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--ref", "no-such-branch")
+    assert (code, out) == (3, "")
+    assert "unknown ref or commit: 'no-such-branch'" in err
+
+
+def test_empty_repository(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = scan(capsys, "--repo", str(repo.path))
+    assert (code, out) == (3, "")
+    assert "repository has no commits yet" in err
+
+
+def test_unborn_checkout_needs_a_ref(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f": "x\n"})
+    repo.git("checkout", "-q", "--orphan", "fresh")
+    code, _, err = scan(capsys, "--repo", str(repo.path))
+    assert code == 3
+    assert "points to a branch with no commits" in err and "--ref" in err
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--ref", "main")
+    assert (code, out.splitlines()[-1]) == (0, "0 revert(s) in 1 commits on main")
+
+
+def test_bad_format_is_a_usage_error(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f": "x\n"})
+    code, _, err = scan(capsys, "--repo", str(repo.path), "--format", "xml")
+    assert code == 2
+    assert "'xml' is not one of 'table', 'json'" in err
+
+
+def _shallow_clone(repo: GitRepo, dest: Path, depth: int) -> Path:
+    subprocess.run(["git", "clone", "-q", "--depth", str(depth), f"file://{repo.path}", str(dest)], check=True)
+    return dest
+
+
+def test_shallow_clone_missing_the_original(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f.py": "a\n"})
+    orig = repo.commit("Add X", {"f.py": "a\nX\n"})
+    for i in range(3):
+        repo.commit(f"work {i}", {f"w{i}.py": "w\n"})
+    rev = repo.revert(orig)
+    clone = _shallow_clone(repo, tmp_path / "shallow", 2)
+    code, out, err = scan(capsys, "--repo", str(clone))
+    assert (code, out) == (3, "")
+    assert "is a shallow clone" in err
+    assert f"{rev[:10]} reverts {orig}, which is not in the clone" in err
+    assert "git fetch --deepen" in err
+    code, out, _ = scan(capsys, "--repo", str(clone), "--allow-shallow", "--format", "json")
+    assert code == 0
+    assert [(d["revert"], d["purity"]) for d in json.loads(out)] == [(rev, "unverifiable")]
+
+
+def test_shallow_clone_cut_at_the_original(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The original is in the clone but its parent is not: git would diff it as a root commit."""
+    repo.commit("init", {"f.py": "a\n", "big.py": "b\n"})
+    orig = repo.commit("Add X", {"f.py": "a\nX\n"})
+    rev = repo.revert(orig)
+    clone = _shallow_clone(repo, tmp_path / "shallow", 2)
+    code, _, err = scan(capsys, "--repo", str(clone))
+    assert code == 3
+    assert f"{rev[:10]} reverts a commit at the clone's depth limit" in err
+    code, out, _ = scan(capsys, "--repo", str(clone), "--allow-shallow", "--format", "json")
+    (entry,) = json.loads(out)
+    assert (entry["revert"], entry["originals"], entry["purity"]) == (rev, [orig], "unverifiable")
+    assert "outside this shallow clone's history" in entry["purity_reason"]
+    # Deepened as the message says, the same revert is verified.
+    subprocess.run(["git", "fetch", "-q", "--deepen=1"], cwd=clone, check=True)
+    code, out, _ = scan(capsys, "--repo", str(clone), "--format", "json")
+    assert (code, json.loads(out)[0]["purity"]) == (0, "pure")
+
+
+def test_damaged_clone_reports_unverifiable_not_pure(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("init", {"f.py": "old\n", "g.py": "g\n"})
+    orig = repo.commit("Change f", {"f.py": "only in the original\n"})
+    rev = repo.revert(orig)
+    other = repo.commit("Change g", {"g.py": "g2\n"})
+    other_rev = repo.revert(other)
+    blob = repo.git("rev-parse", f"{orig}:f.py").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert code == 0
+    verdicts = {d["revert"]: (d["purity"], d["purity_reason"]) for d in json.loads(out)}
+    assert verdicts[other_rev] == ("pure", "the change is exactly the inverse of the original")
+    assert verdicts[rev][0] == "unverifiable"
+    assert f"unable to read {blob}" in verdicts[rev][1]
+
+
+def test_progress_bar_only_on_a_terminal(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert (code, err) == (0, "")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert code == 0
+    assert "reading history" in err and "classifying" in err
+    assert "reading history" not in out
+    assert len(json.loads(out)) == 3
+
+
+def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["scan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--since" in out and "--format [table|json]" in out
