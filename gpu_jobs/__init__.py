@@ -1,0 +1,1 @@
+"""What runs on CUDA runners: the before/after job runner and the reference GPU suites."""
