@@ -24,6 +24,7 @@ from .errors import RevertbotError, UsageError
 from .models import RevertReport
 from .report import render_markdown, report_to_json
 from .scan import ScanResult, entry_to_json, scan_repository
+from .store import record_report, record_scan
 
 
 class _Progress:
@@ -74,7 +75,10 @@ def cli() -> None:
               help="Output format.")
 @click.option("--allow-shallow", is_flag=True, help="Scan a shallow clone anyway; reverts of commits outside "
               "its history are reported as unverifiable.")
-def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow: bool) -> None:
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help="Also record the reverts in this history store (SQLite file, created if missing).")
+def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow: bool,
+         store_path: str | None) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
 
     Purity is one of: pure (exact inverse of the original), partial (a strict subset),
@@ -86,6 +90,9 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
         result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress)
     finally:
         progress.close()
+    if store_path:
+        count = record_scan(store_path, result)
+        click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
     if fmt == "json":
         click.echo(json.dumps([entry_to_json(e) for e in result.entries], indent=2, ensure_ascii=False))
     else:
@@ -104,8 +111,10 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
               help="Write the report to this file instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Configuration file (default: .revertbot.yml at the repository root).")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help="Also record the full report in this history store (SQLite file, created if missing).")
 def check(revert: str, repo: str, base: str | None, fmt: str, lang: str | None, output: str | None,
-          config_path: str | None) -> None:
+          config_path: str | None, store_path: str | None) -> None:
     """Full risk report for one REVERT commit (sha, branch or tag), offline.
 
     Finds what the revert undoes, checks purity, applies it to the base in a temporary
@@ -115,6 +124,9 @@ def check(revert: str, repo: str, base: str | None, fmt: str, lang: str | None, 
     """
     cfg = load_config_file(Path(config_path)) if config_path else None
     report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang)
+    if store_path:
+        record_report(store_path, report)
+        click.echo(f"recorded the report in {store_path}", err=True)
     _emit(render_report(report, fmt, lang), output)
 
 

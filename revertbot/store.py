@@ -1,0 +1,768 @@
+"""History store: every revert revertbot has seen, its report and GPU results, in one SQLite file.
+
+The file is written by ``revertbot scan --store``, ``revertbot check --store`` and the GPU report,
+and read by the dashboard. Rules:
+
+* The schema is versioned with ``PRAGMA user_version``; :data:`MIGRATIONS` are applied in order,
+  each in its own transaction, so an older file is upgraded in place and keeps its data.
+* A file this code cannot read (not SQLite, damaged, someone else's database, or a schema newer
+  than this revertbot knows) raises :class:`StoreError`. It is never dropped or recreated.
+* WAL journal and a busy timeout, and every write in one ``BEGIN IMMEDIATE`` transaction, so
+  concurrent writers (several CI jobs, a scan and a GPU report) wait for each other instead of
+  failing or losing rows.
+* Writes are upserts keyed by repository name and commit sha: recording the same thing twice
+  leaves the same rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import gitops
+from .config import Config, load_config_file, module_for
+from .errors import RevertbotError
+from .models import RevertReport
+from .report import render_markdown, report_to_json
+from .report.jsonout import to_jsonable
+from .scan import ScanResult
+
+#: Exit code for a history store that cannot be used (unreadable, damaged or too new).
+EXIT_STORE = 9
+#: Marks the file as a revertbot store ("RvBt"), so a foreign SQLite database is recognised.
+APPLICATION_ID = 0x52764274
+BUSY_TIMEOUT_MS = 30_000
+CONFIG_FILE = ".revertbot.yml"
+
+
+class StoreError(RevertbotError):
+    """The history store cannot be opened or written; the file is left untouched."""
+
+    exit_code = EXIT_STORE
+
+
+# --------------------------------------------------------------------------- schema
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _execute_all(db: sqlite3.Connection, script: str) -> None:
+    """Run DDL statements inside the caller's transaction (``executescript`` would commit first)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m1_scan_history(db: sqlite3.Connection) -> None:
+    """Reverts found by scans, the originals they undo and the modules they touch."""
+    _execute_all(
+        db,
+        """
+        CREATE TABLE repositories (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            path TEXT NOT NULL DEFAULT '',
+            ref TEXT NOT NULL DEFAULT '',
+            head TEXT NOT NULL DEFAULT '',
+            commits_scanned INTEGER NOT NULL DEFAULT 0,
+            scanned_at INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE reverts (
+            repo_id INTEGER NOT NULL REFERENCES repositories(id),
+            sha TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            direction INTEGER NOT NULL DEFAULT 1,
+            author TEXT NOT NULL DEFAULT '',
+            date INTEGER NOT NULL DEFAULT 0,
+            purity TEXT NOT NULL,
+            purity_reason TEXT NOT NULL DEFAULT '',
+            purity_files TEXT NOT NULL DEFAULT '[]',
+            unresolved TEXT NOT NULL DEFAULT '[]',
+            chain TEXT NOT NULL DEFAULT '[]',
+            files TEXT NOT NULL DEFAULT '[]',
+            first_seen INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (repo_id, sha)
+        );
+        CREATE INDEX reverts_date ON reverts(date);
+        CREATE TABLE originals (
+            repo_id INTEGER NOT NULL,
+            revert_sha TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            sha TEXT NOT NULL,
+            linked_by TEXT NOT NULL,
+            subject TEXT NOT NULL DEFAULT '',
+            author TEXT NOT NULL DEFAULT '',
+            date INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (repo_id, revert_sha, position),
+            FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
+        );
+        CREATE TABLE revert_modules (
+            repo_id INTEGER NOT NULL,
+            revert_sha TEXT NOT NULL,
+            module TEXT NOT NULL,
+            files INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (repo_id, revert_sha, module),
+            FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
+        );
+        """
+    )
+
+
+def _m2_reports(db: sqlite3.Connection) -> None:
+    """Full ``check`` reports and the backports they found."""
+    _execute_all(
+        db,
+        """
+        CREATE TABLE reports (
+            repo_id INTEGER NOT NULL,
+            revert_sha TEXT NOT NULL,
+            risk_level TEXT NOT NULL,
+            action TEXT NOT NULL,
+            base_ref TEXT NOT NULL DEFAULT '',
+            report_json TEXT NOT NULL,
+            markdown TEXT NOT NULL DEFAULT '',
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (repo_id, revert_sha),
+            FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
+        );
+        CREATE TABLE backports (
+            repo_id INTEGER NOT NULL,
+            revert_sha TEXT NOT NULL,
+            branch TEXT NOT NULL,
+            original_pick TEXT,
+            how TEXT NOT NULL DEFAULT '',
+            revert_pick TEXT,
+            PRIMARY KEY (repo_id, revert_sha, branch),
+            FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
+        );
+        """
+    )
+
+
+def _m3_gpu_results(db: sqlite3.Connection) -> None:
+    """GPU suite comparisons (base vs base+revert), one per revert."""
+    _execute_all(
+        db,
+        """
+        CREATE TABLE gpu_results (
+            repo_id INTEGER NOT NULL,
+            revert_sha TEXT NOT NULL,
+            status TEXT NOT NULL,
+            hardware TEXT NOT NULL DEFAULT '',
+            summary_json TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (repo_id, revert_sha)
+        );
+        """
+    )
+
+
+#: Applied in order; the schema version of a file is the number of migrations applied to it.
+MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results)
+SCHEMA_VERSION = len(MIGRATIONS)
+#: Tables each migration creates, to recognise a file whose version number lies (damaged or edited).
+_TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
+    frozenset({"repositories", "reverts", "originals", "revert_modules"}),
+    frozenset({"reports", "backports"}),
+    frozenset({"gpu_results"}),
+)
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def _describe(path: Path, exc: BaseException) -> str:
+    return f"{path}: {exc}"
+
+
+def open_store(path: str | os.PathLike[str], *, create: bool = True, upto: int | None = None) -> sqlite3.Connection:
+    """Open (and create or upgrade) the store at ``path``.
+
+    ``create=False`` refuses to create a missing file (readers such as the dashboard). ``upto``
+    stops migrating at that schema version (tests build older files with it). Raises
+    :class:`StoreError` for anything that cannot be read safely.
+    """
+    p = Path(path)
+    target = SCHEMA_VERSION if upto is None else upto
+    if not p.exists():
+        if not create:
+            raise StoreError(
+                f"no history store at {p}",
+                hint=f"fill one with 'revertbot scan --repo PATH --store {p}'",
+            )
+        if p.parent and not p.parent.exists():
+            raise StoreError(f"cannot create the history store {p}: directory {p.parent} does not exist")
+    elif p.is_dir():
+        raise StoreError(f"{p} is a directory, not a history store file")
+    try:
+        db = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the history store {_describe(p, exc)}") from None
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        version = _read_header(db, p)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{p} has history store schema version {version}, newer than this revertbot knows "
+                f"({SCHEMA_VERSION})",
+                hint="upgrade revertbot to read it; the file was left unchanged",
+            )
+        # WAL lets readers (the dashboard) work while a scan writes, and writers queue on the lock.
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise StoreError(f"{p}: cannot switch the history store to WAL mode (got {mode and mode[0]!r})")
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA synchronous = NORMAL")
+        if version < target:
+            _migrate(db, target)
+    except StoreError:
+        db.close()
+        raise
+    except sqlite3.Error as exc:
+        db.close()
+        raise StoreError(
+            f"cannot use the history store {_describe(p, exc)}",
+            hint="the file may be damaged; it was left unchanged (move it aside to start a new store)",
+        ) from None
+    return db
+
+
+def _read_header(db: sqlite3.Connection, p: Path) -> int:
+    """Schema version and application id; errors for files that are not ours."""
+    try:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{p} is not a readable revertbot history store ({exc})",
+            hint="the file was left unchanged; pass another --store path or move this file aside",
+        ) from None
+    if app_id not in (0, APPLICATION_ID) or (version == 0 and tables - {"sqlite_sequence"}):
+        raise StoreError(
+            f"{p} is an SQLite database, but not a revertbot history store",
+            hint="the file was left unchanged; pass another --store path",
+        )
+    if version and not tables >= _tables_at(min(version, SCHEMA_VERSION)):
+        missing = sorted(_tables_at(min(version, SCHEMA_VERSION)) - tables)
+        raise StoreError(
+            f"{p} claims history store schema version {version} but lacks table(s) {', '.join(missing)}",
+            hint="the file was left unchanged; it may be damaged",
+        )
+    return version
+
+
+def _tables_at(version: int) -> set[str]:
+    out: set[str] = set()
+    for tables in _TABLES_PER_VERSION[:version]:
+        out |= tables
+    return out
+
+
+def _migrate(db: sqlite3.Connection, target: int) -> None:
+    """Apply the missing migrations, one transaction each; the version is re-read under the
+    write lock so two processes opening an old file at once do not migrate it twice."""
+    while True:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version >= target:
+                db.execute("COMMIT")
+                return
+            if version == 0:
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            MIGRATIONS[version](db)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+@contextlib.contextmanager
+def connect(path: str | os.PathLike[str] | sqlite3.Connection, *, create: bool = True) -> Iterator[sqlite3.Connection]:
+    """A connection for ``path`` (opened and closed here), or the given connection as is."""
+    if isinstance(path, sqlite3.Connection):
+        yield path
+        return
+    db = open_store(path, create=create)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+@contextlib.contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction; taking the write lock up front avoids deadlocking upgrades."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot write the history store: {exc}") from None
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    try:
+        db.execute("COMMIT")
+    except sqlite3.Error as exc:
+        db.execute("ROLLBACK")
+        raise StoreError(f"cannot write the history store: {exc}") from None
+
+
+def _repo_id(db: sqlite3.Connection, name: str, **fields: Any) -> int:
+    db.execute("INSERT INTO repositories (name) VALUES (?) ON CONFLICT(name) DO NOTHING", (name,))
+    if fields:
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        db.execute(f"UPDATE repositories SET {sets} WHERE name = ?", (*fields.values(), name))
+    row = db.execute("SELECT id FROM repositories WHERE name = ?", (name,)).fetchone()
+    return int(row[0])
+
+
+# --------------------------------------------------------------------------- scans
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What the store keeps about a commit besides its sha."""
+
+    sha: str
+    date: int = 0
+    author: str = ""
+    subject: str = ""
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RevertRow:
+    """One revert as the store records it (from a scan or from a report)."""
+
+    sha: str
+    subject: str
+    kind: str
+    author: str
+    date: int
+    purity: str
+    purity_reason: str = ""
+    purity_files: Sequence[Mapping[str, Any]] = ()
+    originals: Sequence[tuple[str, str, CommitInfo]] = ()  # (sha, linked_by, info)
+    unresolved: Sequence[Mapping[str, str]] = ()
+    chain: Sequence[str] = ()
+    files: Sequence[str] = ()
+    modules: Mapping[str, int] = field(default_factory=dict)
+    direction: int = 1
+
+
+_HEADER = re.compile(r"\x01([0-9a-f]{40,64}) (\d+)\x00")
+
+
+def commit_details(root: Path, shas: Sequence[str]) -> dict[str, CommitInfo]:
+    """Date, author, subject and changed paths of many commits in one ``git diff-tree --stdin``.
+
+    Merges are diffed against their first parent, as the scan does. Commits git cannot read are
+    left out of the result (their dates stay unknown) rather than failing the whole record.
+    """
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    proc = gitops.run_bytes(
+        "diff-tree", "--stdin", "-r", "--root", "--always", "--no-renames", "--name-only", "-z",
+        "--diff-merges=first-parent", "--format=%x01%H %ct%x00%an%x00%s",
+        cwd=root, input="".join(f"{s}\n" for s in wanted).encode(), check=False,
+    )  # fmt: skip
+    return parse_commit_details(proc.stdout.decode("utf-8", "replace"))
+
+
+def parse_commit_details(out: str) -> dict[str, CommitInfo]:
+    """Parse :func:`commit_details`' stream: ``\\x01<sha> <time>\\0<author>\\0<subject>\\n`` then
+    NUL-terminated paths, per commit."""
+    headers = list(_HEADER.finditer(out))
+    result: dict[str, CommitInfo] = {}
+    for n, m in enumerate(headers):
+        end = headers[n + 1].start() if n + 1 < len(headers) else len(out)
+        rest = out[m.end() : end]
+        author, _, rest = rest.partition("\x00")
+        subject, _, rest = rest.partition("\n")
+        subject = subject.rstrip("\x00")
+        rest = rest[1:] if rest.startswith("\x00") else rest
+        files = tuple(p for p in rest.split("\x00") if p)
+        result[m.group(1)] = CommitInfo(m.group(1), int(m.group(2)), author, subject, files)
+    return result
+
+
+def rows_from_scan(result: ScanResult, config: Config | None = None) -> list[RevertRow]:
+    """Store rows for a scan: the scan's links plus original dates and touched modules (one git call)."""
+    cfg = config if config is not None else load_config_file(result.repo / CONFIG_FILE)
+    shas = [e.link.revert for e in result.entries] + [o for e in result.entries for o in e.link.originals]
+    info = commit_details(result.repo, shas)
+    rows = []
+    for e in result.entries:
+        link, purity = e.link, e.purity
+        files = info.get(link.revert, CommitInfo(link.revert)).files
+        modules: dict[str, int] = {}
+        for path in files:
+            mod = module_for(path, cfg)
+            modules[mod] = modules.get(mod, 0) + 1
+        rows.append(
+            RevertRow(
+                sha=link.revert,
+                subject=link.subject,
+                kind=link.kind,
+                author=e.author,
+                date=e.date,
+                purity=purity.verdict,
+                purity_reason=purity.reason,
+                purity_files=[
+                    {"path": f.path, "missing": list(f.missing), "extra": list(f.extra), "note": f.note}
+                    for f in purity.files
+                ],
+                originals=[(o, how, info.get(o, CommitInfo(o))) for o, how in zip(link.originals, link.linked_by,
+                                                                                    strict=False)],
+                unresolved=[{"ref": u.ref, "reason": u.reason} for u in link.unresolved],
+                chain=list(link.chain),
+                files=files,
+                modules=modules,
+                direction=link.direction,
+            )
+        )
+    return rows
+
+
+def _upsert_revert(db: sqlite3.Connection, repo_id: int, row: RevertRow, now: int) -> None:
+    db.execute(
+        """
+        INSERT INTO reverts (repo_id, sha, subject, kind, direction, author, date, purity, purity_reason,
+                             purity_files, unresolved, chain, files, first_seen, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (repo_id, sha) DO UPDATE SET
+            subject = excluded.subject, kind = excluded.kind, direction = excluded.direction,
+            author = excluded.author, date = excluded.date, purity = excluded.purity,
+            purity_reason = excluded.purity_reason, purity_files = excluded.purity_files,
+            unresolved = excluded.unresolved, chain = excluded.chain, files = excluded.files,
+            updated_at = excluded.updated_at
+        """,
+        (
+            repo_id, row.sha, row.subject, row.kind, row.direction, row.author, row.date, row.purity,
+            row.purity_reason, _dumps(list(row.purity_files)), _dumps(list(row.unresolved)),
+            _dumps(list(row.chain)), _dumps(list(row.files)), now, now,
+        ),
+    )  # fmt: skip
+    db.execute("DELETE FROM originals WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
+    db.executemany(
+        "INSERT INTO originals (repo_id, revert_sha, position, sha, linked_by, subject, author, date)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(repo_id, row.sha, i, sha, how, ci.subject, ci.author, ci.date) for i, (sha, how, ci) in
+         enumerate(row.originals)],
+    )  # fmt: skip
+    db.execute("DELETE FROM revert_modules WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
+    db.executemany(
+        "INSERT INTO revert_modules (repo_id, revert_sha, module, files) VALUES (?, ?, ?, ?)",
+        [(repo_id, row.sha, mod, n) for mod, n in sorted(row.modules.items())],
+    )
+
+
+def record_rows(
+    db: str | os.PathLike[str] | sqlite3.Connection, repo: str, rows: Sequence[RevertRow], **repo_fields: Any
+) -> int:
+    """Upsert ``rows`` for repository ``repo`` in one transaction; returns how many were written."""
+    now = int(time.time())
+    with connect(db) as conn, _write(conn):
+        repo_id = _repo_id(conn, repo, **repo_fields)
+        for row in rows:
+            _upsert_revert(conn, repo_id, row, now)
+    return len(rows)
+
+
+def record_scan(
+    db: str | os.PathLike[str] | sqlite3.Connection,
+    result: ScanResult,
+    repo_name: str | None = None,
+    config: Config | None = None,
+) -> int:
+    """Record every revert of a scan (``revertbot scan --store``); returns how many were written.
+
+    ``repo_name`` defaults to the repository directory's name, the name ``check`` reports use.
+    """
+    rows = rows_from_scan(result, config)
+    return record_rows(
+        db,
+        repo_name or result.repo.name,
+        rows,
+        path=str(result.repo),
+        ref=result.ref,
+        head=result.head,
+        commits_scanned=result.commits_scanned,
+        scanned_at=int(time.time()),
+    )
+
+
+# --------------------------------------------------------------------------- reports and GPU results
+
+
+def record_report(
+    db: str | os.PathLike[str] | sqlite3.Connection,
+    report: RevertReport,
+    markdown: str | None = None,
+) -> None:
+    """Record a full ``check`` report (``revertbot check --store``).
+
+    The revert's row is written from the report too, so a store filled only by ``check`` is
+    complete; a later scan of the same commit updates it in place.
+    """
+    data = report_to_json(report)
+    md = markdown if markdown is not None else render_markdown(report, report.language)
+    modules: dict[str, int] = {}
+    for f in report.files:
+        modules[f.module] = modules.get(f.module, 0) + 1
+    row = RevertRow(
+        sha=report.revert.sha,
+        subject=report.revert.subject,
+        kind=report.kind,
+        author=report.revert.author,
+        date=report.revert.date,
+        purity=report.purity.verdict,
+        purity_reason=report.purity.reason,
+        purity_files=to_jsonable(report.purity.files),
+        originals=[
+            (o.sha, how, CommitInfo(o.sha, o.date, o.author, o.subject))
+            for o, how in zip(report.originals, report.linked_by, strict=False)
+        ],
+        unresolved=to_jsonable(report.unresolved),
+        chain=[c.sha for c in report.chain],
+        files=[f.path for f in report.files],
+        modules=modules,
+    )
+    now = int(time.time())
+    with connect(db) as conn, _write(conn):
+        repo_id = _repo_id(conn, report.repo)
+        existing = conn.execute(
+            "SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?", (repo_id, row.sha)
+        ).fetchone()
+        if existing is not None:
+            row = dataclasses.replace(row, direction=int(existing[0]))
+        _upsert_revert(conn, repo_id, row, now)
+        conn.execute(
+            """
+            INSERT INTO reports (repo_id, revert_sha, risk_level, action, base_ref, report_json, markdown, recorded_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (repo_id, revert_sha) DO UPDATE SET
+                risk_level = excluded.risk_level, action = excluded.action, base_ref = excluded.base_ref,
+                report_json = excluded.report_json, markdown = excluded.markdown, recorded_at = excluded.recorded_at
+            """,
+            (repo_id, row.sha, report.risk.level, report.risk.action, report.base_ref, _dumps(data), md, now),
+        )
+        conn.execute("DELETE FROM backports WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
+        conn.executemany(
+            "INSERT INTO backports (repo_id, revert_sha, branch, original_pick, how, revert_pick)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo_id, revert_sha, branch) DO NOTHING",
+            [(repo_id, row.sha, b.branch, b.original_pick, b.how, b.revert_pick) for b in report.backports],
+        )
+        if report.gpu is not None:
+            _upsert_gpu(conn, repo_id, row.sha, to_jsonable(report.gpu), now)
+
+
+GPU_STATUSES = ("pass", "fail", "regressed", "infra", "not run")
+
+
+def gpu_status(summary: Mapping[str, Any]) -> str:
+    """One word for a GPU comparison: fail (a test broke), regressed (a metric past its threshold),
+    infra (infrastructure problems, nothing decided), pass, or not run."""
+    if summary.get("broken"):
+        return "fail"
+    if any(m.get("regressed") for m in summary.get("metrics") or () if isinstance(m, Mapping)):
+        return "regressed"
+    if summary.get("infra"):
+        return "infra"
+    ran = summary.get("passed_both") or summary.get("fixed") or summary.get("failing_both") or summary.get("metrics")
+    return "pass" if ran else "not run"
+
+
+def _upsert_gpu(db: sqlite3.Connection, repo_id: int, sha: str, summary: Mapping[str, Any], now: int) -> None:
+    db.execute(
+        """
+        INSERT INTO gpu_results (repo_id, revert_sha, status, hardware, summary_json, recorded_at)
+        VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (repo_id, revert_sha) DO UPDATE SET
+            status = excluded.status, hardware = excluded.hardware, summary_json = excluded.summary_json,
+            recorded_at = excluded.recorded_at
+        """,
+        (repo_id, sha, gpu_status(summary), str(summary.get("hardware", "")), _dumps(dict(summary)), now),
+    )
+
+
+def record_gpu(
+    db: str | os.PathLike[str] | sqlite3.Connection,
+    repo: str,
+    revert_sha: str,
+    gpu_summary_json: Mapping[str, Any] | str,
+) -> None:
+    """Record a GPU comparison for one revert (``revertbot gpu report --store``).
+
+    ``gpu_summary_json`` is a :class:`~revertbot.models.GpuSummary` as JSON (an object, or its text):
+    ``suites``, ``hardware``, ``fixed``/``broken`` flips, ``failing_both``, ``flaky``,
+    ``passed_both``, ``metrics`` (``name``, ``before``, ``after``, ``unit``, ``regressed``),
+    ``infra`` and ``not_run``. ``repo`` is the repository name reports use (``RevertReport.repo``).
+    """
+    if isinstance(gpu_summary_json, str):
+        try:
+            summary = json.loads(gpu_summary_json)
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"GPU summary for {revert_sha[:12]} is not valid JSON: {exc}") from None
+    else:
+        summary = dict(gpu_summary_json)
+    if not isinstance(summary, dict):
+        raise StoreError(f"GPU summary for {revert_sha[:12]} must be a JSON object, got {type(summary).__name__}")
+    for key in ("metrics", "broken", "fixed"):
+        if not isinstance(summary.get(key, []), list):
+            raise StoreError(f"GPU summary for {revert_sha[:12]}: '{key}' must be a list")
+    with connect(db) as conn, _write(conn):
+        _upsert_gpu(conn, _repo_id(conn, repo), revert_sha, summary, int(time.time()))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class StoredOriginal:
+    sha: str
+    linked_by: str
+    subject: str
+    author: str
+    date: int
+
+
+@dataclass(frozen=True)
+class StoredBackport:
+    branch: str
+    original_pick: str | None
+    how: str
+    revert_pick: str | None
+
+
+@dataclass(frozen=True)
+class StoredRevert:
+    """Everything the dashboard shows about one revert."""
+
+    repo: str
+    sha: str
+    subject: str
+    kind: str
+    direction: int
+    author: str
+    date: int
+    purity: str
+    purity_reason: str
+    purity_files: tuple[Mapping[str, Any], ...]
+    unresolved: tuple[Mapping[str, str], ...]
+    chain: tuple[str, ...]
+    files: tuple[str, ...]
+    modules: tuple[str, ...]
+    originals: tuple[StoredOriginal, ...]
+    risk_level: str | None = None
+    action: str | None = None
+    report: Mapping[str, Any] | None = None
+    markdown: str = ""
+    backports: tuple[StoredBackport, ...] = ()
+    gpu_status: str = "not run"
+    gpu: Mapping[str, Any] | None = None
+
+    @property
+    def original_date(self) -> int:
+        """Date of the newest original (the change the revert undid last), 0 when unknown."""
+        return max((o.date for o in self.originals), default=0)
+
+
+@dataclass(frozen=True)
+class History:
+    repositories: tuple[str, ...]
+    reverts: tuple[StoredRevert, ...]
+    schema_version: int
+
+
+def load_history(db: str | os.PathLike[str] | sqlite3.Connection) -> History:
+    """Everything in the store, newest revert first (for the dashboard). Never creates a file."""
+    with connect(db, create=False) as conn:
+        try:
+            return _load(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the history store: {exc}", hint="the file may be damaged") from None
+
+
+def _load(db: sqlite3.Connection) -> History:
+    repos = {int(r[0]): str(r[1]) for r in db.execute("SELECT id, name FROM repositories ORDER BY name")}
+    originals: dict[tuple[int, str], list[StoredOriginal]] = {}
+    for r in db.execute(
+        "SELECT repo_id, revert_sha, sha, linked_by, subject, author, date FROM originals ORDER BY position"
+    ):
+        originals.setdefault((r[0], r[1]), []).append(StoredOriginal(r[2], r[3], r[4], r[5], int(r[6])))
+    modules: dict[tuple[int, str], list[str]] = {}
+    for r in db.execute("SELECT repo_id, revert_sha, module FROM revert_modules ORDER BY files DESC, module"):
+        modules.setdefault((r[0], r[1]), []).append(r[2])
+    reports = {
+        (r[0], r[1]): (r[2], r[3], r[4], r[5])
+        for r in db.execute("SELECT repo_id, revert_sha, risk_level, action, report_json, markdown FROM reports")
+    }
+    backports: dict[tuple[int, str], list[StoredBackport]] = {}
+    for r in db.execute(
+        "SELECT repo_id, revert_sha, branch, original_pick, how, revert_pick FROM backports ORDER BY branch"
+    ):
+        backports.setdefault((r[0], r[1]), []).append(StoredBackport(r[2], r[3], r[4], r[5]))
+    gpu = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in db.execute("SELECT repo_id, revert_sha, status, summary_json FROM gpu_results")
+    }
+    out = []
+    for r in db.execute(
+        "SELECT repo_id, sha, subject, kind, direction, author, date, purity, purity_reason, purity_files,"
+        " unresolved, chain, files FROM reverts ORDER BY date DESC, sha"
+    ):
+        key = (int(r[0]), str(r[1]))
+        rep = reports.get(key)
+        g = gpu.get(key)
+        out.append(
+            StoredRevert(
+                repo=repos.get(key[0], "?"),
+                sha=key[1],
+                subject=r[2],
+                kind=r[3],
+                direction=int(r[4]),
+                author=r[5],
+                date=int(r[6]),
+                purity=r[7],
+                purity_reason=r[8],
+                purity_files=tuple(json.loads(r[9])),
+                unresolved=tuple(json.loads(r[10])),
+                chain=tuple(json.loads(r[11])),
+                files=tuple(json.loads(r[12])),
+                modules=tuple(modules.get(key, ())),
+                originals=tuple(originals.get(key, ())),
+                risk_level=rep[0] if rep else None,
+                action=rep[1] if rep else None,
+                report=json.loads(rep[2]) if rep else None,
+                markdown=rep[3] if rep else "",
+                backports=tuple(backports.get(key, ())),
+                gpu_status=g[0] if g else "not run",
+                gpu=json.loads(g[1]) if g else None,
+            )
+        )
+    return History(tuple(repos.values()), tuple(out), schema_version(db))
