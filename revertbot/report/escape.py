@@ -10,7 +10,10 @@ from __future__ import annotations
 import html
 import re
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (terminal escapes), bidi overrides/isolates/marks and Unicode line separators.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# GitHub turns "www.example.com" into a link even without a scheme.
+_WWW_RE = re.compile(r"\b(www)\.", re.IGNORECASE)
 # Characters that start Markdown constructs mid-line (emphasis, links, HTML, tables, math, refs).
 _MD_SPECIAL_RE = re.compile(r"([\\`*_\[\]<>#|~$])")
 ZWSP = "\u200b"
@@ -29,7 +32,9 @@ def inline(text: str, limit: int | None = 300) -> str:
     text = clean(" ".join(text.split()), limit)
     text = _MD_SPECIAL_RE.sub(r"\\\1", text)
     text = text.replace("&", "&amp;")
-    # A zero-width space after @ stops mentions; after ':' stops bare autolinks of schemes.
+    # A zero-width space after @ stops mentions; after ':' stops bare autolinks of schemes; after
+    # "www" stops GitHub's scheme-less autolinks.
+    text = _WWW_RE.sub(r"\1" + ZWSP + ".", text)
     return text.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//")
 
 

@@ -10,6 +10,7 @@ from .escape import table_cell
 
 EN: dict[str, str] = {
     "lang": "en",
+    "sep": " ",  # between sentences and after a label's colon
     "title": "revertbot: {subject} — risk {level}",
     "footer": "_revertbot {version} · base {base} @ `{sha}` · this comment is updated in place_",
     "omitted": "_… {n} more item(s) omitted to fit GitHub's comment limit; the JSON report has everything._",
@@ -139,6 +140,7 @@ EN: dict[str, str] = {
 
 ZH: dict[str, str] = {
     "lang": "zh",
+    "sep": "",  # Chinese punctuation needs no space after it
     "title": "revertbot：{subject} — 风险{level}",
     "footer": "_revertbot {version} · 基线 {base} @ `{sha}` · 本评论会原地更新_",
     "omitted": "_… 为符合 GitHub 评论长度上限，省略了 {n} 项；完整内容见 JSON 报告。_",

@@ -64,6 +64,11 @@ def short_branch(ref: str) -> str:
     return ref
 
 
+def table_code(text: str, limit: int | None = 200) -> str:
+    """A code span inside a table cell: GFM splits cells at every unescaped pipe, even in code."""
+    return code(text, limit).replace("|", "\\|")
+
+
 def symbol_name(name: str) -> str:
     """``import:typing.Any`` reads as "import `typing.Any`"; other names as code."""
     if name.startswith("import:"):
@@ -114,21 +119,26 @@ def _assemble(title: str, sections: list[Section], footer: str, note: str, budge
         body = "\n\n".join(s.render(note) for s in sections)
         return f"{MARKER}\n## {title}\n\n{body}\n\n---\n{footer}\n"
 
+    def note_size(omitted: int) -> int:
+        return len(note.format(n=omitted)) + 2 if omitted else 0
+
     out = text()
-    # Drop whole blocks from the largest section until the comment fits.
-    while len(out) > budget:
-        biggest = max(sections, key=lambda s: sum(len(b.text) for b in s.blocks))
-        if len(biggest.blocks) <= 1:
-            if biggest.blocks:
-                biggest.blocks.pop()
-                biggest.omitted += 1
-            else:
-                break
-        else:
-            biggest.blocks.pop()
-            biggest.omitted += 1
-        out = text()
-    return out
+    # Drop whole blocks from the largest section until the comment fits. The length is updated
+    # arithmetically: re-rendering after each dropped block is quadratic for huge reverts.
+    size = len(out)
+    content = [sum(len(b.text) for b in s.blocks) for s in sections]
+    while size > budget:
+        i = max(range(len(sections)), key=lambda k: content[k])
+        s = sections[i]
+        if not s.blocks:
+            break
+        b = s.blocks.pop()
+        content[i] -= len(b.text)
+        separator = (1 if b.joined else 2) if s.blocks else 0
+        size -= len(b.text) + separator + note_size(s.omitted)
+        s.omitted += 1
+        size += note_size(s.omitted)
+    return text() if size != len(out) else out
 
 
 # --------------------------------------------------------------------------- sections
@@ -158,13 +168,15 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         applies = t["applies_clean"].format(base=code(r.base_ref, 80))
     else:
         applies = t["applies_conflict"].format(base=code(r.base_ref, 80), n=len(r.apply.conflicts))
-    s.add(f"- **{t['in_one_sentence']}** {what} {facts} {applies}")
+    s.add(f"- **{t['in_one_sentence']}** {what}{t['sep']}{facts}{t['sep']}{applies}")
     action = t[f"action_{r.risk.action}"]
     if r.risk.action == "review":
         names = ", ".join(t[f"factor_{n}"] for n in r.risk.open_items)
-        action += " " + t["needs_review_on"].format(items=names)
+        action += t["sep"] + t["needs_review_on"].format(items=names)
     if r.risk.follow_ups:
-        action += " " + t["follow_up"].format(branches=", ".join(code(short_branch(b), 80) for b in r.risk.follow_ups))
+        action += t["sep"] + t["follow_up"].format(
+            branches=", ".join(code(short_branch(b), 80) for b in r.risk.follow_ups)
+        )
     s.add(f"- **{t['recommended']}** {action}", joined=True)
     s.add(f"- **{t['risk_level']}** {t['level_' + r.risk.level]}", joined=True)
     return s
@@ -177,7 +189,7 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
         pr = f" (#{orig.pr})" if orig.pr and not orig.subject.rstrip().endswith(f"(#{orig.pr})") else ""
         s.add(
             f"- {t['original']}: {_sha(orig.sha)} {inline(orig.subject, 150)}{pr} — "
-            f"{inline(orig.author, 60)}, {_date(orig.date)}; {t['linked']} {how.get(linked, linked)}",
+            f"{inline(orig.author, 60)}, {_date(orig.date)}; {t['linked']}{t['sep']}{how.get(linked, linked)}",
             joined=bool(s.blocks),
         )
     for u in r.unresolved:
@@ -228,7 +240,7 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     for f in r.files:
         role = t["role_critical"] if f.critical else t.get("role_" + f.category, "")
         s.add(
-            f"| {code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
+            f"| {table_code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
             f"{role} | +{f.added} −{f.removed} |",
             joined=True,
         )
@@ -283,8 +295,10 @@ def _risk(r: RevertReport, t: dict[str, str], lang: str) -> Section:
 
 
 def _evidence(f: RiskFactor, t: dict[str, str]) -> str:
-    lines = [f"**{t['evidence_for']} {t['factor_' + f.name]}**"]
-    lines += [f"- {code(e, 300)}" for e in f.evidence]
+    lines = [f"**{t['evidence_for']}{t['sep']}{t['factor_' + f.name]}**"]
+    # Evidence lines indented by the risk model (a conflict's hunks, a file's missing lines)
+    # belong to the line above: a nested item, not a code span that starts with spaces.
+    lines += [f"{'  ' if e.startswith('  ') else ''}- {code(e.strip(), 300)}" for e in f.evidence]
     return "\n".join(lines)
 
 
