@@ -1,0 +1,1 @@
+"""Reference graph-capture suite: capture engine, output-buffer strategies and their tests."""
