@@ -15,8 +15,13 @@ import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import gitops
+
+if TYPE_CHECKING:
+    # importlib.abc.Traversable is deprecated since 3.12 and goes away in 3.14.
+    from importlib.resources.abc import Traversable
 
 REPO_SLUG = "demo-org/minisgl"
 RUNNER_PATH = "python/minisgl/srt/model_executor/breakable_cuda_graph_runner.py"
@@ -157,10 +162,7 @@ def build_demo_repo(path: Path) -> DemoRepo:
     return DemoRepo(path, original, backport, (later1, later2), revert, "refs/heads/main")
 
 
-def _copy_tree(src: object, dest: Path) -> None:
-    from importlib.abc import Traversable
-
-    assert isinstance(src, Traversable)
+def _copy_tree(src: Traversable, dest: Path) -> None:
     for entry in src.iterdir():
         if entry.name == "__pycache__":
             continue

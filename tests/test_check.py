@@ -401,3 +401,22 @@ def test_cli_unknown_ref_exits_3(repo: GitRepo, capsys: pytest.CaptureFixture[st
     simple_repo(repo)
     assert run_cli(["check", "--repo", str(repo.path), "no-such-branch"]) == 3
     assert "unknown ref or commit: 'no-such-branch'" in capsys.readouterr().err
+
+
+def test_symbols_of_files_with_odd_names_stay_with_their_file(repo: GitRepo) -> None:
+    # Quotes, tabs, backslashes, non-ASCII and even newlines are legal in git paths.
+    names = ['pkg/café "q".py', "pkg/tab\there.py", "pkg/new\nline.py", "pkg/back\\slash.py"]
+    repo.commit("Initial import", {"a.py": "A = 1\n"})
+    original = repo.commit(
+        "Add oddly named modules (#50)", {n: f"def f_{i}():\n    return {i}\n" for i, n in enumerate(names)}
+    )
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert)
+    assert report.purity.verdict == "pure"
+    assert sorted(f.path for f in report.files) == sorted(names)
+    assert sorted((s.name, s.file, s.change) for s in report.symbols) == sorted(
+        (f"f_{i}", n, "removed") for i, n in enumerate(names)
+    )
+    md = render_markdown(report)
+    assert "`pkg/new line.py`" in md  # one line in the report, no raw newline inside a code span
+    assert "| `pkg/tab    here.py` | pkg | source | core logic | +0 −2 |" in md
