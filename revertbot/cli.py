@@ -18,6 +18,7 @@ import click
 
 from . import __version__
 from .check import check_revert
+from .cli_gpu import gpu
 from .config import load_config_file
 from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
 from .errors import RevertbotError, UsageError
@@ -214,6 +215,9 @@ def render_scan_table(result: ScanResult) -> str:
     lines.append(f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
                  + (f" ({mix})" if mix else ""))
     return "\n".join(lines)
+
+
+cli.add_command(gpu)
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:

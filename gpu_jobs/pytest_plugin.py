@@ -1,0 +1,81 @@
+"""pytest plugin loaded into every suite the GPU job runner starts (``PYTEST_PLUGINS=gpu_jobs.pytest_plugin``).
+
+* ``--revertbot-shard=i/N`` keeps only shard ``i`` of ``N`` (see :mod:`gpu_jobs.shard`);
+  ``--revertbot-shard-tests=FILE`` names a JSON assignment ``{"count": N, "assignment": {test: i}}``
+  balanced from earlier durations.
+* Each test's duration (setup + call + teardown) is recorded as the metric ``test_duration``.
+* At the end of the session, when ``torch.cuda`` was initialised by the tests, the peak GPU memory
+  (allocated and reserved by torch's caching allocator, maximum over visible devices) is recorded
+  as ``gpu_memory_peak_allocated`` / ``gpu_memory_peak_reserved`` in MiB.
+
+Metrics go through :mod:`gpu_jobs.metrics`, so nothing happens outside a runner. The plugin never
+imports torch itself: a suite that does not use CUDA does not pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import metrics
+from .shard import parse_shard, select
+
+DURATION_METRIC = "test_duration"
+_durations: dict[str, float] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("revertbot", "revertbot GPU job runner")
+    group.addoption("--revertbot-shard", default=None, metavar="i/N", help="run only shard i of N (1-based)")
+    group.addoption("--revertbot-shard-tests", default=None, metavar="FILE",
+                    help="JSON test-to-shard assignment balanced from earlier durations")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spec = config.getoption("--revertbot-shard")
+    if not spec:
+        return
+    try:
+        index, count = parse_shard(spec)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    assignment: dict[str, int] | None = None
+    path = config.getoption("--revertbot-shard-tests")
+    if path:
+        data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
+        assignment = {str(k): int(v) for k, v in data.get("assignment", {}).items()}
+        if int(data.get("count", count)) != count:
+            raise pytest.UsageError(f"{path} was planned for {data.get('count')} shards, not {count}")
+    keep = set(select((item.nodeid for item in items), index, count, assignment))
+    selected = [item for item in items if item.nodeid in keep]
+    deselected = [item for item in items if item.nodeid not in keep]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    if report.when == "teardown":
+        metrics.record(DURATION_METRIC, _durations.pop(report.nodeid, 0.0), "s", test=report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        if not torch.cuda.is_initialized():
+            return
+        count = torch.cuda.device_count()
+        allocated = max(torch.cuda.max_memory_allocated(d) for d in range(count))
+        reserved = max(torch.cuda.max_memory_reserved(d) for d in range(count))
+    except Exception as exc:  # a broken CUDA context must not hide the test results
+        sys.stderr.write(f"revertbot: could not read peak GPU memory: {exc}\n")
+        return
+    metrics.record("gpu_memory_peak_allocated", allocated / 2**20, "MiB")
+    metrics.record("gpu_memory_peak_reserved", reserved / 2**20, "MiB")

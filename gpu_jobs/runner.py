@@ -1,0 +1,556 @@
+"""The GPU job runner: run one suite (shard) on the base and on the base with the revert, and compare.
+
+``revertbot gpu run`` and ``python -m gpu_jobs.runner`` (standard library + revertbot's own
+modules only, for GPU machines that have torch but not click or pyyaml) both end up in
+:func:`run_job`. What it writes into the output directory is documented in gpu_jobs/README.md.
+
+Suite processes are started in their own session (``start_new_session=True``), so a timeout kills
+the whole process group: SIGTERM, a grace period, then SIGKILL; processes the suite left behind
+after a normal exit are reaped the same way, so nothing keeps holding the GPU. A process that
+starts its own session (``setsid``) escapes the group; that is the one thing this cannot catch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from . import metrics as metrics_channel
+from .compare import RunData, compare_runs
+from .junit import JUnitError, TestResult, parse_junit_file
+from .manifest import collect_manifest, hardware_line
+from .shard import parse_shard
+from .spec import SpecError, SuiteSpec
+from .triage import local_modules, triage_run
+
+__all__ = ["ProcessResult", "main", "run_job", "run_process", "suite_argv"]
+
+SIDES = ("before", "after")
+PLUGIN = "gpu_jobs.pytest_plugin"
+# Seconds between SIGTERM and SIGKILL when a process group is stopped.
+DEFAULT_GRACE_S = 10.0
+_LOG_TAIL_BYTES = 4 * 2**20  # triage reads at most the last 4 MiB of a log
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress lines on stderr; inside GitHub Actions each step is a collapsible ``::group::``."""
+
+    def __init__(self, stream: IO[str] | None = None, github_actions: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.github = os.environ.get("GITHUB_ACTIONS") == "true" if github_actions is None else github_actions
+
+    def line(self, text: str) -> None:
+        self.stream.write(f"[revertbot gpu] {text}\n")
+        self.stream.flush()
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        if self.github:
+            self.stream.write(f"::group::{title}\n")
+        else:
+            self.line(title)
+        try:
+            yield
+        finally:
+            if self.github:
+                self.stream.write("::endgroup::\n")
+            self.stream.flush()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How a suite process ended. ``returncode`` is None when it could not be started, negative for a signal."""
+
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    leftovers_killed: bool = False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the process group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _stop_group(pgid: int, grace_s: float, already_terminated: bool = False) -> bool:
+    """SIGTERM the group (unless done already), wait up to ``grace_s``, then SIGKILL what is left.
+
+    Returns whether any process of the group was still there to be signalled.
+    """
+    if not _group_alive(pgid):
+        return False
+    if not already_terminated:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.05)
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.05)
+    return True
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_path: Path,
+    timeout_s: float,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> ProcessResult:
+    """Run ``argv`` (no shell) in its own process group with stdout+stderr appended to ``log_path``.
+
+    On timeout the whole group gets SIGTERM, then SIGKILL after ``grace_s``. Processes left in
+    the group after the main one exits are stopped the same way.
+    """
+    with open(log_path, "ab") as log:
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            log.write(f"revertbot: cannot start {argv[0]!r}: {exc}\n".encode())
+            return ProcessResult(None, False, time.monotonic() - started)
+        pgid = proc.pid  # with start_new_session the child leads its own group
+        timed_out = False
+        try:
+            returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                returncode = proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                returncode = proc.wait()
+        except BaseException:  # interrupted (Ctrl-C, the job cancelled): leave no GPU process behind
+            _signal_group(pgid, signal.SIGKILL)
+            proc.wait()
+            raise
+        wall = time.monotonic() - started
+        leftovers = _stop_group(pgid, grace_s if not timed_out else min(grace_s, 2.0), already_terminated=timed_out)
+        if timed_out:
+            log.write(f"\nrevertbot: timed out after {timeout_s:g} s; the process group was stopped "
+                      "(SIGTERM, then SIGKILL)\n".encode())  # fmt: skip
+        elif leftovers:
+            log.write(b"\nrevertbot: processes left behind by the suite were stopped (SIGTERM, then SIGKILL)\n")
+    return ProcessResult(returncode, timed_out, wall, leftovers)
+
+
+def suite_argv(command: Sequence[str], python: str) -> list[str]:
+    """The argv to run: a command that starts with ``python``/``python3`` uses the runner's interpreter
+    (``python``), so the suite sees the same environment (torch, pytest) the runner was started with."""
+    argv = list(command)
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = python
+    return argv
+
+
+def suite_env(
+    base_env: Mapping[str, str],
+    spec: SuiteSpec,
+    *,
+    junit: Path,
+    metrics_file: Path,
+    plugin_path: Path,
+    shard: tuple[int, int],
+    shard_tests: Path | None,
+    devices: str | None,
+) -> dict[str, str]:
+    """The suite's environment: the runner's, the suite's ``env``, and the runner's own variables."""
+    env = dict(base_env)
+    env.update(spec.env)
+    addopts = [f"--junitxml={junit}", "-o", "junit_family=xunit1", "-p", "no:cacheprovider"]
+    if shard[1] > 1:
+        addopts.append(f"--revertbot-shard={shard[0]}/{shard[1]}")
+        if shard_tests is not None:
+            addopts.append(f"--revertbot-shard-tests={shard_tests}")
+    env["PYTEST_ADDOPTS"] = " ".join(x for x in (env.get("PYTEST_ADDOPTS", ""), shlex.join(addopts)) if x)
+    env["PYTEST_PLUGINS"] = ",".join(x for x in (env.get("PYTEST_PLUGINS", ""), PLUGIN) if x)
+    env[metrics_channel.ENV_VAR] = str(metrics_file)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(plugin_path), env.get("PYTHONPATH", "")) if x)
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = devices
+    return env
+
+
+def _plugin_path(tmp: Path) -> Path:
+    """A directory holding only the ``gpu_jobs`` package, for the suite's PYTHONPATH (so the plugin can
+    be imported without putting revertbot's own ``tests`` package in front of the suite's)."""
+    root = tmp / "pythonpath"
+    root.mkdir()
+    package = Path(__file__).resolve().parent
+    try:
+        (root / "gpu_jobs").symlink_to(package, target_is_directory=True)
+    except OSError:
+        shutil.copytree(package, root / "gpu_jobs", ignore=shutil.ignore_patterns("__pycache__", "results"))
+    return root
+
+
+# --------------------------------------------------------------------------- one run of one side
+
+
+def _read_tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - _LOG_TAIL_BYTES))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _results(junit: Path, log_path: Path) -> dict[str, TestResult] | None:
+    if not junit.exists():
+        return None
+    try:
+        return {r.nodeid: r for r in parse_junit_file(junit)}
+    except JUnitError as exc:
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"revertbot: {exc}\n")
+        return None
+
+
+def _run_side(
+    *,
+    side: str,
+    repeat: int,
+    checkout: Path,
+    out: Path,
+    spec: SuiteSpec,
+    argv: Sequence[str],
+    base_env: Mapping[str, str],
+    plugin_path: Path,
+    shard: tuple[int, int],
+    shard_tests: Path | None,
+    devices: str | None,
+    local: frozenset[str],
+    grace_s: float,
+    progress: Progress,
+) -> RunData:
+    side_dir = out / side
+    side_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"run-{repeat}"
+    junit, log_path, metrics_file = (side_dir / f"{stem}.junit.xml", side_dir / f"{stem}.log",
+                                     side_dir / f"{stem}.metrics.jsonl")  # fmt: skip
+    env = suite_env(base_env, spec, junit=junit, metrics_file=metrics_file, plugin_path=plugin_path,
+                    shard=shard, shard_tests=shard_tests, devices=devices)  # fmt: skip
+    timeout_s = spec.timeout_minutes * 60.0
+    with progress.group(f"{spec.name} shard {shard[0]}/{shard[1]}: {side} (repeat {repeat}/{spec.repeats})"):
+        progress.line(f"$ {shlex.join(argv)}  (in {checkout})")
+        result = run_process(argv, cwd=checkout, env=env, log_path=log_path, timeout_s=timeout_s, grace_s=grace_s)
+        results = _results(junit, log_path)
+        log_text = _read_tail(log_path)
+        for line in log_text.splitlines()[-40:]:
+            progress.stream.write(line + "\n")
+        infra = triage_run(log_text, result.returncode, timed_out=result.timed_out, timeout_s=timeout_s,
+                           has_results=results is not None, local_modules=local)  # fmt: skip
+        n = "no results" if results is None else f"{len(results)} test(s)"
+        progress.line(f"{side} repeat {repeat}: exit {result.returncode}, {n}, {result.wall_s:.1f} s"
+                      + ("; infrastructure: " + ", ".join(i.kind for i in infra) if infra else ""))  # fmt: skip
+    files = {"log": f"{side}/{log_path.name}", "metrics": f"{side}/{metrics_file.name}"}
+    if junit.exists():
+        files["junit"] = f"{side}/{junit.name}"
+    run = RunData(side=side, repeat=repeat, results=results, metrics=metrics_channel.read(metrics_file),
+                  infra=tuple(infra), returncode=result.returncode, timed_out=result.timed_out,
+                  wall_s=result.wall_s, files=files)  # fmt: skip
+    record = {"side": side, "repeat": repeat, "argv": list(argv), "returncode": result.returncode,
+              "timed_out": result.timed_out, "wall_s": round(result.wall_s, 3),
+              "leftovers_killed": result.leftovers_killed, "files": files,
+              "infra": [i.to_json() for i in infra]}  # fmt: skip
+    (side_dir / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return run
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def _checkouts(repo: Path, base: str, revert: str, work: Path) -> tuple[str, str, Path, Path]:
+    """(base sha, revert sha, base checkout, base+revert checkout) as plain directories under ``work``."""
+    from revertbot import gitops
+    from revertbot.errors import ConflictError
+
+    base_sha = gitops.resolve_commit(repo, base)
+    revert_sha = gitops.resolve_commit(repo, revert)
+    before, after = work / "before", work / "after"
+    with gitops.temporary_worktree(repo, base_sha) as wt:
+        shutil.copytree(wt, before, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+    applied = gitops.apply_revert(repo, base_sha, revert=revert_sha, keep=after)
+    if not applied.clean:
+        files = ", ".join(c.path for c in applied.conflicts) or "(unknown files)"
+        raise ConflictError(f"the revert {revert_sha[:12]} does not apply cleanly to {base} ({base_sha[:12]}): "
+                            f"conflicts in {files}", hint="rebase the revert onto the base and run again")  # fmt: skip
+    return base_sha, revert_sha, before, after
+
+
+def run_job(
+    repo: Path,
+    spec: SuiteSpec,
+    *,
+    base: str,
+    revert: str,
+    out: Path,
+    shard: tuple[int, int] = (1, 1),
+    shard_tests: Path | None = None,
+    devices: str | None = None,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the suite on both sides (interleaved: before 1, after 1, before 2, ...), write everything into
+    ``out`` and return the ``comparison.json`` document. Raises ``ConflictError`` when the revert does
+    not apply (``job.json`` then records the conflict)."""
+    from revertbot.errors import ConflictError, UsageError
+
+    started = time.monotonic()
+    progress = progress or Progress()
+    python = python or sys.executable
+    base_env = dict(os.environ if env is None else env)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"the output directory is not empty: {out}", hint="pass a new --out directory")
+    out.mkdir(parents=True, exist_ok=True)
+    job: dict[str, Any] = {
+        "schema": 1,
+        "suite": spec.name,
+        "shard": {"index": shard[0], "count": shard[1]},
+        "base": {"ref": base},
+        "revert": {"ref": revert},
+        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "spec": spec.to_json(),
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="revertbot-gpu-"))
+    try:
+        with progress.group(f"{spec.name}: checkouts of {base} and {base} + revert {revert}"):
+            try:
+                base_sha, revert_sha, before_dir, after_dir = _checkouts(repo, base, revert, tmp)
+            except ConflictError as exc:
+                job["status"] = "conflict"
+                job["error"] = exc.format_message()
+                _write_json(out / "job.json", job)
+                raise
+        job["base"]["sha"], job["revert"]["sha"] = base_sha, revert_sha
+        argv = suite_argv(spec.command, python)
+        job["argv"] = argv
+        plugin_path = _plugin_path(tmp)
+        local = local_modules(before_dir) | local_modules(after_dir)
+        with progress.group("environment manifest"):
+            manifest_env = dict(base_env)
+            manifest_env.update(spec.env)
+            if devices is not None:
+                manifest_env["CUDA_VISIBLE_DEVICES"] = devices
+            manifest = collect_manifest(python, manifest_env)
+            _write_json(out / "manifest.json", manifest)
+            progress.line(f"hardware: {hardware_line(manifest)}")
+        job["status"] = "running"
+        _write_json(out / "job.json", job)
+        runs: dict[str, list[RunData]] = {"before": [], "after": []}
+        for repeat in range(1, spec.repeats + 1):
+            for side, checkout in (("before", before_dir), ("after", after_dir)):
+                runs[side].append(_run_side(
+                    side=side, repeat=repeat, checkout=checkout, out=out, spec=spec, argv=argv, base_env=base_env,
+                    plugin_path=plugin_path, shard=shard, shard_tests=shard_tests, devices=devices, local=local,
+                    grace_s=grace_s, progress=progress,
+                ))  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    header = {
+        "suite": spec.name,
+        "shard": {"index": shard[0], "count": shard[1]},
+        "base": base_sha,
+        "revert": revert_sha,
+        "repeats": spec.repeats,
+        "timeout_minutes": spec.timeout_minutes,
+        "command": argv,
+        "manifest": "manifest.json",
+    }
+    comparison = compare_runs(runs["before"], runs["after"], spec.thresholds, local_modules=local,
+                              total_wall_s=time.monotonic() - started, header=header)  # fmt: skip
+    _write_json(out / "comparison.json", comparison)
+    job["status"] = "done"
+    _write_json(out / "job.json", job)
+    t = comparison["tests"]
+    progress.line(f"{spec.name}: {len(t['fixed'])} fixed, {len(t['broken'])} broken, {len(t['flaky'])} flaky, "
+                  f"{len(t['failing_both'])} failing both, {t['passed_both']} passing both; "
+                  f"{len(comparison['infra']) + len(t['infra'])} infrastructure issue(s); "
+                  f"written to {out}")  # fmt: skip
+    return comparison
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- loading the suite
+
+
+def load_spec(repo: Path, base: str, suite: str, config_path: Path | None = None, suite_json: str | None = None
+              ) -> SuiteSpec:
+    """The suite's spec: from ``suite_json`` (inline JSON, or ``@FILE``), else from ``config_path``, else
+    from ``.revertbot.yml`` as committed on the base (the revert cannot change what runs)."""
+    from revertbot.errors import ConfigError, NotFoundError, UsageError
+
+    if suite_json is not None:
+        text = suite_json
+        if suite_json.startswith("@"):
+            try:
+                text = Path(suite_json[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"cannot read {suite_json[1:]}: {exc.strerror or exc}") from None
+        try:
+            return SuiteSpec.from_json(text, name=suite)
+        except SpecError as exc:
+            raise ConfigError(str(exc)) from None
+    try:
+        from revertbot import config as cfg
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"reading .revertbot.yml needs {exc.name}, which is not installed",
+            hint="pip install pyyaml, or pass --suite-json (revertbot gpu plan prints it for every job)",
+        ) from None
+    if config_path is not None:
+        config = cfg.load_config_file(config_path)
+    else:
+        from revertbot import gitops
+
+        sha = gitops.resolve_commit(repo, base)
+        config = cfg.load_config(gitops.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
+    if suite not in config.gpu.suites:
+        known = ", ".join(sorted(config.gpu.suites)) or "none"
+        raise NotFoundError(f"no GPU suite named {suite!r} in the configuration (suites: {known})")
+    from .spec import from_config
+
+    return from_config(config, suite)
+
+
+def override(spec: SuiteSpec, *, repeats: int | None = None, timeout_minutes: float | None = None) -> SuiteSpec:
+    """The spec with command-line overrides applied."""
+    from dataclasses import replace
+
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats)
+    if timeout_minutes is not None:
+        spec = replace(spec, timeout_minutes=timeout_minutes)
+    return spec
+
+
+# --------------------------------------------------------------------------- python -m gpu_jobs.runner
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m gpu_jobs.runner",
+        description="Run a GPU suite on the base and on the base with the revert applied, and compare. "
+        "The same as `revertbot gpu run`, without needing click or pyyaml when --suite-json is given.",
+    )
+    p.add_argument("--suite", required=True, help="suite name (a key of gpu.suites in .revertbot.yml)")
+    p.add_argument("--base", required=True, help="base branch or commit")
+    p.add_argument("--revert", required=True, help="the revert commit")
+    p.add_argument("--out", required=True, type=Path, help="new directory for the results")
+    p.add_argument("--repo", default=".", type=Path, help="the git repository (default: .)")
+    p.add_argument("--shard", default="1/1", help="run shard i of N (1-based), e.g. 2/4")
+    p.add_argument("--shard-tests", type=Path, default=None, help="JSON assignment of tests to shards")
+    p.add_argument("--repeats", type=int, default=None, help="runs per side (default: the suite's)")
+    p.add_argument("--timeout-minutes", type=float, default=None, help="time limit per suite run")
+    p.add_argument("--config", type=Path, default=None, help="configuration file instead of the base's .revertbot.yml")
+    p.add_argument("--suite-json", default=None, help="the suite as JSON (or @FILE), as `revertbot gpu plan` emits")
+    p.add_argument("--devices", default=None, help="CUDA_VISIBLE_DEVICES for the suite (default: inherited)")
+    return p
+
+
+def run_from_args(
+    *,
+    repo: Path,
+    suite: str,
+    base: str,
+    revert: str,
+    out: Path,
+    shard: str = "1/1",
+    shard_tests: Path | None = None,
+    repeats: int | None = None,
+    timeout_minutes: float | None = None,
+    config: Path | None = None,
+    suite_json: str | None = None,
+    devices: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Parse and check the job's options, then :func:`run_job`. Shared by both command lines."""
+    from revertbot import gitops
+    from revertbot.errors import UsageError
+
+    try:
+        shard_pair = parse_shard(shard)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if repeats is not None and repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    if timeout_minutes is not None and timeout_minutes <= 0:
+        raise UsageError("--timeout-minutes must be positive")
+    root = gitops.repo_root(repo)
+    spec = override(load_spec(root, base, suite, config, suite_json), repeats=repeats,
+                    timeout_minutes=timeout_minutes)  # fmt: skip
+    return run_job(root, spec, base=base, revert=revert, out=out, shard=shard_pair, shard_tests=shard_tests,
+                   devices=devices, progress=progress)  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None, run: Callable[..., dict[str, Any]] = run_from_args) -> int:
+    """Entry point of ``python -m gpu_jobs.runner``; returns the exit code (revertbot's exit codes)."""
+    from ._click_compat import ensure_click
+
+    ensure_click()
+    from revertbot.errors import RevertbotError
+
+    args = _parser().parse_args(argv)
+    try:
+        run(repo=args.repo, suite=args.suite, base=args.base, revert=args.revert, out=args.out, shard=args.shard,
+            shard_tests=args.shard_tests, repeats=args.repeats, timeout_minutes=args.timeout_minutes,
+            config=args.config, suite_json=args.suite_json, devices=args.devices)  # fmt: skip
+    except RevertbotError as exc:
+        exc.show()
+        return int(exc.exit_code)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""Merge the output directories of GPU jobs (one per suite shard) into the report's GPU section.
+
+Input: directories written by :func:`gpu_jobs.runner.run_job` (``comparison.json``, ``manifest.json``,
+``job.json``). A directory that is missing or empty, a job that did not finish, a revert that did
+not apply and a shard ``k/N`` of which no directory was given are all listed in ``not_run``.
+Output: a :class:`revertbot.models.GpuSummary`, its stable JSON (``gpu_summary.json``, documented
+in gpu_jobs/README.md) and the GPU section in Markdown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+
+from .manifest import hardware_line
+
+__all__ = ["Merged", "merge_dirs", "render_gpu_markdown", "summary_from_json", "summary_to_json"]
+
+SCHEMA_VERSION = 1
+_LIST_LIMIT = 30
+
+
+@dataclass
+class Merged:
+    summary: GpuSummary
+    shards: list[dict[str, Any]] = field(default_factory=list)  # one line of facts per shard directory
+
+    def to_json(self) -> dict[str, Any]:
+        return summary_to_json(self.summary, self.shards)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def _expand(dirs: Iterable[Path]) -> list[tuple[Path, str]]:
+    """Job directories, with a problem ('' when fine). A directory holding job directories (e.g. all
+    downloaded artifacts) is expanded one level."""
+    out: list[tuple[Path, str]] = []
+    for d in dirs:
+        if not d.is_dir():
+            out.append((d, "missing"))
+            continue
+        if (d / "comparison.json").exists() or (d / "job.json").exists():
+            out.append((d, ""))
+            continue
+        children = sorted(c for c in d.iterdir() if c.is_dir() and ((c / "comparison.json").exists()
+                                                                    or (c / "job.json").exists()))  # fmt: skip
+        if children:
+            out.extend((c, "") for c in children)
+        else:
+            out.append((d, "empty" if not any(d.iterdir()) else "no results (no comparison.json)"))
+    return out
+
+
+def _shard_label(suite: str, index: int, count: int) -> str:
+    return suite if count <= 1 else f"{suite} shard {index}/{count}"
+
+
+def _combine_metric(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+    """One before/after pair from the same metric of several shards: the peak for memory, else the sum."""
+    if rows[0].get("kind") == "memory":
+        return max(float(r["before"]) for r in rows), max(float(r["after"]) for r in rows)
+    return sum(float(r["before"]) for r in rows), sum(float(r["after"]) for r in rows)
+
+
+def merge_dirs(dirs: Sequence[Path]) -> Merged:
+    """Merge job output directories into one summary."""
+    comparisons: dict[tuple[str, int], tuple[Path, dict[str, Any]]] = {}
+    counts: dict[str, int] = {}
+    not_run: list[str] = []
+    shards: list[dict[str, Any]] = []
+    hardware: list[str] = []
+    for d, problem in _expand(dirs):
+        if problem:
+            not_run.append(f"{d}: {problem}")
+            shards.append({"dir": str(d), "status": problem})
+            continue
+        job = _read_json(d / "job.json") or {}
+        comparison = _read_json(d / "comparison.json")
+        suite = str((comparison or job).get("suite", d.name))
+        shard = (comparison or job).get("shard") or {"index": 1, "count": 1}
+        index, count = int(shard.get("index", 1)), int(shard.get("count", 1))
+        counts[suite] = max(counts.get(suite, 1), count)
+        label = _shard_label(suite, index, count)
+        manifest = _read_json(d / "manifest.json")
+        hw = hardware_line(manifest) if isinstance(manifest, dict) else "hardware unknown (no manifest.json)"
+        entry: dict[str, Any] = {"dir": str(d), "suite": suite, "shard": index, "shards": count, "hardware": hw}
+        if not isinstance(comparison, dict):
+            status = str(job.get("status", "unknown"))
+            why = job.get("error") or ("the job did not finish" if status != "conflict" else "conflict")
+            not_run.append(f"{label}: {' '.join(str(why).split())}")
+            shards.append({**entry, "status": "conflict" if status == "conflict" else "unfinished"})
+            comparisons.setdefault((suite, index), (d, {}))
+            continue
+        if (suite, index) in comparisons and comparisons[(suite, index)][1]:
+            shards.append({**entry, "status": "duplicate (ignored)"})
+            continue
+        comparisons[(suite, index)] = (d, comparison)
+        if hw not in hardware:
+            hardware.append(hw)
+        shards.append({**entry, "status": comparison.get("status", "ok"), "base": comparison.get("base"),
+                       "revert": comparison.get("revert"), "wall_time_s": comparison.get("wall_time_s")})  # fmt: skip
+    for suite, count in sorted(counts.items()):
+        for index in range(1, count + 1):
+            if (suite, index) not in comparisons:
+                not_run.append(f"{_shard_label(suite, index, count)}: no results")
+                shards.append({"dir": None, "suite": suite, "shard": index, "shards": count, "status": "missing"})
+
+    done = {k: v for k, v in comparisons.items() if v[1]}
+    suites = sorted({s for s, _ in comparisons} | set(counts))
+    multi = len({s for s, _ in done}) > 1
+
+    def name(suite: str, test: str) -> str:
+        return f"{suite}: {test}" if multi else test
+
+    fixed: list[GpuTestFlip] = []
+    broken: list[GpuTestFlip] = []
+    failing_both: list[str] = []
+    flaky: list[str] = []
+    infra: list[str] = []
+    passed_both = 0
+    metric_rows: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    thresholds: dict[tuple[str, str, str, str], float | None] = {}
+    for (suite, index), (_d, comp) in sorted(done.items()):
+        count = counts.get(suite, 1)
+        label = _shard_label(suite, index, count)
+        tests = comp.get("tests", {})
+        fixed += [GpuTestFlip(name(suite, t["test"]), t["before"], t["after"]) for t in tests.get("fixed", [])]
+        broken += [GpuTestFlip(name(suite, t["test"]), t["before"], t["after"]) for t in tests.get("broken", [])]
+        failing_both += [name(suite, t) for t in tests.get("failing_both", [])]
+        flaky += [name(suite, t["test"]) for t in tests.get("flaky", [])]
+        passed_both += int(tests.get("passed_both", 0))
+        for t in tests.get("infra", []):
+            evidence = (t.get("evidence") or [""])[0]
+            infra.append(f"{name(suite, t['test'])} ({t['side']}): {t['summary']}" + (f": {evidence}" if evidence
+                                                                                        else ""))  # fmt: skip
+        for issue in comp.get("infra", []):
+            evidence = "; ".join(issue.get("evidence", [])[:2])
+            infra.append(f"{label} {issue['side']} (run {issue['repeat']}): {issue['summary']}"
+                         + (f": {evidence}" if evidence else ""))  # fmt: skip
+        for side in comp.get("sides_without_results", []):
+            if not any(i.get("side") == side for i in comp.get("infra", [])):
+                infra.append(f"{label} {side}: no test results")
+        for m in comp.get("metrics", []):
+            key = (suite, str(m["name"]), str(m.get("test", "")), str(m.get("unit", "")))
+            metric_rows.setdefault(key, []).append(m)
+            thresholds[key] = m.get("threshold_pct")
+    metrics: list[GpuMetricDelta] = []
+    for key, rows in sorted(metric_rows.items()):
+        suite, metric, test, unit = key
+        before, after = _combine_metric(rows)
+        threshold = thresholds[key]
+        pct = (after - before) / before * 100 if before else None
+        regressed = threshold is not None and ((pct is not None and pct > threshold) or (not before and after > 0))
+        shown = metric + (f" [{test}]" if test else "") + (f" ({suite})" if multi else "")
+        metrics.append(GpuMetricDelta(shown, round(before, 6), round(after, 6), unit,
+                                      None if threshold is None else float(threshold), regressed))  # fmt: skip
+    summary = GpuSummary(
+        suites=tuple(suites),
+        hardware="; ".join(hardware) if hardware else "no GPU job produced results",
+        fixed=tuple(fixed),
+        broken=tuple(broken),
+        failing_both=tuple(failing_both),
+        flaky=tuple(flaky),
+        passed_both=passed_both,
+        metrics=tuple(metrics),
+        infra=tuple(infra),
+        not_run=tuple(not_run),
+    )
+    return Merged(summary, shards)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def summary_to_json(summary: GpuSummary, shards: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The stable ``gpu_summary.json`` document: the GpuSummary fields plus ``schema`` and ``shards``."""
+    data: dict[str, Any] = {"schema": SCHEMA_VERSION}
+    for f in dataclasses.fields(summary):
+        value = getattr(summary, f.name)
+        if f.name in ("fixed", "broken"):
+            data[f.name] = [{"name": x.name, "before": x.before, "after": x.after} for x in value]
+        elif f.name == "metrics":
+            data[f.name] = [dataclasses.asdict(m) for m in value]
+        elif isinstance(value, tuple):
+            data[f.name] = list(value)
+        else:
+            data[f.name] = value
+    data["shards"] = [dict(s) for s in shards]
+    return data
+
+
+def summary_from_json(data: Mapping[str, Any]) -> GpuSummary:
+    """Read back a ``gpu_summary.json`` document (unknown keys are ignored)."""
+    return GpuSummary(
+        suites=tuple(data.get("suites", ())),
+        hardware=str(data.get("hardware", "")),
+        fixed=tuple(GpuTestFlip(f["name"], f["before"], f["after"]) for f in data.get("fixed", ())),
+        broken=tuple(GpuTestFlip(f["name"], f["before"], f["after"]) for f in data.get("broken", ())),
+        failing_both=tuple(data.get("failing_both", ())),
+        flaky=tuple(data.get("flaky", ())),
+        passed_both=int(data.get("passed_both", 0)),
+        metrics=tuple(GpuMetricDelta(**m) for m in data.get("metrics", ())),
+        infra=tuple(data.get("infra", ())),
+        not_run=tuple(data.get("not_run", ())),
+    )
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def render_gpu_markdown(summary: GpuSummary, lang: str = "en") -> str:
+    """The GPU section on its own, in the wording and escaping of the full report."""
+    from revertbot.report.escape import code, inline, table_cell
+    from revertbot.report.i18n import TEXT
+
+    t = TEXT.get(lang, TEXT["en"])
+    suites = ", ".join(code(s, 60) for s in summary.suites) or "—"
+    lines = [f"### {t['gpu_title']}", "", f"{inline(summary.hardware, 300)}; {t['suites']}: {suites}", ""]
+    if summary.metrics:
+        lines.append(f"| {t['col_metric']} | {t['col_before']} | {t['col_after']} | Δ |")
+        lines.append("|---|---|---|---|")
+        for m in summary.metrics:
+            delta = f"{(m.after - m.before) / m.before * 100:+.1f}%" if m.before else "n/a"
+            flag = " ⚠" if m.regressed else ""
+            unit = f" {table_cell(m.unit, 20)}" if m.unit else ""
+            lines.append(f"| {table_cell(m.name, 120)} | {m.before:g}{unit} | {m.after:g}{unit} | {delta}{flag} |")
+        lines.append("")
+
+    def listing(label: str, names: Sequence[str]) -> None:
+        if names:
+            more = f" … (+{len(names) - _LIST_LIMIT})" if len(names) > _LIST_LIMIT else ""
+            lines.append(f"- {label} ({len(names)}): " + ", ".join(code(n, 160) for n in names[:_LIST_LIMIT]) + more)
+
+    listing(t["gpu_fixed"], [f.name for f in summary.fixed])
+    listing(t["gpu_broken"], [f.name for f in summary.broken])
+    listing(t["gpu_flaky"], list(summary.flaky))
+    listing(t["gpu_failing_both"], list(summary.failing_both))
+    lines.append(f"- {t['gpu_passed_both']}: {summary.passed_both}")
+    for item in summary.infra[:_LIST_LIMIT]:
+        lines.append(f"- {t['gpu_infra']}: {inline(item, 400)}")
+    for item in summary.not_run[:_LIST_LIMIT]:
+        lines.append(f"- {t['gpu_not_run']}: {inline(item, 200)}")
+    return "\n".join(lines) + "\n"

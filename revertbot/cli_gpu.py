@@ -1,0 +1,124 @@
+"""``revertbot gpu``: plan the GPU job matrix, run a suite before/after the revert, merge the results.
+
+Thin: each command parses its options and calls one function of :mod:`gpu_jobs`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gpu_jobs.plan import build_matrix, load_durations
+from gpu_jobs.runner import run_from_args
+from gpu_jobs.summary import merge_dirs, render_gpu_markdown
+
+from . import gitops
+from .config import load_config_file
+from .errors import UsageError
+from .purity import patch_stats
+
+
+@click.group()
+def gpu() -> None:
+    """GPU validation: plan the job matrix, run suites on CUDA runners, merge the results.
+
+    \b
+    revertbot gpu plan   --revert REF            -> the GitHub Actions matrix (JSON)
+    revertbot gpu run    --suite S --base B --revert R --out DIR   (on the runner)
+    revertbot gpu report --in DIR...             -> the report's GPU section
+    """
+
+
+def _changed_paths(repo: Path, revert: str) -> list[str]:
+    sha = gitops.resolve_commit(repo, revert)
+    patches, errors = gitops.commit_patches(repo, [(sha, None)])
+    if sha in errors:
+        raise UsageError(f"cannot read the change of {revert}: {errors[sha]}")
+    return sorted(patch_stats(patches.get(sha, "")))
+
+
+@gpu.command()
+@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="The git repository (its .revertbot.yml is used unless --config is given).")
+@click.option("--revert", default=None, help="The revert commit whose changed paths select the suites.")
+@click.option("--paths", "paths", multiple=True, help="Changed paths instead of --revert (repeatable).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Configuration file (default: .revertbot.yml at the repository root).")
+@click.option("--durations", "durations", multiple=True, type=click.Path(dir_okay=False, exists=True),
+              help="Earlier results (comparison.json or JUnit XML) to balance shards by test duration (repeatable).")
+@click.option("--assignments-dir", type=click.Path(file_okay=False), default=None,
+              help="Write the balanced test-to-shard assignments here (<suite>.shards.json) for --shard-tests.")
+def plan(repo: str, revert: str | None, paths: tuple[str, ...], config_path: str | None,
+         durations: tuple[str, ...], assignments_dir: str | None) -> None:
+    """Print the job matrix for GitHub Actions: {"include": [one entry per suite shard]}."""
+    if (revert is None) == (not paths):
+        raise UsageError("pass either --revert REF or --paths P...")
+    if revert is not None:
+        root = gitops.repo_root(repo)
+        changed = _changed_paths(root, revert)
+        config = load_config_file(Path(config_path) if config_path else root / ".revertbot.yml")
+    else:
+        changed = list(paths)
+        config = load_config_file(Path(config_path) if config_path else Path(repo) / ".revertbot.yml")
+    try:
+        per_suite, pooled = load_durations(Path(p) for p in durations)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    matrix = build_matrix(config, changed, per_suite_durations=per_suite, pooled_durations=pooled,
+                          assignments_dir=Path(assignments_dir) if assignments_dir else None)  # fmt: skip
+    click.echo(json.dumps(matrix, indent=2))
+
+
+@gpu.command()
+@click.option("--suite", required=True, help="Suite name (a key of gpu.suites in .revertbot.yml).")
+@click.option("--base", required=True, help="Base branch or commit.")
+@click.option("--revert", required=True, help="The revert commit, applied on the base.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New directory for the results.")
+@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
+@click.option("--shard", default="1/1", show_default=True, help="Run shard i of N (1-based).")
+@click.option("--shard-tests", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Balanced assignment from `gpu plan --assignments-dir` (<suite>.shards.json).")
+@click.option("--repeats", type=int, default=None, help="Runs per side, to spot flaky tests (default: the suite's).")
+@click.option("--timeout-minutes", type=float, default=None,
+              help="Time limit of each suite run; the process group is killed after it (default: the suite's).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Configuration file (default: .revertbot.yml as committed on the base).")
+@click.option("--suite-json", default=None, help="The suite as JSON or @FILE (the matrix's suite_json) "
+              "instead of reading the configuration.")
+@click.option("--devices", default=None, help="CUDA_VISIBLE_DEVICES for the suite (default: inherited).")
+def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, shard_tests: str | None,
+        repeats: int | None, timeout_minutes: float | None, config_path: str | None, suite_json: str | None,
+        devices: str | None) -> None:
+    """Run a suite on the base and on the base with the revert applied, and compare.
+
+    Writes JUnit XML, logs and metrics per side and repeat, manifest.json and comparison.json
+    into --out. A revert that does not apply cleanly exits with code 4.
+    """
+    run_from_args(repo=Path(repo), suite=suite, base=base, revert=revert, out=Path(out), shard=shard,
+                  shard_tests=Path(shard_tests) if shard_tests else None, repeats=repeats,
+                  timeout_minutes=timeout_minutes, config=Path(config_path) if config_path else None,
+                  suite_json=suite_json, devices=devices)  # fmt: skip
+
+
+@gpu.command()
+@click.option("--in", "inputs", multiple=True, required=True, type=click.Path(),
+              help="A job output directory (repeatable); a directory of job directories is expanded.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--summary-json", type=click.Path(dir_okay=False), default=None,
+              help="Also write the summary (gpu_summary.json format) to this file.")
+def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | None) -> None:
+    """Merge GPU job outputs into the report's GPU section (Markdown or JSON)."""
+    merged = merge_dirs([Path(p) for p in inputs])
+    data = merged.to_json()
+    if summary_json:
+        try:
+            Path(summary_json).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {summary_json}: {exc.strerror}") from exc
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_gpu_markdown(merged.summary, lang), nl=False)
