@@ -1,0 +1,1070 @@
+"""A loopback GitHub REST server for tests: real HTTP on 127.0.0.1, stateful, with fault injection.
+
+It speaks the subset of the REST API that revertbot uses, with payloads shaped like GitHub's
+(the fields PyGithub reads), so PyGithub is exercised for real: pagination through ``Link``
+headers, rate-limit headers on every response, 404s for deleted objects, and the primary and
+secondary rate-limit responses. Every request is logged so tests can count and inspect them.
+
+The API is served under ``/api/v3`` (the GitHub Enterprise layout), which also checks that the
+client honours a base URL with a path.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PREFIX = "/api/v3"
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+_EPOCH = 1_700_000_000
+
+
+def iso(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Request:
+    """One request as the server saw it."""
+
+    method: str
+    path: str  # without the /api/v3 prefix and without the query
+    query: dict[str, str]
+    body: Any
+    status: int
+    authorized: bool
+    token: str | None
+    at: float
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in WRITE_METHODS
+
+    def __str__(self) -> str:
+        q = ("?" + urllib.parse.urlencode(self.query)) if self.query else ""
+        return f"{self.method} {self.path}{q} -> {self.status}"
+
+
+@dataclass
+class Fault:
+    """An injected failure for requests matching ``method`` and the ``path`` regex.
+
+    kinds: ``status`` (answer ``status`` with a JSON message), ``rate_limit`` (primary limit:
+    403, ``X-RateLimit-Remaining: 0``, reset in ``reset_in`` seconds), ``secondary`` (``status``
+    403 or 429 with ``Retry-After: retry_after``), ``slow`` (sleep ``delay`` then answer
+    normally), ``malformed`` (200 with truncated JSON), ``drop`` (close the connection without
+    answering), ``not_found`` (404).
+    """
+
+    kind: str
+    method: str | None = None
+    path: str | None = None
+    times: int = 1  # how many matching requests fail; -1 = all of them
+    status: int = 500
+    delay: float = 0.0
+    reset_in: int = 1
+    retry_after: int = 1
+    hits: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.times == 0:
+            return False
+        if self.method is not None and self.method != method:
+            return False
+        return self.path is None or re.search(self.path, path) is not None
+
+
+@dataclass
+class Repo:
+    full_name: str
+    clone_url: str
+    default_branch: str = "main"
+    id: int = 1
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pull_commits: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pull_files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    review_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # issue comments by issue number
+    issue_labels: dict[int, list[str]] = field(default_factory=dict)
+    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commit_pulls: dict[str, list[int]] = field(default_factory=dict)
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)
+
+
+class FakeGitHub:
+    """State of the fake GitHub plus the request log and the injected faults."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.repos: dict[str, Repo] = {}
+        self.log: list[Request] = []
+        self.faults: list[Fault] = []
+        self.base_url = ""  # set when the server starts: http://127.0.0.1:PORT/api/v3
+        self.read_only_tokens: set[str] = set()
+        self.users: dict[str, str] = {}  # login -> type ("User" or "Bot")
+        self._ids = 1000
+        self.clock: Callable[[], float] = time.time
+        self.page_default = 30
+
+    # ------------------------------------------------------------------ building state
+
+    def next_id(self) -> int:
+        with self.lock:
+            self._ids += 1
+            return self._ids
+
+    def add_repo(self, full_name: str, clone_url: str, default_branch: str = "main") -> Repo:
+        repo = Repo(full_name, clone_url, default_branch, id=len(self.repos) + 1)
+        self.repos[full_name] = repo
+        return repo
+
+    def user(self, login: str, type: str | None = None) -> dict[str, Any]:
+        kind = type or self.users.get(login) or ("Bot" if login.endswith("[bot]") else "User")
+        uid = sum(map(ord, login)) + 100
+        return {
+            "login": login,
+            "id": uid,
+            "node_id": f"U_{uid}",
+            "avatar_url": f"https://avatars.example.com/u/{uid}",
+            "gravatar_id": "",
+            "url": f"{self.base_url}/users/{urllib.parse.quote(login)}",
+            "html_url": f"https://github.example.com/{login}",
+            "type": kind,
+            "site_admin": False,
+        }
+
+    def repo_payload(self, repo: Repo) -> dict[str, Any]:
+        owner, name = repo.full_name.split("/", 1)
+        url = f"{self.base_url}/repos/{repo.full_name}"
+        return {
+            "id": repo.id,
+            "node_id": f"R_{repo.id}",
+            "name": name,
+            "full_name": repo.full_name,
+            "owner": self.user(owner, "Organization"),
+            "private": False,
+            "html_url": f"https://github.example.com/{repo.full_name}",
+            "description": "",
+            "fork": False,
+            "url": url,
+            "clone_url": repo.clone_url,
+            "git_url": repo.clone_url,
+            "ssh_url": repo.clone_url,
+            "default_branch": repo.default_branch,
+            "archived": False,
+            "disabled": False,
+            "visibility": "public",
+            "created_at": iso(_EPOCH),
+            "updated_at": iso(_EPOCH),
+            "pushed_at": iso(_EPOCH),
+        }
+
+    def add_pull(
+        self,
+        repo: Repo,
+        number: int,
+        title: str,
+        *,
+        body: str = "",
+        head_sha: str,
+        head_ref: str,
+        base_ref: str = "main",
+        base_sha: str = "0" * 40,
+        user: str = "alice",
+        association: str = "MEMBER",
+        state: str = "open",
+        merged: bool = False,
+        merge_commit_sha: str | None = None,
+        labels: tuple[str, ...] = (),
+        head_repo: Repo | None = None,
+        draft: bool = False,
+        updated_at: float | None = None,
+    ) -> dict[str, Any]:
+        url = f"{self.base_url}/repos/{repo.full_name}/pulls/{number}"
+        head = head_repo or repo
+        for name in labels:
+            self.ensure_label(repo, name)
+        repo.issue_labels[number] = list(labels)
+        pr = {
+            "id": 5000 + number,
+            "node_id": f"PR_{number}",
+            "number": number,
+            "url": url,
+            "html_url": f"https://github.example.com/{repo.full_name}/pull/{number}",
+            "diff_url": f"https://github.example.com/{repo.full_name}/pull/{number}.diff",
+            "patch_url": f"https://github.example.com/{repo.full_name}/pull/{number}.patch",
+            "issue_url": f"{self.base_url}/repos/{repo.full_name}/issues/{number}",
+            "commits_url": f"{url}/commits",
+            "review_comments_url": f"{url}/comments",
+            "review_comment_url": f"{self.base_url}/repos/{repo.full_name}/pulls/comments{{/number}}",
+            "comments_url": f"{self.base_url}/repos/{repo.full_name}/issues/{number}/comments",
+            "statuses_url": f"{self.base_url}/repos/{repo.full_name}/statuses/{head_sha}",
+            "state": state,
+            "locked": False,
+            "title": title,
+            "user": self.user(user),
+            "body": body,
+            "labels": [],
+            "milestone": None,
+            "active_lock_reason": None,
+            "created_at": iso(_EPOCH + number),
+            "updated_at": iso(updated_at if updated_at is not None else _EPOCH + number * 60),
+            "closed_at": None if state == "open" else iso(_EPOCH + number * 60),
+            "merged_at": iso(_EPOCH + number * 60) if merged else None,
+            "merge_commit_sha": merge_commit_sha,
+            "assignee": None,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "head": {
+                "label": f"{head.full_name.split('/')[0]}:{head_ref}",
+                "ref": head_ref,
+                "sha": head_sha,
+                "user": self.user(head.full_name.split("/")[0], "Organization"),
+                "repo": self.repo_payload(head),
+            },
+            "base": {
+                "label": f"{repo.full_name.split('/')[0]}:{base_ref}",
+                "ref": base_ref,
+                "sha": base_sha,
+                "user": self.user(repo.full_name.split("/")[0], "Organization"),
+                "repo": self.repo_payload(repo),
+            },
+            "_links": {"self": {"href": url}},
+            "author_association": association,
+            "auto_merge": None,
+            "draft": draft,
+            "merged": merged,
+            "mergeable": True,
+            "rebaseable": True,
+            "mergeable_state": "clean",
+            "merged_by": self.user("maintainer") if merged else None,
+            "comments": 0,
+            "review_comments": 0,
+            "maintainer_can_modify": True,
+            "commits": 1,
+            "additions": 1,
+            "deletions": 1,
+            "changed_files": 1,
+        }
+        repo.pulls[number] = pr
+        repo.comments.setdefault(number, [])
+        return pr
+
+    def pull(self, repo: Repo, number: int) -> dict[str, Any]:
+        """The pull request as the API returns it now (labels are live)."""
+        pr = dict(repo.pulls[number])
+        pr["labels"] = [repo.labels[n] for n in repo.issue_labels.get(number, []) if n in repo.labels]
+        pr["comments"] = len(repo.comments.get(number, []))
+        return pr
+
+    def add_pull_commit(self, repo: Repo, number: int, sha: str, message: str, committed_at: float = _EPOCH) -> None:
+        repo.pull_commits.setdefault(number, []).append(self.commit_payload(repo, sha, message, committed_at))
+
+    def commit_payload(self, repo: Repo, sha: str, message: str, committed_at: float = _EPOCH) -> dict[str, Any]:
+        person = {"name": "Test Author", "email": "author@example.com", "date": iso(committed_at)}
+        return {
+            "sha": sha,
+            "node_id": f"C_{sha[:8]}",
+            "url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}",
+            "html_url": f"https://github.example.com/{repo.full_name}/commit/{sha}",
+            "comments_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{self.base_url}/repos/{repo.full_name}/git/commits/{sha}",
+                "sha": sha,
+                "message": message,
+                "author": person,
+                "committer": person,
+                "tree": {"sha": "0" * 40, "url": f"{self.base_url}/repos/{repo.full_name}/git/trees/{'0' * 40}"},
+                "comment_count": 0,
+            },
+            "author": None,
+            "committer": None,
+            "parents": [],
+        }
+
+    def add_review(self, repo: Repo, number: int, user: str, state: str, body: str = "") -> None:
+        rid = self.next_id()
+        repo.reviews.setdefault(number, []).append({
+            "id": rid,
+            "node_id": f"PRR_{rid}",
+            "user": self.user(user),
+            "body": body,
+            "state": state,
+            "html_url": f"https://github.example.com/{repo.full_name}/pull/{number}#pullrequestreview-{rid}",
+            "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
+            "author_association": "MEMBER",
+            "submitted_at": iso(_EPOCH + rid),
+            "commit_id": "0" * 40,
+        })
+
+    def add_review_comment(self, repo: Repo, number: int, user: str, body: str, path: str = "") -> None:
+        cid = self.next_id()
+        repo.review_comments.setdefault(number, []).append({
+            "id": cid,
+            "node_id": f"PRRC_{cid}",
+            "url": f"{self.base_url}/repos/{repo.full_name}/pulls/comments/{cid}",
+            "html_url": f"https://github.example.com/{repo.full_name}/pull/{number}#discussion_r{cid}",
+            "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
+            "user": self.user(user),
+            "body": body,
+            "path": path,
+            "position": 1,
+            "original_position": 1,
+            "line": 1,
+            "commit_id": "0" * 40,
+            "original_commit_id": "0" * 40,
+            "diff_hunk": "@@ -1 +1 @@",
+            "author_association": "MEMBER",
+            "created_at": iso(_EPOCH + cid),
+            "updated_at": iso(_EPOCH + cid),
+        })
+
+    def add_comment(self, repo: Repo, number: int, user: str, body: str, association: str = "MEMBER") -> dict[str, Any]:
+        cid = self.next_id()
+        now = self.clock()
+        comment = {
+            "id": cid,
+            "node_id": f"IC_{cid}",
+            "url": f"{self.base_url}/repos/{repo.full_name}/issues/comments/{cid}",
+            "html_url": f"https://github.example.com/{repo.full_name}/pull/{number}#issuecomment-{cid}",
+            "issue_url": f"{self.base_url}/repos/{repo.full_name}/issues/{number}",
+            "user": self.user(user),
+            "body": body,
+            "author_association": association,
+            "created_at": iso(now),
+            "updated_at": iso(now),
+        }
+        with self.lock:
+            repo.comments.setdefault(number, []).append(comment)
+        return comment
+
+    def ensure_label(self, repo: Repo, name: str, color: str = "ededed", description: str = "") -> dict[str, Any]:
+        if name not in repo.labels:
+            lid = self.next_id()
+            repo.labels[name] = {
+                "id": lid,
+                "node_id": f"LA_{lid}",
+                "url": f"{self.base_url}/repos/{repo.full_name}/labels/{urllib.parse.quote(name)}",
+                "name": name,
+                "color": color,
+                "default": False,
+                "description": description or None,
+            }
+        return repo.labels[name]
+
+    def add_label_event(self, repo: Repo, number: int, label: str, actor: str, at: float, event: str = "labeled"
+                        ) -> None:  # fmt: skip
+        eid = self.next_id()
+        repo.events.setdefault(number, []).append({
+            "id": eid,
+            "node_id": f"LE_{eid}",
+            "url": f"{self.base_url}/repos/{repo.full_name}/issues/events/{eid}",
+            "actor": self.user(actor),
+            "event": event,
+            "commit_id": None,
+            "commit_url": None,
+            "created_at": iso(at),
+            "label": {"name": label, "color": "ededed"},
+            "performed_via_github_app": None,
+        })
+
+    def add_check_run(self, repo: Repo, sha: str, name: str, status: str = "completed",
+                      conclusion: str | None = "success") -> None:  # fmt: skip
+        rid = self.next_id()
+        repo.check_runs.setdefault(sha, []).append({
+            "id": rid,
+            "node_id": f"CR_{rid}",
+            "head_sha": sha,
+            "external_id": "",
+            "url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{rid}",
+            "html_url": f"https://github.example.com/{repo.full_name}/runs/{rid}",
+            "details_url": "",
+            "status": status,
+            "conclusion": conclusion,
+            "started_at": iso(_EPOCH),
+            "completed_at": iso(_EPOCH) if status == "completed" else None,
+            "name": name,
+            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0, "annotations_url": ""},
+            "pull_requests": [],
+            "app": None,
+        })
+
+    def add_status(self, repo: Repo, sha: str, state: str, context: str, description: str = "") -> dict[str, Any]:
+        sid = self.next_id()
+        now = self.clock()
+        status = {
+            "id": sid,
+            "node_id": f"SC_{sid}",
+            "url": f"{self.base_url}/repos/{repo.full_name}/statuses/{sha}",
+            "state": state,
+            "description": description,
+            "target_url": None,
+            "context": context,
+            "created_at": iso(now),
+            "updated_at": iso(now),
+            "creator": self.user("github-actions[bot]"),
+            "avatar_url": None,
+        }
+        repo.statuses.setdefault(sha, []).append(status)
+        return status
+
+    # ------------------------------------------------------------------ faults and inspection
+
+    def inject(self, kind: str, *, method: str | None = None, path: str | None = None, times: int = 1,
+               **kwargs: Any) -> Fault:  # fmt: skip
+        fault = Fault(kind, method=method, path=path, times=times, **kwargs)
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Request]:
+        with self.lock:
+            return [
+                r for r in self.log
+                if (method is None or r.method == method) and (path is None or re.search(path, r.path))
+            ]  # fmt: skip
+
+    def writes(self) -> list[Request]:
+        return [r for r in self.requests() if r.is_write]
+
+    def reset_log(self) -> None:
+        with self.lock:
+            self.log.clear()
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.matches(method, path):
+                    if fault.times > 0:
+                        fault.times -= 1
+                    fault.hits += 1
+                    return fault
+        return None
+
+
+# ---------------------------------------------------------------------------------------- routing
+
+Route = tuple[str, re.Pattern[str], str]
+_ROUTES: list[Route] = [
+    (m, re.compile("^" + p + "$"), name)
+    for m, p, name in [
+        ("GET", r"/rate_limit", "rate_limit"),
+        ("GET", r"/search/issues", "search_issues"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)", "get_repo"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls", "list_pulls"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/commits", "pull_commits"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/files", "pull_files"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/reviews", "pull_reviews"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/comments", "pull_review_comments"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[^/]+)/pulls", "commit_pulls"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[^/]+)/check-runs", "check_runs"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[^/]+)/status", "combined_status"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[^/]+)/statuses", "list_statuses"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[^/]+)", "create_status"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)", "get_issue"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/comments", "list_comments"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/comments", "create_comment"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<id>\d+)", "get_comment"),
+        ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<id>\d+)", "edit_comment"),
+        ("DELETE", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<id>\d+)", "delete_comment"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/labels", "issue_labels"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/labels", "add_issue_labels"),
+        ("DELETE", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/labels/(?P<name>[^/]+)", "remove_issue_label"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/events", "issue_events"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<n>\d+)/timeline", "issue_events"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/labels", "list_labels"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/labels", "create_label"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/labels/(?P<name>[^/]+)", "get_label"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission", "permission"),
+    ]
+]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def _handle(self, method: str) -> None:
+        gh = self.server.github
+        parsed = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(parsed.path)
+        if path.startswith(PREFIX):
+            path = path[len(PREFIX):] or "/"
+        query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        auth = self.headers.get("Authorization") or ""
+        token = auth.split(" ", 1)[1] if " " in auth else None
+        record = Request(method, path, query, body, 0, bool(auth), token, time.time())
+        with gh.lock:
+            gh.log.append(record)
+
+        fault = gh._take_fault(method, path)
+        if fault is not None and fault.kind == "slow":
+            time.sleep(fault.delay)
+            fault = None
+        if fault is not None:
+            self._fault(fault, record)
+            return
+        try:
+            if method in WRITE_METHODS and token in gh.read_only_tokens:
+                raise ApiError(403, "Resource not accessible by integration")
+            status, payload, headers = self._route(method, path, query, body)
+        except ApiError as exc:
+            status, payload, headers = exc.status, {"message": exc.message, "documentation_url": "https://docs"}, {}
+        record.status = status
+        self._send(status, payload, headers)
+
+    def _fault(self, fault: Fault, record: Request) -> None:
+        if fault.kind == "drop":
+            record.status = -1
+            self.close_connection = True
+            with suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault.kind == "malformed":
+            record.status = 200
+            data = b'{"id": 1, "title": "trunc'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if fault.kind == "rate_limit":
+            record.status = 403
+            reset = int(self.server.github.clock()) + fault.reset_in
+            self._send(403, {"message": "API rate limit exceeded for installation ID 1.",
+                             "documentation_url": "https://docs.github.com/rest/rate-limit"},
+                       {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})  # fmt: skip
+            return
+        if fault.kind == "secondary":
+            status = fault.status if fault.status in (403, 429) else 403
+            record.status = status
+            self._send(status, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                                           "before you try again.", "documentation_url": "https://docs"},
+                       {"Retry-After": str(fault.retry_after)})  # fmt: skip
+            return
+        if fault.kind == "not_found":
+            record.status = 404
+            self._send(404, {"message": "Not Found", "documentation_url": "https://docs"}, {})
+            return
+        record.status = fault.status
+        self._send(fault.status, {"message": "Server Error"}, {})
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        data = b"" if payload is None else json.dumps(payload).encode("utf-8")
+        now = int(self.server.github.clock())
+        base = {
+            "Content-Type": "application/json; charset=utf-8",
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Reset": str(now + 3600),
+            "X-RateLimit-Used": "1",
+            "X-RateLimit-Resource": "core",
+            "X-GitHub-Request-Id": f"REQ-{len(self.server.github.log)}",
+        }
+        base.update(headers)
+        self.send_response(status)
+        for k, v in base.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+    # -------------------------------------------------------------- endpoints
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any
+               ) -> tuple[int, Any, dict[str, str]]:  # fmt: skip
+        for m, pattern, name in _ROUTES:
+            if m != method:
+                continue
+            match = pattern.match(path)
+            if match:
+                params = match.groupdict()
+                gh = self.server.github
+                with gh.lock:
+                    repo = None
+                    if "repo" in params:
+                        repo = gh.repos.get(params["repo"])
+                        if repo is None:
+                            raise ApiError(404, "Not Found")
+                    result: tuple[int, Any, dict[str, str]] = getattr(self, "_" + name)(repo, params, query, body)
+                    return result
+        raise ApiError(404, "Not Found")
+
+    def _page(self, items: list[Any], query: dict[str, str], path: str, wrap: str | None = None,
+              extra: dict[str, Any] | None = None) -> tuple[int, Any, dict[str, str]]:  # fmt: skip
+        gh = self.server.github
+        per_page = min(int(query.get("per_page") or gh.page_default), 100)
+        page = max(int(query.get("page") or 1), 1)
+        last = max((len(items) + per_page - 1) // per_page, 1)
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers: dict[str, str] = {}
+        links = []
+
+        def url(p: int) -> str:
+            q = dict(query)
+            q["page"] = str(p)
+            return f"{gh.base_url}{path}?{urllib.parse.urlencode(q)}"
+
+        if page < last:
+            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            links += [f'<{url(1)}>; rel="first"', f'<{url(page - 1)}>; rel="prev"']
+        if links:
+            headers["Link"] = ", ".join(links)
+        if wrap:
+            payload: Any = {"total_count": len(items), wrap: chunk, **(extra or {})}
+        else:
+            payload = chunk
+        return 200, payload, headers
+
+    def _rate_limit(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        now = int(self.server.github.clock())
+        core = {"limit": 5000, "remaining": 4999, "reset": now + 3600, "used": 1}
+        return 200, {"resources": {"core": core, "search": core}, "rate": core}, {}
+
+    def _get_repo(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        return 200, self.server.github.repo_payload(repo), {}
+
+    def _list_pulls(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        gh = self.server.github
+        state = q.get("state", "open")
+        pulls = [gh.pull(repo, n) for n in repo.pulls]
+        if state != "all":
+            pulls = [pr for pr in pulls if pr["state"] == state]
+        if q.get("base"):
+            pulls = [pr for pr in pulls if pr["base"]["ref"] == q["base"]]
+        key = "updated_at" if q.get("sort") == "updated" else "created_at"
+        pulls.sort(key=lambda pr: (pr[key], pr["number"]), reverse=q.get("direction", "desc") == "desc")
+        for pr in pulls:  # the list endpoint leaves these out, as GitHub does
+            for k in ("merged", "mergeable", "rebaseable", "mergeable_state", "merged_by", "comments",
+                      "review_comments", "maintainer_can_modify", "commits", "additions", "deletions",
+                      "changed_files"):  # fmt: skip
+                pr.pop(k, None)
+        return self._page(pulls, q, f"/repos/{repo.full_name}/pulls")
+
+    def _get_pull(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = int(p["n"])
+        if n not in repo.pulls:
+            raise ApiError(404, "Not Found")
+        return 200, self.server.github.pull(repo, n), {}
+
+    def _need_pull(self, repo: Repo, p: dict[str, str]) -> int:
+        n = int(p["n"])
+        if n not in repo.pulls:
+            raise ApiError(404, "Not Found")
+        return n
+
+    def _pull_commits(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(repo.pull_commits.get(n, []), q, f"/repos/{repo.full_name}/pulls/{n}/commits")
+
+    def _pull_files(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(repo.pull_files.get(n, []), q, f"/repos/{repo.full_name}/pulls/{n}/files")
+
+    def _pull_reviews(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(repo.reviews.get(n, []), q, f"/repos/{repo.full_name}/pulls/{n}/reviews")
+
+    def _pull_review_comments(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(repo.review_comments.get(n, []), q, f"/repos/{repo.full_name}/pulls/{n}/comments")
+
+    def _commit_pulls(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        gh = self.server.github
+        sha = p["sha"]
+        numbers = next((v for k, v in repo.commit_pulls.items() if k.startswith(sha) or sha.startswith(k)), None)
+        if numbers is None:
+            numbers = [n for n, pr in repo.pulls.items() if pr.get("merge_commit_sha") == sha]
+        pulls = [gh.pull(repo, n) for n in numbers if n in repo.pulls]
+        return self._page(pulls, q, f"/repos/{repo.full_name}/commits/{sha}/pulls")
+
+    def _check_runs(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        runs = repo.check_runs.get(p["sha"], [])
+        return self._page(runs, q, f"/repos/{repo.full_name}/commits/{p['sha']}/check-runs", wrap="check_runs")
+
+    def _latest_statuses(self, repo: Repo, sha: str) -> list[dict[str, Any]]:
+        latest: dict[str, dict[str, Any]] = {}
+        for s in repo.statuses.get(sha, []):
+            latest[s["context"]] = s
+        return list(latest.values())
+
+    def _combined_status(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        statuses = self._latest_statuses(repo, p["sha"])
+        states = {s["state"] for s in statuses}
+        if states & {"failure", "error"}:
+            state = "failure"
+        elif "pending" in states or not statuses:
+            state = "pending"
+        else:
+            state = "success"
+        gh = self.server.github
+        return 200, {
+            "state": state,
+            "sha": p["sha"],
+            "total_count": len(statuses),
+            "statuses": statuses,
+            "repository": gh.repo_payload(repo),
+            "commit_url": f"{gh.base_url}/repos/{repo.full_name}/commits/{p['sha']}",
+            "url": f"{gh.base_url}/repos/{repo.full_name}/commits/{p['sha']}/status",
+        }, {}
+
+    def _list_statuses(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        items = list(reversed(repo.statuses.get(p["sha"], [])))
+        return self._page(items, q, f"/repos/{repo.full_name}/commits/{p['sha']}/statuses")
+
+    def _create_status(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if not isinstance(body, dict) or body.get("state") not in ("success", "failure", "pending", "error"):
+            raise ApiError(422, "Validation Failed")
+        status = self.server.github.add_status(repo, p["sha"], body["state"], body.get("context") or "default",
+                                               body.get("description") or "")  # fmt: skip
+        status["target_url"] = body.get("target_url")
+        return 201, status, {}
+
+    def _issue_payload(self, repo: Repo, n: int) -> dict[str, Any]:
+        gh = self.server.github
+        pr = gh.pull(repo, n)
+        return {
+            "id": 9000 + n,
+            "node_id": f"I_{n}",
+            "number": n,
+            "url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}",
+            "html_url": pr["html_url"],
+            "repository_url": f"{gh.base_url}/repos/{repo.full_name}",
+            "comments_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/comments",
+            "events_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/events",
+            "labels_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/labels{{/name}}",
+            "title": pr["title"],
+            "body": pr["body"],
+            "user": pr["user"],
+            "labels": pr["labels"],
+            "state": pr["state"],
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "comments": pr["comments"],
+            "created_at": pr["created_at"],
+            "updated_at": pr["updated_at"],
+            "closed_at": pr["closed_at"],
+            "author_association": pr["author_association"],
+            "pull_request": {
+                "url": pr["url"],
+                "html_url": pr["html_url"],
+                "diff_url": pr["diff_url"],
+                "patch_url": pr["patch_url"],
+                "merged_at": pr["merged_at"],
+            },
+        }
+
+    def _get_issue(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        return 200, self._issue_payload(repo, self._need_pull(repo, p)), {}
+
+    def _list_comments(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(list(repo.comments.get(n, [])), q, f"/repos/{repo.full_name}/issues/{n}/comments")
+
+    def _create_comment(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            raise ApiError(422, "Validation Failed")
+        if len(body["body"]) > 65536:
+            raise ApiError(422, "Body is too long (maximum is 65536 characters)")
+        record_token = self.headers.get("Authorization", "")
+        login = "github-actions[bot]" if record_token else "ghost"
+        return 201, self.server.github.add_comment(repo, n, login, body["body"], "NONE"), {}
+
+    def _find_comment(self, repo: Repo, cid: int) -> tuple[int, dict[str, Any]]:
+        for n, comments in repo.comments.items():
+            for c in comments:
+                if c["id"] == cid:
+                    return n, c
+        raise ApiError(404, "Not Found")
+
+    def _get_comment(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        return 200, self._find_comment(repo, int(p["id"]))[1], {}
+
+    def _edit_comment(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        _, c = self._find_comment(repo, int(p["id"]))
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            raise ApiError(422, "Validation Failed")
+        c["body"] = body["body"]
+        c["updated_at"] = iso(self.server.github.clock())
+        return 200, c, {}
+
+    def _delete_comment(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n, c = self._find_comment(repo, int(p["id"]))
+        repo.comments[n].remove(c)
+        return 204, None, {}
+
+    def _issue_labels(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return 200, [repo.labels[x] for x in repo.issue_labels.get(n, [])], {}
+
+    def _add_issue_labels(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        names = body.get("labels") if isinstance(body, dict) else body
+        if not isinstance(names, list):
+            raise ApiError(422, "Validation Failed")
+        current = repo.issue_labels.setdefault(n, [])
+        for name in names:
+            self.server.github.ensure_label(repo, name)  # GitHub creates unknown labels, too
+            if name not in current:
+                current.append(name)
+        return 200, [repo.labels[x] for x in current], {}
+
+    def _remove_issue_label(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        current = repo.issue_labels.setdefault(n, [])
+        if p["name"] not in current:
+            raise ApiError(404, "Label does not exist")
+        current.remove(p["name"])
+        return 200, [repo.labels[x] for x in current], {}
+
+    def _issue_events(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = self._need_pull(repo, p)
+        return self._page(repo.events.get(n, []), q, f"/repos/{repo.full_name}/issues/{n}/events")
+
+    def _list_labels(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        return self._page(list(repo.labels.values()), q, f"/repos/{repo.full_name}/labels")
+
+    def _create_label(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if not isinstance(body, dict) or not body.get("name"):
+            raise ApiError(422, "Validation Failed")
+        if body["name"] in repo.labels:
+            raise ApiError(422, "Validation Failed: already_exists")
+        label = self.server.github.ensure_label(repo, body["name"], body.get("color", "ededed"),
+                                                body.get("description") or "")  # fmt: skip
+        return 201, label, {}
+
+    def _get_label(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if p["name"] not in repo.labels:
+            raise ApiError(404, "Not Found")
+        return 200, repo.labels[p["name"]], {}
+
+    def _permission(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        perm = repo.permissions.get(p["login"], "read")
+        return 200, {"permission": perm, "role_name": perm, "user": self.server.github.user(p["login"])}, {}
+
+    def _search_issues(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        gh = self.server.github
+        text = q.get("q", "")
+        repo_name = re.search(r"\brepo:(\S+)", text)
+        phrases = [s.lower() for s in re.findall(r'"([^"]*)"', text)]
+        rest = re.sub(r'"[^"]*"|\b(?:repo|is|in|type|base):\S+', " ", text)
+        words = [w.lower() for w in rest.split() if w]
+        in_body = "in:body" in text
+        in_title = "in:title" in text or not in_body
+        items = []
+        for name, r in gh.repos.items():
+            if repo_name and repo_name.group(1) != name:
+                continue
+            for n in sorted(r.pulls):
+                pr = r.pulls[n]
+                hay = ((pr["title"] if in_title else "") + "\n" + ((pr["body"] or "") if in_body else "")).lower()
+                if all(ph in hay for ph in phrases) and all(w in hay for w in words):
+                    item = self._issue_payload(r, n)
+                    item["score"] = 1.0
+                    items.append(item)
+        return self._page(items, q, "/search/issues", wrap="items", extra={"incomplete_results": False})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    github: FakeGitHub
+
+
+@contextmanager
+def serve(github: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    """Run a fake GitHub on 127.0.0.1 (a free port) for the duration of the block."""
+    gh = github or FakeGitHub()
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.github = gh
+    gh.base_url = f"http://127.0.0.1:{server.server_address[1]}{PREFIX}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield gh
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+# ---------------------------------------------------------------------------------------- scenarios
+
+
+@dataclass
+class World:
+    """The miniature engine's story on a fake GitHub: original PR #101, its backport #104 to
+    release/0.5, and revert PR #108, with a bare repository on disk as the remote."""
+
+    gh: FakeGitHub
+    repo: Repo
+    remote: Any  # Path of the bare remote
+    demo: Any  # revertbot.demo.DemoRepo
+    tmp: Any  # Path
+    original_pr: int = 101
+    backport_pr: int = 104
+    revert_pr: int = 108
+    slug: str = "demo-org/minisgl"
+
+    def push(self, sha: str, ref: str) -> None:
+        import subprocess
+
+        subprocess.run(["git", "push", "-q", "-f", str(self.remote), f"{sha}:{ref}"], cwd=self.demo.path,
+                       check=True, capture_output=True)  # fmt: skip
+
+    def event(self, name: str, payload: dict[str, Any]) -> Any:
+        path = self.tmp / f"event-{name}-{len(self.gh.log)}-{self.gh.next_id()}.json"
+        path.write_text(json.dumps(payload))
+        return path
+
+    def pr_event(self, action: str = "opened", number: int | None = None, **extra: Any) -> Any:
+        n = number or self.revert_pr
+        payload = {"action": action, "number": n, "pull_request": self.gh.pull(self.repo, n),
+                   "repository": self.gh.repo_payload(self.repo), "sender": self.gh.user("sam"), **extra}  # fmt: skip
+        return self.event("pull_request", payload)
+
+    def comment_event(self, body: str, user: str, association: str, action: str = "created",
+                      number: int | None = None) -> Any:  # fmt: skip
+        n = number or self.revert_pr
+        comment = self.gh.add_comment(self.repo, n, user, body, association)
+        issue = {"number": n, "title": self.repo.pulls[n]["title"],
+                 "pull_request": {"url": self.repo.pulls[n]["url"]}, "user": self.gh.user("sam")}  # fmt: skip
+        payload = {"action": action, "issue": issue, "comment": comment,
+                   "repository": self.gh.repo_payload(self.repo), "sender": self.gh.user(user)}  # fmt: skip
+        return self.event("issue_comment", payload)
+
+    def env(self, event_name: str, event_path: Any, **extra: str) -> dict[str, str]:
+        env = {
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": self.slug,
+            "GITHUB_API_URL": self.gh.base_url,
+            "GITHUB_TOKEN": "test-token",
+            "GITHUB_OUTPUT": str(self.tmp / "github_output"),
+            "GITHUB_STEP_SUMMARY": str(self.tmp / "step_summary.md"),
+            "REVERTBOT_REPORT_FILE": str(self.tmp / "out" / "revertbot-report.md"),
+            "XDG_CACHE_HOME": str(self.tmp / "cache"),
+            "REVERTBOT_RETRY_BACKOFF": "0.01",
+            "REVERTBOT_RETRY_BACKOFF_MAX": "0.05",
+        }
+        env.update(extra)
+        return env
+
+    def comments(self, number: int | None = None) -> list[dict[str, Any]]:
+        return list(self.repo.comments.get(number or self.revert_pr, []))
+
+
+def build_world(gh: FakeGitHub, tmp: Any) -> World:
+    """Build the demo repository, a bare remote with ``refs/pull/N/head``, and the matching PRs."""
+    import subprocess
+
+    from revertbot.demo import RELEASE_BRANCH, REVERT_BRANCH, build_demo_repo
+
+    demo = build_demo_repo(tmp / "work" / "minisgl")
+    remote = tmp / "remote" / "minisgl.git"
+    remote.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(demo.path), str(remote)], check=True, capture_output=True)
+    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=remote, check=True)
+    repo = gh.add_repo("demo-org/minisgl", f"file://{remote}")
+    world = World(gh, repo, remote, demo, tmp)
+    for sha, ref in ((demo.original, "refs/pull/101/head"), (demo.backport, "refs/pull/104/head"),
+                     (demo.revert, "refs/pull/108/head")):  # fmt: skip
+        world.push(sha, ref)
+    main = subprocess.run(["git", "rev-parse", "refs/heads/main"], cwd=remote, check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    gh.add_pull(repo, 101, "Share BCG output buffers across capture sizes",
+                body="Allocate one max-size output buffer shared by every capture size.\n\nFixes #99\n",
+                head_sha=demo.original, head_ref="share-bcg-buffers", state="closed", merged=True,
+                merge_commit_sha=demo.original, user="lin")  # fmt: skip
+    gh.add_check_run(repo, demo.original, "unit-tests", conclusion="success")
+    gh.add_status(repo, demo.original, "success", "ci/lint")
+    gh.add_review(repo, 101, "priya", "APPROVED", "")
+    gh.add_review(repo, 101, "sam", "COMMENTED", "LGTM, thanks!")
+    gh.add_review_comment(repo, 101, "priya",
+                          "Replays of different sizes now alias the same buffer; a smaller replay overwrites rows "
+                          "a larger one still needs.",
+                          path="python/minisgl/srt/model_executor/breakable_cuda_graph_runner.py")  # fmt: skip
+    gh.add_comment(repo, 101, "ci-helper[bot]", "Benchmark: 2% faster capture.", "NONE")
+    gh.add_comment(repo, 101, "carol", "+1", "CONTRIBUTOR")
+    gh.add_comment(repo, 101, "dave", "This saves one output buffer per capture size on H100, about 1.2 GiB.",
+                   "MEMBER")  # fmt: skip
+    gh.add_pull(repo, 104, "[Cherry-pick to release/0.5] Share BCG output buffers across capture sizes",
+                head_sha=demo.backport, head_ref="cp-101", base_ref=RELEASE_BRANCH, state="closed", merged=True,
+                merge_commit_sha=demo.backport, user="lin")  # fmt: skip
+    gh.add_pull(repo, 108, 'Revert "Share BCG output buffers across capture sizes"',
+                body="Reverts demo-org/minisgl#101\n", head_sha=demo.revert, head_ref=REVERT_BRANCH, base_sha=main,
+                user="sam", association="MEMBER")  # fmt: skip
+    gh.add_check_run(repo, demo.revert, "unit-tests", status="in_progress", conclusion=None)
+    return world
+
+
+def read_outputs(path: Any) -> dict[str, str]:
+    """Parse a ``$GITHUB_OUTPUT`` file written with heredoc delimiters (last value wins)."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        lines = iter(fh.read().split("\n"))
+    for line in lines:
+        if "<<" in line:
+            name, delim = line.split("<<", 1)
+            value = []
+            for v in lines:
+                if v == delim:
+                    break
+                value.append(v)
+            out[name] = "\n".join(value)
+        elif "=" in line:
+            name, value_ = line.split("=", 1)
+            out[name] = value_
+    return out
