@@ -78,7 +78,7 @@ def check_revert(
 
     # Base: the branch the revert is meant for. When the revert is already part of it, the
     # analysis is of the revert as merged.
-    base_name = base_ref or gitops.current_branch_ref(root)
+    base_name = base_ref or gitops.current_branch_ref(root).removeprefix("refs/heads/")
     base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     apply: ApplyResult | None
     if gitops.is_ancestor(root, revert_sha, base_sha):
@@ -148,6 +148,7 @@ def check_revert(
         github=github,
         gpu=gpu,
         language=language or cfg.language,
+        max_files_listed=cfg.report.max_files_listed,
     )
 
 

@@ -213,6 +213,13 @@ class GitHubContext:
     linked_issues: tuple[int, ...] = ()
     reviews: tuple[ReviewHighlight, ...] = ()
     html_url: str = ""
+    original_merge_commit: str = ""
+    backport_prs: tuple[str, ...] = ()  # "release/0.5#104": PRs carrying the original to release branches
+    revert_backport_prs: tuple[str, ...] = ()  # PRs reverting it there
+    head_sha: str = ""  # the revert PR's head commit
+    is_fork: bool = False
+    notes: tuple[str, ...] = ()  # what could not be looked up, and why
+    api_requests: int = 0  # REST requests the check used
 
 
 @dataclass(frozen=True)
@@ -272,3 +279,4 @@ class RevertReport:
     github: GitHubContext | None = None
     gpu: GpuSummary | None = None
     language: str = "en"
+    max_files_listed: int = 50  # files named in the Markdown; the JSON always has all

@@ -109,7 +109,7 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     level = report.risk.level
     title = t["title"].format(subject=inline(report.revert.subject, 120), level=t[f"level_{level}"])
     footer = t["footer"].format(
-        version=__version__, base=inline(report.base_ref, 80), sha=report.apply.base[:10] if report.apply else "?"
+        version=__version__, base=inline(short_branch(report.base_ref), 80), sha=report.apply.base[:10] if report.apply else "?"
     )
     return _assemble(title, sections, footer, t["omitted"], budget)
 
@@ -214,7 +214,7 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
     by_file: dict[str, list[SymbolChange]] = {}
     for sym in r.symbols:
         by_file.setdefault(sym.file, []).append(sym)
-    for n, f in enumerate(r.files, 1):
+    for n, f in enumerate(r.files[: r.max_files_listed], 1):
         category = t.get("cat_" + f.category, f.category)
         status = t["status_" + f.status]
         head = f"{n}. {code(f.path)} ({inline(f.module, 80)}, {category}): {status}, +{f.added} −{f.removed}"
@@ -226,6 +226,8 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
                 line += f": {rich(translate_detail(sym.detail, t['lang']), 300)}"
             lines.append(line)
         s.add("\n".join(lines), joined=n > 1)
+    if len(r.files) > r.max_files_listed:
+        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
     for note in r.symbol_notes:
         s.add(f"- {inline(note, 300)}")
     if not r.files:
@@ -237,13 +239,15 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_key_files"])
     s.add(f"| {t['col_file']} | {t['col_module']} | {t['col_category']} | {t['col_role']} | +/− |")
     s.add("|---|---|---|---|---|", joined=True)
-    for f in r.files:
+    for f in r.files[: r.max_files_listed]:
         role = t["role_critical"] if f.critical else t.get("role_" + f.category, "")
         s.add(
             f"| {table_code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
             f"{role} | +{f.added} −{f.removed} |",
             joined=True,
         )
+    if len(r.files) > r.max_files_listed:
+        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
     key_syms = [sym for sym in r.symbols if sym.change in ("removed", "added") or sym.signature_changed]
     if key_syms:
         s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
@@ -369,6 +373,8 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
         items += [f"  - {_sha(d.sha)} {inline(d.subject, 120)} ({_date(d.date)})" for d in r.drift[:15]]
+        if len(r.drift) > 15:
+            items.append("  - " + t["more_commits"].format(n=len(r.drift) - 15))
     for n, it in enumerate(items):
         s.add(it, joined=n > 0)
     return s
