@@ -109,7 +109,9 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     level = report.risk.level
     title = t["title"].format(subject=inline(report.revert.subject, 120), level=t[f"level_{level}"])
     footer = t["footer"].format(
-        version=__version__, base=inline(short_branch(report.base_ref), 80), sha=report.apply.base[:10] if report.apply else "?"
+        version=__version__,
+        base=inline(short_branch(report.base_ref), 80),
+        sha=report.apply.base[:10] if report.apply else "?",
     )
     return _assemble(title, sections, footer, t["omitted"], budget)
 
