@@ -165,7 +165,8 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
 def metric_kind(name: str, unit: str) -> str:
     """'memory', 'time' or 'other', from the unit first, then the name."""
     u, n = unit.strip().lower(), name.lower()
-    if u in _MEMORY_UNITS or "memory" in n or n.endswith("_mem") or "_mem_" in n:
+    memory_suffix = n.rsplit("_", 1)[-1] in _MEMORY_UNITS | {"mem"}
+    if u in _MEMORY_UNITS or "memory" in n or memory_suffix or "_mem_" in n:
         return "memory"
     if u in _TIME_UNITS or "time" in n or "latency" in n:
         return "time"
