@@ -18,6 +18,7 @@ import click
 
 from . import __version__
 from .check import check_revert
+from .cli_github import action_command, check_pr, is_pr_spec
 from .cli_gpu import gpu
 from .config import load_config_file
 from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
@@ -114,15 +115,29 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
               help="Configuration file (default: .revertbot.yml at the repository root).")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help="Also record the full report in this history store (SQLite file, created if missing).")
-def check(revert: str, repo: str, base: str | None, fmt: str, lang: str | None, output: str | None,
-          config_path: str | None, store_path: str | None) -> None:
-    """Full risk report for one REVERT commit (sha, branch or tag), offline.
+@click.option("--post", is_flag=True, help="owner/repo#N only: publish the comment, labels and status.")
+@click.option("--dry-run", is_flag=True, help="With --post: say what would be written, write nothing.")
+@click.option("--verbose", "-v", is_flag=True, help="owner/repo#N only: progress and the GitHub request count.")
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
+              help="owner/repo#N only: environment variable holding the GitHub token.")
+@click.pass_context
+def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str, lang: str | None,
+          output: str | None, config_path: str | None, store_path: str | None, post: bool, dry_run: bool,
+          verbose: bool, token_env: str) -> None:  # fmt: skip
+    """Full risk report for one REVERT commit (sha, branch or tag), offline; or for a
+    pull request given as owner/repo#N, with GitHub context (GITHUB_API_URL, token).
 
     Finds what the revert undoes, checks purity, applies it to the base in a temporary
     worktree, lists changed files and Python symbols, code that still uses removed
     symbols, later commits on the same files, release branches that carry the original,
     and assesses the risk. The Markdown is exactly what the bot posts as a PR comment.
+    Nothing is written to GitHub without --post.
     """
+    if is_pr_spec(revert):
+        given = ctx.get_parameter_source("repo") != click.core.ParameterSource.DEFAULT
+        check_pr(revert, repo=repo if given else None, fmt=fmt, lang=lang, output=output, config_path=config_path,
+                 post=post, dry_run=dry_run, verbose=verbose, token_env=token_env)  # fmt: skip
+        return
     cfg = load_config_file(Path(config_path)) if config_path else None
     report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang)
     if store_path:
@@ -218,6 +233,7 @@ def render_scan_table(result: ScanResult) -> str:
 
 
 cli.add_command(gpu)
+cli.add_command(action_command)
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:

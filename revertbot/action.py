@@ -1,0 +1,531 @@
+"""The GitHub Actions entry point: events in, report and step outputs out, publishing at the edge.
+
+:func:`run_action` gets the environment as a mapping (only the CLI reads ``os.environ``) and
+handles ``pull_request``, ``issue_comment`` (``/revertbot check``), ``workflow_dispatch`` and
+``schedule``. The report always reaches the job summary and a file (``--report-file``) before
+anything is published, so a run whose writes fail (exit 7) or that may not write (fork PRs)
+loses nothing.
+
+Publishing is idempotent: one comment found by :data:`~revertbot.report.MARKER` is edited in
+place. Two runs racing on the same PR converge on one comment: each re-reads the comment list
+right before creating, and after creating reads it again and deletes every marker comment but
+the oldest (the workflow's concurrency group makes such races rare in the first place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .errors import EXIT_GITHUB, RevertbotError, UsageError
+from .github import (
+    CommentInfo,
+    GitHubAPI,
+    GitHubClient,
+    GitHubError,
+    PullInfo,
+    RetryPolicy,
+    pull_from_payload,
+)
+from .pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
+from .report import MARKER, render_markdown, report_to_json
+from .report.escape import clean, code
+
+PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
+COMMAND = "/revertbot check"
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+EMPTY_MATRIX: dict[str, list[dict[str, Any]]] = {"include": []}
+LABEL_COLORS = {"low": "0e8a16", "medium": "fbca04", "high": "b60205"}
+
+Echo = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------- small pure pieces
+
+
+def build_gpu_matrix(suites: Sequence[str], config: Config) -> dict[str, list[dict[str, Any]]]:
+    """The ``strategy.matrix`` for the GPU jobs: one entry per selected suite.
+
+    Kept as one small function so a planner with sharding can replace it.
+    """
+    include = []
+    for name in suites:
+        suite = config.gpu.suites[name]
+        include.append({
+            "suite": name,
+            "runs_on": list(suite.runner_labels),
+            "timeout_minutes": suite.timeout_minutes,
+            "gpus": suite.gpus_per_job,
+        })  # fmt: skip
+    return {"include": include}
+
+
+def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
+    """(state, description) of the ``revertbot`` commit status."""
+    report = check.report
+    if report is None:
+        return "failure", clean(f"revertbot could not analyse this revert: {check.reason}", 140)
+    level = report.risk.level
+    state = "failure" if level == "high" else "success"
+    if gpu_pending and level != "high":
+        state = "pending"
+    what = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review"}
+    desc = f"risk {level}, {report.purity.verdict}: {what.get(report.risk.action, report.risk.action)}"
+    if gpu_pending:
+        desc += " (GPU jobs running)"
+    return state, desc[:140]
+
+
+def wanted_labels(check: PrCheck) -> list[str]:
+    report = check.report
+    labels = check.config.labels
+    if report is None or not labels.enabled:
+        return []
+    return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
+
+
+def _is_report_comment(c: CommentInfo) -> bool:
+    # The marker opens every report; comments by outsiders that merely contain it are not ours.
+    trusted = is_bot(c.author, c.author_type) or c.author_association in TRUSTED_ASSOCIATIONS
+    return c.body.startswith(MARKER) and trusted
+
+
+def log_safe(text: str, limit: int = 300) -> str:
+    """Untrusted text for a log line: one line, no control characters, cannot start a workflow command."""
+    one = " ".join(clean(text, limit).split())
+    return one.replace("::", ": :")
+
+
+# --------------------------------------------------------------------------- publishing
+
+
+@dataclass
+class Published:
+    comment_id: int | None = None
+    comment_action: str = ""  # created | edited | unchanged
+    labels_added: list[str] = field(default_factory=list)
+    labels_removed: list[str] = field(default_factory=list)
+    status: str = ""
+
+
+def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[CommentInfo, str]:
+    """Edit the one report comment (found by the marker), or create it; never leave two."""
+    mine = [c for c in api.comments(number) if _is_report_comment(c)]
+    if not mine:
+        # Re-read right before creating: narrows the window in which a concurrent run posts too.
+        mine = [c for c in api.comments(number) if _is_report_comment(c)]
+    if mine:
+        keep = min(mine, key=lambda c: c.id)
+        for extra in mine:
+            if extra.id != keep.id:
+                log(f"deleting duplicate report comment {extra.id}")
+                api.delete_comment(extra)
+        if keep.body == body:
+            return keep, "unchanged"
+        api.edit_comment(keep, body)
+        return dataclasses.replace(keep, body=body), "edited"
+    try:
+        created = api.create_comment(number, body)
+    except GitHubError as exc:
+        if exc.status is not None and exc.status < 500:
+            raise
+        # The POST may have landed before the connection broke: look before posting again.
+        again = [c for c in api.comments(number) if _is_report_comment(c)]
+        created = again[0] if again else api.create_comment(number, body)
+    # Converge when another run created one at the same time: the oldest survives.
+    after = [c for c in api.comments(number) if _is_report_comment(c)]
+    if not after:
+        return created, "created"
+    keep = min(after, key=lambda c: c.id)
+    for extra in after:
+        if extra.id != keep.id:
+            log(f"another run posted a report comment at the same time; deleting duplicate {extra.id}")
+            api.delete_comment(extra)
+    if keep.id != created.id and keep.body != body:
+        api.edit_comment(keep, body)
+    return dataclasses.replace(keep, body=body), "created" if keep.id == created.id else "edited"
+
+
+def sync_labels(api: GitHubAPI, pr: PullInfo, check: PrCheck) -> tuple[list[str], list[str]]:
+    """Add the revert/purity/risk labels (creating them if missing) and drop stale ones."""
+    want = wanted_labels(check)
+    if not want:
+        return [], []
+    cfg = check.config.labels
+    have = set(pr.labels)
+    stale = [lb for lb in pr.labels if lb.startswith((cfg.risk_prefix, cfg.purity_prefix)) and lb not in want]
+    for lb in stale:
+        api.remove_label(pr.number, lb)
+    missing = [lb for lb in want if lb not in have]
+    level = check.report.risk.level if check.report else "low"
+    for lb in missing:
+        color = LABEL_COLORS[level] if lb.startswith(cfg.risk_prefix) else "5319e7" if lb == cfg.revert else "c5def5"
+        api.create_label(lb, color, "set by revertbot")
+    if missing:
+        api.add_labels(pr.number, missing)
+    return missing, stale
+
+
+def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_pending: bool, target_url: str,
+            log: Echo) -> Published:  # fmt: skip
+    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails."""
+    out = Published()
+    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log)
+    out.comment_id = comment.id
+    out.labels_added, out.labels_removed = sync_labels(api, pr, check)
+    state, desc = status_for(check, gpu_pending)
+    api.create_status(pr.head_sha, state, desc, target_url or comment.html_url)
+    out.status = state
+    return out
+
+
+# --------------------------------------------------------------------------- Actions I/O
+
+
+class Outputs:
+    """Step outputs for ``$GITHUB_OUTPUT``, written with a random heredoc delimiter (multiline-safe)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX)}
+
+    def set(self, name: str, value: str) -> None:
+        self.values[name] = value
+
+    def render(self) -> str:
+        lines = []
+        for name, value in self.values.items():
+            delimiter = f"ghadelimiter_{uuid.uuid4().hex}"
+            while delimiter in value:
+                delimiter = f"ghadelimiter_{uuid.uuid4().hex}"
+            lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        return "".join(lines)
+
+    def write(self) -> None:
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(self.render())
+
+
+@dataclass
+class ActionOptions:
+    dry_run: bool = False
+    repo_path: Path | None = None
+    report_file: str | None = None  # default: $REVERTBOT_REPORT_FILE, else revertbot-report.md
+    results_file: str | None = None  # schedule: default $REVERTBOT_RESULTS_FILE, else revertbot-results.json
+    token_env: str = "GITHUB_TOKEN"
+    schedule_limit: int = 10
+    verbose: bool = False
+
+
+def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
+    """Retry settings, overridable through REVERTBOT_* variables (bounded waits, see docs/github.md)."""
+    d = RetryPolicy()
+
+    def num(name: str, default: float) -> float:
+        raw = env.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"{name} must be a number of seconds, got {raw!r}") from None
+        if value < 0:
+            raise UsageError(f"{name} must not be negative, got {raw!r}")
+        return value
+
+    return RetryPolicy(
+        attempts=max(1, int(num("REVERTBOT_RETRY_ATTEMPTS", d.attempts))),
+        backoff=num("REVERTBOT_RETRY_BACKOFF", d.backoff),
+        backoff_max=num("REVERTBOT_RETRY_BACKOFF_MAX", d.backoff_max),
+        max_rate_wait=num("REVERTBOT_MAX_RATE_WAIT", d.max_rate_wait),
+        deadline=num("REVERTBOT_RETRY_DEADLINE", d.deadline),
+        timeout=num("REVERTBOT_HTTP_TIMEOUT", d.timeout),
+    )
+
+
+class _Run:
+    """State of one ``revertbot action`` invocation."""
+
+    def __init__(self, env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None
+                 ) -> None:  # fmt: skip
+        self.env = env
+        self.opts = opts
+        self.echo = echo
+        self.repo = env.get("GITHUB_REPOSITORY", "")
+        self.outputs = Outputs(env.get("GITHUB_OUTPUT"))
+        self.api: GitHubAPI = api or GitHubClient.from_env(env, self.repo, opts.token_env, policy_from_env(env),
+                                                          log=lambda m: echo(f"::warning::{log_safe(m)}"))  # fmt: skip
+        self.token = env.get(opts.token_env) or None
+        self.source = RepoSource(opts.repo_path, cache_root(env), self.token, log=echo)
+        report_file = opts.report_file or env.get("REVERTBOT_REPORT_FILE") or "revertbot-report.md"
+        self.report_path = Path(report_file)
+        self.failed_writes: list[str] = []
+
+    # -------------------------------------------------------------- output helpers
+
+    def summary(self, text: str) -> None:
+        path = self.env.get("GITHUB_STEP_SUMMARY")
+        if path:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(text)
+
+    def save_report(self, check: PrCheck, markdown: str) -> None:
+        assert check.report is not None
+        self.report_path.parent.mkdir(parents=True, exist_ok=True)
+        self.report_path.write_text(markdown, encoding="utf-8")
+        data = report_to_json(check.report)
+        self.report_path.with_suffix(".json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                                                         encoding="utf-8")  # fmt: skip
+        self.echo(f"report written to {self.report_path} and {self.report_path.with_suffix('.json')}")
+
+    def target_url(self) -> str:
+        server, run_id = self.env.get("GITHUB_SERVER_URL"), self.env.get("GITHUB_RUN_ID")
+        return f"{server}/{self.repo}/actions/runs/{run_id}" if server and run_id else ""
+
+    # -------------------------------------------------------------- the work
+
+    def check_and_publish(self, pr: PullInfo, *, read_only: bool, gpu: Callable[[PrCheck], tuple[bool, str]],
+                          budget: int) -> int:  # fmt: skip
+        self.outputs.set("pr", str(pr.number))
+        self.outputs.set("head_sha", pr.head_sha)
+        self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
+        try:
+            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo)
+        finally:
+            self.echo("::endgroup::")
+        if not check.is_revert:
+            self.echo(f"#{pr.number} is not a revert ({check.reason}); nothing to do")
+            return 0
+        self.outputs.set("is_revert", "true")
+        if check.report is None:
+            self.echo(f"::warning::#{pr.number}: {log_safe(check.reason)}")
+            self.summary(f"revertbot: #{pr.number} {check.reason}\n")
+            return 0
+        report = check.report
+        markdown = render_markdown(report)
+        self.save_report(check, markdown)
+        self.outputs.set("risk", report.risk.level)
+        self.outputs.set("purity", report.purity.verdict)
+        self.outputs.set("revert_sha", check.revert_sha)
+        self.outputs.set("report_file", str(self.report_path))
+
+        allowed, why = gpu(check) if check.suites else (False, "no GPU suite matches the changed files")
+        matrix = build_gpu_matrix(check.suites, check.config) if allowed else EMPTY_MATRIX
+        self.outputs.set("gpu_matrix", json.dumps(matrix, separators=(",", ":")))
+        verdict = "scheduled" if allowed else f"not run: {why}"
+        self.echo(f"GPU suites: {', '.join(check.suites) or 'none'}; {verdict}")
+        for note in check.notes:
+            self.echo(f"note: {log_safe(note)}")
+
+        self.summary(markdown)
+        if check.github_error:
+            msg = (f"GitHub failed while the report for #{pr.number} was being completed ({check.github_error}); "
+                   f"the report is in the job summary and in {self.report_path}, and was not published.")
+            self.echo(f"::error::{log_safe(msg, 600)}")
+            self.summary(f"\n---\n> **Not published:** {code(check.github_error, 300)}\n")
+            return EXIT_GITHUB
+        if read_only:
+            msg = (f"#{pr.number} comes from a fork, so this run's token is read-only: the report is in the job "
+                   f"summary and in {self.report_path} (upload it as an artifact); the trusted follow-up workflow "
+                   f"publishes the comment, labels and status.")  # fmt: skip
+            self.echo(f"::notice::{msg}")
+            self.summary(f"\n---\n> **Not published:** {msg}\n")
+            return 0
+        if self.opts.dry_run:
+            state, desc = status_for(check, bool(matrix["include"]))
+            self.echo(f"dry run: would upsert the report comment on #{pr.number}, set labels "
+                      f"{', '.join(wanted_labels(check)) or '(none)'} and status {state} ({desc})")  # fmt: skip
+            return 0
+        before = self.api.requests
+        try:
+            done = publish(self.api, pr, check, markdown, gpu_pending=bool(matrix["include"]),
+                           target_url=self.target_url(), log=self.echo)  # fmt: skip
+        except GitHubError as exc:
+            first = exc.message.splitlines()[0]
+            self.echo(f"::error::could not publish the report on #{pr.number}: {log_safe(first)}. The report is in "
+                      f"the job summary and in {self.report_path}.")  # fmt: skip
+            self.summary(f"\n---\n> **Not published:** {code(first, 300)}\n")
+            self.failed_writes.append(first)
+            return EXIT_GITHUB
+        self.echo(f"published on #{pr.number}: comment {done.comment_id} {done.comment_action}, labels "
+                  f"+{done.labels_added} -{done.labels_removed}, status {done.status} "
+                  f"({self.api.requests - before} requests)")  # fmt: skip
+        return 0
+
+    # -------------------------------------------------------------- GPU authorization
+
+    def fork_approval(self, pr: PullInfo, check: PrCheck, action: str) -> tuple[bool, str]:
+        """A fork PR gets GPU runs only with the approval label, added by an authorized user, after the last push."""
+        gpu = check.config.gpu
+        label = gpu.fork_approval_label
+        if label not in pr.labels:
+            return False, f"fork PR without the {label!r} label from a maintainer"
+        if action == "synchronize":
+            return False, f"new commits were pushed; a maintainer must re-apply {label!r}"
+        events = self.api.issue_events(pr.number)
+        added = [e for e in events if e.event == "labeled" and e.label == label]
+        if not added:
+            return False, f"cannot tell who added {label!r}"
+        last = added[-1]
+        if last.actor not in gpu.allowed_users and self.api.permission(last.actor) not in WRITE_PERMISSIONS:
+            return False, f"{label!r} was added by {last.actor}, who may not approve GPU runs"
+        pushed = [e for e in events if e.event in ("head_ref_force_pushed", "head_ref_restored") and e.at > last.at]
+        if pushed or (check.head_time and check.head_time > last.at):
+            return False, f"the head changed after {last.actor} approved; {label!r} must be re-applied"
+        return True, f"approved by {last.actor}"
+
+    # -------------------------------------------------------------- events
+
+    def on_pull_request(self, event: Mapping[str, Any]) -> int:
+        action = str(event.get("action") or "")
+        if action not in PR_ACTIONS:
+            self.echo(f"pull_request action {action!r}: nothing to do")
+            return 0
+        pr = pull_from_payload(event["pull_request"])
+        if action == "labeled" and not pr.is_fork:
+            # Labels matter only as the GPU approval of fork PRs.
+            self.echo("label added to a same-repository PR: nothing to do")
+            return 0
+        if pr.state != "open":
+            self.echo(f"#{pr.number} is {pr.state}: nothing to do")
+            return 0
+        if not revert_intent(pr).is_revert_like and action in ("edited", "labeled"):
+            self.echo(f"#{pr.number} is not a revert (title and body); nothing to do")
+            return 0
+        read_only = pr.is_fork and self.env.get("GITHUB_EVENT_NAME") == "pull_request"
+
+        def gpu(check: PrCheck) -> tuple[bool, str]:
+            if not pr.is_fork:
+                return True, "branch in this repository"
+            return self.fork_approval(pr, check, action)
+
+        return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
+
+    def on_issue_comment(self, event: Mapping[str, Any]) -> int:
+        action = str(event.get("action") or "")
+        comment = event.get("comment") or {}
+        body = str(comment.get("body") or "")
+        first = body.strip().split("\n", 1)[0].strip()
+        if not (first == COMMAND or first.startswith(COMMAND + " ")):
+            self.echo("comment is not a /revertbot command: nothing to do")
+            return 0
+        if action != "created":
+            self.echo(f"ignoring a {action} comment: only new comments trigger a run")
+            return 0
+        issue = event.get("issue") or {}
+        if not issue.get("pull_request"):
+            self.echo("/revertbot check works on pull requests only: nothing to do")
+            return 0
+        number = int(issue["number"])
+        user = comment.get("user") or {}
+        login, user_type = str(user.get("login") or ""), str(user.get("type") or "")
+        association = str(comment.get("author_association") or "NONE")
+        if is_bot(login, user_type):
+            self.echo("comment by a bot: ignored")
+            return 0
+        pr = self.api.pull(number)
+        cfg = self.source.base_config(pr)
+        allowed = association in cfg.gpu.allowed_associations or login in cfg.gpu.allowed_users
+        if not allowed:
+            self.echo(f"{log_safe(login, 60)} ({association}) may not run {COMMAND}; replying and stopping")
+            reply = (f"Sorry, `{COMMAND}` can only be run by maintainers (author association "
+                     f"{', '.join(cfg.gpu.allowed_associations)}) or users listed in `gpu.allowed_users`.")  # fmt: skip
+            if self.opts.dry_run:
+                self.echo("dry run: would reply to the comment")
+            else:
+                try:
+                    self.api.create_comment(number, reply)
+                except GitHubError as exc:
+                    self.echo(f"::error::could not reply: {log_safe(exc.message)}")
+                    return EXIT_GITHUB
+            return 0
+        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({association}) on #{number}")
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, f"requested by {login}"),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def on_workflow_dispatch(self, event: Mapping[str, Any]) -> int:
+        inputs = event.get("inputs") or {}
+        raw = str(inputs.get("pr") or inputs.get("pr_number") or inputs.get("number") or "").strip().lstrip("#")
+        if not raw.isdigit():
+            raise UsageError(f"workflow_dispatch needs the input 'pr' (a pull request number), got {raw!r}")
+        pr = self.api.pull(int(raw))
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, "workflow_dispatch"),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def on_schedule(self) -> int:
+        limit = self.opts.schedule_limit
+        recent = self.api.recent_pulls(limit * 5)
+        reverts = [p for p in recent if revert_intent(p).is_revert_like][:limit]
+        self.echo(f"refreshing {len(reverts)} recent revert PR(s) (of {len(recent)} recently updated)")
+        results: list[dict[str, Any]] = []
+        code_ = 0
+        for pr in reverts:
+            entry: dict[str, Any] = {"pr": pr.number, "title": pr.title, "state": pr.state, "url": pr.html_url}
+            try:
+                check = check_pull(self.api, pr, self.source, budget=self.api.requests + REQUEST_BUDGET)
+                entry["is_revert"] = check.is_revert
+                entry["reason"] = check.reason
+                if check.report is not None:
+                    entry["risk"] = check.report.risk.level
+                    entry["purity"] = check.report.purity.verdict
+                    entry["report"] = report_to_json(check.report)
+                    if pr.state == "open" and not self.opts.dry_run:
+                        publish(self.api, pr, check, render_markdown(check.report), gpu_pending=False,
+                                target_url=self.target_url(), log=self.echo)  # fmt: skip
+            except RevertbotError as exc:
+                entry["error"] = exc.message.splitlines()[0]
+                self.echo(f"::warning::#{pr.number}: {log_safe(entry['error'])}")
+                code_ = max(code_, exc.exit_code)
+            results.append(entry)
+        path = Path(self.opts.results_file or self.env.get("REVERTBOT_RESULTS_FILE") or "revertbot-results.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        path.write_text(json.dumps({"repo": self.repo, "generated_at": now, "results": results}, indent=2,
+                                   ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+        self.echo(f"results written to {path}")
+        return code_
+
+
+def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None) -> int:
+    """Handle the event described by ``env`` (``GITHUB_EVENT_NAME``, ``GITHUB_EVENT_PATH``, ...); the exit code."""
+    name = env.get("GITHUB_EVENT_NAME") or ""
+    missing = [v for v in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not env.get(v)]
+    if missing:
+        raise UsageError(f"not running in GitHub Actions: {', '.join(missing)} not set",
+                         hint="use `revertbot check owner/repo#N` outside Actions")  # fmt: skip
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", env["GITHUB_REPOSITORY"]):
+        raise UsageError(f"GITHUB_REPOSITORY must look like owner/repo, got {env['GITHUB_REPOSITORY']!r}")
+    try:
+        event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the event payload {env['GITHUB_EVENT_PATH']}: {exc}") from exc
+    run = _Run(env, opts, echo, api)
+    code_ = 0
+    try:
+        if name in ("pull_request", "pull_request_target"):
+            code_ = run.on_pull_request(event)
+        elif name == "issue_comment":
+            code_ = run.on_issue_comment(event)
+        elif name == "workflow_dispatch":
+            code_ = run.on_workflow_dispatch(event)
+        elif name == "schedule":
+            code_ = run.on_schedule()
+        else:
+            echo(f"event {name!r}: nothing to do")
+    except GitHubError as exc:
+        echo(f"::error::{log_safe(exc.message.splitlines()[0])}")
+        code_ = exc.exit_code
+    finally:
+        run.outputs.write()
+        echo(f"GitHub REST requests: {run.api.requests}")
+    return code_

@@ -1,0 +1,132 @@
+"""Click commands that talk to GitHub: ``revertbot action`` and the PR form of ``revertbot check``.
+
+The only place besides :mod:`revertbot.cli` that reads ``os.environ``; the core gets a mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import click
+
+from .action import ActionOptions, log_safe, policy_from_env, publish, run_action, status_for, wanted_labels
+from .config import load_config_file
+from .errors import NotFoundError, UsageError
+from .github import GitHubClient, GitHubError
+from .pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull
+from .report import render_markdown, report_to_json
+
+PR_SPEC = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<n>\d+)$")
+
+
+def is_pr_spec(text: str) -> bool:
+    """``owner/repo#N``."""
+    return PR_SPEC.match(text) is not None
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def check_pr(
+    spec: str,
+    *,
+    repo: str | None,
+    fmt: str,
+    lang: str | None,
+    output: str | None,
+    config_path: str | None,
+    post: bool,
+    dry_run: bool,
+    verbose: bool,
+    token_env: str,
+) -> None:
+    """``revertbot check owner/repo#N``: the report of a revert PR with GitHub context; writes only with --post."""
+    m = PR_SPEC.match(spec)
+    if m is None:
+        raise UsageError(f"expected owner/repo#N, got {spec!r}")
+    env = dict(os.environ)
+    log = _err if verbose else (lambda _m: None)
+    api = GitHubClient.from_env(env, m.group("repo"), token_env, policy_from_env(env),
+                                log=lambda msg: _err(f"warning: {msg}"))  # fmt: skip
+    source = RepoSource(Path(repo) if repo else None, cache_root(env), env.get(token_env) or None, log=log)
+    cfg = load_config_file(Path(config_path)) if config_path else None
+    pr = api.pull(int(m.group("n")))
+    check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log)
+    if not check.is_revert:
+        raise NotFoundError(f"{spec} is not a revert: {check.reason}")
+    if check.report is None:
+        raise NotFoundError(f"{spec}: {check.reason}")
+    report = check.report
+    markdown = render_markdown(report, lang)
+    text = json.dumps(report_to_json(report), indent=2, ensure_ascii=False) + "\n" if fmt == "json" else markdown
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}") from exc
+        _err(f"wrote {output}")
+    else:
+        click.echo(text, nl=False)
+    for note in check.notes:
+        log(f"note: {log_safe(note)}")
+    check_requests = api.requests
+    if verbose:
+        _err(f"GitHub REST requests for the check: {check_requests} (budget {REQUEST_BUDGET})")
+    if check.github_error:
+        raise GitHubError(f"the GitHub context is incomplete: {check.github_error}")
+    if not post:
+        return
+    if dry_run:
+        state, desc = status_for(check, False)
+        _err(f"dry run: would upsert the report comment on {spec}, set labels "
+             f"{', '.join(wanted_labels(check)) or '(none)'} and status {state} ({desc})")  # fmt: skip
+        return
+    try:
+        done = publish(api, pr, check, markdown, gpu_pending=False, target_url=pr.html_url, log=log)
+    except GitHubError:
+        fallback = Path(output).with_suffix(".unposted.md") if output else Path("revertbot-report.md")
+        fallback.write_text(markdown, encoding="utf-8")
+        _err(f"the report could not be posted; it was saved to {fallback}")
+        raise
+    _err(f"posted on {spec}: comment {done.comment_id} {done.comment_action}, status {done.status}")
+    if verbose:
+        _err(f"GitHub REST requests for publishing: {api.requests - check_requests}")
+
+
+@click.command("action")
+@click.option("--dry-run", is_flag=True, help="Analyse and report, but write nothing to GitHub.")
+@click.option("--repo", "repo", default=None, type=click.Path(file_okay=False),
+              help="Analyse this checkout (default: a cached partial clone of the repository).")
+@click.option("--report-file", default=None, help="Where the report goes (.md, plus .json beside it). "
+              "Default: $REVERTBOT_REPORT_FILE, else revertbot-report.md.")
+@click.option("--results-file", default=None, help="schedule: the JSON file for the dashboard. "
+              "Default: $REVERTBOT_RESULTS_FILE, else revertbot-results.json.")
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
+              help="Environment variable that holds the token.")
+@click.option("--schedule-limit", default=10, show_default=True, type=click.IntRange(1, 100),
+              help="schedule: how many recent revert PRs to refresh.")
+@click.option("--verbose", "-v", is_flag=True, help="More log lines.")
+def action_command(dry_run: bool, repo: str | None, report_file: str | None, results_file: str | None,
+                   token_env: str, schedule_limit: int, verbose: bool) -> None:  # fmt: skip
+    """Run as a GitHub Actions step (pull_request, issue_comment, workflow_dispatch, schedule).
+
+    Reads GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_API_URL, the token,
+    GITHUB_OUTPUT and GITHUB_STEP_SUMMARY. Writes the step outputs is_revert, risk and
+    gpu_matrix. Exit code 7 when GitHub failed (the report is still in the summary and file).
+    """
+    opts = ActionOptions(
+        dry_run=dry_run,
+        repo_path=Path(repo) if repo else None,
+        report_file=report_file,
+        results_file=results_file,
+        token_env=token_env,
+        schedule_limit=schedule_limit,
+        verbose=verbose,
+    )
+    code = run_action(dict(os.environ), opts, click.echo)
+    if code:
+        raise click.exceptions.Exit(code)
