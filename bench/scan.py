@@ -1,0 +1,212 @@
+"""Benchmark: `revertbot scan` against a raw `git log` pass over the same synthetic history.
+
+Builds a repository with bench/synth.py (default 10,000 commits, 300 reverts of mixed shapes),
+times ``git log --format=%H%x00%B <ref>`` and ``revertbot scan --repo DIR --format json`` the same
+number of times in the same run, prints the median times and their ratio, and checks the scan's
+output against the generator's ground truth. Exits 1 when the ratio is above --max-ratio or an
+accuracy figure is below its threshold.
+
+    python -m bench.scan                     # from the repository root
+    python -m bench.scan --commits 2000 --reverts 60 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.synth import build_repo
+
+
+def revertbot_command() -> list[str]:
+    """The installed `revertbot` next to this interpreter, or the CLI module run by it."""
+    exe = shutil.which("revertbot", path=str(Path(sys.executable).parent))
+    return [exe] if exe else [sys.executable, "-c", "from revertbot.cli import main; main()"]
+
+
+def bench_env() -> dict[str, str]:
+    """The same environment for both commands: no system or user git config can change the work."""
+    env = dict(os.environ)
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C", "LANG": "C"})
+    return env
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, bytes]:
+    """Wall time of ``cmd`` with its whole stdout read from a pipe."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[-2000:]}")
+    return elapsed, proc.stdout
+
+
+def accuracy(truth: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compare scan entries with the ground truth of :func:`bench.synth.build_repo`."""
+    found = {e["revert"]: e for e in entries}
+    expected = truth["reverts"]
+    misses: list[str] = []
+    n_found = n_linked = n_pure_checked = n_purity = 0
+    by_shape: Counter[str] = Counter()
+    bad_by_shape: Counter[str] = Counter()
+    for sha, want in expected.items():
+        by_shape[want["shape"]] += 1
+        got = found.get(sha)
+        if got is None:
+            misses.append(f"{sha[:10]} [{want['shape']}] not reported: {want['subject']!r}")
+            bad_by_shape[want["shape"]] += 1
+            continue
+        n_found += 1
+        ok = True
+        if sorted(got["originals"]) == sorted(want["originals"]):
+            n_linked += 1
+        else:
+            ok = False
+            misses.append(
+                f"{sha[:10]} [{want['shape']}] originals {[s[:10] for s in got['originals']]} "
+                f"(linked by {got['linked_by']}), expected {[s[:10] for s in want['originals']]}: {want['subject']!r}"
+            )
+        if want["purity"] is not None:
+            n_pure_checked += 1
+            if got["purity"] == want["purity"]:
+                n_purity += 1
+            else:
+                ok = False
+                misses.append(
+                    f"{sha[:10]} [{want['shape']}] purity {got['purity']} ({got['purity_reason']}), "
+                    f"expected {want['purity']}: {want['subject']!r}"
+                )
+        if not ok:
+            bad_by_shape[want["shape"]] += 1
+    false_positives = [e for e in entries if e["revert"] not in expected]
+    for e in false_positives:
+        misses.append(f"{e['revert'][:10]} reported as {e['kind']} but is not a revert: {e['subject']!r}")
+    total = len(expected) or 1
+    return {
+        "found": n_found / total,
+        "linked": n_linked / total,
+        "purity": n_purity / (n_pure_checked or 1),
+        "false_positives": len(false_positives),
+        "by_shape": {s: (n - bad_by_shape[s], n) for s, n in sorted(by_shape.items())},
+        "misses": misses,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scan",
+        description="Time `revertbot scan` against a raw `git log` over a synthetic history and check its accuracy.",
+    )
+    parser.add_argument("--commits", type=int, default=10_000, help="commits in the synthetic history (default 10000)")
+    parser.add_argument("--reverts", type=int, default=300, help="reverts among them (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of each command; the median counts (default 3)")
+    parser.add_argument("--max-ratio", type=float, default=10.0, help="fail above this scan/git-log ratio (default 10)")
+    parser.add_argument(
+        "--min-found", type=float, default=1.0, help="fail below this fraction of reverts found (default 1.0)"
+    )
+    parser.add_argument(
+        "--min-linked",
+        type=float,
+        default=0.98,
+        help="fail below this fraction linked to exactly the right originals (default 0.98)",
+    )
+    parser.add_argument(
+        "--min-purity",
+        type=float,
+        default=0.98,
+        help="fail below this fraction with the expected purity (default 0.98)",
+    )
+    parser.add_argument(
+        "--max-false-positives",
+        type=int,
+        default=0,
+        help="fail above this many non-reverts reported as reverts (default 0)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="build the repository in DIR (must not exist) and keep it, with DIR-truth.json beside it",
+    )
+    parser.add_argument("--show", type=int, default=20, metavar="N", help="print up to N mismatches (default 20)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: already exists")
+
+    tmp = None if args.keep else tempfile.mkdtemp(prefix="revertbot-bench-")
+    repo = args.keep.resolve() if args.keep else Path(tmp or ".") / "repo"
+    try:
+        start = time.perf_counter()
+        truth = build_repo(repo, args.commits, args.reverts, args.seed)
+        print(f"built {truth['commits']} commits with {len(truth['reverts'])} reverts in "
+              f"{time.perf_counter() - start:.1f}s: {repo}")  # fmt: skip
+        if args.keep:
+            (repo.parent / f"{repo.name}-truth.json").write_text(json.dumps(truth, indent=1))
+
+        env = bench_env()
+        log_cmd = ["git", "log", "--format=%H%x00%B", truth["ref"]]
+        scan_cmd = [*revertbot_command(), "scan", "--repo", str(repo), "--format", "json"]
+        startup_cmd = [*revertbot_command(), "--version"]
+        # One untimed run of each warms the page cache and the Python bytecode cache.
+        timed(log_cmd, repo, env)
+        timed(scan_cmd, repo, env)
+        log_times, scan_times, startup_times = [], [], []
+        output = b""
+        for _ in range(args.runs):
+            log_times.append(timed(log_cmd, repo, env)[0])
+            elapsed, output = timed(scan_cmd, repo, env)
+            scan_times.append(elapsed)
+            startup_times.append(timed(startup_cmd, repo, env)[0])
+        log_s, scan_s = statistics.median(log_times), statistics.median(scan_times)
+        ratio = scan_s / log_s
+
+        acc = accuracy(truth, json.loads(output))
+        print(f"git log runs: {', '.join(f'{t:.3f}s' for t in log_times)}")
+        print(f"scan runs:    {', '.join(f'{t:.3f}s' for t in scan_times)}")
+        # Not part of the ratio: how much of the scan time is interpreter and import start-up.
+        print(f"of which CLI start-up (revertbot --version, median): {statistics.median(startup_times):.3f}s")
+        print("accuracy by shape (right/total): "
+              + ", ".join(f"{s} {ok}/{n}" for s, (ok, n) in acc["by_shape"].items()))  # fmt: skip
+        for line in acc["misses"][: args.show]:
+            print(f"  mismatch: {line}")
+        if len(acc["misses"]) > args.show:
+            print(f"  ... {len(acc['misses']) - args.show} more (--show N)")
+        print(f"reverts found: {acc['found']:.1%}, linked to the right originals: {acc['linked']:.1%}, "
+              f"expected purity: {acc['purity']:.1%}, false positives: {acc['false_positives']}")  # fmt: skip
+        print(f"scan/git-log ratio: {ratio:.1f}x (scan {scan_s:.2f}s, git log {log_s:.2f}s) "
+              f"over {truth['commits']} commits, {len(truth['reverts'])} reverts")  # fmt: skip
+
+        failures = []
+        if ratio > args.max_ratio:
+            failures.append(f"ratio {ratio:.1f}x is above {args.max_ratio:g}x")
+        for name, floor in (("found", args.min_found), ("linked", args.min_linked), ("purity", args.min_purity)):
+            if acc[name] < floor:
+                failures.append(f"{name} {acc[name]:.1%} is below {floor:.0%}")
+        if acc["false_positives"] > args.max_false_positives:
+            failures.append(f"{acc['false_positives']} false positives (at most {args.max_false_positives})")
+        for f in failures:
+            print(f"FAIL: {f}")
+        return 1 if failures else 0
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
