@@ -138,6 +138,18 @@ def strip_pr_suffix(subject: str) -> str:
     return _OWN_PR_SUFFIX_RE.sub("", subject).strip()
 
 
+_CHEAP_WORDS = ("revert", "reapply", "land", "back")
+
+
+def might_be_revert(message: str) -> bool:
+    """A fast pre-filter: False means :func:`parse_message` would find no revert intent.
+
+    Every revert shape contains one of these words; plain substring tests are an order of
+    magnitude cheaper than the parser's regular expressions over a large history."""
+    low = message.lower()
+    return any(word in low for word in _CHEAP_WORDS)
+
+
 def parse_message(message: str) -> ParsedMessage:
     """Parse a commit message (or PR title + body) for revert intent. Never raises."""
     try:
@@ -350,7 +362,7 @@ class HistoryIndex:
                 own = _OWN_PR_SUFFIX_RE.search(subject)
                 if own:
                     idx.by_pr.setdefault(int(own.group(1)), []).append(i)
-            pulled = _PULL_RESOLVED_RE.search(c.message)
+            pulled = _PULL_RESOLVED_RE.search(c.message) if "Pull Request resolved" in c.message else None
             if pulled:
                 idx.by_pr.setdefault(int(pulled.group("num")), []).append(i)
             for key in {title, strip_pr_suffix(title)}:
@@ -405,6 +417,8 @@ def link_reverts(
     idx = index or HistoryIndex.build(commits)
     parsed: dict[int, ParsedMessage] = {}
     for i, c in enumerate(commits):
+        if not might_be_revert(c.message):
+            continue
         pm = parse_message(c.message)
         if pm.kind is not None:
             parsed[i] = pm

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from revertbot.detect import parse_message, strip_pr_suffix
+from revertbot.detect import might_be_revert, parse_message, strip_pr_suffix
 from revertbot.models import ParsedMessage
 
 A = "0123456789abcdef0123456789abcdef01234567"
@@ -462,3 +462,30 @@ def test_mozilla_round_trip(changesets: list[str]) -> None:
     lines = "\n".join(f"Backed out changeset {c} (bug 1)" for c in changesets)
     parsed = parse_message(f"Backed out {len(changesets)} changesets (bug 1) for bustage\n\n{lines}\n")
     assert parsed == pm("backout", shas=tuple(changesets))
+
+
+_PREFILTER_TEXT = st.text(
+    alphabet=st.sampled_from(list("abcdefRrEeVvTtLlNnDdKkOoUu \"#\n:0123456789…")) | st.characters(),
+    max_size=300,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.one_of(
+        _PREFILTER_TEXT,
+        st.builds(lambda t, s: f'Revert "{t}"\n\nThis reverts commit {s}.', _PREFILTER_TEXT, st.just("a" * 40)),
+        st.builds(lambda t: f"Reland {t}", _PREFILTER_TEXT),
+        st.builds(lambda t: f"Backed out changeset 0123456789ab {t}", _PREFILTER_TEXT),
+    )
+)
+def test_prefilter_never_hides_a_revert(message: str) -> None:
+    if not might_be_revert(message):
+        assert parse_message(message).kind is None
+
+
+def test_prefilter_rejects_plain_messages() -> None:
+    assert not might_be_revert("Add RMSNorm kernel (#12)\n\nFaster on H100.")
+    assert might_be_revert('Revert "Add RMSNorm kernel (#12)"')
+    assert might_be_revert("Re-land the kernel")
+    assert might_be_revert("Backed out changeset 0123456789ab (bug 1)")
