@@ -63,7 +63,8 @@ class Fault:
     403, ``X-RateLimit-Remaining: 0``, reset in ``reset_in`` seconds), ``secondary`` (``status``
     403 or 429 with ``Retry-After: retry_after``), ``slow`` (sleep ``delay`` then answer
     normally), ``malformed`` (200 with truncated JSON), ``drop`` (close the connection without
-    answering), ``not_found`` (404).
+    answering), ``not_found`` (404), ``barrier`` (hold matching requests until ``parties`` of
+    them have arrived, then answer them all normally: makes races deterministic).
     """
 
     kind: str
@@ -74,7 +75,9 @@ class Fault:
     delay: float = 0.0
     reset_in: int = 1
     retry_after: int = 1
+    parties: int = 2
     hits: int = 0
+    barrier: threading.Barrier | None = None
 
     def matches(self, method: str, path: str) -> bool:
         if self.times == 0:
@@ -428,6 +431,9 @@ class FakeGitHub:
     def inject(self, kind: str, *, method: str | None = None, path: str | None = None, times: int = 1,
                **kwargs: Any) -> Fault:  # fmt: skip
         fault = Fault(kind, method=method, path=path, times=times, **kwargs)
+        if kind == "barrier":
+            fault.times = fault.parties
+            fault.barrier = threading.Barrier(fault.parties)
         with self.lock:
             self.faults.append(fault)
         return fault
@@ -547,6 +553,10 @@ class _Handler(BaseHTTPRequestHandler):
         fault = gh._take_fault(method, path)
         if fault is not None and fault.kind == "slow":
             time.sleep(fault.delay)
+            fault = None
+        if fault is not None and fault.kind == "barrier":
+            assert fault.barrier is not None
+            fault.barrier.wait(timeout=30)
             fault = None
         if fault is not None:
             self._fault(fault, record)
