@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import importlib
 import json
 import os
 import sys
@@ -12,21 +13,16 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from . import __version__
-from .check import check_revert
-from .cli_github import action_command, check_pr, is_pr_spec
-from .cli_gpu import gpu
-from .config import load_config_file
-from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
 from .errors import RevertbotError, UsageError
-from .models import RevertReport
-from .report import render_markdown, report_to_json
 from .scan import ScanResult, entry_to_json, scan_repository
-from .store import record_report, record_scan
+
+if TYPE_CHECKING:
+    from .models import RevertReport
 
 
 class _Progress:
@@ -54,7 +50,28 @@ class _Progress:
             self.bar = None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    """Loads heavy subcommand groups (GitHub, GPU, dashboard) only when they are used, so that
+    `scan` and `--help` start fast."""
+
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {
+        "action": ("revertbot.cli_github", "action_command"),
+        "dashboard": ("revertbot.cli_dashboard", "dashboard"),
+        "gpu": ("revertbot.cli_gpu", "gpu"),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, attr = self.lazy[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="revertbot")
 def cli() -> None:
     """revertbot validates reverts in GPU/ML projects.
@@ -93,6 +110,8 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
     finally:
         progress.close()
     if store_path:
+        from .store import record_scan
+
         count = record_scan(store_path, result)
         click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
     if fmt == "json":
@@ -133,6 +152,10 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     and assesses the risk. The Markdown is exactly what the bot posts as a PR comment.
     Nothing is written to GitHub without --post.
     """
+    from .check import check_revert
+    from .cli_github import check_pr, is_pr_spec
+    from .config import load_config_file
+
     if is_pr_spec(revert):
         given = ctx.get_parameter_source("repo") != click.core.ParameterSource.DEFAULT
         check_pr(revert, repo=repo if given else None, fmt=fmt, lang=lang, output=output, config_path=config_path,
@@ -141,6 +164,8 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     cfg = load_config_file(Path(config_path)) if config_path else None
     report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang)
     if store_path:
+        from .store import record_report
+
         record_report(store_path, report)
         click.echo(f"recorded the report in {store_path}", err=True)
     _emit(render_report(report, fmt, lang), output)
@@ -159,6 +184,10 @@ def demo(directory: str | None, fmt: str, lang: str) -> None:
     cherry-pick of it to release/0.5, later work on the same file, and the revert PR.
     revertbot then checks the revert and prints its report.
     """
+    from .check import check_revert
+    from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
+    from .report import render_markdown
+
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="revertbot-demo-"))
     started = time.monotonic()
     click.echo(f"Building the miniature repository in {root / 'minisgl'} ...", err=True)
@@ -181,6 +210,8 @@ def demo(directory: str | None, fmt: str, lang: str) -> None:
 
 
 def render_report(report: RevertReport, fmt: str, lang: str | None) -> str:
+    from .report import render_markdown, report_to_json
+
     if fmt == "json":
         return json.dumps(report_to_json(report), indent=2, ensure_ascii=False) + "\n"
     return render_markdown(report, lang)
@@ -230,10 +261,6 @@ def render_scan_table(result: ScanResult) -> str:
     lines.append(f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
                  + (f" ({mix})" if mix else ""))
     return "\n".join(lines)
-
-
-cli.add_command(gpu)
-cli.add_command(action_command)
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
