@@ -348,3 +348,29 @@ def test_check_pr_with_rate_limit_exits_7_with_a_clear_message(
     assert run_cli(["check", "demo-org/minisgl#108"]) == EXIT_GITHUB
     err = capsys.readouterr().err
     assert "primary rate limit" in err and "run again later" in err
+
+
+def test_check_pr_on_a_local_checkout_fetches_into_a_private_namespace(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import subprocess
+
+    local = tmp_path / "local"
+    subprocess.run(["git", "clone", "-q", "--no-local", "--single-branch", "-b", "main", str(world.remote), str(local)],
+                   check=True)
+    before = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/remotes"],
+                            cwd=local, check=True, capture_output=True, text=True).stdout  # fmt: skip
+    status_before = subprocess.run(["git", "status", "--porcelain"], cwd=local, capture_output=True, text=True).stdout
+    check_env(monkeypatch, world)
+    assert run_cli(["check", "demo-org/minisgl#108", "--repo", str(local)]) == 0
+    assert capsys.readouterr().out.startswith(MARKER)
+    after = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/remotes"],
+                           cwd=local, check=True, capture_output=True, text=True).stdout  # fmt: skip
+    assert after == before  # the user's branches are untouched
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=local, capture_output=True, text=True).stdout == (
+        status_before
+    )
+    pulled = subprocess.run(["git", "rev-parse", "refs/revertbot/pull/108"], cwd=local, check=True,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    assert pulled == world.demo.revert
+    assert not (world.tmp / "cache").exists()  # no cached clone when --repo is given
