@@ -1,0 +1,159 @@
+"""Benchmark: the history store and the dashboard against `revertbot scan` alone.
+
+Builds a synthetic history with bench/synth.py (default 10,000 commits, 400 reverts), then times,
+the same number of times in the same run (medians):
+
+* ``revertbot scan --repo DIR --format json``                          (the baseline)
+* ``revertbot scan --repo DIR --format json --store DB`` (a fresh DB each run)
+* ``revertbot dashboard build --db DB --out SITE``
+
+and prints what the store and the site add to the scan, ``(scan --store - scan) + dashboard build``,
+relative to the scan alone, and the ratio of ``scan --store`` + ``dashboard build`` to the scan.
+Each command is a fresh process, so both include the CLI's start-up (printed too). Before timing
+the builds, ``--checks`` reverts also get full ``check`` reports (risk, backports) so the site has
+the report pages it has in practice. Exits 1 when the added cost is above --max-extra.
+
+    python -m bench.dashboard                     # from the repository root
+    python -m bench.dashboard --commits 2000 --reverts 100 --runs 3
+
+:func:`build_sample` (also used by the browser tests and for the README screenshot) fills a store
+from the demo repository plus a synthetic history, with reports for some reverts and generated
+GPU comparisons for a few; the GPU numbers are sample data, not measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import synth
+from bench.scan import bench_env, revertbot_command, timed
+from revertbot import store
+from revertbot.check import check_revert
+from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.report.jsonout import to_jsonable
+from revertbot.scan import scan_repository
+
+#: Where the demo repository's clock starts: the synthetic history is placed just before it.
+DEMO_START = 1_777_000_000
+
+
+def sample_gpu(rng: random.Random, broken: bool = False) -> GpuSummary:
+    """A made-up but plausible GPU comparison (sample data for the dashboard, not a measurement)."""
+    mem_before = rng.choice((17_850.0, 21_400.0, 38_912.0))
+    mem_after = round(mem_before * rng.uniform(0.97, 1.09), 1)
+    cap_before = round(rng.uniform(1.8, 6.5), 2)
+    cap_after = round(cap_before * rng.uniform(0.85, 1.3), 2)
+    return GpuSummary(
+        suites=("graph-capture",),
+        hardware=rng.choice(("NVIDIA H200", "NVIDIA H100 80GB HBM3")),
+        broken=(GpuTestFlip("test_graph_capture.py::test_replay_sizes[shared]", "passed", "failed"),) if broken else (),
+        fixed=() if broken else (GpuTestFlip("test_graph_capture.py::test_no_alias", "failed", "passed"),),
+        passed_both=rng.randint(18, 40),
+        metrics=(
+            GpuMetricDelta("peak memory", mem_before, mem_after, "MiB", 5.0, mem_after > mem_before * 1.05),
+            GpuMetricDelta("graph capture time", cap_before, cap_after, "s", 20.0, cap_after > cap_before * 1.2),
+        ),
+    )
+
+
+def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: int = 30, gpu: int = 8,
+                 seed: int = 7) -> Path:  # fmt: skip
+    """Fill ``root/history.db`` from a synthetic history ending where the demo repository starts,
+    plus the demo itself; returns the database path."""
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / "history.db"
+    saved = synth.START_TIME, synth.STEP_SECONDS
+    synth.STEP_SECONDS = 3 * 3600  # a few commits a day, so the weekly chart spans months
+    synth.START_TIME = DEMO_START - commits * synth.STEP_SECONDS - 5 * 86_400
+    try:
+        synth.build_repo(root / "sglang", commits=commits, reverts=reverts, seed=seed)
+    finally:
+        synth.START_TIME, synth.STEP_SECONDS = saved
+    result = scan_repository(root / "sglang")
+    store.record_scan(db, result, repo_name=synth.OWNER_REPO)
+    rng = random.Random(seed)
+    picked = rng.sample(list(result.entries), min(checks, len(result.entries)))
+    for n, entry in enumerate(picked):
+        report = check_revert(root / "sglang", entry.link.revert, base_ref="main", repo_name=synth.OWNER_REPO)
+        store.record_report(db, report)
+        if n < gpu:
+            store.record_gpu(db, synth.OWNER_REPO, entry.link.revert, to_jsonable(sample_gpu(rng, broken=n == 1)))
+    demo = build_demo_repo(root / "minisgl")
+    report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
+    store.record_report(db, report)
+    store.record_gpu(db, REPO_SLUG, demo.revert, to_jsonable(sample_gpu(rng)))
+    return db
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--commits", type=int, default=10_000)
+    parser.add_argument("--reverts", type=int, default=400)
+    parser.add_argument("--checks", type=int, default=40, help="reverts that get a full check report first")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-extra", type=float, default=1.0,
+                        help="fail when ((scan --store - scan) + dashboard build) / scan is above this")  # fmt: skip
+    args = parser.parse_args(argv)
+    cli = revertbot_command()
+    env = bench_env()
+    with tempfile.TemporaryDirectory(prefix="revertbot-bench-dashboard-") as tmp:
+        work = Path(tmp)
+        repo = work / "repo"
+        started = time.perf_counter()
+        truth: dict[str, Any] = synth.build_repo(repo, commits=args.commits, reverts=args.reverts, seed=args.seed)
+        print(f"built {truth['commits']} commits with {len(truth['reverts'])} reverts in "
+              f"{time.perf_counter() - started:.1f}s")  # fmt: skip
+        scan_cmd = [*cli, "scan", "--repo", str(repo), "--format", "json"]
+        timed(scan_cmd, work, env)  # warm the page cache and the interpreter's bytecode
+        scan_times, store_times, build_times = [], [], []
+        db = work / "history.db"
+        for run in range(args.runs):
+            scan_times.append(timed(scan_cmd, work, env)[0])
+            run_db = work / f"run-{run}.db"
+            store_times.append(timed([*scan_cmd, "--store", str(run_db)], work, env)[0])
+            if run == 0:
+                run_db.rename(db)
+                for suffix in ("-wal", "-shm"):
+                    Path(f"{run_db}{suffix}").unlink(missing_ok=True)
+                entries = scan_repository(repo).entries
+                for entry in random.Random(args.seed).sample(list(entries), min(args.checks, len(entries))):
+                    store.record_report(db, check_revert(repo, entry.link.revert, base_ref="main"))
+        history = store.load_history(db)
+        for _ in range(args.runs):
+            build_times.append(
+                timed([*cli, "dashboard", "build", "--db", str(db), "--out", str(work / "site")], work, env)[0]
+            )
+        startup = statistics.median(timed([*cli, "--version"], work, env)[0] for _ in range(args.runs))
+    scan_s, store_s, build_s = (statistics.median(t) for t in (scan_times, store_times, build_times))
+    ratio = (store_s + build_s) / scan_s
+    extra = (store_s - scan_s + build_s) / scan_s
+    reports = sum(1 for r in history.reverts if r.report is not None)
+    print(f"store: {len(history.reverts)} reverts and relands, {reports} with full reports")
+    print(f"scan runs:            {', '.join(f'{t:.3f}s' for t in scan_times)}")
+    print(f"scan --store runs:    {', '.join(f'{t:.3f}s' for t in store_times)}")
+    print(f"dashboard build runs: {', '.join(f'{t:.3f}s' for t in build_times)}")
+    print(f"CLI start-up (revertbot --version, median): {startup:.3f}s")
+    print(f"scan {scan_s:.3f}s; scan --store {store_s:.3f}s (store +{(store_s - scan_s) / scan_s:.0%}); "
+          f"dashboard build {build_s:.3f}s ({build_s / scan_s:.2f}x scan)")  # fmt: skip
+    print(f"(scan --store + dashboard build) / scan = {ratio:.2f}x")
+    print(f"added by the store and the site: {extra:.2f}x the scan (threshold {args.max_extra}x)")
+    if extra > args.max_extra:
+        print(f"FAIL: the store and the site add {extra:.2f}x the scan, above {args.max_extra}x")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,681 @@
+"""Build the maintainer dashboard: a static site from the history store.
+
+The site is plain files with relative links (``index.html``, ``reverts/<id>.html``, ``assets/``),
+so it works from any file server, GitHub Pages or the local disk, offline. Every table is
+rendered on the server side and readable without JavaScript; ``assets/dashboard.js`` only adds
+sorting, filters and search. Charts are inline SVG from :mod:`.charts`.
+
+All text from the store (subjects, names, paths, reports) is untrusted: it goes through
+:func:`revertbot.report.escape.html_text`, attributes are always quoted, the report Markdown is
+shown as preformatted text, and JSON inside ``<script>`` has ``<``, ``>`` and ``&`` escaped.
+A Content-Security-Policy that only allows the site's own script is a second line of defence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UsageError
+from ..models import PURITY_VALUES
+from ..report.escape import html_text
+from ..store import GPU_STATUSES, History, StoredRevert, load_history
+from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
+
+MARKER_FILE = ".revertbot-dashboard"
+RISK_LEVELS = ("high", "medium", "low")
+NOT_CHECKED = "not checked"
+MAX_WEEKS = 104
+HOUR, DAY, WEEK = 3600, 86_400, 7 * 86_400
+#: Buckets of the time from the original's commit to its revert (upper bound in seconds, label).
+TTR_BUCKETS: tuple[tuple[float, str], ...] = (
+    (HOUR, "< 1 h"),
+    (DAY, "1 h–1 d"),
+    (WEEK, "1–7 d"),
+    (30 * DAY, "1–4 wk"),
+    (91 * DAY, "1–3 mo"),
+    (365 * DAY, "3–12 mo"),
+    (float("inf"), "> 1 y"),
+)
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; object-src 'none'"
+)
+_HEX = re.compile(r"[^0-9a-f]")
+
+
+def esc(text: object, limit: int | None = None) -> str:
+    return html_text(str(text), limit)
+
+
+def json_for_script(value: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no ``</script>``, ``<!--``
+    or other markup can appear, and the JavaScript line separators are escaped too."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for ch, rep in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):  # fmt: skip
+        text = text.replace(ch, rep)
+    return text
+
+
+def day(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d") if ts else ""
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: 45 min, 5 h, 3 d, 7 wk, 14 mo, 2.1 y."""
+    if seconds < HOUR:
+        return f"{max(seconds, 0) / 60:.0f} min"
+    if seconds < DAY:
+        return f"{seconds / HOUR:.0f} h"
+    if seconds < 8 * WEEK:
+        return f"{seconds / DAY:.0f} d" if seconds < 2 * WEEK else f"{seconds / WEEK:.0f} wk"
+    if seconds < 365 * DAY:
+        return f"{seconds / (30.4 * DAY):.0f} mo"
+    return f"{seconds / (365 * DAY):.1f} y"
+
+
+def page_name(r: StoredRevert) -> str:
+    """File name of a revert's page: its short sha and a digest of the repository name (never
+    characters from the data beyond hex digits)."""
+    short = _HEX.sub("", r.sha.lower())[:12] or "x"
+    return f"{short}-{hashlib.sha256(r.repo.encode()).hexdigest()[:6]}.html"
+
+
+def _is_revert(r: StoredRevert) -> bool:
+    return r.kind != "reland"
+
+
+def time_to_revert(r: StoredRevert) -> int | None:
+    if not r.original_date or not r.date or r.date < r.original_date:
+        return None
+    return r.date - r.original_date
+
+
+# --------------------------------------------------------------------------- overview numbers
+
+
+@dataclass(frozen=True)
+class Overview:
+    reverts: int
+    relands: int
+    relanded: int  # reverts whose change was later re-landed
+    purity: dict[str, int]
+    risk: dict[str, int]
+    gpu: dict[str, int]
+    modules: list[tuple[str, int]]
+    weeks: list[tuple[str, int]]
+    weeks_cut: int  # earlier weeks left out of the chart
+    ttr: list[tuple[str, int]]
+    ttr_median: float | None
+    gaps: list[tuple[StoredRevert, str, str | None]]  # revert, branch, original pick
+
+    @property
+    def reland_rate(self) -> float:
+        return self.relanded / self.reverts if self.reverts else 0.0
+
+
+def relanded_shas(history: History) -> set[tuple[str, str]]:
+    """(repo, sha) of reverts that a later reland undid or re-applied (named by it or in its chain)."""
+    out: set[tuple[str, str]] = set()
+    for r in history.reverts:
+        if r.kind == "reland":
+            for sha in (*(o.sha for o in r.originals), *r.chain):
+                out.add((r.repo, sha))
+    return out
+
+
+def overview(history: History) -> Overview:
+    reverts = [r for r in history.reverts if _is_revert(r)]
+    relanded = relanded_shas(history)
+    purity: dict[str, int] = {p: 0 for p in PURITY_VALUES}
+    risk = {level: 0 for level in (*RISK_LEVELS, NOT_CHECKED)}
+    gpu = {s: 0 for s in GPU_STATUSES}
+    modules: Counter[str] = Counter()
+    per_week: Counter[int] = Counter()
+    ttrs: list[int] = []
+    gaps: list[tuple[StoredRevert, str, str | None]] = []
+    for r in reverts:
+        purity[r.purity] = purity.get(r.purity, 0) + 1
+        risk[r.risk_level or NOT_CHECKED] = risk.get(r.risk_level or NOT_CHECKED, 0) + 1
+        gpu[r.gpu_status] = gpu.get(r.gpu_status, 0) + 1
+        modules.update(set(r.modules))
+        if r.date:
+            per_week[_week_start(r.date)] += 1
+        t = time_to_revert(r)
+        if t is not None:
+            ttrs.append(t)
+        gaps += [(r, b.branch, b.original_pick) for b in r.backports if not b.revert_pick]
+    weeks: list[tuple[str, int]] = []
+    cut = 0
+    if per_week:
+        first, last = min(per_week), max(per_week)
+        starts = list(range(first, last + WEEK, WEEK))
+        cut = max(0, len(starts) - MAX_WEEKS)
+        weeks = [(day(s), per_week.get(s, 0)) for s in starts[cut:]]
+    ttr_counts = [0] * len(TTR_BUCKETS)
+    for t in ttrs:
+        ttr_counts[next(i for i, (bound, _) in enumerate(TTR_BUCKETS) if t < bound)] += 1
+    return Overview(
+        reverts=len(reverts),
+        relands=sum(1 for r in history.reverts if r.kind == "reland"),
+        relanded=sum(1 for r in reverts if (r.repo, r.sha) in relanded),
+        purity=purity,
+        risk=risk,
+        gpu=gpu,
+        modules=sorted(modules.items(), key=lambda kv: (-kv[1], kv[0]))[:10],
+        weeks=weeks,
+        weeks_cut=cut,
+        ttr=[(label, n) for (_, label), n in zip(TTR_BUCKETS, ttr_counts, strict=True)],
+        ttr_median=statistics.median(ttrs) if ttrs else None,
+        gaps=sorted(gaps, key=lambda g: (-g[0].date, g[1])),
+    )
+
+
+def _week_start(ts: int) -> int:
+    d = dt.datetime.fromtimestamp(ts, dt.timezone.utc).date()
+    monday = d - dt.timedelta(days=d.weekday())
+    return int(dt.datetime(monday.year, monday.month, monday.day, tzinfo=dt.timezone.utc).timestamp())
+
+
+# --------------------------------------------------------------------------- page frame
+
+
+def _page(title: str, body: str, root: str, description: str) -> str:
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="referrer" content="no-referrer">
+<meta name="generator" content="revertbot {esc(__version__)}">
+<meta name="description" content="{esc(description)}">
+<title>{esc(title)}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="{root}assets/dashboard.css">
+</head>
+<body>
+<header class="site"><a class="brand" href="{root}index.html">revertbot</a>
+<nav aria-label="Site"><a href="{root}index.html#overview">Overview</a>
+<a href="{root}index.html#reverts-table">Reverts</a>
+<a href="{root}index.html#backport-gaps">Backport gaps</a></nav></header>
+<main>
+{body}
+</main>
+<footer class="site">Generated by revertbot {esc(__version__)} from the history store.</footer>
+<script src="{root}assets/dashboard.js"></script>
+</body>
+</html>
+"""
+
+
+def _badge(kind: str, value: str) -> str:
+    css = re.sub(r"[^a-z0-9-]", "-", value.lower())
+    return f'<span class="badge {kind}-{css}">{esc(value)}</span>'
+
+
+def _sha_link(r: StoredRevert, root: str) -> str:
+    return f'<a href="{root}reverts/{page_name(r)}"><code>{esc(r.sha[:10])}</code></a>'
+
+
+# --------------------------------------------------------------------------- overview page
+
+
+def _stat(label: str, value: str, stat_id: str, note: str = "") -> str:
+    extra = f'<span class="note">{esc(note)}</span>' if note else ""
+    return f'<div class="stat" id="stat-{stat_id}"><span class="value">{esc(value)}</span>' \
+           f'<span class="label">{esc(label)}</span>{extra}</div>'  # fmt: skip
+
+
+def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False) -> str:
+    css = "chart-card wide" if wide else "chart-card"
+    extra = f'<p class="note">{esc(note)}</p>' if note else ""
+    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}</figure>'
+
+
+def render_index(history: History, generated_at: int | None = None) -> str:
+    ov = overview(history)
+    gaps = len(ov.gaps)
+    stats = "".join(
+        [
+            _stat("reverts", str(ov.reverts), "reverts"),
+            _stat("relands", str(ov.relands), "relands"),
+            _stat("pure", f"{ov.purity.get('pure', 0)}", "pure",
+                  f"{ov.purity.get('pure', 0) / ov.reverts:.0%} of reverts" if ov.reverts else ""),
+            _stat("high risk", str(ov.risk.get("high", 0)), "high-risk",
+                  f"{ov.risk.get(NOT_CHECKED, 0)} not checked" if ov.risk.get(NOT_CHECKED) else ""),
+            _stat("reland rate", f"{ov.reland_rate:.0%}", "reland-rate", f"{ov.relanded} of {ov.reverts} re-landed"),
+            _stat("median time to revert", duration(ov.ttr_median) if ov.ttr_median is not None else "–", "ttr"),
+            _stat("open backport gaps", str(gaps), "gaps"),
+        ]
+    )  # fmt: skip
+    weeks_note = f"{ov.weeks_cut} earlier week(s) not shown" if ov.weeks_cut else ""
+    risk_bars = [Bar(level, n, css=f"risk-{level.replace(' ', '-')}") for level, n in ov.risk.items()]
+    charts = [
+        _figure("per-week", "Reverts per week",
+                column_chart("chart-per-week", "Reverts per week", [Bar(w, n, tooltip=f"week of {w}: {n}")
+                                                                     for w, n in ov.weeks],
+                             x_title="week starting (UTC)", y_title="reverts", width=760, max_labels=8),
+                weeks_note, wide=True),
+        _figure("ttr", "Time from original commit to revert",
+                column_chart("chart-ttr", "Time from original commit to revert", [Bar(k, n) for k, n in ov.ttr],
+                             x_title="time to revert", y_title="reverts", width=460, max_labels=10)),
+        _figure("purity", "Purity mix",
+                bar_chart("chart-purity", "Purity mix",
+                          [Bar(p, n, css=f"purity-{p}") for p, n in ov.purity.items()], x_title="reverts")),
+        _figure("risk", "Risk mix", bar_chart("chart-risk", "Risk mix", risk_bars, x_title="reverts")),
+        _figure("modules", "Most-reverted modules",
+                bar_chart("chart-modules", "Most-reverted modules", [Bar(m, n) for m, n in ov.modules],
+                          x_title="reverts touching the module", width=520, label_width=230, label_limit=34)),
+        _figure("reland", "Reland rate",
+                bar_chart("chart-reland", "Reland rate",
+                          [Bar("re-landed", ov.relanded, css="reland-yes"),
+                           Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")],
+                          x_title="reverts"),
+                f"{ov.reland_rate:.0%} of reverted changes were re-landed later"),
+        _figure("gpu", "GPU validation",
+                bar_chart("chart-gpu", "GPU validation", [Bar(s, n, css=f"gpu-{s.replace(' ', '-')}")
+                                                          for s, n in ov.gpu.items()], x_title="reverts")),
+        _figure("gaps", "Open backport gaps by branch",
+                bar_chart("chart-gaps", "Open backport gaps by branch",
+                          [Bar(b, n) for b, n in Counter(_short_branch(g[1]) for g in ov.gaps).most_common(8)],
+                          x_title="reverts still needed", width=460, label_width=170)),
+    ]  # fmt: skip
+    gap_rows = "".join(
+        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code>{esc(_short_branch(branch))}</code>"
+        f"</td><td><code>{esc((pick or '')[:10])}</code></td></tr>"
+        for r, branch, pick in ov.gaps
+    )
+    gaps_html = (
+        '<table class="gaps"><caption>Release branches that carry a reverted change but not its revert</caption>'
+        '<thead><tr><th scope="col">revert</th><th scope="col">subject</th><th scope="col">branch</th>'
+        f'<th scope="col">original there</th></tr></thead><tbody>{gap_rows}</tbody></table>'
+        if gap_rows
+        else "<p>No open backport gaps among checked reverts.</p>"
+    )
+    repos = ", ".join(esc(r) for r in history.repositories) or "none yet"
+    generated = f" Built {day(generated_at)}." if generated_at else ""
+    body = f"""<h1>Reverts</h1>
+<p class="lede">Repositories: {repos}.{esc(generated)}</p>
+<section id="overview" aria-label="Overview">
+<div class="stats">{stats}</div>
+<div class="charts">{"".join(charts)}</div>
+</section>
+<section id="backport-gaps"><h2>Open backport gaps</h2>{gaps_html}</section>
+{render_table(history)}"""
+    return _page("revertbot — reverts", body, "", f"{ov.reverts} reverts, {ov.relands} relands")
+
+
+def _short_branch(ref: str) -> str:
+    return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+
+
+# --------------------------------------------------------------------------- the table
+
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # key, heading, sort type
+    ("date", "date", "num"),
+    ("sha", "revert", "text"),
+    ("subject", "subject", "text"),
+    ("kind", "kind", "text"),
+    ("purity", "purity", "text"),
+    ("risk", "risk", "num"),
+    ("modules", "modules", "text"),
+    ("author", "author", "text"),
+    ("gpu", "GPU", "text"),
+    ("ttr", "time to revert", "num"),
+)
+
+
+def _options(select_id: str, label: str, values: Iterable[str]) -> str:
+    opts = "".join(f'<option value="{esc(v)}">{esc(v, 60)}</option>' for v in values)
+    return (
+        f'<label for="{select_id}">{esc(label)}</label>'
+        f'<select id="{select_id}" data-filter="{select_id.removeprefix("filter-")}">'
+        f'<option value="">all</option>{opts}</select>'
+    )
+
+
+def render_table(history: History) -> str:
+    rows = history.reverts
+    relanded = relanded_shas(history)
+    risk_rank = {"high": 3, "medium": 2, "low": 1}
+    body = []
+    search: dict[str, str] = {}
+    for n, r in enumerate(rows):
+        row_id = f"row-{n}"
+        ttr = time_to_revert(r)
+        risk = r.risk_level or NOT_CHECKED
+        modules = list(r.modules)
+        mods = ", ".join(esc(m, 60) for m in modules[:3]) + (f" +{len(modules) - 3}" if len(modules) > 3 else "")
+        note = ' <span class="badge relanded" title="re-landed later">re-landed</span>' \
+            if (r.repo, r.sha) in relanded else ""  # fmt: skip
+        body.append(
+            f'<tr id="{row_id}" data-date="{r.date}" data-day="{day(r.date)}" data-risk="{esc(risk)}" '
+            f'data-purity="{esc(r.purity)}" data-kind="{esc(r.kind)}" data-gpu="{esc(r.gpu_status)}" '
+            f'data-author="{esc(r.author)}" data-modules="{esc(chr(31).join(modules))}">'
+            f'<td data-value="{r.date}">{day(r.date)}</td>'
+            f'<td data-value="{esc(r.sha)}">{_sha_link(r, "")}</td>'
+            f'<td data-value="{esc(r.subject.lower(), 200)}">{esc(r.subject, 160)}{note}</td>'
+            f'<td data-value="{esc(r.kind)}">{esc(r.kind)}</td>'
+            f'<td data-value="{esc(r.purity)}">{_badge("purity", r.purity)}</td>'
+            f'<td data-value="{risk_rank.get(risk, 0)}">{_badge("risk", risk)}</td>'
+            f'<td data-value="{esc(modules[0] if modules else "")}">{mods}</td>'
+            f'<td data-value="{esc(r.author.lower())}">{esc(r.author, 60)}</td>'
+            f'<td data-value="{esc(r.gpu_status)}">{_badge("gpu", r.gpu_status)}</td>'
+            f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
+            "</tr>"
+        )
+        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules, *r.files]
+        hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
+        search[row_id] = " ".join(hay).lower()
+    head = "".join(
+        f'<th scope="col" data-key="{key}" data-type="{typ}" aria-sort="{"descending" if key == "date" else "none"}">'
+        f'<span class="th-label">{esc(title)}</span></th>'
+        for key, title, typ in COLUMNS
+    )
+    authors = sorted({r.author for r in rows if r.author}, key=str.lower)
+    modules_all = sorted({m for r in rows for m in r.modules})
+    risks = [lv for lv in (*RISK_LEVELS, NOT_CHECKED) if any((r.risk_level or NOT_CHECKED) == lv for r in rows)]
+    controls = "".join(
+        [
+            '<div class="control search"><label for="filter-q">search</label>'
+            '<input type="search" id="filter-q" placeholder="subject, sha, author, file…" autocomplete="off"></div>',
+            f'<div class="control">{_options("filter-risk", "risk", risks)}</div>',
+            f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-module", "module", modules_all)}</div>',
+            f'<div class="control">{_options("filter-author", "author", authors)}</div>',
+            f'<div class="control">{_options("filter-gpu", "GPU", sorted({r.gpu_status for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-kind", "kind", sorted({r.kind for r in rows}))}</div>',
+            '<div class="control"><label for="filter-from">from</label><input type="date" id="filter-from"></div>',
+            '<div class="control"><label for="filter-to">to</label><input type="date" id="filter-to"></div>',
+            '<div class="control"><button type="button" id="filter-reset">reset</button></div>',
+        ]
+    )
+    return f"""<section id="reverts-table"><h2>All reverts and relands</h2>
+<form class="controls" id="table-controls" hidden role="search" aria-label="Filter the reverts">{controls}</form>
+<p class="status" id="table-status" aria-live="polite">{len(rows)} reverts and relands, newest first.</p>
+<div class="table-wrap"><table id="reverts" class="reverts">
+<caption>Every revert and reland in the history store</caption>
+<thead><tr>{head}</tr></thead>
+<tbody>
+{chr(10).join(body)}
+</tbody></table></div>
+<script type="application/json" id="search-data">{json_for_script(search)}</script>
+</section>"""
+
+
+# --------------------------------------------------------------------------- revert pages
+
+
+def _dl(items: Sequence[tuple[str, str]]) -> str:
+    return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
+
+
+Index = Mapping[tuple[str, str], Sequence[StoredRevert]]
+
+
+def named_by(history: History) -> dict[tuple[str, str], list[StoredRevert]]:
+    """(repo, sha) -> the reverts and relands that name that commit as an original or in their chain."""
+    out: dict[tuple[str, str], list[StoredRevert]] = {}
+    for o in history.reverts:
+        for sha in {*o.chain, *(x.sha for x in o.originals)}:
+            if sha != o.sha:
+                out.setdefault((o.repo, sha), []).append(o)
+    return out
+
+
+def _chain_items(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert], index: Index) -> list[str]:
+    """The story of the change: earlier links (oldest first), this revert, and later links that
+    name it."""
+    later = sorted(index.get((r.repo, r.sha), ()), key=lambda o: o.date)
+    items = []
+    story = list(r.chain) + [o.sha for o in r.originals if o.sha not in r.chain]
+    for sha in story:
+        other = by_key.get((r.repo, sha))
+        if other is not None:
+            items.append(f'<li>{_sha_link(other, "../")} {_badge("kind", other.kind)} {esc(other.subject, 160)} '
+                         f'<span class="muted">{day(other.date)}</span></li>')  # fmt: skip
+        else:
+            orig = next((o for o in r.originals if o.sha == sha), None)
+            label = f"{esc(orig.subject, 160)} <span class='muted'>{day(orig.date)}</span>" if orig else ""
+            items.append(f'<li><code>{esc(sha[:10])}</code> {_badge("kind", "change")} {label}</li>')
+    items.append(f'<li class="current"><code>{esc(r.sha[:10])}</code> {_badge("kind", r.kind)} '
+                 f'{esc(r.subject, 160)} <span class="muted">{day(r.date)} (this page)</span></li>')  # fmt: skip
+    for o in later:
+        items.append(f'<li>{_sha_link(o, "../")} {_badge("kind", o.kind)} {esc(o.subject, 160)} '
+                     f'<span class="muted">{day(o.date)}</span></li>')  # fmt: skip
+    return items
+
+
+def _is_memory(m: Mapping[str, Any]) -> bool:
+    name, unit = str(m.get("name", "")).lower(), str(m.get("unit", "")).lower()
+    return "mem" in name or unit in ("b", "kb", "kib", "mb", "mib", "gb", "gib", "bytes")
+
+
+def _is_time(m: Mapping[str, Any]) -> bool:
+    name, unit = str(m.get("name", "")).lower(), str(m.get("unit", "")).lower()
+    return "time" in name or "capture" in name or unit in ("s", "ms", "us", "µs", "sec", "seconds")
+
+
+def _float(value: Any) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return f if f == f and abs(f) != float("inf") else 0.0
+
+
+def _gpu_section(r: StoredRevert) -> str:
+    g = r.gpu
+    if not g:
+        return ('<section id="gpu"><h2>GPU validation</h2><p>No GPU results recorded for this revert '
+                f"({_badge('gpu', r.gpu_status)}).</p></section>")  # fmt: skip
+    metrics = [m for m in g.get("metrics") or () if isinstance(m, Mapping)]
+
+    def pairs(pred: Any) -> list[Pair]:
+        return [Pair(str(m.get("name", "")), _float(m.get("before")), _float(m.get("after")), str(m.get("unit", "")),
+                     bool(m.get("regressed"))) for m in metrics if pred(m)]  # fmt: skip
+
+    mem = pairs(_is_memory)
+    cap = pairs(lambda m: _is_time(m) and not _is_memory(m))
+    charts = _figure("gpu-memory", "GPU memory, before and after the revert",
+                     pair_chart("chart-gpu-memory", "GPU memory, before and after the revert", mem,
+                                value_title=mem[0].unit if mem else "")) + \
+        _figure("gpu-capture", "Capture time, before and after the revert",
+                pair_chart("chart-gpu-capture", "Capture time, before and after the revert", cap,
+                           value_title=cap[0].unit if cap else ""))  # fmt: skip
+    rows = []
+    for m in metrics:
+        before, after = _float(m.get("before")), _float(m.get("after"))
+        delta = f"{(after - before) / before * 100:+.1f}%" if before else "–"
+        flag = ' <span class="badge gpu-regressed">regressed</span>' if m.get("regressed") else ""
+        rows.append(f"<tr><td>{esc(m.get('name', ''), 80)}</td><td>{before:g} {esc(m.get('unit', ''), 12)}</td>"
+                    f"<td>{after:g} {esc(m.get('unit', ''), 12)}</td><td>{delta}{flag}</td></tr>")  # fmt: skip
+    table = (
+        '<table class="metrics"><thead><tr><th scope="col">metric</th><th scope="col">before</th>'
+        f'<th scope="col">after</th><th scope="col">change</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        if rows
+        else ""
+    )
+    lists = []
+    for key, label in (("fixed", "fixed by the revert"), ("broken", "broken by the revert")):
+        flips = [f for f in g.get(key) or () if isinstance(f, Mapping)]
+        if flips:
+            lists.append(f"<h3>{esc(label)}</h3><ul>" + "".join(
+                f"<li><code>{esc(f.get('name', ''), 200)}</code>: {esc(f.get('before', ''))} → "
+                f"{esc(f.get('after', ''))}</li>" for f in flips) + "</ul>")  # fmt: skip
+    for key, label in (("flaky", "flaky"), ("failing_both", "failing before and after"), ("infra", "infrastructure"),
+                       ("not_run", "not run")):  # fmt: skip
+        items = [str(x) for x in g.get(key) or ()]
+        if items:
+            lists.append(f"<h3>{esc(label)}</h3><ul>" + "".join(f"<li>{esc(x, 300)}</li>" for x in items) + "</ul>")
+    suites = ", ".join(f"<code>{esc(s, 60)}</code>" for s in g.get("suites") or ())
+    facts = _dl([("status", _badge("gpu", r.gpu_status)), ("hardware", esc(g.get("hardware", ""), 120)),
+                 ("suites", suites or "–"), ("passed before and after", esc(g.get("passed_both", 0)))])  # fmt: skip
+    return f'<section id="gpu"><h2>GPU validation</h2>{facts}<div class="charts">{charts}</div>{table}' \
+           f'{"".join(lists)}</section>'  # fmt: skip
+
+
+def _factors(report: Mapping[str, Any] | None) -> str:
+    if not report:
+        return ""
+    risk = report.get("risk") or {}
+    rows = []
+    for f in risk.get("factors") or ():
+        if not isinstance(f, Mapping):
+            continue
+        evidence = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in (f.get("evidence") or ())[:20])
+        rows.append(f"<tr><td>{esc(f.get('name', ''))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
+                    f"<td>{esc(f.get('summary', ''), 400)}{'<ul>' + evidence + '</ul>' if evidence else ''}</td></tr>")
+    if not rows:
+        return ""
+    return ('<section id="factors"><h2>Risk factors</h2><table class="factors"><thead><tr><th scope="col">factor</th>'
+            f'<th scope="col">level</th><th scope="col">evidence</th></tr></thead><tbody>{"".join(rows)}</tbody>'
+            "</table></section>")  # fmt: skip
+
+
+def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert], index: Index) -> str:
+    ttr = time_to_revert(r)
+    risk = r.risk_level or NOT_CHECKED
+    action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review"}
+    facts = _dl([
+        ("repository", esc(r.repo)),
+        ("commit", f"<code>{esc(r.sha)}</code>"),
+        ("kind", _badge("kind", r.kind)),
+        ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
+        ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),
+        ("author", esc(r.author)),
+        ("date", day(r.date)),
+        ("time to revert", duration(ttr) if ttr is not None else "–"),
+        ("modules", ", ".join(f"<code>{esc(m, 80)}</code>" for m in r.modules) or "–"),
+        ("GPU", _badge("gpu", r.gpu_status)),
+    ])  # fmt: skip
+    originals = "".join(
+        f"<tr><td><code>{esc(o.sha[:10])}</code></td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
+        f"<td>{day(o.date)}</td><td>{esc(o.linked_by)}</td></tr>"
+        for o in r.originals
+    )
+    originals_html = (
+        '<table><thead><tr><th scope="col">commit</th><th scope="col">subject</th><th scope="col">author</th>'
+        f'<th scope="col">date</th><th scope="col">linked by</th></tr></thead><tbody>{originals}</tbody></table>'
+        if originals
+        else "<p>No original commit was found.</p>"
+    )
+    unresolved = "".join(f"<li><code>{esc(u.get('ref', ''), 100)}</code>: {esc(u.get('reason', ''), 300)}</li>"
+                         for u in r.unresolved)  # fmt: skip
+    if unresolved:
+        originals_html += f"<h3>Not resolved</h3><ul>{unresolved}</ul>"
+    backports = "".join(
+        f"<tr><td><code>{esc(_short_branch(b.branch))}</code></td><td><code>{esc((b.original_pick or '–')[:10])}"
+        f"</code></td><td>{esc(b.how)}</td><td>"
+        + (f"<code>{esc(b.revert_pick[:10])}</code>" if b.revert_pick else _badge("gap", "revert needed"))
+        + "</td></tr>"
+        for b in r.backports
+    )
+    if backports:
+        backports_html = (
+            '<table><thead><tr><th scope="col">branch</th><th scope="col">original there</th><th scope="col">found by'
+            f'</th><th scope="col">revert there</th></tr></thead><tbody>{backports}</tbody></table>'
+        )
+    elif r.report is not None:
+        backports_html = "<p>No release branch carries the original.</p>"
+    else:
+        backports_html = "<p>Not checked yet (run <code>revertbot check --store</code>).</p>"
+    files = "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in r.files[:200])
+    more = f"<p>and {len(r.files) - 200} more</p>" if len(r.files) > 200 else ""
+    purity_files = "".join(
+        f"<li><code>{esc(f.get('path', ''), 300)}</code>: {len(f.get('missing') or ())} line(s) of the inverse "
+        "missing, "
+        f"{len(f.get('extra') or ())} extra {esc(f.get('note', ''), 200)}</li>"
+        for f in r.purity_files if isinstance(f, Mapping)
+    )  # fmt: skip
+    report = (
+        f'<section id="report"><h2>Report</h2><details open><summary>Markdown as posted</summary>'
+        f'<pre class="report">{esc(r.markdown)}</pre></details></section>'
+        if r.markdown
+        else '<section id="report"><h2>Report</h2><p>No report recorded yet (run <code>revertbot check '
+        "--store</code>).</p></section>"
+    )
+    body = f"""<p class="crumbs"><a href="../index.html#reverts-table">← all reverts</a></p>
+<h1>{esc(r.subject)}</h1>
+{facts}
+<section id="originals"><h2>What it reverts</h2>{originals_html}</section>
+<section id="chain"><h2>Chain</h2><ol class="chain">{"".join(_chain_items(r, by_key, index))}</ol></section>
+<section id="backports"><h2>Backports</h2>{backports_html}</section>
+{_gpu_section(r)}
+{_factors(r.report)}
+<section id="files"><h2>Files</h2><ul class="files">{files}</ul>{more}
+{"<h3>Purity detail</h3><ul>" + purity_files + "</ul>" if purity_files else ""}</section>
+{report}"""
+    return _page(f"{r.subject[:80]} — revertbot", body, "../", f"revert {r.sha[:10]} in {r.repo}")
+
+
+# --------------------------------------------------------------------------- the site
+
+
+@dataclass(frozen=True)
+class SiteSummary:
+    out: Path
+    pages: int
+    reverts: int
+
+
+def _static(name: str) -> bytes:
+    return resources.files("revertbot").joinpath("dashboard", "static", name).read_bytes()
+
+
+def build_site(history: History, out: str | os.PathLike[str], generated_at: int | None = None) -> SiteSummary:
+    """Write the site for ``history`` into ``out`` (created if needed).
+
+    A directory that is not empty must be an earlier build (it holds ``.revertbot-dashboard``), so
+    a mistyped ``--out`` never mixes the site into someone's files; stale revert pages of an earlier
+    build are removed.
+    """
+    root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--out {root} is a file, not a directory")
+    if root.exists() and any(root.iterdir()) and not (root / MARKER_FILE).exists():
+        raise UsageError(
+            f"--out {root} is not empty and was not built by revertbot",
+            hint="pass an empty or new directory",
+        )
+    (root / "reverts").mkdir(parents=True, exist_ok=True)
+    (root / "assets").mkdir(exist_ok=True)
+    (root / MARKER_FILE).write_text("built by revertbot dashboard build; the directory may be replaced\n")
+    for name in ("dashboard.css", "dashboard.js"):
+        (root / "assets" / name).write_bytes(_static(name))
+    by_key = {(r.repo, r.sha): r for r in history.reverts}
+    index = named_by(history)
+    written = set()
+    for r in history.reverts:
+        name = page_name(r)
+        (root / "reverts" / name).write_text(render_revert(r, by_key, index), encoding="utf-8")
+        written.add(name)
+    for stale in (root / "reverts").glob("*.html"):
+        if stale.name not in written:
+            stale.unlink()
+    (root / "index.html").write_text(render_index(history, generated_at), encoding="utf-8")
+    (root / ".nojekyll").write_text("")  # GitHub Pages: serve the files as they are
+    return SiteSummary(root, len(written) + 1, sum(1 for r in history.reverts if _is_revert(r)))
+
+
+def build_from_db(db: str | os.PathLike[str], out: str | os.PathLike[str], generated_at: int | None = None
+                  ) -> SiteSummary:  # fmt: skip
+    """Read the store at ``db`` (never creating it) and build the site into ``out``."""
+    return build_site(load_history(db), out, generated_at)
+
+
+__all__ = ["build_from_db", "build_site", "json_for_script", "overview", "render_index"]
