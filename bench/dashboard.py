@@ -84,11 +84,14 @@ def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: i
     store.record_scan(db, result, repo_name=synth.OWNER_REPO)
     rng = random.Random(seed)
     picked = rng.sample(list(result.entries), min(checks, len(result.entries)))
-    for n, entry in enumerate(picked):
+    gpu_runs = 0
+    for entry in picked:
         report = check_revert(root / "sglang", entry.link.revert, base_ref="main", repo_name=synth.OWNER_REPO)
         store.record_report(db, report)
-        if n < gpu:
-            store.record_gpu(db, synth.OWNER_REPO, entry.link.revert, to_jsonable(sample_gpu(rng, broken=n == 1)))
+        if gpu_runs < gpu and entry.link.kind != "reland":
+            summary = sample_gpu(rng, broken=gpu_runs == 1)
+            store.record_gpu(db, synth.OWNER_REPO, entry.link.revert, to_jsonable(summary))
+            gpu_runs += 1
     demo = build_demo_repo(root / "minisgl")
     report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
     store.record_report(db, report)

