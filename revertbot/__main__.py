@@ -1,0 +1,5 @@
+"""``python -m revertbot``: the same as the ``revertbot`` command."""
+
+from .cli import main
+
+main()
