@@ -35,6 +35,7 @@ from .github import (
     RetryPolicy,
     pull_from_payload,
 )
+from .models import GpuSummary
 from .pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
 from .report import MARKER, render_markdown, report_to_json
 from .report.escape import clean, code
@@ -52,21 +53,12 @@ Echo = Callable[[str], None]
 # --------------------------------------------------------------------------- small pure pieces
 
 
-def build_gpu_matrix(suites: Sequence[str], config: Config) -> dict[str, list[dict[str, Any]]]:
-    """The ``strategy.matrix`` for the GPU jobs: one entry per selected suite.
+def build_gpu_matrix(changed_paths: Sequence[str], config: Config) -> dict[str, list[dict[str, Any]]]:
+    """The ``strategy.matrix`` for the GPU jobs: one entry per shard of each selected suite."""
+    from gpu_jobs.plan import build_matrix
 
-    Kept as one small function so a planner with sharding can replace it.
-    """
-    include = []
-    for name in suites:
-        suite = config.gpu.suites[name]
-        include.append({
-            "suite": name,
-            "runs_on": list(suite.runner_labels),
-            "timeout_minutes": suite.timeout_minutes,
-            "gpus": suite.gpus_per_job,
-        })  # fmt: skip
-    return {"include": include}
+    matrix: dict[str, list[dict[str, Any]]] = build_matrix(config, list(changed_paths))
+    return matrix
 
 
 def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
@@ -225,6 +217,7 @@ class ActionOptions:
     token_env: str = "GITHUB_TOKEN"
     schedule_limit: int = 10
     verbose: bool = False
+    gpu: GpuSummary | None = None  # merged GPU results (the workflow's report job)
 
 
 def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
@@ -300,7 +293,7 @@ class _Run:
         self.outputs.set("head_sha", pr.head_sha)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
         try:
-            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo)
+            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu)
         finally:
             self.echo("::endgroup::")
         if not check.is_revert:
@@ -317,10 +310,14 @@ class _Run:
         self.outputs.set("risk", report.risk.level)
         self.outputs.set("purity", report.purity.verdict)
         self.outputs.set("revert_sha", check.revert_sha)
+        self.outputs.set("base_sha", check.base_sha)
         self.outputs.set("report_file", str(self.report_path))
 
-        allowed, why = gpu(check) if check.suites else (False, "no GPU suite matches the changed files")
-        matrix = build_gpu_matrix(check.suites, check.config) if allowed else EMPTY_MATRIX
+        if self.opts.gpu is not None:
+            allowed, why = False, "the GPU results are already in this report"
+        else:
+            allowed, why = gpu(check) if check.suites else (False, "no GPU suite matches the changed files")
+        matrix = build_gpu_matrix(check.changed_paths, check.config) if allowed else EMPTY_MATRIX
         self.outputs.set("gpu_matrix", json.dumps(matrix, separators=(",", ":")))
         verdict = "scheduled" if allowed else f"not run: {why}"
         self.echo(f"GPU suites: {', '.join(check.suites) or 'none'}; {verdict}")
@@ -364,25 +361,27 @@ class _Run:
 
     # -------------------------------------------------------------- GPU authorization
 
-    def fork_approval(self, pr: PullInfo, check: PrCheck, action: str) -> tuple[bool, str]:
-        """A fork PR gets GPU runs only with the approval label, added by an authorized user, after the last push."""
+    def fork_approval(self, pr: PullInfo, check: PrCheck, event: Mapping[str, Any]) -> tuple[bool, str]:
+        """A fork PR gets GPU runs only from the run that the approval itself triggered.
+
+        The approval is the ``labeled`` event adding the approval label, sent by a user with
+        write access (or listed in ``gpu.allowed_users``). Every other event on a fork PR (a new
+        push, an edit, another label) runs no GPU job, so an approval can never carry over to code
+        pushed after it; the GPU job then runs exactly the head commit of this event.
+        """
         gpu = check.config.gpu
         label = gpu.fork_approval_label
-        if label not in pr.labels:
-            return False, f"fork PR without the {label!r} label from a maintainer"
-        if action == "synchronize":
-            return False, f"new commits were pushed; a maintainer must re-apply {label!r}"
-        events = self.api.issue_events(pr.number)
-        added = [e for e in events if e.event == "labeled" and e.label == label]
-        if not added:
+        action = str(event.get("action") or "")
+        added = str((event.get("label") or {}).get("name") or "")
+        sender = str((event.get("sender") or {}).get("login") or "")
+        if action != "labeled" or added != label:
+            hint = "new commits need a new approval; " if action == "synchronize" else ""
+            return False, f"fork PR: {hint}a maintainer approves GPU runs by adding the {label!r} label"
+        if not sender:
             return False, f"cannot tell who added {label!r}"
-        last = added[-1]
-        if last.actor not in gpu.allowed_users and self.api.permission(last.actor) not in WRITE_PERMISSIONS:
-            return False, f"{label!r} was added by {last.actor}, who may not approve GPU runs"
-        pushed = [e for e in events if e.event in ("head_ref_force_pushed", "head_ref_restored") and e.at > last.at]
-        if pushed or (check.head_time and check.head_time > last.at):
-            return False, f"the head changed after {last.actor} approved; {label!r} must be re-applied"
-        return True, f"approved by {last.actor}"
+        if sender not in gpu.allowed_users and self.api.permission(sender) not in WRITE_PERMISSIONS:
+            return False, f"{label!r} was added by {sender}, who may not approve GPU runs"
+        return True, f"approved by {sender} for head {pr.head_sha[:12]}"
 
     # -------------------------------------------------------------- events
 
@@ -407,7 +406,7 @@ class _Run:
         def gpu(check: PrCheck) -> tuple[bool, str]:
             if not pr.is_fork:
                 return True, "branch in this repository"
-            return self.fork_approval(pr, check, action)
+            return self.fork_approval(pr, check, event)
 
         return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
 

@@ -139,10 +139,14 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
 @click.option("--verbose", "-v", is_flag=True, help="owner/repo#N only: progress and the GitHub request count.")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
               help="owner/repo#N only: environment variable holding the GitHub token.")
+@click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="gpu_summary.json from `revertbot gpu report`: include the GPU validation results.")
+@click.option("--expect-head", default=None, metavar="SHA",
+              help="owner/repo#N only: refuse (exit 4) when the PR head is no longer this commit.")
 @click.pass_context
 def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str, lang: str | None,
           output: str | None, config_path: str | None, store_path: str | None, post: bool, dry_run: bool,
-          verbose: bool, token_env: str) -> None:  # fmt: skip
+          verbose: bool, token_env: str, gpu_summary: str | None, expect_head: str | None) -> None:  # fmt: skip
     """Full risk report for one REVERT commit (sha, branch or tag), offline; or for a
     pull request given as owner/repo#N, with GitHub context (GITHUB_API_URL, token).
 
@@ -159,10 +163,16 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     if is_pr_spec(revert):
         given = ctx.get_parameter_source("repo") != click.core.ParameterSource.DEFAULT
         check_pr(revert, repo=repo if given else None, fmt=fmt, lang=lang, output=output, config_path=config_path,
-                 post=post, dry_run=dry_run, verbose=verbose, token_env=token_env)  # fmt: skip
+                 post=post, dry_run=dry_run, verbose=verbose, token_env=token_env, gpu_summary=gpu_summary,
+                 expect_head=expect_head)  # fmt: skip
         return
     cfg = load_config_file(Path(config_path)) if config_path else None
-    report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang)
+    gpu = None
+    if gpu_summary:
+        from .cli_gpu import load_gpu_summary
+
+        gpu = load_gpu_summary(gpu_summary)
+    report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu)
     if store_path:
         from .store import record_report
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import click
 
 from .action import ActionOptions, log_safe, policy_from_env, publish, run_action, status_for, wanted_labels
+from .cli_gpu import load_gpu_summary
 from .config import load_config_file
-from .errors import NotFoundError, UsageError
+from .errors import ConflictError, NotFoundError, UsageError
 from .github import GitHubClient, GitHubError
 from .pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull
 from .report import render_markdown, report_to_json
@@ -43,6 +44,8 @@ def check_pr(
     dry_run: bool,
     verbose: bool,
     token_env: str,
+    gpu_summary: str | None = None,
+    expect_head: str | None = None,
 ) -> None:
     """``revertbot check owner/repo#N``: the report of a revert PR with GitHub context; writes only with --post."""
     m = PR_SPEC.match(spec)
@@ -55,7 +58,11 @@ def check_pr(
     source = RepoSource(Path(repo) if repo else None, cache_root(env), env.get(token_env) or None, log=log)
     cfg = load_config_file(Path(config_path)) if config_path else None
     pr = api.pull(int(m.group("n")))
-    check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log)
+    if expect_head and not pr.head_sha.startswith(expect_head.lower()):
+        raise ConflictError(f"{spec} moved: its head is {pr.head_sha[:12]}, not {expect_head[:12]}",
+                            hint="the run that produced this report checked an older push; nothing was published")
+    gpu = load_gpu_summary(gpu_summary) if gpu_summary else None
+    check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log, gpu=gpu)
     if not check.is_revert:
         raise NotFoundError(f"{spec} is not a revert: {check.reason}")
     if check.report is None:
@@ -110,8 +117,10 @@ def check_pr(
 @click.option("--schedule-limit", default=10, show_default=True, type=click.IntRange(1, 100),
               help="schedule: how many recent revert PRs to refresh.")
 @click.option("--verbose", "-v", is_flag=True, help="More log lines.")
+@click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="gpu_summary.json from `revertbot gpu report`: re-publish the report with its GPU section.")
 def action_command(dry_run: bool, repo: str | None, report_file: str | None, results_file: str | None,
-                   token_env: str, schedule_limit: int, verbose: bool) -> None:  # fmt: skip
+                   token_env: str, schedule_limit: int, verbose: bool, gpu_summary: str | None) -> None:  # fmt: skip
     """Run as a GitHub Actions step (pull_request, issue_comment, workflow_dispatch, schedule).
 
     Reads GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_API_URL, the token,
@@ -126,6 +135,7 @@ def action_command(dry_run: bool, repo: str | None, report_file: str | None, res
         token_env=token_env,
         schedule_limit=schedule_limit,
         verbose=verbose,
+        gpu=load_gpu_summary(gpu_summary) if gpu_summary else None,
     )
     code = run_action(dict(os.environ), opts, click.echo)
     if code:

@@ -12,11 +12,12 @@ import click
 
 from gpu_jobs.plan import build_matrix, load_durations
 from gpu_jobs.runner import run_from_args
-from gpu_jobs.summary import merge_dirs, render_gpu_markdown
+from gpu_jobs.summary import merge_dirs, render_gpu_markdown, summary_from_json
 
 from . import gitops
 from .config import load_config_file
 from .errors import UsageError
+from .models import GpuSummary
 from .purity import patch_stats
 
 
@@ -122,3 +123,14 @@ def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | Non
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(render_gpu_markdown(merged.summary, lang), nl=False)
+
+
+def load_gpu_summary(path: str) -> GpuSummary:
+    """A ``gpu_summary.json`` written by ``revertbot gpu report --summary-json``; a clear error otherwise."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return summary_from_json(data)
+    except OSError as exc:
+        raise UsageError(f"cannot read the GPU summary {path}: {exc.strerror}") from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} is not a GPU summary written by `revertbot gpu report`: {exc}") from exc

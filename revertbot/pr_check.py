@@ -40,7 +40,7 @@ from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from .globs import match_glob
-from .models import Backport, GitHubContext, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
+from .models import Backport, GitHubContext, GpuSummary, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
 from .report import MARKER
 
 REQUEST_BUDGET = 12
@@ -66,7 +66,7 @@ class PrCheck:
     revert_sha: str = ""
     requests: int = 0
     notes: tuple[str, ...] = ()
-    head_time: int = 0  # committer date of the PR head (unix seconds)
+    base_sha: str = ""  # the base commit the revert was checked against
     github_error: str = ""  # set when GitHub failed while the context was gathered (the report lacks it)
 
 
@@ -309,8 +309,10 @@ def check_pull(
     language: str | None = None,
     budget: int = REQUEST_BUDGET,
     log: Log | None = None,
+    gpu: GpuSummary | None = None,
 ) -> PrCheck:
-    """Decide whether ``pr`` is a revert and, if so, build its full report with GitHub context."""
+    """Decide whether ``pr`` is a revert and, if so, build its full report with GitHub context
+    (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs)."""
     say = log or (lambda _m: None)
     intent = revert_intent(pr)
     how = "title/body"
@@ -327,14 +329,14 @@ def check_pull(
     with source.open(pr) as prep:
         cfg = config or load_base_config(prep.root, prep.base_sha)
         revert_sha = pick_revert_commit(prep.root, prep.base_sha, prep.head_sha)
-        head_time = int(gitops.run("show", "-s", "--format=%ct", prep.head_sha, cwd=prep.root).strip() or 0)
+        base_sha = prep.base_sha
         try:
             report = check_revert(prep.root, revert_sha, base_ref=prep.base_ref, config=cfg,
-                                  repo_name=pr.base_repo, language=language)  # fmt: skip
+                                  repo_name=pr.base_repo, language=language, gpu=gpu)  # fmt: skip
         except NotFoundError as exc:
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "
                            f"{exc.message.splitlines()[0]}", config=cfg, revert_sha=revert_sha,
-                           requests=api.requests, head_time=head_time)  # fmt: skip
+                           requests=api.requests, base_sha=base_sha)  # fmt: skip
     report = dataclasses.replace(report, base_ref=pr.base_ref or report.base_ref)
     github_error = ""
     try:
@@ -358,7 +360,7 @@ def check_pull(
         revert_sha=revert_sha,
         requests=api.requests,
         notes=tuple(notes),
-        head_time=head_time,
+        base_sha=base_sha,
         github_error=github_error,
     )
 

@@ -87,9 +87,12 @@ def test_pull_request_posts_one_comment_labels_and_status(
     assert "merge after GPU validation" in status["description"]
     out = outputs(world)
     assert out["is_revert"] == "true" and out["risk"] == "medium"
-    assert json.loads(out["gpu_matrix"]) == {"include": [
-        {"suite": "graph-capture", "runs_on": ["self-hosted", "linux", "x64", "cuda"], "timeout_minutes": 30,
-         "gpus": 1}]}  # fmt: skip
+    (entry,) = json.loads(out["gpu_matrix"])["include"]
+    assert {k: entry[k] for k in ("suite", "shard_arg", "runs_on", "timeout_minutes", "gpus")} == {
+        "suite": "graph-capture", "shard_arg": "1/1", "runs_on": ["self-hosted", "linux", "x64", "cuda"],
+        "timeout_minutes": 30, "gpus": 1}  # fmt: skip
+    main = subprocess.run(["git", "rev-parse", "main"], cwd=world.demo.path, capture_output=True, text=True).stdout
+    assert out["base_sha"] == main.strip() and out["revert_sha"] == world.demo.revert
     assert f"GitHub REST requests: {len(world.gh.log)}" in log
 
 
@@ -275,32 +278,32 @@ def test_fork_pr_without_approval_reports_but_writes_nothing(world: World, monke
     assert report.startswith(MARKER)
     assert summary(world).startswith(report) and "trusted follow-up workflow" in summary(world)
     assert "::notice::#140 comes from a fork" in log
-    assert "fork PR without the 'revertbot:gpu-approved' label" in log
+    assert "a maintainer approves GPU runs by adding the 'revertbot:gpu-approved' label" in log
 
 
 def test_fork_pr_with_an_authorized_approval_label_gets_gpu_jobs(world: World, monkeypatch: pytest.MonkeyPatch
                                                                  ) -> None:  # fmt: skip
     make_fork(world, labels=("revertbot:gpu-approved",))
     world.repo.permissions["maintainer"] = "maintain"
-    world.gh.add_label_event(world.repo, 140, "revertbot:gpu-approved", "maintainer", at=1_900_000_000)
-    assert act(monkeypatch, world.env("pull_request", world.pr_event("labeled", 140))) == 0
+    event = world.pr_event("labeled", 140, label={"name": "revertbot:gpu-approved"}, sender=world.gh.user("maintainer"))
+    assert act(monkeypatch, world.env("pull_request", event)) == 0
     matrix = json.loads(outputs(world)["gpu_matrix"])
     assert [e["suite"] for e in matrix["include"]] == ["graph-capture"]
     assert world.gh.writes() == []
     assert world.gh.requests("GET", r"/collaborators/maintainer/permission$")
 
 
-@pytest.mark.parametrize("case", ["labeler_not_allowed", "pushed_after", "synchronize"])
+@pytest.mark.parametrize("case", ["labeler_not_allowed", "other_label", "synchronize_after_approval", "edited"])
 def test_fork_approval_that_does_not_count(world: World, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    # The approval label is on the PR in every case; only the approving event itself may start GPU jobs.
     make_fork(world, labels=("revertbot:gpu-approved",))
     world.repo.permissions["maintainer"] = "write"
     world.repo.permissions["triager"] = "triage"
-    actor = "triager" if case == "labeler_not_allowed" else "maintainer"
-    # The head commit's committer date is in 2026; an approval before it predates the push.
-    at = 1_700_000_000 if case == "pushed_after" else 1_900_000_000
-    world.gh.add_label_event(world.repo, 140, "revertbot:gpu-approved", actor, at=at)
-    action = "synchronize" if case == "synchronize" else "labeled"
-    assert act(monkeypatch, world.env("pull_request", world.pr_event(action, 140))) == 0
+    sender = world.gh.user("triager" if case == "labeler_not_allowed" else "maintainer")
+    action = {"synchronize_after_approval": "synchronize", "edited": "edited"}.get(case, "labeled")
+    label = {"name": "bug" if case == "other_label" else "revertbot:gpu-approved"}
+    event = world.pr_event(action, 140, label=label, sender=sender)
+    assert act(monkeypatch, world.env("pull_request", event)) == 0
     assert outputs(world)["gpu_matrix"] == EMPTY
 
 

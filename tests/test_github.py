@@ -237,15 +237,17 @@ def test_outputs_are_multiline_safe(tmp_path: Path) -> None:
     assert values["gpu_matrix"] == '{"include": []}' and values["is_revert"] == "false"
 
 
-def test_gpu_matrix_has_one_entry_per_suite() -> None:
+def test_gpu_matrix_has_one_entry_per_selected_suite_shard() -> None:
     cfg = load_config(
         "gpu:\n  suites:\n    a:\n      paths: [x/]\n      command: [pytest]\n"
         "    b:\n      paths: [y/]\n      command: [pytest]\n      runner_labels: [self-hosted, h100]\n"
-        "      timeout_minutes: 60\n      gpus_per_job: 2\n"
+        "      timeout_minutes: 60\n      gpus_per_job: 2\n      shards: 2\n"
     )
-    assert build_gpu_matrix(["b"], cfg) == {
-        "include": [{"suite": "b", "runs_on": ["self-hosted", "h100"], "timeout_minutes": 60, "gpus": 2}]
-    }
+    matrix = build_gpu_matrix(["y/kernel.py"], cfg)
+    assert [(e["suite"], e["shard_arg"], e["runs_on"], e["timeout_minutes"], e["gpus"]) for e in matrix["include"]] == [
+        ("b", "1/2", ["self-hosted", "h100"], 60, 2),
+        ("b", "2/2", ["self-hosted", "h100"], 60, 2),
+    ]
 
 
 def test_log_lines_cannot_inject_workflow_commands() -> None:
