@@ -221,7 +221,7 @@ class ActionOptions:
 
 
 def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Retry settings, overridable through REVERTBOT_* variables (bounded waits, see docs/github.md)."""
+    """Retry settings, overridable through REVERTBOT_* variables (bounded waits, see the README's GitHub section)."""
     d = RetryPolicy()
 
     def num(name: str, default: float) -> float:

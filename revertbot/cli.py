@@ -80,7 +80,8 @@ def cli() -> None:
     and reports the risk. Start with `revertbot demo`, or `revertbot scan --repo PATH`.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage, 3 not found, 4 conflict,
-    5 git failure, 6 bad configuration, 7 GitHub failure, 8 GPU job failure.
+    5 git failure, 6 bad configuration, 7 GitHub failure, 8 GPU job failure,
+    9 unusable history store.
     """
 
 

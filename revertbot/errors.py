@@ -11,6 +11,7 @@ EXIT_GIT = 5
 EXIT_CONFIG = 6
 EXIT_GITHUB = 7
 EXIT_GPU = 8
+EXIT_STORE = 9
 
 
 class RevertbotError(click.ClickException):

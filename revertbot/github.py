@@ -447,7 +447,7 @@ class GitHubClient:
                     raise NotFoundOnGitHub(f"{what}: not found on GitHub (404)", status=404) from exc
                 hint = None
                 if exc.status in (401, 403):
-                    hint = "check that the token is set and has the permissions listed in docs/github.md"
+                    hint = "check that the token is set and has the permissions listed in the README's GitHub section"
                 raise GitHubError(
                     f"{what} failed: HTTP {exc.status} {_message(exc)}"
                     + (f" (after {attempt} tries)" if attempt > 1 else ""),

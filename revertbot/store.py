@@ -30,14 +30,12 @@ from typing import Any
 
 from . import gitops
 from .config import Config, load_config_file, module_for
-from .errors import RevertbotError
+from .errors import EXIT_STORE, RevertbotError
 from .models import RevertReport
 from .report import render_markdown, report_to_json
 from .report.jsonout import to_jsonable
 from .scan import ScanResult
 
-#: Exit code for a history store that cannot be used (unreadable, damaged or too new).
-EXIT_STORE = 9
 #: Marks the file as a revertbot store ("RvBt"), so a foreign SQLite database is recognised.
 APPLICATION_ID = 0x52764274
 BUSY_TIMEOUT_MS = 30_000
