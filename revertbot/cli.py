@@ -193,11 +193,14 @@ def demo(directory: str | None, fmt: str, lang: str) -> None:
     The repository retells a real story in small: an inference engine whose CUDA-graph
     runner shares one output buffer across capture sizes (PR #101, with a latent bug), a
     cherry-pick of it to release/0.5, later work on the same file, and the revert PR.
-    revertbot then checks the revert and prints its report.
+    revertbot then checks the revert, prints its report, records it in a history store and
+    builds the maintainer dashboard from it.
     """
     from .check import check_revert
+    from .dashboard.build import build_from_db
     from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
     from .report import render_markdown
+    from .store import record_report
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="revertbot-demo-"))
     started = time.monotonic()
@@ -211,12 +214,18 @@ def demo(directory: str | None, fmt: str, lang: str) -> None:
                        ("report.json", render_report(report, "json", lang))):  # fmt: skip
         (out_dir / name).write_text(text, encoding="utf-8")
         written.append(out_dir / name)
+    store = root / "history.db"
+    record_report(store, report)
+    build_from_db(store, root / "dashboard")
     click.echo(render_report(report, fmt, lang), nl=False)
     click.echo("", err=True)
     click.echo(f"Demo finished in {time.monotonic() - started:.1f}s.", err=True)
     click.echo(f"  repository: {repo.path} (the revert is on branch {REVERT_BRANCH})", err=True)
     for path in written:
         click.echo(f"  report:     {path}", err=True)
+    click.echo(f"  store:      {store}", err=True)
+    click.echo(f"  dashboard:  {root / 'dashboard' / 'index.html'} (or: revertbot dashboard serve --db {store})",
+               err=True)  # fmt: skip
     click.echo(f"  try:        revertbot scan --repo {repo.path} --ref {REVERT_BRANCH}", err=True)
 
 

@@ -110,10 +110,27 @@ def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, sha
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("--summary-json", type=click.Path(dir_okay=False), default=None,
               help="Also write the summary (gpu_summary.json format) to this file.")
-def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | None) -> None:
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help="Also record the results in this history store, for the dashboard.")
+@click.option("--repo-name", default=None,
+              help="With --store: the repository name the store files reverts under (owner/repo for the bot, "
+              "the folder name for a local scan).")
+def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | None, store_path: str | None,
+           repo_name: str | None) -> None:  # fmt: skip
     """Merge GPU job outputs into the report's GPU section (Markdown or JSON)."""
+    if store_path and not repo_name:
+        raise UsageError("--store needs --repo-name (the name scan/check recorded the revert under)")
     merged = merge_dirs([Path(p) for p in inputs])
     data = merged.to_json()
+    if store_path and repo_name:
+        from .store import record_gpu
+
+        reverts = sorted({str(s["revert"]) for s in merged.shards if s.get("revert")})
+        if len(reverts) != 1:
+            raise UsageError(f"--store needs the results of exactly one revert, found {len(reverts)}: "
+                             + (", ".join(r[:12] for r in reverts) or "none"))  # fmt: skip
+        record_gpu(store_path, repo_name, reverts[0], data)
+        click.echo(f"recorded the GPU results of {reverts[0][:12]} in {store_path}", err=True)
     if summary_json:
         try:
             Path(summary_json).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

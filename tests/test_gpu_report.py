@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,21 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert written["not_run"] == ["graph shard 2/2: no results"]
     assert run_cli(["gpu", "report", "--in", str(tmp_path / "a"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == written
+
+
+def test_report_command_records_results_in_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from revertbot.store import load_history
+
+    write_job(tmp_path / "s1", "graph-capture", 1, 1,
+              [_run("before", {"t.py::fixed": "failed", "t.py::ok": "passed"}, [mem(1000)])],
+              [_run("after", {"t.py::fixed": "passed", "t.py::ok": "passed"}, [mem(1100)])])  # fmt: skip
+    db = tmp_path / "history.db"
+    assert run_cli(["gpu", "report", "--in", str(tmp_path / "s1"), "--store", str(db)]) == 2
+    assert "--store needs --repo-name" in capsys.readouterr().err
+    code = run_cli(["gpu", "report", "--in", str(tmp_path / "s1"), "--store", str(db), "--repo-name", "o/r"])
+    assert code == 0
+    assert f"recorded the GPU results of {'b' * 12}" in capsys.readouterr().err
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT revert_sha, status FROM gpu_results").fetchall()
+    assert rows == [("b" * 40, "regressed")]  # peak memory +10% is past the 5% threshold
+    assert load_history(db) is not None
