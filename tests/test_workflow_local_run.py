@@ -1,0 +1,272 @@
+"""The bot's workflow, run locally as written: analyze -> gpu -> report on the demo revert PR #108.
+
+Every ``run:`` step of workflows/revertbot.yml runs with bash against the loopback GitHub server,
+in a clone of the demo's bare remote; the GPU job runs the demo engine's suite on the CPU. Only
+the install steps are replaced (by their exact text) and the ``uses:`` actions stood in for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from revertbot import __version__
+from revertbot.report import MARKER
+from revertbot.report.i18n import TEXT
+from tests.github_server import FakeGitHub, World, build_world, serve
+from tests.workflow_runner import (
+    ExpressionError,
+    GitHubContext,
+    Scope,
+    StepCall,
+    WorkflowError,
+    WorkflowRunner,
+    checkout_stand_in,
+    download_artifact_stand_in,
+    evaluate,
+    evaluate_if,
+    interpolate,
+    parse_output_file,
+    setup_python_stand_in,
+    upload_artifact_stand_in,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / "workflows" / "revertbot.yml"
+VENV_BIN = Path(sys.executable).parent
+
+PIP_INSTALL = 'python -m pip install "$REVERTBOT_SPEC"'
+GPU_VENV_INSTALL = (
+    'python3 -m venv --system-site-packages "$RUNNER_TEMP/revertbot-venv"\n'
+    '"$RUNNER_TEMP/revertbot-venv/bin/python" -m pip install "$REVERTBOT_SPEC"\n'
+)
+FIXED = [
+    "tests/test_graph_runner.py::test_body_producing_fewer_rows_than_tokens",
+    "tests/test_graph_runner.py::test_output_of_one_size_survives_replay_of_another",
+]
+GPU_SECTION = f"**{TEXT['en']['gpu_title']}** ("
+HEADINGS = [TEXT["en"][k] for k in ("h_summary", "h_motivation", "h_breakdown", "h_risk")]
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with serve() as server:
+        yield server
+
+
+@pytest.fixture
+def world(gh: FakeGitHub, tmp_path: Path) -> World:
+    return build_world(gh, tmp_path)
+
+
+def _pip_install(call: StepCall) -> None:
+    # revertbot is already installed in the interpreter first on PATH (this checkout, editable).
+    assert call.env["REVERTBOT_SPEC"] == f"revertbot=={__version__}"
+    call.log(f"stand-in: {call.env['REVERTBOT_SPEC']} is this checkout, already installed")
+
+
+def _gpu_venv(call: StepCall) -> None:
+    # The runner's venv with revertbot next to its torch: this test's venv (CPU torch) plays it.
+    assert call.env["REVERTBOT_SPEC"] == f"revertbot=={__version__}"
+    os.symlink(sys.prefix, Path(call.env["RUNNER_TEMP"]) / "revertbot-venv")
+
+
+def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW) -> WorkflowRunner:
+    github = GitHubContext(event_name="pull_request", event_path=event_path, repository=world.slug,
+                           api_url=world.gh.base_url, token="test-token")  # fmt: skip
+    actions = {
+        "actions/checkout": checkout_stand_in(str(world.remote)),
+        "actions/setup-python": setup_python_stand_in,
+        "actions/upload-artifact": upload_artifact_stand_in,
+        "actions/download-artifact": download_artifact_stand_in,
+    }
+    base_env = {"XDG_CACHE_HOME": str(tmp / "cache"), "GIT_CONFIG_NOSYSTEM": "1",
+                "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "LANG": "C.UTF-8"}  # fmt: skip
+    scripts = {PIP_INSTALL: _pip_install, GPU_VENV_INSTALL: _gpu_venv}
+    return WorkflowRunner(workflow, github, tmp, path_prefix=[VENV_BIN], actions=actions, scripts=scripts,
+                          base_env=base_env)  # fmt: skip
+
+
+def _reports(world: World) -> list[dict[str, object]]:
+    return [c for c in world.comments() if str(c["body"]).startswith(MARKER)]
+
+
+@pytest.mark.slow
+def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the GPU job runs the demo engine's suite, which needs torch (CPU is enough)")
+    runner = _runner(world, tmp_path / "run", world.pr_event("opened"))
+
+    # ---- analyze: one report comment, the outputs the later jobs need
+    analyze = runner.run_job("analyze")
+    assert analyze.result == "success", analyze.log()
+    out = analyze.outputs
+    assert set(out) == {"is_revert", "risk", "pr", "base_sha", "revert_sha", "gpu_matrix"}
+    assert out["is_revert"] == "true" and out["risk"] == "medium" and out["pr"] == "108"
+    assert out["revert_sha"] == world.demo.revert
+    [entry] = json.loads(out["gpu_matrix"])["include"]
+    assert entry["suite"] == "graph-capture" and entry["shard_arg"] == "1/1"
+    [comment] = _reports(world)
+    body = str(comment["body"])
+    positions = [body.index(f"\n### {h}\n") for h in HEADINGS]
+    assert positions == sorted(positions)
+    assert GPU_SECTION not in body
+    bot = analyze.instances[0].step("bot")
+    assert bot.summary == body  # the job summary is the comment, byte for byte
+    assert "GITHUB_TOKEN" in bot.env and bot.env["GITHUB_TOKEN"] == "test-token"
+    assert (runner.artifacts / "revertbot-report" / "report.md").read_text(encoding="utf-8") == body
+    [pending] = world.repo.statuses[world.demo.revert]
+    assert pending["state"] == "pending" and "GPU jobs running" in pending["description"]
+
+    # ---- gpu: one job per matrix entry, the suite before and after the revert
+    gpu = runner.run_job("gpu")
+    assert gpu.result == "success", gpu.log()
+    [job] = gpu.instances
+    assert job.name == "gpu (graph-capture 1/1)"
+    assert job.runs_on == ["self-hosted", "linux", "x64", "cuda"]
+    assert job.timeout_minutes == entry["job_timeout_minutes"]
+    comparison = json.loads((job.workspace / "gpu-results" / "graph-capture-0" / "comparison.json").read_text())
+    assert comparison["base"] == out["base_sha"] and comparison["revert"] == world.demo.revert
+    assert sorted(t["test"] for t in comparison["tests"]["fixed"]) == FIXED
+    assert comparison["tests"]["broken"] == [] and comparison["tests"]["passed_both"] == 2
+    assert (runner.artifacts / "gpu-results-0" / "graph-capture-0" / "comparison.json").is_file()
+
+    # ---- report: the same comment, now with the GPU section; the status is no longer pending
+    report = runner.run_job("report")
+    assert report.result == "success", report.log()
+    [updated] = _reports(world)
+    assert updated["id"] == comment["id"]
+    new_body = str(updated["body"])
+    gpu_section = new_body[new_body.index(GPU_SECTION):].split("\n\n### ")[0]
+    [fixed_line] = [line for line in gpu_section.splitlines() if line.startswith(f"- {TEXT['en']['gpu_fixed']}: ")]
+    assert all(f"`{test}`" in fixed_line for test in FIXED), fixed_line
+    assert f"- {TEXT['en']['gpu_passed_both']}: 2" in gpu_section
+    assert TEXT["en"]["gpu_broken"] not in gpu_section
+    final = world.repo.statuses[world.demo.revert][-1]
+    assert final["state"] == "success" and "GPU jobs running" not in final["description"]
+    merged = report.instances[0]
+    assert json.loads((merged.workspace / "gpu-summary.json").read_text())["fixed"]
+    assert runner.run_job("dashboard").result == "skipped"
+    # Each install step was recognised by its exact text: analyze, gpu and report.
+    assert runner.script_uses == {PIP_INSTALL: 2, GPU_VENV_INSTALL: 1}
+
+
+@pytest.mark.parametrize(("old", "new", "error"), [
+    # The job output reads a step output the CLI does not write: GitHub would pass '' on.
+    ("steps.bot.outputs.gpu_matrix", "steps.bot.outputs.matrix", "steps.bot.outputs.matrix does not exist"),
+    # The install command changed: the test refuses to run it rather than reach a package index.
+    ('python -m pip install "$REVERTBOT_SPEC"', 'python -m pip install -U "$REVERTBOT_SPEC"', "install step"),
+])  # fmt: skip
+def test_drift_between_the_workflow_and_the_cli_fails(world: World, tmp_path: Path, old: str, new: str,
+                                                       error: str) -> None:  # fmt: skip
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert old in text
+    changed = tmp_path / "revertbot.yml"
+    changed.write_text(text.replace(old, new), encoding="utf-8")
+    runner = _runner(world, tmp_path / "run", world.pr_event("opened"), changed)
+    with pytest.raises((ExpressionError, WorkflowError), match=error):
+        runner.run_job("analyze")
+
+
+# ----------------------------------------------------------------------------- the executor itself
+
+
+def test_evaluator_supports_what_the_workflow_uses() -> None:
+    event = {"issue": {"pull_request": {"url": "u"}}, "comment": {"body": "/revertbot check please"}}
+    scope = Scope({"github": {"event_name": "issue_comment", "event": event, "token": "t"},
+                   "needs": {"analyze": {"result": "success", "outputs": {"is_revert": "true", "m": '{"include":[]}'}},
+                             "gpu": {"result": "skipped", "outputs": {}}},
+                   "matrix": {"name": "s 1/1", "runs_on": ["a", "b"]}, "strategy": {"job-index": 0}})  # fmt: skip
+    cond = ("github.event_name != 'issue_comment' ||\n(github.event.issue.pull_request && "
+            "startsWith(github.event.comment.body, '/revertbot check'))")  # fmt: skip
+    assert evaluate_if(cond, scope) is True
+    assert evaluate_if("always() && needs.analyze.outputs.is_revert == 'true' && needs.gpu.result != 'skipped'",
+                       scope) is False  # fmt: skip
+    assert evaluate_if("needs.analyze.outputs.m != '{\"include\":[]}'", scope) is False
+    assert interpolate("${{ fromJSON(needs.analyze.outputs.m) }}", scope) == {"include": []}
+    assert interpolate("${{ matrix.runs_on }}", scope) == ["a", "b"]
+    assert interpolate("gpu-${{ strategy.job-index }} (${{ matrix.name }})", scope) == "gpu-0 (s 1/1)"
+    assert evaluate("github.event.missing.deeper", scope) is None  # event payloads: null, as on GitHub
+    # Implicit success(): a job whose needs failed does not run unless it says always().
+    failed = Scope(scope.contexts, success=False)
+    assert evaluate_if("github.token == 't'", failed) is False and evaluate_if("always()", failed) is True
+
+
+@pytest.mark.parametrize("expr", [
+    "needs.analyze.outputs.gpu_matrx",  # a typo'd output: GitHub would give '' silently
+    "matrix.runs-on",
+    "inputs.pr",  # a context the evaluator does not provide
+    "contains(github.token, 'x')",  # an unsupported function
+    "strategy.job-index > 1",  # an unsupported operator
+    "format('{0}', github.token)",
+])  # fmt: skip
+def test_evaluator_fails_loudly_on_anything_else(expr: str) -> None:
+    scope = Scope({"github": {"token": "t", "event": {}}, "needs": {"analyze": {"result": "success", "outputs": {}}},
+                   "matrix": {"runs_on": []}, "strategy": {"job-index": 0}})  # fmt: skip
+    with pytest.raises(ExpressionError):
+        evaluate(expr, scope)
+
+
+def test_output_file_heredoc_format(tmp_path: Path) -> None:
+    path = tmp_path / "out"
+    path.write_text("a=1\nmulti<<ghadelim_x\nline 1\nline=2\nghadelim_x\nb=x<<y\n")
+    assert parse_output_file(path) == {"a": "1", "multi": "line 1\nline=2", "b": "x<<y"}
+    path.write_text("bad<<EOF\nno end\n")
+    with pytest.raises(WorkflowError, match="closing delimiter"):
+        parse_output_file(path)
+
+
+def test_runner_refuses_an_unregistered_install_and_expressions_in_run(world: World, tmp_path: Path) -> None:
+    wf = tmp_path / "wf.yml"
+    wf.write_text("on: push\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-latest\n    permissions: {}\n"
+                  "    steps:\n      - run: pip install something\n")  # fmt: skip
+    github = GitHubContext("pull_request", world.pr_event("opened"), world.slug, world.gh.base_url, "t")
+    runner = WorkflowRunner(wf, github, tmp_path / "r1", path_prefix=[VENV_BIN], actions={}, scripts={})
+    with pytest.raises(WorkflowError, match="install step without a stand-in"):
+        runner.run_job("a")
+    wf.write_text(wf.read_text().replace("pip install something", "echo ${{ github.token }}"))
+    runner = WorkflowRunner(wf, github, tmp_path / "r2", path_prefix=[VENV_BIN], actions={}, scripts={})
+    with pytest.raises(WorkflowError, match="expression inside run"):
+        runner.run_job("a")
+
+
+def test_runner_runs_steps_with_bash_outputs_and_failure_semantics(world: World, tmp_path: Path) -> None:
+    wf = tmp_path / "wf.yml"
+    wf.write_text("""\
+on: push
+permissions: {}
+env:
+  TOP: top
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    permissions: {}
+    outputs:
+      greeting: ${{ steps.s.outputs.greeting }}
+    steps:
+      - id: s
+        run: |
+          printf 'greeting<<EOF\\nhello %s\\nEOF\\n' "$WHO$TOP" >> "$GITHUB_OUTPUT"
+        env:
+          WHO: ${{ github.repository }}-
+      - run: false | true
+      - run: echo "not reached"
+      - id: skipped
+        run: echo never
+      - if: always()
+        run: echo cleanup
+""")
+    github = GitHubContext("pull_request", world.pr_event("opened"), world.slug, world.gh.base_url, "t")
+    runner = WorkflowRunner(wf, github, tmp_path / "r", path_prefix=[VENV_BIN], actions={}, scripts={})
+    job = runner.run_job("a")
+    steps = job.instances[0].steps
+    assert steps[0].outcome == "success" and steps[0].outputs == {"greeting": "hello demo-org/minisgl-top"}
+    assert job.outputs == {"greeting": "hello demo-org/minisgl-top"}
+    # `false | true` fails under pipefail, so the job fails, later steps are skipped, always() still runs.
+    assert steps[1].outcome == "failure" and "exit code 1" in steps[1].log
+    assert [s.outcome for s in steps[2:]] == ["skipped", "skipped", "success"]
+    assert "cleanup" in steps[4].log and job.result == "failure"
