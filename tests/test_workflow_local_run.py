@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from revertbot import __version__
+from revertbot.demo import REVERT_BRANCH
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.github_server import FakeGitHub, World, build_world, serve
@@ -80,7 +82,7 @@ def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW
     github = GitHubContext(event_name="pull_request", event_path=event_path, repository=world.slug,
                            api_url=world.gh.base_url, token="test-token")  # fmt: skip
     actions = {
-        "actions/checkout": checkout_stand_in(str(world.remote)),
+        "actions/checkout": checkout_stand_in(f"file://{world.remote}"),  # file://: no local-clone shortcut
         "actions/setup-python": setup_python_stand_in,
         "actions/upload-artifact": upload_artifact_stand_in,
         "actions/download-artifact": download_artifact_stand_in,
@@ -99,6 +101,8 @@ def _reports(world: World) -> list[dict[str, object]]:
 @pytest.mark.slow
 def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="the GPU job runs the demo engine's suite, which needs torch (CPU is enough)")
+    # The revert exists only as refs/pull/108/head, as for a fork's PR: no clone has it until a job fetches it.
+    subprocess.run(["git", "update-ref", "-d", f"refs/heads/{REVERT_BRANCH}"], cwd=world.remote, check=True)
     runner = _runner(world, tmp_path / "run", world.pr_event("opened"))
 
     # ---- analyze: one report comment, the outputs the later jobs need
@@ -126,6 +130,7 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     gpu = runner.run_job("gpu")
     assert gpu.result == "success", gpu.log()
     [job] = gpu.instances
+    assert "refs/pull/108/head" in job.step("Fetch the revert commit").log
     assert job.name == "gpu (graph-capture 1/1)"
     assert job.runs_on == ["self-hosted", "linux", "x64", "cuda"]
     assert job.timeout_minutes == entry["job_timeout_minutes"]
