@@ -31,6 +31,7 @@ from .github import (
     GitHubAPI,
     GitHubClient,
     GitHubError,
+    NotFoundOnGitHub,
     PullInfo,
     RetryPolicy,
     pull_from_payload,
@@ -123,8 +124,11 @@ def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[C
                 api.delete_comment(extra)
         if keep.body == body:
             return keep, "unchanged"
-        api.edit_comment(keep, body)
-        return dataclasses.replace(keep, body=body), "edited"
+        try:
+            api.edit_comment(keep, body)
+            return dataclasses.replace(keep, body=body), "edited"
+        except NotFoundOnGitHub:  # deleted since the list was read: post the report again
+            log(f"report comment {keep.id} was deleted while it was being edited; posting a new one")
     try:
         created = api.create_comment(number, body)
     except GitHubError as exc:
@@ -379,8 +383,18 @@ class _Run:
             return False, f"fork PR: {hint}a maintainer approves GPU runs by adding the {label!r} label"
         if not sender:
             return False, f"cannot tell who added {label!r}"
-        if sender not in gpu.allowed_users and self.api.permission(sender) not in WRITE_PERMISSIONS:
-            return False, f"{label!r} was added by {sender}, who may not approve GPU runs"
+        try:
+            if sender not in gpu.allowed_users and self.api.permission(sender) not in WRITE_PERMISSIONS:
+                return False, f"{label!r} was added by {sender}, who may not approve GPU runs"
+            # Runs of one PR queue behind each other, so this one may start long after the label
+            # event: the approval counts only if the label is still there and nothing was pushed since.
+            now = self.api.pull(pr.number)
+        except GitHubError as exc:  # fail closed: an approval that cannot be verified is no approval
+            return False, f"could not verify the approval ({exc.message.splitlines()[0]}); add {label!r} again"
+        if label not in now.labels:
+            return False, f"{label!r} was removed before this run started"
+        if now.head_sha != pr.head_sha:
+            return False, f"commits were pushed after {label!r} was added; they need a new approval"
         return True, f"approved by {sender} for head {pr.head_sha[:12]}"
 
     # -------------------------------------------------------------- events
