@@ -346,6 +346,7 @@ def run_job(
     progress = progress or Progress()
     python = python or sys.executable
     base_env = dict(os.environ if env is None else env)
+    out = Path(os.path.abspath(out))  # the suite runs inside its checkout: relative paths would break
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"the output directory is not empty: {out}", hint="pass a new --out directory")
     out.mkdir(parents=True, exist_ok=True)
