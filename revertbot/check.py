@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -241,6 +242,9 @@ def split_hunks(patch: str) -> list[tuple[str, str, list[str]]]:
     return hunks
 
 
+_WORD_RE = re.compile(r"\w+")
+
+
 def select_excerpts(
     patch: str, files: Sequence[FileChange], symbols: Sequence[SymbolChange], max_lines: int, count: int = 2
 ) -> tuple[CodeExcerpt, ...]:
@@ -248,11 +252,21 @@ def select_excerpts(
     symbols the revert touches, then the largest."""
     critical = {f.path for f in files if f.critical}
     category = {f.path: f.category for f in files}
-    names = [s.name.rsplit(".", 1)[-1] for s in symbols]
+    names = Counter(s.name.rsplit(".", 1)[-1] for s in symbols)
+    names.pop("", None)
+    # Identifier names are looked up among each line's words (a regex per name and line is
+    # quadratic: minutes for a revert of thousands of files); the rare other names keep a regex.
+    words = {n: k for n, k in names.items() if _WORD_RE.fullmatch(n)}
+    others = [(re.compile(rf"\b{re.escape(n)}\b"), k) for n, k in names.items() if n not in words]
+
+    def mentions_in(line: str) -> int:
+        found = sum(words.get(w, 0) for w in set(_WORD_RE.findall(line))) if words else 0
+        return found + sum(k for rx, k in others if rx.search(line))
+
     scored = []
     for i, (path, header, lines) in enumerate(split_hunks(patch)):
         changed = [ln for ln in lines if ln[:1] in "+-"]
-        mentions = sum(1 for ln in changed for n in names if n and re.search(rf"\b{re.escape(n)}\b", ln))
+        mentions = sum(mentions_in(ln) for ln in changed)
         score = (path in critical, category.get(path) == "source", mentions, len(changed), -i)
         scored.append((score, path, header, lines))
     scored.sort(key=lambda t: t[0], reverse=True)
