@@ -509,6 +509,51 @@ class _Run:
         return code_
 
 
+def check_payload(name: str, event: Any) -> None:
+    """Refuse a payload without the shape GitHub sends, with the field that is wrong (exit 2).
+
+    Only the fields the handlers read are checked; once this passes, nothing deeper can fail on
+    the payload's shape.
+    """
+
+    def fail(path: str, want: str, value: Any) -> UsageError:
+        got = "nothing" if value is None else "object" if isinstance(value, Mapping) else type(value).__name__
+        where = "the payload" if not path else repr(path)
+        return UsageError(f"malformed {name} event payload: {where} must be {want}, got {got}")
+
+    def obj(value: Any, path: str, required: bool = False) -> Mapping[str, Any]:
+        if value is None and not required:
+            return {}
+        if not isinstance(value, Mapping):
+            raise fail(path, "an object", value)
+        return value
+
+    def number(value: Any, path: str) -> None:
+        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
+            isinstance(value, str) and value.isascii() and value.isdigit())
+        if not ok:
+            raise fail(path, "a positive integer", value)
+
+    root = obj(event, "", required=True)
+    if name in ("pull_request", "pull_request_target"):
+        pr = obj(root.get("pull_request"), "pull_request", required=True)
+        number(pr.get("number"), "pull_request.number")
+        for side in ("head", "base"):
+            obj(obj(pr.get(side), f"pull_request.{side}").get("repo"), f"pull_request.{side}.repo")
+        obj(pr.get("user"), "pull_request.user")
+        if pr.get("labels") is not None and not isinstance(pr.get("labels"), list):
+            raise fail("pull_request.labels", "a list", pr.get("labels"))
+        obj(root.get("label"), "label")
+        obj(root.get("sender"), "sender")
+    elif name == "issue_comment":
+        obj(obj(root.get("comment"), "comment").get("user"), "comment.user")
+        issue = obj(root.get("issue"), "issue")
+        if issue.get("pull_request"):
+            number(issue.get("number"), "issue.number")
+    elif name == "workflow_dispatch":
+        obj(root.get("inputs"), "inputs")
+
+
 def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None) -> int:
     """Handle the event described by ``env`` (``GITHUB_EVENT_NAME``, ``GITHUB_EVENT_PATH``, ...); the exit code."""
     name = env.get("GITHUB_EVENT_NAME") or ""
@@ -522,6 +567,7 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
         event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the event payload {env['GITHUB_EVENT_PATH']}: {exc}") from exc
+    check_payload(name, event)
     run = _Run(env, opts, echo, api)
     code_ = 0
     try:
