@@ -74,6 +74,7 @@ OPS: dict[str, tuple[str | None, str]] = {
 #: before the bot's PATCH/DELETE of it, so the 404 comes from the server through PyGithub.
 FAULTS = ("5xx", "slow", "drop", "rate_limit", "rate_limit_long", "secondary", "secondary_long", "malformed",
           "not_found", "deleted")  # fmt: skip
+TRANSIENT = ("5xx", "slow", "drop", "malformed", "rate_limit", "secondary")
 EVENTS = ("pull_request", "pull_request_commits", "issue_comment", "workflow_dispatch")
 PR_OF_EVENT = {"pull_request": 108, "pull_request_commits": 109, "issue_comment": 108, "workflow_dispatch": 108,
                "fork_labeled": 140}  # fmt: skip
@@ -393,7 +394,8 @@ def prepare(world: World, op: str, pr: int) -> None:
     """Put the world in a state where the run performs ``op``."""
     if op == "create_comment":
         clear_reports(world, pr)
-    elif op == "edit_comment" and not report_comments(world, pr):
+    elif op == "edit_comment":  # one report comment, out of date
+        clear_reports(world, pr)
         stale_report(world, pr)
     elif op == "delete_comment":  # two report comments left by an earlier race: the newer one goes
         clear_reports(world, pr)
@@ -419,7 +421,12 @@ def event_for(op: str | None, rng: random.Random) -> str:
 
 def soak(runs: int, seed: int, tmp: Path, *, concurrency: float = 0.2, progress: Callable[[str], None] | None = None
          ) -> Stats:  # fmt: skip
-    """Run at least ``runs`` bot runs; the first iterations walk through every (operation, fault) cell."""
+    """Run at least ``runs`` bot runs.
+
+    The first iterations walk through every (operation, fault) cell once, in a random order, with
+    the world prepared so that the run performs that operation (and at most two transient faults
+    elsewhere); after that every iteration gets 1-3 random faults, transient or persistent.
+    """
     rng = random.Random(seed)
     random.seed(seed)  # event actions in World helpers
     stats = Stats()
@@ -438,11 +445,19 @@ def soak(runs: int, seed: int, tmp: Path, *, concurrency: float = 0.2, progress:
             if cells:
                 target, kind = cells.pop()
                 injections.append(Injection(target, kind, rng.choice([1, 1, 2, -1])))
-            for _ in range(rng.choice([0, 1, 1, 2])):
-                op, kind = rng.choice([c for c in ALL_CELLS if c[0] != "permission"])
-                injections.append(Injection(op, kind, rng.choice([1, 1, 2, -1])))
+            if target is not None:
+                # While walking the cells, extra faults are transient ones that cannot stop the run
+                # before it reaches the targeted operation.
+                for _ in range(rng.choice([0, 0, 1, 2])):
+                    op = rng.choice([o for o in OPS if o != "permission"])
+                    injections.append(Injection(op, rng.choice(TRANSIENT), 1))
+            else:
+                for _ in range(rng.choice([1, 1, 2, 3])):
+                    op, kind = rng.choice([c for c in ALL_CELLS if c[0] != "permission"])
+                    injections.append(Injection(op, kind, rng.choice([1, 1, 2, -1])))
             event = event_for(target, rng)
-            pair = event != "fork_labeled" and rng.random() < concurrency
+            pair = (event != "fork_labeled" and target not in ("edit_comment", "delete_comment")
+                    and rng.random() < concurrency)  # fmt: skip
             pr = PR_OF_EVENT[event]
             if target:
                 prepare(world, target, pr)
