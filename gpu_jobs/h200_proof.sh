@@ -14,6 +14,8 @@ WORK=${WORK:-/tmp/revertbot-h200}
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 rm -rf "$RESULTS" "$WORK" && mkdir -p "$RESULTS" "$WORK"
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
     echo "no CUDA GPU visible: nothing recorded" >&2
@@ -26,20 +28,20 @@ fi
 cat "$RESULTS/environment.txt"
 
 echo "== 1. graph-capture suite"
-start=$(date +%s.%N)
+start=$(now)
 REVERTBOT_METRICS_FILE="$RESULTS/graph_capture.metrics.jsonl" "$PY" -m pytest gpu_jobs/suites/graph_capture \
     -q -rs -p no:cacheprovider --junitxml="$RESULTS/graph_capture.junit.xml" > "$RESULTS/graph_capture.log" 2>&1
-echo "exit $? in $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$RESULTS/graph_capture.log"
+echo "exit $? in $(since "$start") s" | tee -a "$RESULTS/graph_capture.log"
 tail -3 "$RESULTS/graph_capture.log"
 
 echo "== 2. revertbot gpu run on the demo revert"
 "$PY" -c "from pathlib import Path; from revertbot.demo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
     > "$WORK/revert.txt"
 REVERT=$(cat "$WORK/revert.txt")
-start=$(date +%s.%N)
+start=$(now)
 "$PY" -m revertbot gpu run --repo "$WORK/minisgl" --suite graph-capture --base main --revert "$REVERT" \
     --out "$RESULTS/demo" --repeats 2 2> "$RESULTS/demo_run.log"
-echo "gpu run exit $? in $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$RESULTS/demo_run.log"
+echo "gpu run exit $? in $(since "$start") s" | tee -a "$RESULTS/demo_run.log"
 "$PY" -m revertbot gpu report --in "$RESULTS/demo" --summary-json "$RESULTS/demo_gpu_summary.json" \
     > "$RESULTS/demo_gpu_section.md"
 cat "$RESULTS/demo_gpu_section.md"
@@ -48,14 +50,12 @@ echo "== 3. the same pytest runs started directly (overhead baseline)"
 git -C "$WORK/minisgl" worktree add -q --detach "$WORK/direct-before" main
 git -C "$WORK/minisgl" worktree add -q --detach "$WORK/direct-after" main
 git -C "$WORK/direct-after" -c user.name=x -c user.email=x@x cherry-pick --no-commit "$REVERT" > /dev/null
-direct_total=0
 for side in before after; do
     for repeat in 1 2; do
-        start=$(date +%s.%N)
+        start=$(now)
         (cd "$WORK/direct-$side" && "$PY" -m pytest -q -p no:cacheprovider tests > /dev/null 2>&1)
-        took=$(echo "$(date +%s.%N) - $start" | bc)
+        took=$(since "$start")
         echo "direct $side repeat $repeat: $took s"
-        direct_total=$(echo "$direct_total + $took" | bc)
     done
 done | tee "$RESULTS/direct_baseline.txt"
 "$PY" - "$RESULTS" <<'EOF' | tee -a "$RESULTS/direct_baseline.txt"
@@ -99,9 +99,9 @@ git -C "$INFRA" -c user.name=x -c user.email=x@x revert --no-edit HEAD > /dev/nu
 INFRA_REVERT=$(git -C "$INFRA" rev-parse HEAD)
 for case in oom hang; do
     suite="{\"command\": [\"python\", \"-m\", \"pytest\", \"-q\", \"tests\"], \"timeout_minutes\": 0.5, \"env\": {\"INFRA_CASE\": \"$case\"}}"
-    start=$(date +%s.%N)
+    start=$(now)
     "$PY" -m revertbot gpu run --repo "$INFRA" --suite "infra-$case" --suite-json "$suite" --base main~1 \
         --revert "$INFRA_REVERT" --out "$RESULTS/infra-$case" 2> "$RESULTS/infra-$case.log"
-    echo "$case: exit $? in $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$RESULTS/infra-$case.log"
+    echo "$case: exit $? in $(since "$start") s" | tee -a "$RESULTS/infra-$case.log"
     "$PY" -c "import json,sys; c=json.load(open('$RESULTS/infra-$case/comparison.json')); print(json.dumps({'infra': c.get('infra'), 'tests_infra': c['tests'].get('infra'), 'broken': c['tests'].get('broken')}, indent=1)[:3000])"
 done

@@ -13,6 +13,7 @@ starts its own session (``setsid``) escapes the group; that is the one thing thi
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime as _dt
 import json
 import os
@@ -374,24 +375,27 @@ def run_job(
         job["argv"] = argv
         plugin_path = _plugin_path(tmp)
         local = local_modules(before_dir) | local_modules(after_dir)
-        with progress.group("environment manifest"):
-            manifest_env = dict(base_env)
-            manifest_env.update(spec.env)
-            if devices is not None:
-                manifest_env["CUDA_VISIBLE_DEVICES"] = devices
-            manifest = collect_manifest(python, manifest_env)
-            _write_json(out / "manifest.json", manifest)
-            progress.line(f"hardware: {hardware_line(manifest)}")
+        manifest_env = dict(base_env)
+        manifest_env.update(spec.env)
+        if devices is not None:
+            manifest_env["CUDA_VISIBLE_DEVICES"] = devices
         job["status"] = "running"
         _write_json(out / "job.json", job)
         runs: dict[str, list[RunData]] = {"before": [], "after": []}
-        for repeat in range(1, spec.repeats + 1):
-            for side, checkout in (("before", before_dir), ("after", after_dir)):
-                runs[side].append(_run_side(
-                    side=side, repeat=repeat, checkout=checkout, out=out, spec=spec, argv=argv, base_env=base_env,
-                    plugin_path=plugin_path, shard=shard, shard_tests=shard_tests, devices=devices, local=local,
-                    grace_s=grace_s, progress=progress,
-                ))  # fmt: skip
+        # The manifest probe starts an interpreter that imports torch: a few seconds, so it runs
+        # beside the suites instead of before them (it is a separate process; suite metrics are per process).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            manifest_future = pool.submit(collect_manifest, python, manifest_env)
+            for repeat in range(1, spec.repeats + 1):
+                for side, checkout in (("before", before_dir), ("after", after_dir)):
+                    runs[side].append(_run_side(
+                        side=side, repeat=repeat, checkout=checkout, out=out, spec=spec, argv=argv,
+                        base_env=base_env, plugin_path=plugin_path, shard=shard, shard_tests=shard_tests,
+                        devices=devices, local=local, grace_s=grace_s, progress=progress,
+                    ))  # fmt: skip
+            manifest = manifest_future.result()
+        _write_json(out / "manifest.json", manifest)
+        progress.line(f"hardware: {hardware_line(manifest)}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     header = {
