@@ -315,6 +315,7 @@ class _Run:
         self.outputs.set("purity", report.purity.verdict)
         self.outputs.set("revert_sha", check.revert_sha)
         self.outputs.set("base_sha", check.base_sha)
+        self.outputs.set("approval_label", check.config.gpu.fork_approval_label)
         self.outputs.set("report_file", str(self.report_path))
 
         if self.opts.gpu is not None:
@@ -588,3 +589,23 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
         run.outputs.write()
         echo(f"GitHub REST requests: {run.api.requests}")
     return code_
+
+
+def gate_gpu_run(api: GitHubAPI, number: int, head_sha: str, event_name: str, approval_label: str
+                 ) -> tuple[bool, str]:  # fmt: skip
+    """The GPU job's first step, before any PR code reaches the runner: is the run still allowed?
+
+    The analysis authorized the run, but the job may start much later (runners queue). The PR head
+    must still be the analysed commit; for a fork PR approved by label, the label must still be
+    there. A fork run authorized by a maintainer's ``/revertbot check`` only needs the same head.
+    """
+    pr = api.pull(number)
+    if pr.head_sha != head_sha:
+        return False, f"the head of #{number} moved to {pr.head_sha[:12]} after the analysis of {head_sha[:12]}"
+    if not pr.is_fork:
+        return True, f"#{number} is a branch of this repository"
+    if event_name == "issue_comment":
+        return True, f"fork PR #{number}: run requested by an authorized /revertbot check"
+    if approval_label not in pr.labels:
+        return False, f"fork PR #{number}: the {approval_label!r} label was removed before the GPU job started"
+    return True, f"fork PR #{number}: {approval_label!r} is still on the PR and the head is unchanged"

@@ -142,6 +142,38 @@ def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | Non
         click.echo(render_gpu_markdown(merged.summary, lang), nl=False)
 
 
+@gpu.command()
+@click.option("--pr", "number", type=int, required=True, help="The pull request number.")
+@click.option("--head", "head_sha", required=True, help="The head commit the analysis authorized.")
+@click.option("--event", "event_name", required=True, help="The event that started the workflow run.")
+@click.option("--repository", default=None, help="owner/repo (default: $GITHUB_REPOSITORY).")
+@click.option("--approval-label", required=True,
+              help="The fork approval label of the base branch's configuration (the analysis outputs it).")
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME")
+def gate(number: int, head_sha: str, event_name: str, repository: str | None, approval_label: str,
+         token_env: str) -> None:  # fmt: skip
+    """Re-check, on the GPU runner and before any PR code is fetched, that the run is still allowed.
+
+    Exits 4 when the PR head moved since the analysis, or when the approval label of a fork PR
+    was removed meanwhile; the job then stops without running anything from the PR.
+    """
+    import os
+
+    from .action import gate_gpu_run, policy_from_env
+    from .errors import ConflictError
+    from .github import GitHubClient
+
+    env = dict(os.environ)
+    repo = repository or env.get("GITHUB_REPOSITORY", "")
+    if not repo:
+        raise UsageError("--repository or GITHUB_REPOSITORY is required")
+    api = GitHubClient.from_env(env, repo, token_env, policy_from_env(env))
+    allowed, why = gate_gpu_run(api, number, head_sha, event_name, approval_label)
+    if not allowed:
+        raise ConflictError(f"GPU run refused: {why}")
+    click.echo(f"GPU run allowed: {why}")
+
+
 def load_gpu_summary(path: str) -> GpuSummary:
     """A ``gpu_summary.json`` written by ``revertbot gpu report --summary-json``; a clear error otherwise."""
     try:

@@ -436,3 +436,42 @@ def test_missing_environment_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     assert run_cli(["action"]) == 2
     assert "GITHUB_EVENT_NAME" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the GPU job's gate
+
+
+def gate(world: World, monkeypatch: pytest.MonkeyPatch, number: int, head: str, event: str,
+         capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:  # fmt: skip
+    monkeypatch.setenv("GITHUB_API_URL", world.env("pull_request", world.pr_event("opened"))["GITHUB_API_URL"])
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "demo-org/minisgl")
+    code = run_cli(["gpu", "gate", "--pr", str(number), "--head", head, "--event", event,
+                    "--approval-label", "revertbot:gpu-approved"])  # fmt: skip
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_gate_allows_a_same_repository_pr_at_the_analysed_head(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    code, out = gate(world, monkeypatch, 108, world.demo.revert, "pull_request", capsys)
+    assert code == 0 and "GPU run allowed: #108 is a branch of this repository" in out
+
+
+def test_gate_refuses_when_the_head_moved(world: World, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    code, out = gate(world, monkeypatch, 108, "f" * 40, "pull_request", capsys)
+    assert code == 4 and "GPU run refused: the head of #108 moved" in out
+
+
+def test_gate_refuses_a_fork_whose_approval_label_was_removed(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    make_fork(world, labels=("revertbot:gpu-approved",))
+    code, out = gate(world, monkeypatch, 140, world.demo.revert, "pull_request", capsys)
+    assert code == 0 and "is still on the PR" in out
+    world.repo.issue_labels[140] = []  # a maintainer removes the label while the job waits for a runner
+    code, out = gate(world, monkeypatch, 140, world.demo.revert, "pull_request", capsys)
+    assert code == 4 and "label was removed before the GPU job started" in out
+    # A run that an authorized /revertbot check requested needs no label, only the same head.
+    code, out = gate(world, monkeypatch, 140, world.demo.revert, "issue_comment", capsys)
+    assert code == 0 and "requested by an authorized /revertbot check" in out

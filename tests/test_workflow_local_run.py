@@ -109,7 +109,9 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     analyze = runner.run_job("analyze")
     assert analyze.result == "success", analyze.log()
     out = analyze.outputs
-    assert set(out) == {"is_revert", "risk", "pr", "base_sha", "revert_sha", "gpu_matrix"}
+    assert set(out) == {"is_revert", "risk", "pr", "base_sha", "head_sha", "revert_sha", "approval_label",
+                        "gpu_matrix"}
+    assert out["approval_label"] == "revertbot:gpu-approved" and out["head_sha"] == world.demo.revert
     assert out["is_revert"] == "true" and out["risk"] == "medium" and out["pr"] == "108"
     assert out["revert_sha"] == world.demo.revert
     [entry] = json.loads(out["gpu_matrix"])["include"]

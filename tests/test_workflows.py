@@ -135,6 +135,11 @@ def test_bot_workflow_serialises_runs_per_pull_request() -> None:
     assert wf["concurrency"]["cancel-in-progress"] is False
     gpu = wf["jobs"]["gpu"]
     assert "is_revert == 'true'" in gpu["if"] and "gpu_matrix" in gpu["if"]
-    assert gpu["permissions"] == {"contents": "read"}
+    assert gpu["permissions"] == {"contents": "read", "pull-requests": "read"}
+    names = [step.get("name", "") for step in gpu["steps"]]
+    gate = next(i for i, n in enumerate(names) if n.startswith("Re-check that the run is still allowed"))
+    fetch = names.index("Fetch the revert commit")
+    run = next(i for i, n in enumerate(names) if n.startswith("Run the suite"))
+    assert gate < fetch < run, "the gate must run before the PR's commit is fetched or run"
     assert gpu["runs-on"] == "${{ matrix.runs_on }}"
     assert "timeout-minutes" in gpu
