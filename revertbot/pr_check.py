@@ -205,6 +205,9 @@ class RepoSource:
         """The repository with the PR head and the base branch present, locked for this run."""
         if not pr.clone_url and self.repo_path is None:
             raise GitHubError(f"#{pr.number}: GitHub did not give a clone URL for {pr.base_repo}")
+        if pr.clone_url and not re.match(r"^(https?|ssh|git|file)://", pr.clone_url):
+            # The URL comes from an API payload and is passed to git: never let it read as an option.
+            raise GitHubError(f"#{pr.number}: refusing an unexpected clone URL {pr.clone_url[:80]!r}")
         if self.repo_path is not None:
             yield self._local(pr)
             return

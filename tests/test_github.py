@@ -376,3 +376,15 @@ def test_check_pr_on_a_local_checkout_fetches_into_a_private_namespace(
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     assert pulled == world.demo.revert
     assert not (world.tmp / "cache").exists()  # no cached clone when --repo is given
+
+
+def test_a_clone_url_that_could_read_as_a_git_option_is_refused(tmp_path: Path) -> None:
+    from revertbot.github import GitHubError, PullInfo
+    from revertbot.pr_check import RepoSource
+
+    pr = PullInfo(number=7, title="Revert x", body="", state="open", head_sha="a" * 40, head_ref="h",
+                  base_ref="main", base_sha="b" * 40, base_repo="o/r", head_repo="o/r",
+                  clone_url="--upload-pack=touch /tmp/pwned")  # fmt: skip
+    source = RepoSource(None, tmp_path / "cache", None)
+    with pytest.raises(GitHubError, match="refusing an unexpected clone URL"), source.open(pr):
+        pass
