@@ -93,12 +93,19 @@ def _torch_probe(python: str, env: Mapping[str, str], timeout: float) -> tuple[d
 
 
 def collect_manifest(python: str | None = None, env: Mapping[str, str] | None = None,
-                     timeout: float = 120.0) -> dict[str, Any]:
-    """Measure the environment as the suite will see it (``python`` and ``env`` of the suite)."""
+                     timeout: float = 120.0, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Measure the environment as the suite will see it (``python`` and ``env`` of the suite).
+
+    ``probe`` is what the suite's own interpreter reported (the pytest plugin writes it); without
+    it a separate interpreter is started to import torch and ask.
+    """
     python = python or sys.executable
     env = dict(os.environ if env is None else env)
     rows, cuda_driver, smi_error = _nvidia_smi(env, timeout)
-    probe, probe_error = _torch_probe(python, env, timeout)
+    if probe is not None:
+        probe, probe_error = dict(probe), ""
+    else:
+        probe, probe_error = _torch_probe(python, env, timeout)
     torch_error = probe_error or probe.get("torch_error", "")
     torch_why = f"torch is not importable by {python}: {torch_error}" if torch_error else ""
     cuda_why = probe.get("cuda_error", "")

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 ENV_VAR = "REVERTBOT_METRICS_FILE"
+#: Where the pytest plugin writes the torch/CUDA facts of the suite's interpreter, for the manifest.
+PROBE_ENV = "REVERTBOT_PROBE_FILE"
 
 
 def record(name: str, value: float, unit: str = "", test: str = "") -> None:

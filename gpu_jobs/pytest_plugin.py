@@ -15,6 +15,7 @@ imports torch itself: a suite that does not use CUDA does not pay for it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,36 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         metrics.record(DURATION_METRIC, _durations.pop(report.nodeid, 0.0), "s", test=report.nodeid)
 
 
+def _write_probe(torch: Any) -> None:
+    """The environment facts the manifest needs, read from the torch this suite already imported,
+    so the runner does not start another interpreter (and another CUDA context) to learn them."""
+    path = os.environ.get(metrics.PROBE_ENV)
+    if not path:
+        return
+    out: dict[str, Any] = {"python": sys.version.split()[0], "torch": torch.__version__,
+                           "cuda_runtime": torch.version.cuda}  # fmt: skip
+    try:
+        out["cuda_available"] = bool(torch.cuda.is_available())
+        if torch.cuda.is_initialized():
+            count = torch.cuda.device_count()
+            out["gpu_count"] = count
+            out["gpu_names"] = [torch.cuda.get_device_name(i) for i in range(count)]
+            out["gpu_memory_mib"] = [round(torch.cuda.get_device_properties(i).total_memory / 2**20)
+                                     for i in range(count)]  # fmt: skip
+        elif not out["cuda_available"]:
+            out["gpu_count"] = 0
+    except Exception as exc:  # the manifest says what it could not read; the results still count
+        out["cuda_error"] = f"{type(exc).__name__}: {exc}"
+    if "gpu_count" not in out and "cuda_error" not in out:
+        return  # CUDA present but unused by the suite: let the runner's own probe answer
+    Path(path).write_text(json.dumps(out), encoding="utf-8")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     torch = sys.modules.get("torch")
     if torch is None:
         return
+    _write_probe(torch)
     try:
         if not torch.cuda.is_initialized():
             return

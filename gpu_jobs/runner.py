@@ -13,7 +13,6 @@ starts its own session (``setsid``) escapes the group; that is the one thing thi
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import datetime as _dt
 import json
 import os
@@ -34,6 +33,7 @@ from . import metrics as metrics_channel
 from .compare import RunData, compare_runs
 from .junit import JUnitError, TestResult, parse_junit_file
 from .manifest import collect_manifest, hardware_line
+from .metrics import PROBE_ENV
 from .shard import parse_shard
 from .spec import SpecError, SuiteSpec
 from .triage import local_modules, triage_run
@@ -382,18 +382,20 @@ def run_job(
         job["status"] = "running"
         _write_json(out / "job.json", job)
         runs: dict[str, list[RunData]] = {"before": [], "after": []}
-        # The manifest probe starts an interpreter that imports torch: a few seconds, so it runs
-        # beside the suites instead of before them (it is a separate process; suite metrics are per process).
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            manifest_future = pool.submit(collect_manifest, python, manifest_env)
-            for repeat in range(1, spec.repeats + 1):
-                for side, checkout in (("before", before_dir), ("after", after_dir)):
-                    runs[side].append(_run_side(
-                        side=side, repeat=repeat, checkout=checkout, out=out, spec=spec, argv=argv,
-                        base_env=base_env, plugin_path=plugin_path, shard=shard, shard_tests=shard_tests,
-                        devices=devices, local=local, grace_s=grace_s, progress=progress,
-                    ))  # fmt: skip
-            manifest = manifest_future.result()
+        # The suites report torch/CUDA facts from their own interpreter (see the pytest plugin), so the
+        # manifest costs no extra interpreter start on a runner whose suite imports torch.
+        probe_file = tmp / "probe.json"
+        suite_base_env = {**base_env, PROBE_ENV: str(probe_file)}
+        for repeat in range(1, spec.repeats + 1):
+            for side, checkout in (("before", before_dir), ("after", after_dir)):
+                runs[side].append(_run_side(
+                    side=side, repeat=repeat, checkout=checkout, out=out, spec=spec, argv=argv,
+                    base_env=suite_base_env, plugin_path=plugin_path, shard=shard, shard_tests=shard_tests,
+                    devices=devices, local=local, grace_s=grace_s, progress=progress,
+                ))  # fmt: skip
+        probe = _read_probe(probe_file)
+        with progress.group("environment manifest"):
+            manifest = collect_manifest(python, manifest_env, probe=probe)
         _write_json(out / "manifest.json", manifest)
         progress.line(f"hardware: {hardware_line(manifest)}")
     finally:
@@ -419,6 +421,14 @@ def run_job(
                   f"{len(comparison['infra']) + len(t['infra'])} infrastructure issue(s); "
                   f"written to {out}")  # fmt: skip
     return comparison
+
+
+def _read_probe(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, data: Any) -> None:
