@@ -6,14 +6,16 @@
 #      runner's overhead;
 #   4. two infrastructure failures for real: a test that runs the GPU out of memory, and a hang
 #      that the runner kills at its timeout.
-# Everything lands in $RESULTS (default gpu_jobs/results/h200). Nothing here is simulated: when
-# no GPU is visible the script stops before producing any result.
+# Everything lands in $RESULTS (default gpu_jobs/results/h200); STEPS="2 3" runs only some steps.
+# Nothing here is simulated: when no GPU is visible the script stops before producing any result.
 set -uo pipefail
 RESULTS=${RESULTS:-gpu_jobs/results/h200}
 WORK=${WORK:-/tmp/revertbot-h200}
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 rm -rf "$RESULTS" "$WORK" && mkdir -p "$RESULTS" "$WORK"
+STEPS=" ${STEPS:-1 2 3 4} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -27,6 +29,7 @@ fi
 } > "$RESULTS/environment.txt" 2>&1
 cat "$RESULTS/environment.txt"
 
+if want 1; then
 echo "== 1. graph-capture suite"
 start=$(now)
 REVERTBOT_METRICS_FILE="$RESULTS/graph_capture.metrics.jsonl" "$PY" -m pytest gpu_jobs/suites/graph_capture \
@@ -34,6 +37,9 @@ REVERTBOT_METRICS_FILE="$RESULTS/graph_capture.metrics.jsonl" "$PY" -m pytest gp
 echo "exit $? in $(since "$start") s" | tee -a "$RESULTS/graph_capture.log"
 tail -3 "$RESULTS/graph_capture.log"
 
+fi
+
+if want 2 || want 3; then
 echo "== 2. revertbot gpu run on the demo revert"
 "$PY" -c "from pathlib import Path; from revertbot.demo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
     > "$WORK/revert.txt"
@@ -69,6 +75,9 @@ print(f"direct pytest total: {direct:.2f} s; revertbot gpu run total: {total:.2f
       f"overhead: {(total - direct) / direct * 100:+.1f}%")
 EOF
 
+fi
+
+if want 4; then
 echo "== 4. infrastructure failures on the GPU: out of memory, hang"
 INFRA="$WORK/infra"
 mkdir -p "$INFRA/tests" && git -C "$INFRA" init -q -b main
@@ -105,3 +114,4 @@ for case in oom hang; do
     echo "$case: exit $? in $(since "$start") s" | tee -a "$RESULTS/infra-$case.log"
     "$PY" -c "import json,sys; c=json.load(open('$RESULTS/infra-$case/comparison.json')); print(json.dumps({'infra': c.get('infra'), 'tests_infra': c['tests'].get('infra'), 'broken': c['tests'].get('broken')}, indent=1)[:3000])"
 done
+fi
