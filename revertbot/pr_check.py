@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gitops
+from .analysis.risk import with_backports
 from .check import CONFIG_FILE, check_revert
 from .config import Config, load_config, select_suites
 from .detect import parse_message, strip_pr_suffix
@@ -453,7 +454,10 @@ def add_github_context(
         notes=tuple(notes),
         api_requests=api.requests,
     )
-    return dataclasses.replace(report, github=ctx, unresolved=tuple(unresolved), backports=tuple(backports)), notes
+    # Backport PRs may name release branches the local history does not have: re-assess that factor.
+    risk = with_backports(report.risk, backports, any(f.critical for f in report.files))
+    return dataclasses.replace(report, github=ctx, unresolved=tuple(unresolved), backports=tuple(backports),
+                               risk=risk), notes  # fmt: skip
 
 
 BackportPR = tuple[str, int, str]  # (branch, number, merge commit sha or "")

@@ -196,9 +196,20 @@ def assess(inputs: RiskInputs, t: RiskThresholds) -> Risk:
         history_factor(inputs.chain_length),
         age_factor(inputs.age_days, t),
     )
+    return _conclude(factors, inputs.backports, critical)
+
+
+def with_backports(risk: Risk, backports: Sequence[Backport], critical: bool) -> Risk:
+    """``risk`` with its backports factor re-assessed, e.g. once GitHub's backport PRs are known."""
+    factors = tuple(backports_factor(backports) if f.name == "backports" else f for f in risk.factors)
+    return _conclude(factors, backports, critical)
+
+
+def _conclude(factors: tuple[RiskFactor, ...], backports: Sequence[Backport], critical: bool) -> Risk:
+    """The level (the highest factor), the open items and the recommended action."""
     level = max((f.level for f in factors), key=lambda lv: RISK_ORDER[lv])
     open_items = tuple(f.name for f in factors if f.level != "low")
-    follow_ups = tuple(b.branch for b in inputs.backports if b.revert_pick is None)
+    follow_ups = tuple(b.branch for b in backports if b.revert_pick is None)
     review = [n for n in open_items if n not in _GPU_PENDING and n != "backports"]
     gpu = next(f for f in factors if f.name == "gpu")
     if level == "high" or review:

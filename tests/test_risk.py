@@ -1,0 +1,47 @@
+"""The risk model's conclusions: level, open items, follow-ups and action."""
+
+from __future__ import annotations
+
+from revertbot.analysis.risk import RiskInputs, RiskThresholds, assess, with_backports
+from revertbot.models import ApplyResult, Backport, FileChange, PurityResult
+
+
+def _inputs(critical: bool, backports: tuple[Backport, ...] = ()) -> RiskInputs:
+    files = (FileChange("python/pkg/runner.py", "pkg", "source", "modified", 3, 39, critical=critical,
+                        critical_globs=("python/**",) if critical else ()),)  # fmt: skip
+    return RiskInputs(
+        purity=PurityResult("pure", "the change is exactly the inverse of the original"),
+        apply=ApplyResult(base="a" * 40, clean=True),
+        apply_note="",
+        drift=(),
+        dependents=(),
+        files=files,
+        gpu=None,
+        backports=backports,
+        chain_length=0,
+        age_days=3.0,
+    )
+
+
+def test_a_clean_pure_revert_off_critical_paths_is_merge() -> None:
+    risk = assess(_inputs(critical=False), RiskThresholds())
+    assert (risk.level, risk.action, risk.open_items, risk.follow_ups) == ("low", "merge", (), ())
+
+
+def test_critical_paths_wait_for_the_gpu_suites() -> None:
+    risk = assess(_inputs(critical=True), RiskThresholds())
+    assert (risk.level, risk.action) == ("medium", "merge_after_gpu")
+    assert risk.open_items == ("critical_paths", "gpu")
+
+
+def test_backports_learned_later_are_reassessed_with_the_same_rules() -> None:
+    missing = Backport("release/0.5", "b" * 40, "backport PR release/0.5#104", None)
+    before = assess(_inputs(critical=True), RiskThresholds())
+    after = with_backports(before, (missing,), critical=True)
+    direct = assess(_inputs(critical=True, backports=(missing,)), RiskThresholds())
+    assert after == direct
+    backports = next(f for f in after.factors if f.name == "backports")
+    assert (backports.level, backports.code) == ("medium", "revert-missing")
+    assert after.follow_ups == ("release/0.5",) and after.action == "merge_after_gpu"
+    done = Backport("release/0.5", "b" * 40, "backport PR release/0.5#104", "c" * 40)
+    assert with_backports(before, (done,), critical=True).follow_ups == ()
