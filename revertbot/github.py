@@ -144,14 +144,6 @@ class CiRun:
 
 
 @dataclass(frozen=True)
-class IssueEvent:
-    event: str  # labeled, unlabeled, head_ref_force_pushed, ...
-    actor: str
-    at: float  # unix seconds
-    label: str = ""
-
-
-@dataclass(frozen=True)
 class SearchHit:
     number: int
     title: str
@@ -197,7 +189,6 @@ class GitHubAPI(Protocol):
 
     def create_status(self, sha: str, state: str, description: str, target_url: str = "") -> None: ...
 
-    def issue_events(self, number: int) -> list[IssueEvent]: ...
 
     def permission(self, login: str) -> str: ...
 
@@ -547,15 +538,6 @@ class GitHubClient:
     def comments(self, number: int) -> list[CommentInfo]:
         return self._list(f"listing the comments of #{number}", lambda: self._repo().get_issue(number).get_comments(),
                           _comment, limit=3000)  # fmt: skip
-
-    def issue_events(self, number: int) -> list[IssueEvent]:
-        def convert(e: Any) -> IssueEvent:
-            label = e.label.name if e.label is not None else ""
-            actor = e.actor.login if e.actor is not None else "ghost"
-            return IssueEvent(e.event or "", actor, e.created_at.timestamp() if e.created_at else 0.0, label)
-
-        return self._list(f"reading the events of #{number}", lambda: self._repo().get_issue(number).get_events(),
-                          convert, limit=1000)  # fmt: skip
 
     def permission(self, login: str) -> str:
         return self._call(f"reading the permission of {login}",

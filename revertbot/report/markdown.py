@@ -8,7 +8,6 @@ dropping whole blocks (never cutting inside a code fence), and escapes all untru
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .. import __version__
@@ -380,7 +379,3 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
     for n, it in enumerate(items):
         s.add(it, joined=n > 0)
     return s
-
-
-def render_many(reports: Sequence[RevertReport], lang: str | None = None) -> str:
-    return "\n".join(render_markdown(r, lang) for r in reports)
