@@ -20,9 +20,9 @@ fi
 if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
-            || echo "note: could not install chromium; the dashboard browser tests will skip" >&2
+            || echo "note: could not install chromium; the dashboard browser tests will fail" >&2
     else
-        echo "note: /usr/bin/chromium is missing (apt-get install chromium as root); browser tests will skip" >&2
+        echo "note: /usr/bin/chromium is missing (apt-get install chromium as root); browser tests will fail" >&2
     fi
 fi
 echo "::group::ruff"

