@@ -7,8 +7,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 # The CPU build of torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.
-.venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>/dev/null \
-    || echo "note: torch==2.13.0 (CPU) not available; GPU-suite tests will skip" >&2
+.venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,dashboard]' 2>&1 \
     | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip show -q revertbot >/dev/null

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.gitrepo import GitRepo
+
+
+def require_torch() -> Any:
+    """torch (the CPU build is enough): the test command installs it, so its absence fails the run.
+
+    Only CUDA itself may be missing (those tests skip); the GPU code paths that run on CPU must run.
+    """
+    try:
+        import torch
+    except ImportError:
+        pytest.fail("torch is not installed: scripts/test.sh installs the CPU build (pip install torch==2.13.0)",
+                    pytrace=False)  # fmt: skip
+    return torch
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from revertbot.check import check_revert
 from revertbot.cli import run_cli
 from revertbot.demo import RELEASE_BRANCH, REPO_SLUG, REVERT_BRANCH, DemoRepo, build_demo_repo
 from revertbot.report import MARKER, render_markdown
+from tests.conftest import require_torch
 
 BUG_TESTS = {
     "test_output_of_one_size_survives_replay_of_another",
@@ -140,7 +141,7 @@ def _worktree(demo: DemoRepo, rev: str, dest: Path) -> Path:
 
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> DemoRepo:
-    pytest.importorskip("torch", reason="the miniature engine's tests need torch (pip install torch, CPU is enough)")
+    require_torch()
     return build_demo_repo(tmp_path / "minisgl")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from gpu_jobs import metrics
 from gpu_jobs.manifest import collect_manifest, hardware_line
+from tests.conftest import require_torch
 
 
 def test_manifest_uses_the_suites_report_without_starting_an_interpreter() -> None:
@@ -32,7 +33,7 @@ def test_without_the_suites_report_a_missing_interpreter_is_said_not_guessed() -
 
 def test_plugin_writes_the_facts_of_the_torch_the_suite_imported(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    torch = pytest.importorskip("torch", reason="the probe is read from an imported torch")
+    torch = require_torch()
     from gpu_jobs.pytest_plugin import _write_probe
 
     target = tmp_path / "probe.json"

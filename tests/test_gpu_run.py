@@ -14,6 +14,7 @@ import pytest
 
 from gpu_jobs.runner import run_process, suite_argv
 from revertbot.cli import run_cli
+from tests.conftest import require_torch
 from tests.gitrepo import GitRepo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -343,7 +344,7 @@ def test_standalone_runner_needs_neither_click_nor_yaml(tmp_path: Path) -> None:
 
 
 def test_demo_revert_end_to_end_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch", reason="the miniature engine's tests need torch (CPU build is enough)")
+    require_torch()
     from revertbot.demo import build_demo_repo
 
     demo = build_demo_repo(tmp_path / "minisgl")

@@ -15,9 +15,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+from tests.conftest import require_torch
 
-torch = pytest.importorskip("torch", reason="the graph-capture suite needs torch (pip install -e '.[gpu]')")
+torch = require_torch()
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "gpu_jobs" / "suites" / "graph_capture"

@@ -20,6 +20,7 @@ from revertbot import __version__
 from revertbot.demo import REVERT_BRANCH
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
+from tests.conftest import require_torch
 from tests.github_server import FakeGitHub, World, build_world, serve
 from tests.workflow_runner import (
     ExpressionError,
@@ -100,7 +101,7 @@ def _reports(world: World) -> list[dict[str, object]]:
 
 @pytest.mark.slow
 def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="the GPU job runs the demo engine's suite, which needs torch (CPU is enough)")
+    require_torch()
     # The revert exists only as refs/pull/108/head, as for a fork's PR: no clone has it until a job fetches it.
     subprocess.run(["git", "update-ref", "-d", f"refs/heads/{REVERT_BRANCH}"], cwd=world.remote, check=True)
     runner = _runner(world, tmp_path / "run", world.pr_event("opened"))
