@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.github_server import FakeGitHub, World, build_world, serve
 from tests.gitrepo import GitRepo
 
 
@@ -35,6 +37,19 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ACTIONS", "GITHUB_EVENT_PATH", "GITHUB_OUTPUT",
                 "GITHUB_STEP_SUMMARY", "GITHUB_API_URL", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    """The loopback GitHub server, for the tests that talk to GitHub."""
+    with serve() as server:
+        yield server
+
+
+@pytest.fixture
+def world(gh: FakeGitHub, tmp_path: Path) -> World:
+    """The demo repository, a bare remote and its PRs on the loopback server."""
+    return build_world(gh, tmp_path)
 
 
 @pytest.fixture

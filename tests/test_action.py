@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,11 @@ from revertbot.errors import EXIT_GITHUB
 from revertbot.pr_check import REQUEST_BUDGET
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
-from tests.github_server import FakeGitHub, World, build_world, read_outputs, serve
+from tests.github_server import World, read_outputs
 
 HEADINGS = [TEXT["en"][k] for k in ("h_summary", "h_motivation", "h_breakdown", "h_key_files", "h_excerpt",
                                     "h_reviews", "h_risk", "h_related")]  # fmt: skip
 EMPTY = '{"include":[]}'
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture
-def world(gh: FakeGitHub, tmp_path: Path) -> World:
-    return build_world(gh, tmp_path)
 
 
 def act(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *args: str) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,7 @@ from revertbot.errors import EXIT_GITHUB
 from revertbot.github import CiRun, GitHubClient, GitHubError, RateLimitError, RetryPolicy, ReviewItem
 from revertbot.pr_check import REQUEST_BUDGET, closing_issues, is_trivial, review_highlights, summarize_ci
 from revertbot.report import MARKER
-from tests.github_server import FakeGitHub, World, build_world, read_outputs, serve
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture
-def world(gh: FakeGitHub, tmp_path: Path) -> World:
-    return build_world(gh, tmp_path)
+from tests.github_server import FakeGitHub, World, read_outputs
 
 
 def small_repo(gh: FakeGitHub) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,10 @@ import pytest
 
 from revertbot.cli import run_cli
 from revertbot.report import MARKER
-from tests.github_server import FakeGitHub, World, build_world, read_outputs, serve
+from tests.github_server import FakeGitHub, World, build_world, read_outputs
 
 EMPTY = {"include": []}
 LABEL = "revertbot:gpu-approved"
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with serve() as server:
-        yield server
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 
 from revertbot.errors import EXIT_GITHUB
 from revertbot.report import MARKER
-from tests.github_server import FakeGitHub, World, serve
+from tests.github_server import FakeGitHub, World
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,12 +34,6 @@ def _load_soak() -> ModuleType:
 
 
 soak = _load_soak()
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with serve() as server:
-        yield server
 
 
 @pytest.fixture

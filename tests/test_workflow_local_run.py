@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from revertbot.demo import REVERT_BRANCH
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.conftest import require_torch
-from tests.github_server import FakeGitHub, World, build_world, serve
+from tests.github_server import World
 from tests.workflow_runner import (
     ExpressionError,
     GitHubContext,
@@ -54,17 +53,6 @@ FIXED = [
 ]
 GPU_SECTION = f"**{TEXT['en']['gpu_title']}** ("
 HEADINGS = [TEXT["en"][k] for k in ("h_summary", "h_motivation", "h_breakdown", "h_risk")]
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture
-def world(gh: FakeGitHub, tmp_path: Path) -> World:
-    return build_world(gh, tmp_path)
 
 
 def _pip_install(call: StepCall) -> None:
