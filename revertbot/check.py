@@ -28,7 +28,7 @@ from .models import (
     GpuSummary,
     RevertReport,
 )
-from .purity import EXISTS, change_vector, classify, patch_stats, unquote_path
+from .purity import classify, patch_stats, unquote_path
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -154,11 +154,9 @@ def check_revert(
 
 
 def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
-    vec = change_vector(patch)
-    existence = {path: n for (path, line), n in vec.items() if line == EXISTS}
     out = []
     for path, st in patch_stats(patch).items():
-        status = "added" if existence.get(path, 0) > 0 else "deleted" if existence.get(path, 0) < 0 else "modified"
+        status = "added" if st.existence > 0 else "deleted" if st.existence < 0 else "modified"
         globs = tuple(g for g in cfg.critical_paths if match_glob(path, g))
         out.append(
             FileChange(

@@ -77,6 +77,7 @@ def _path_from_marker(rest: str) -> str | None:
 class PatchStats:
     added: int
     removed: int
+    existence: int = 0  # +1 the patch creates the file, -1 it deletes it, 0 it modifies it
 
 
 def _changes(patch: str) -> list[tuple[str, str, int]]:
@@ -175,10 +176,12 @@ def patch_stats(patch: str) -> dict[str, PatchStats]:
     """
     stats: dict[str, list[int]] = {}
     for path, key, sign in _changes(patch):
-        counts = stats.setdefault(path, [0, 0])
+        counts = stats.setdefault(path, [0, 0, 0])
         if key.startswith("|"):
             counts[0 if sign > 0 else 1] += 1
-    return {p: PatchStats(a, r) for p, (a, r) in stats.items()}
+        elif key == EXISTS:
+            counts[2] += sign
+    return {p: PatchStats(a, r, e) for p, (a, r, e) in stats.items()}
 
 
 def _render(line: str, sign: int) -> str:
