@@ -178,15 +178,7 @@ def _symbol_changes(
 ) -> tuple[list[SymbolChange], list[str]]:
     py = [f.path for f in files if f.path.endswith((".py", ".pyi"))]
     specs = [f"{revert}:{p}" for p in py] + ([f"{parent}:{p}" for p in py] if parent else [])
-    # cat-file --batch reads one spec per line: a path with a newline would shift every later
-    # answer onto the wrong file, so such paths are read one at a time.
-    batch = [spec for spec in specs if "\n" not in spec]
-    contents = gitops.blobs(root, batch) if batch else {}
-    for spec in specs:
-        if "\n" in spec:
-            rev, _, path = spec.partition(":")
-            text = gitops.show_file(root, rev, path)
-            contents[spec] = text.encode("utf-8") if text is not None else None
+    contents = gitops.blobs(root, specs)
     changes: list[SymbolChange] = []
     notes: list[str] = []
     for p in py:

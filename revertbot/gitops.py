@@ -279,13 +279,21 @@ def show_file(repo: Path, rev: str, path: str) -> str | None:
 
 
 def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
-    """Contents of many ``rev:path`` (or blob sha) specs in one ``cat-file --batch`` process."""
+    """Contents of many ``rev:path`` (or blob sha) specs in one ``cat-file --batch`` process.
+
+    ``--batch`` reads one spec per line, so a path containing a newline would shift every later
+    answer onto the wrong file: such specs are read one at a time instead.
+    """
     specs = list(dict.fromkeys(specs))
+    result: dict[str, bytes | None] = {}
+    for spec in [s for s in specs if "\n" in s]:
+        proc = run_bytes("cat-file", "blob", spec, cwd=repo, check=False)
+        result[spec] = proc.stdout if proc.returncode == 0 else None
+    specs = [s for s in specs if "\n" not in s]
     if not specs:
-        return {}
+        return result
     payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
     out = run_bytes("cat-file", "--batch", cwd=repo, input=payload).stdout
-    result: dict[str, bytes | None] = {}
     pos = 0
     for spec in specs:
         nl = out.index(b"\n", pos)

@@ -228,6 +228,17 @@ def test_blobs_reads_many_specs_in_one_batch(repo: GitRepo) -> None:
     assert gitops.blobs(repo.path, []) == {}
 
 
+def test_blobs_keeps_answers_in_place_around_a_path_with_a_newline(repo: GitRepo) -> None:
+    repo.commit("one", {"a.py": "a\n", "odd\nname.py": "odd\n", "z.py": "z\n"})
+    specs = ["HEAD:a.py", "HEAD:odd\nname.py", "HEAD:z.py", "HEAD:gone\nname.py"]
+    assert gitops.blobs(repo.path, specs) == {
+        "HEAD:a.py": b"a\n",
+        "HEAD:odd\nname.py": b"odd\n",
+        "HEAD:z.py": b"z\n",
+        "HEAD:gone\nname.py": None,
+    }
+
+
 def test_grep_words_whole_words_only(repo: GitRepo) -> None:
     repo.commit(
         "one",
