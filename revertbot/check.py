@@ -34,12 +34,8 @@ CONFIG_FILE = ".revertbot.yml"
 
 
 def commit_ref(c: Commit) -> CommitRef:
-    pm = parse_message(c.message)
-    pr = pm.own_pr
-    if pr is None:
-        m = re.search(r"\(#(\d+)\)\s*$", c.subject)
-        pr = int(m.group(1)) if m else None
-    return CommitRef(c.sha, c.subject, c.author_name, c.commit_time, pr)
+    """The commit as the report names it; its own PR number comes from the subject (``... (#N)``)."""
+    return CommitRef(c.sha, c.subject, c.author_name, c.commit_time, parse_message(c.message).own_pr)
 
 
 def check_revert(
