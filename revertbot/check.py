@@ -28,7 +28,8 @@ from .models import (
     GpuSummary,
     RevertReport,
 )
-from .purity import classify, patch_stats, unquote_path
+from .proof import judge
+from .purity import patch_stats, strip_raw, unquote_path
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -70,8 +71,8 @@ def check_revert(
     parent = revert.parents[0] if revert.parents else None
     wanted = [(revert_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
     patches, errors = gitops.commit_patches(root, wanted)
-    purity = classify(link, patches, errors)
-    revert_patch = patches.get(revert_sha, "")
+    purity = judge(root, [link], patches, errors, dict(wanted))[revert_sha]
+    revert_patch = strip_raw(patches.get(revert_sha, ""))
 
     # Base: the branch the revert is meant for. When the revert is already part of it, the
     # analysis is of the revert as merged.

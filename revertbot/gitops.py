@@ -7,6 +7,7 @@ Nothing here modifies the user's working tree: applying a revert happens in a te
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import GitError, NotFoundError, UsageError
@@ -30,6 +32,14 @@ _STABLE_CONFIG = (
     "-c", "color.ui=false",
     "-c", "i18n.logOutputEncoding=UTF-8",
     "-c", "log.showSignature=false",
+    # Diffs must not depend on the user's or the repository's diff settings.
+    "-c", "diff.relative=false",
+    "-c", "diff.ignoreSubmodules=none",
+    "-c", "diff.algorithm=myers",
+    "-c", f"core.attributesFile={os.devnull}",
+    # Merges (applying a revert, the purity proof) behave as git's defaults, whatever the config.
+    "-c", "merge.conflictStyle=merge",
+    "-c", "merge.renames=true",
 )  # fmt: skip
 
 
@@ -43,7 +53,8 @@ _LOCATION_VARS = (
 
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0"})
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0",
+                "GIT_ATTR_NOSYSTEM": "1"})  # fmt: skip
     if extra:
         env.update(extra)
     return env
@@ -361,7 +372,8 @@ def commit_patches(
 
 
 _PATCH_OPTS = (
-    "-p", "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
+    "-p", "--raw", "--no-abbrev", "--ignore-submodules=none",
+    "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
 
@@ -547,6 +559,107 @@ def parse_conflict_markers(text: str, max_hunks: int = 20) -> tuple[ConflictHunk
         elif state == "theirs":
             theirs.append(line)
     return tuple(hunks)
+
+
+# --------------------------------------------------------------------------- merges in memory
+#
+# A revert applied to a base, and the tree that undoing an original on a given commit produces,
+# are both three-way merges of trees. ``git merge-tree --write-tree`` does them without a
+# worktree or an index, but it finds the merge base itself from commits: each merge gets three
+# synthetic commits (base, and ours/theirs on top of it), written into a temporary object
+# directory layered over the repository's own, so nothing is ever written into the repository.
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """A three-way merge of trees: the merged tree (conflicted files carry conflict markers)."""
+
+    tree: str | None
+    clean: bool
+    conflicts: tuple[tuple[str, frozenset[int]], ...] = ()  # path -> index stages (1 base, 2 ours, 3 theirs)
+    error: str = ""
+
+
+@contextmanager
+def scratch_objects(repo: Path) -> Iterator[dict[str, str]]:
+    """Environment for git commands whose new objects go to a temporary directory (removed
+    afterwards) while every object of ``repo`` stays readable."""
+    own = Path(run("rev-parse", "--git-path", "objects", cwd=repo).rstrip("\n"))
+    own = own if own.is_absolute() else (Path(repo) / own).resolve()
+    tmp = Path(tempfile.mkdtemp(prefix="revertbot-objects-"))
+    try:
+        (tmp / "objects").mkdir()
+        yield {"GIT_OBJECT_DIRECTORY": str(tmp / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(own)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """Tree id of each commit or tree (None when it is missing or not a commit/tree), one process."""
+    revs = [r for r in dict.fromkeys(revs) if r]
+    if not revs:
+        return {}
+    out = run("cat-file", "--batch-check", cwd=repo, env=env, input="".join(f"{r}^{{tree}}\n" for r in revs))
+    result: dict[str, str | None] = {}
+    for rev, line in zip(revs, out.splitlines(), strict=False):
+        parts = line.split()
+        result[rev] = parts[0] if len(parts) == 3 and parts[1] == "tree" else None
+    return result
+
+
+def _object_id(repo: Path, kind: str, data: bytes) -> str:
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    return hashlib.new(algo, f"{kind} {len(data)}\0".encode() + data).hexdigest()
+
+
+def _commit_object(tree: str, parent: str | None) -> bytes:
+    who = "revertbot <revertbot@localhost> 0 +0000"
+    head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+    return f"{head}author {who}\ncommitter {who}\n\nmerge input\n".encode()
+
+
+def merge_trees(repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str]) -> list[MergeResult]:
+    """Three-way merges ``(base, ours, theirs)`` of tree ids, in the scratch store ``env``
+    (see :func:`scratch_objects`): one ``hash-object`` for all synthetic commits, then one
+    ``merge-tree`` per merge."""
+    if not merges:
+        return []
+    objects: dict[str, bytes] = {}
+    pairs = []
+    for base, ours, theirs in merges:
+        root = _commit_object(base, None)
+        root_id = _object_id(repo, "commit", root)
+        a, b = _commit_object(ours, root_id), _commit_object(theirs, root_id)
+        a_id, b_id = _object_id(repo, "commit", a), _object_id(repo, "commit", b)
+        objects.update({root_id: root, a_id: a, b_id: b})
+        pairs.append((a_id, b_id))
+    with tempfile.TemporaryDirectory(prefix="revertbot-commits-") as tmp:
+        paths = []
+        for oid, data in objects.items():
+            (Path(tmp) / oid).write_bytes(data)
+            paths.append(str(Path(tmp) / oid))
+        written = run("hash-object", "-w", "-t", "commit", "--stdin-paths", cwd=repo, env=env,
+                      input="".join(f"{p}\n" for p in paths)).split()  # fmt: skip
+    if written != list(objects):
+        raise GitError(("hash-object",), 0, "synthetic merge commits got unexpected ids")
+    results = []
+    for a_id, b_id in pairs:
+        proc = run_bytes("merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=env,
+                         check=False)  # fmt: skip
+        if proc.returncode not in (0, 1):
+            stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            results.append(MergeResult(None, False, error=stderr[-1] if stderr else f"exit {proc.returncode}"))
+            continue
+        fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        stages: dict[str, set[int]] = {}
+        for entry in fields[1:]:
+            if not entry:
+                break
+            info, _, path = entry.partition("\t")
+            stages.setdefault(path, set()).add(int(info.split()[-1]))
+        conflicts = tuple((p, frozenset(st)) for p, st in stages.items())
+        results.append(MergeResult(fields[0], proc.returncode == 0, conflicts))
+    return results
 
 
 def grep_words(

@@ -16,7 +16,8 @@ from . import gitops
 from .detect import link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
-from .purity import classify, patch_requests
+from .proof import judge
+from .purity import patch_requests
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -118,9 +119,10 @@ def classify_links(
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
+    verdicts = judge(root, links, patches, errors, dict(requests))
     entries = []
     for n, link in enumerate(links, 1):
-        purity: PurityResult = classify(link, patches, errors)
+        purity: PurityResult = verdicts[link.revert]
         c = by_sha.get(link.revert)
         entries.append(
             ScanEntry(
