@@ -241,7 +241,9 @@ def _link(revert: str, *originals: str, unresolved: tuple[Unresolved, ...] = (),
 
 # Patches as gitops.commit_patches returns them: the raw lines (modes and object ids), then the diff.
 ORIG = f":100644 100644 {BLOB_A} {BLOB_B} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n+X\n b\n"
-INVERSE = f":100644 100644 {BLOB_B} {BLOB_A} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-X\n b\n"
+INVERSE = (
+    f":100644 100644 {BLOB_B} {BLOB_A} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-X\n b\n"
+)
 
 
 def test_classify_never_pure_when_a_diff_failed() -> None:
