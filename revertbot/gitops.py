@@ -8,10 +8,12 @@ Nothing here modifies the user's working tree: applying a revert happens in a te
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -451,41 +453,55 @@ def apply_revert(
     revert: str | None = None,
     originals: Sequence[str] = (),
     keep: Path | None = None,
+    since: str | None = None,
 ) -> ApplyResult:
-    """Apply a revert on ``base`` in a temporary worktree and report conflicts.
+    """Apply a revert on ``base`` in memory (three-way merges, no worktree) and report conflicts.
 
-    With ``revert`` the revert commit's own change is cherry-picked (does the PR still apply?);
-    without it the revert is re-created with ``git revert`` of ``originals`` (in any order: they
-    are reverted newest first, so a line added by one and removed by a later one cancels out).
-    The user's checkout is never touched. With ``keep`` the resulting tree is also written
-    into that directory (used by the GPU runner to get a 'base + revert' checkout).
+    With ``revert`` the change from ``since`` (default: the revert's first parent) to ``revert``
+    is applied, as ``git cherry-pick`` would (``since`` = a PR's merge base applies the whole PR);
+    without it the revert is re-created from ``originals``, undone newest first as ``git revert``
+    would, so a line added by one and removed by a later one cancels out. The user's checkout and
+    index are never touched. With ``keep`` the resulting tree is also written into that directory
+    (used by the GPU runner to get a 'base + revert' checkout).
     """
     if revert is None and not originals:
         raise UsageError("apply_revert needs a revert commit or the original commits")
     base_sha = resolve_commit(repo, base)
+    steps: list[tuple[str | None, str | None]] = []  # (merge base, theirs) of each merge
     if revert is not None:
-        picks = [resolve_commit(repo, revert)]
-        args = ["cherry-pick", "--no-commit", "--allow-empty"]
+        head = resolve_commit(repo, revert)
+        start = resolve_commit(repo, since) if since else _first_parent(repo, head)
+        steps.append((start, head))
         method = "cherry-pick"
     else:
-        picks = _newest_first(repo, [resolve_commit(repo, o) for o in originals])
-        args = ["revert", "--no-commit"]
+        for commit in _newest_first(repo, [resolve_commit(repo, o) for o in originals]):
+            steps.append((commit, _first_parent(repo, commit)))
         method = "revert"
-    if any(len(_parents(repo, c)) > 1 for c in picks):
-        args += ["-m", "1"]  # a merge is taken relative to its first parent (git accepts -m for non-merges too)
-    args += picks
-    with temporary_worktree(repo, base_sha) as wt:
-        proc = run_bytes(*_NO_SIDE_EFFECTS, *args, cwd=wt, env=_IDENTITY, check=False)
-        if proc.returncode == 0:
-            tree = run("write-tree", cwd=wt).strip()
-            if keep is not None:
-                _export_tree(wt, keep)
-            return ApplyResult(base=base_sha, clean=True, tree=tree, method=method)
-        stages = _unmerged_stages(wt)
-        if not stages:
-            raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-        files = tuple(_conflict_file(wt, path, st) for path, st in stages.items())
-        return ApplyResult(base=base_sha, clean=False, conflicts=files, method=method)
+    with scratch_objects(repo) as env:
+        trees = trees_of(repo, [base_sha, *(c for step in steps for c in step if c)], env)
+        current = trees[base_sha]
+        for merge_base, theirs in steps:
+            ancestor = trees.get(merge_base) if merge_base else EMPTY_TREE
+            wanted = trees.get(theirs) if theirs else EMPTY_TREE
+            if current is None or ancestor is None or wanted is None:
+                raise NotFoundError(f"cannot read the trees needed to apply the change to {base_sha[:12]}")
+            result = merge_trees(repo, [(ancestor, current, wanted)], env, keep_results=True)[0]
+            if result.error or result.tree is None:
+                raise GitError(("merge-tree",), 1, result.error)
+            if not result.clean:
+                files = tuple(_conflict_file(repo, result.tree, path, st) for path, st in result.conflicts)
+                return ApplyResult(base=base_sha, clean=False, conflicts=files, method=method)
+            current = result.tree
+    if current is None:
+        raise NotFoundError(f"cannot read the tree of {base_sha[:12]}")
+    if keep is not None:
+        _export_tree(repo, current, keep)
+    return ApplyResult(base=base_sha, clean=True, tree=current, method=method)
+
+
+def _first_parent(repo: Path, commit: str) -> str | None:
+    parents = _parents(repo, commit)
+    return parents[0] if parents else None
 
 
 def _parents(repo: Path, commit: str) -> list[str]:
@@ -514,25 +530,31 @@ def _unmerged_stages(worktree: Path) -> dict[str, set[int]]:
     return stages
 
 
-def _export_tree(worktree: Path, dest: Path) -> None:
+def _export_tree(repo: Path, tree: str, dest: Path) -> None:
+    """Write ``tree``'s files into ``dest`` (replaced), with modes and symlinks, from ``git archive``."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(worktree, dest, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+    dest.mkdir(parents=True)
+    data = run_bytes("archive", "--format=tar", tree, cwd=repo).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        if hasattr(tarfile, "tar_filter"):  # Python 3.10.12+/3.11.4+: refuse paths outside dest
+            tar.extractall(dest, filter="tar")
+        else:
+            tar.extractall(dest)  # git archive writes no absolute or ../ paths
 
 
 _MARK_OURS, _MARK_SEP, _MARK_THEIRS = "<<<<<<< ", "=======", ">>>>>>> "
 
 
-def _conflict_file(worktree: Path, path: str, stages: set[int]) -> ConflictFile:
-    # In a cherry-pick or revert, "ours" is the base and "theirs" the change being applied.
+def _conflict_file(repo: Path, tree: str, path: str, stages: frozenset[int]) -> ConflictFile:
+    # Applying a revert, "ours" is the base and "theirs" the change being applied.
     if 2 not in stages:
         return ConflictFile(path=path, note="deleted on the base, modified by the revert")
     if 3 not in stages:
         return ConflictFile(path=path, note="modified on the base, deleted by the revert")
-    full = worktree / path
-    if not full.is_file():
+    data = blobs(repo, [f"{tree}:{path}"]).get(f"{tree}:{path}")
+    if data is None:
         return ConflictFile(path=path, note="not a regular file on the base")
-    data = full.read_bytes()
     if b"\x00" in data[:8000]:
         return ConflictFile(path=path, note="binary file")
     hunks = parse_conflict_markers(data.decode("utf-8", "replace"))
@@ -618,10 +640,13 @@ def _commit_object(tree: str, parent: str | None) -> bytes:
     return f"{head}author {who}\ncommitter {who}\n\nmerge input\n".encode()
 
 
-def merge_trees(repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str]) -> list[MergeResult]:
-    """Three-way merges ``(base, ours, theirs)`` of tree ids, in the scratch store ``env``
-    (see :func:`scratch_objects`): one ``hash-object`` for all synthetic commits, then one
-    ``merge-tree`` per merge."""
+def merge_trees(
+    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str], keep_results: bool = False
+) -> list[MergeResult]:
+    """Three-way merges ``(base, ours, theirs)`` of tree ids: one ``hash-object`` writes every
+    synthetic commit into the scratch store ``env`` (see :func:`scratch_objects`), then one
+    ``merge-tree`` per merge. The merged trees stay in the scratch store, or with ``keep_results``
+    go into the repository (as a cherry-pick's would), so they outlive the scratch store."""
     if not merges:
         return []
     objects: dict[str, bytes] = {}
@@ -643,8 +668,9 @@ def merge_trees(repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping
     if written != list(objects):
         raise GitError(("hash-object",), 0, "synthetic merge commits got unexpected ids")
     results = []
+    merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
     for a_id, b_id in pairs:
-        proc = run_bytes("merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=env,
+        proc = run_bytes("merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=merge_env,
                          check=False)  # fmt: skip
         if proc.returncode not in (0, 1):
             stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()

@@ -179,7 +179,7 @@ class RiskFactor:
 class Risk:
     level: RiskLevel
     factors: tuple[RiskFactor, ...]
-    action: str  # merge | merge_after_gpu | review
+    action: str  # merge | merge_after_gpu | review | no_op (changes nothing) | follow_up (already merged)
     open_items: tuple[str, ...] = ()  # factor names that need attention
     follow_ups: tuple[str, ...] = ()  # release branches that still need the revert
 
@@ -280,3 +280,4 @@ class RevertReport:
     gpu: GpuSummary | None = None
     language: str = "en"
     max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
+    scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several

@@ -70,7 +70,7 @@ def scan_repository(
     boundary = gitops.shallow_commits(root)
     shallow = bool(boundary)
     if shallow and not allow_shallow:
-        cut = _cut_by_shallow_history(links, boundary)
+        cut = cut_by_shallow_history(links, boundary)
         if cut:
             raise NotFoundError(
                 f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have "
@@ -82,7 +82,7 @@ def scan_repository(
     return ScanResult(root, ref_name, head, len(commits), entries, shallow)
 
 
-def _cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
+def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
     """Descriptions of the links a shallow clone cannot check: an original is missing (by sha, or
     not found at all, which may just mean it is older than the clone) or its parent was cut off."""
     cut = []
