@@ -283,6 +283,16 @@ def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
                    proc.stderr.decode("utf-8", "replace"))  # fmt: skip
 
 
+def merge_base(repo: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits, or None when they share no history."""
+    proc = run_bytes("merge-base", a, b, cwd=repo, check=False)
+    if proc.returncode == 1:
+        return None
+    if proc.returncode != 0:
+        raise GitError(("merge-base", a, b), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout.decode().strip() or None
+
+
 def show_file(repo: Path, rev: str, path: str) -> str | None:
     """Contents of ``path`` at ``rev``, or None when it does not exist there."""
     proc = run_bytes("cat-file", "blob", f"{rev}:{path}", cwd=repo, check=False)
