@@ -639,8 +639,7 @@ def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = No
     return result
 
 
-def _object_id(repo: Path, kind: str, data: bytes) -> str:
-    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+def _object_id(algo: str, kind: str, data: bytes) -> str:
     return hashlib.new(algo, f"{kind} {len(data)}\0".encode() + data).hexdigest()
 
 
@@ -659,13 +658,14 @@ def merge_trees(
     go into the repository (as a cherry-pick's would), so they outlive the scratch store."""
     if not merges:
         return []
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
     objects: dict[str, bytes] = {}
     pairs = []
     for base, ours, theirs in merges:
         root = _commit_object(base, None)
-        root_id = _object_id(repo, "commit", root)
+        root_id = _object_id(algo, "commit", root)
         a, b = _commit_object(ours, root_id), _commit_object(theirs, root_id)
-        a_id, b_id = _object_id(repo, "commit", a), _object_id(repo, "commit", b)
+        a_id, b_id = _object_id(algo, "commit", a), _object_id(algo, "commit", b)
         objects.update({root_id: root, a_id: a, b_id: b})
         pairs.append((a_id, b_id))
     with tempfile.TemporaryDirectory(prefix="revertbot-commits-") as tmp:

@@ -370,14 +370,15 @@ def classify(
     if proof == "equal":
         return PurityResult("pure", f"the change is exactly the {what} of {of} (proven on the trees)")
     verdict, files = compare(actual, expected)
+    if verdict == "pure" and proof.startswith("conflict"):
+        # Line for line it is the inverse, but git could not undo the original here without a
+        # conflict, so there is no tree to compare with: the hand resolution cannot be proven.
+        return PurityResult("unverifiable", f"it changes the same lines as the {what} of {of}, but undoing it on "
+                            f"the revert's parent conflicts in {proof.partition(':')[2].strip()}, so the "
+                            "revert's resolution cannot be proven exact")  # fmt: skip
     if verdict == "pure":
         # The same lines change but the trees differ: compare the edits with their positions.
         verdict, files = compare_positions(link, patches, raws)
-    if proof.startswith("conflict"):
-        paths = proof.partition(":")[2].strip()
-        if verdict == "modified" and not files:
-            return PurityResult("unverifiable", f"undoing {of} on the revert's parent conflicts in {paths}; the "
-                                "revert resolves that by hand, which cannot be proven exact")  # fmt: skip
     reasons = {
         "partial": f"the change is a strict subset of the {what} of {of}",
         "extra": f"the change contains the {what} of {of} plus more",
