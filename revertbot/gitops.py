@@ -649,53 +649,107 @@ def _commit_object(tree: str, parent: str | None) -> bytes:
     return f"{head}author {who}\ncommitter {who}\n\nmerge input\n".encode()
 
 
-def merge_trees(
-    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str], keep_results: bool = False
-) -> list[MergeResult]:
-    """Three-way merges ``(base, ours, theirs)`` of tree ids: one ``hash-object`` writes every
-    synthetic commit into the scratch store ``env`` (see :func:`scratch_objects`), then one
-    ``merge-tree`` per merge. The merged trees stay in the scratch store, or with ``keep_results``
-    go into the repository (as a cherry-pick's would), so they outlive the scratch store."""
-    if not merges:
-        return []
-    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
-    objects: dict[str, bytes] = {}
-    pairs = []
-    for base, ours, theirs in merges:
-        root = _commit_object(base, None)
-        root_id = _object_id(algo, "commit", root)
-        a, b = _commit_object(ours, root_id), _commit_object(theirs, root_id)
-        a_id, b_id = _object_id(algo, "commit", a), _object_id(algo, "commit", b)
-        objects.update({root_id: root, a_id: a, b_id: b})
-        pairs.append((a_id, b_id))
-    with tempfile.TemporaryDirectory(prefix="revertbot-commits-") as tmp:
+def _write_objects(repo: Path, kind: str, objects: Mapping[str, bytes], env: Mapping[str, str]) -> None:
+    """Write objects whose ids were computed here into the scratch store, in one process."""
+    if not objects:
+        return
+    with tempfile.TemporaryDirectory(prefix="revertbot-objects-") as tmp:
         paths = []
         for oid, data in objects.items():
             (Path(tmp) / oid).write_bytes(data)
             paths.append(str(Path(tmp) / oid))
-        written = run("hash-object", "-w", "-t", "commit", "--stdin-paths", cwd=repo, env=env,
+        written = run("hash-object", "-w", "-t", kind, "--stdin-paths", cwd=repo, env=env,
                       input="".join(f"{p}\n" for p in paths)).split()  # fmt: skip
     if written != list(objects):
-        raise GitError(("hash-object",), 0, "synthetic merge commits got unexpected ids")
-    results = []
+        raise GitError(("hash-object",), 0, f"synthetic {kind} objects got unexpected ids")
+
+
+def _merge_commits(algo: str, base: str, ours: str, theirs: str, objects: dict[str, bytes]) -> tuple[str, str]:
+    """Commits for ``ours`` and ``theirs`` on one root of ``base``, added to ``objects``."""
+    root = _commit_object(base, None)
+    root_id = _object_id(algo, "commit", root)
+    a, b = _commit_object(ours, root_id), _commit_object(theirs, root_id)
+    a_id, b_id = _object_id(algo, "commit", a), _object_id(algo, "commit", b)
+    objects.update({root_id: root, a_id: a, b_id: b})
+    return a_id, b_id
+
+
+def _merge_tree(repo: Path, a_id: str, b_id: str, env: Mapping[str, str], *config: str) -> MergeResult:
+    proc = run_bytes(*config, "merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=env,
+                     check=False)  # fmt: skip
+    if proc.returncode not in (0, 1):
+        stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return MergeResult(None, False, error=stderr[-1] if stderr else f"exit {proc.returncode}")
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    stages: dict[str, set[int]] = {}
+    for entry in fields[1:]:
+        if not entry:
+            break
+        info, _, path = entry.partition("\t")
+        stages.setdefault(path, set()).add(int(info.split()[-1]))
+    return MergeResult(fields[0], proc.returncode == 0, tuple((p, frozenset(st)) for p, st in stages.items()))
+
+
+def merge_trees(
+    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str], keep_results: bool = False
+) -> list[MergeResult]:
+    """Three-way merges ``(base, ours, theirs)`` of tree ids, as ``git revert``/``cherry-pick``
+    do them (renames detected): one ``hash-object`` writes every synthetic commit into the
+    scratch store ``env`` (see :func:`scratch_objects`), then one ``merge-tree`` per merge. The
+    merged trees stay in the scratch store, or with ``keep_results`` go into the repository (as a
+    cherry-pick's would), so they outlive the scratch store."""
+    if not merges:
+        return []
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    objects: dict[str, bytes] = {}
+    pairs = [_merge_commits(algo, base, ours, theirs, objects) for base, ours, theirs in merges]
+    _write_objects(repo, "commit", objects, env)
     merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
-    for a_id, b_id in pairs:
-        proc = run_bytes("merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=merge_env,
-                         check=False)  # fmt: skip
-        if proc.returncode not in (0, 1):
-            stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            results.append(MergeResult(None, False, error=stderr[-1] if stderr else f"exit {proc.returncode}"))
-            continue
-        fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-        stages: dict[str, set[int]] = {}
-        for entry in fields[1:]:
-            if not entry:
-                break
-            info, _, path = entry.partition("\t")
-            stages.setdefault(path, set()).add(int(info.split()[-1]))
-        conflicts = tuple((p, frozenset(st)) for p, st in stages.items())
-        results.append(MergeResult(fields[0], proc.returncode == 0, conflicts))
-    return results
+    return [_merge_tree(repo, a_id, b_id, merge_env) for a_id, b_id in pairs]
+
+
+def merge_trees_without_renames(
+    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str]
+) -> list[MergeResult]:
+    """Many three-way merges of tree ids in a constant number of processes, renames not detected.
+
+    Without rename detection a merge is path by path, so merges placed side by side as
+    subdirectories of one composite tree (``base``, ``ours`` and ``theirs`` each) do not touch each
+    other: one ``merge-tree`` does them all, and each result is its subdirectory of the merged tree.
+    Only use it where the rename-aware result cannot differ (no file both deleted and added).
+    """
+    if not merges:
+        return []
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    width = len(str(len(merges)))
+    names = [f"{i:0{width}d}" for i in range(len(merges))]  # fixed width: git's tree order is plain order
+    trees: dict[str, bytes] = {}
+    sides = []
+    for side in range(3):
+        data = b"".join(b"40000 " + name.encode() + b"\0" + bytes.fromhex(m[side]) for name, m in zip(names, merges,
+                        strict=True))  # fmt: skip
+        oid = _object_id(algo, "tree", data)
+        trees[oid] = data
+        sides.append(oid)
+    _write_objects(repo, "tree", trees, env)
+    commits: dict[str, bytes] = {}
+    a_id, b_id = _merge_commits(algo, sides[0], sides[1], sides[2], commits)
+    _write_objects(repo, "commit", commits, env)
+    merged = _merge_tree(repo, a_id, b_id, env, "-c", "merge.renames=false", "-c", "merge.directoryRenames=false")
+    if merged.error or merged.tree is None:
+        return [MergeResult(None, False, error=merged.error or "merge failed")] * len(merges)
+    listing = run("ls-tree", "-z", merged.tree, cwd=repo, env=env)
+    result_trees = {}
+    for entry in listing.split("\0"):
+        info, _, name = entry.partition("\t")
+        if name:
+            result_trees[name] = info.split()[2]
+    conflicts: dict[str, list[tuple[str, frozenset[int]]]] = {}
+    for path, st in merged.conflicts:
+        name, _, rest = path.partition("/")
+        conflicts.setdefault(name, []).append((rest, st))
+    return [MergeResult(result_trees.get(name, EMPTY_TREE), name not in conflicts, tuple(conflicts.get(name, ())))
+            for name in names]  # fmt: skip
 
 
 def grep_words(

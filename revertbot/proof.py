@@ -6,13 +6,16 @@ same paths, or the revert leaves a touched path alone) get the expected tree com
 ``git revert`` would: undoing each original (newest first) on the revert's parent is a
 three-way merge with the original as base, the tree so far as ours and the original's parent as
 theirs; redoing (a reland) swaps the two. Merges run in a scratch object store, round by round:
-round *k* does the *k*-th merge of every link that needs one, so the number of git processes
-grows with the reverts that need a merge, never with the length of the history.
+round *k* does the *k*-th merge of every link that needs one. Where the originals neither add nor
+delete a file, rename detection cannot change a merge, and all of a round's merges run as one
+(:func:`gitops.merge_trees_without_renames`): a constant number of git processes per round.
+Links whose originals add or delete files are merged one by one with rename detection, as
+``git revert`` would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
@@ -35,6 +38,7 @@ def judge(
     taken against (None: a root commit)."""
     proofs: dict[str, str] = {}
     pending: list[Link] = []
+    simple: set[str] = set()
     for link in links:
         shas = (link.revert, *link.originals)
         if not link.originals or any(s in errors or s not in patches for s in shas):
@@ -45,14 +49,20 @@ def judge(
         outcome = fast_proof(link, raws)
         if outcome == "needs-merge":
             pending.append(link)
+            if not any(old is None or new is None for o in link.originals for old, new in raws[o].values()):
+                simple.add(link.revert)
         else:
             proofs[link.revert] = outcome
     if pending:
-        proofs.update(_merge_proofs(root, pending, parents))
+        proofs.update(_merge_proofs(root, pending, parents, simple))
     return {link.revert: classify(link, patches, errors, proofs.get(link.revert)) for link in links}
 
 
-def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str | None]) -> dict[str, str]:
+def _merge_proofs(
+    root: Path, links: Sequence[Link], parents: Mapping[str, str | None], simple: Collection[str] = ()
+) -> dict[str, str]:
+    """Merge outcomes keyed by revert sha; links in ``simple`` have originals that neither delete
+    nor add a file, so rename detection cannot change their merges."""
     revs = {r for link in links for s in (link.revert, *link.originals) for r in (s, parents.get(s))}
     with gitops.scratch_objects(root) as env:
         trees = gitops.trees_of(root, (r for r in revs if r), env)
@@ -75,8 +85,14 @@ def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str |
             steps[link.revert] = [(a, b) for a, b in pairs if a is not None and b is not None]
         for round_no in range(max((len(s) for s in steps.values()), default=0)):
             active = [sha for sha, s in steps.items() if sha not in outcome and round_no < len(s)]
-            merges = [(steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active]
-            for sha, result in zip(active, gitops.merge_trees(root, merges, env), strict=True):
+            merges = {sha: (steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active}
+            # Where renames cannot matter, all merges of the round run as one; the rest one by one.
+            batch = [sha for sha in active if sha in simple and gitops.EMPTY_TREE not in merges[sha]]
+            single = [sha for sha in active if sha not in batch]
+            results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
+                               strict=True))  # fmt: skip
+            results.update(zip(single, gitops.merge_trees(root, [merges[s] for s in single], env), strict=True))
+            for sha, result in results.items():
                 if result.error or result.tree is None:
                     outcome[sha] = f"error: {result.error or 'merge failed'}"
                 elif not result.clean:

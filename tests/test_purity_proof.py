@@ -246,3 +246,22 @@ def test_pure_iff_the_revert_tree_equals_the_tree_git_revert_produces(
     parent_tree = repo.git("rev-parse", f"{parent}^{{tree}}").strip()
     exact = truth is not None and tree == truth and tree != parent_tree
     assert (verdict == "pure") == exact, (verdict, truth, tree)
+
+
+def test_batched_merges_equal_one_by_one_merges(repo: GitRepo) -> None:
+    """Merges side by side in one composite tree give each merge's own result and conflicts."""
+    from revertbot import gitops
+
+    repo.commit("base", {"a.txt": LINES, "b.txt": LINES})
+    o1 = repo.commit("Change five", {"a.txt": LINES.replace("line 5\n", "five\n")})
+    o2 = repo.commit("Change b", {"b.txt": LINES.replace("line 2\n", "two\n")})
+    p1 = repo.commit("Drift far", {"a.txt": LINES.replace("line 5\n", "five\n").replace("line 19\n", "19\n")})
+    p2 = repo.commit("Drift on the same line", {"b.txt": LINES.replace("line 2\n", "TWO\n")})
+    trees = gitops.trees_of(repo.path, [o1, f"{o1}~1", o2, f"{o2}~1", p1, p2])
+    merges = [(trees[o1], trees[p1], trees[f"{o1}~1"]), (trees[o2], trees[p2], trees[f"{o2}~1"])]
+    with gitops.scratch_objects(repo.path) as env:
+        batched = gitops.merge_trees_without_renames(repo.path, merges, env)
+        single = gitops.merge_trees(repo.path, merges, env)
+    assert [r.clean for r in batched] == [r.clean for r in single] == [True, False]
+    assert batched[0].tree == single[0].tree  # a conflicted tree differs only in its markers' labels
+    assert batched[1].conflicts == single[1].conflicts == (("b.txt", frozenset({1, 2, 3})),)
