@@ -214,6 +214,16 @@ def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (
     return parse_log(out)
 
 
+def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
+    """Commits reachable from any of ``revs`` (``^rev`` excludes), newest first, in one process;
+    the revisions go through stdin, so their number is not limited by the command line."""
+    if not revs:
+        return []
+    out = run("log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--stdin", "--", cwd=repo,
+              input="".join(f"{r}\n" for r in revs))  # fmt: skip
+    return parse_log(out)
+
+
 def parse_log(out: str) -> list[Commit]:
     if not out:
         return []
@@ -261,8 +271,11 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     return result
 
 
-def branches_containing(repo: Path, sha: str, pattern: str = "refs/heads/") -> list[str]:
-    out = run("for-each-ref", "--format=%(refname)", f"--contains={sha}", pattern, cwd=repo)
+def branches_containing(repo: Path, sha: str, *patterns: str) -> list[str]:
+    """Refs matching ``patterns`` (default: local branches) whose history contains ``sha``."""
+    if not patterns:
+        patterns = ("refs/heads/",)
+    out = run("for-each-ref", "--format=%(refname)", f"--contains={sha}", "--", *patterns, cwd=repo)
     return [line for line in out.splitlines() if line]
 
 
