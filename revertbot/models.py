@@ -251,6 +251,7 @@ class GpuSummary:
     metrics: tuple[GpuMetricDelta, ...] = ()
     infra: tuple[str, ...] = ()  # infrastructure problems (not the revert's fault)
     not_run: tuple[str, ...] = ()
+    cpu_only: tuple[str, ...] = ()  # shards whose suites ran without a GPU: no GPU evidence
 
 
 @dataclass(frozen=True)

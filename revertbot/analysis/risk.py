@@ -139,6 +139,12 @@ def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
         return RiskFactor("gpu", "high", "broken", _p(count=len(gpu.broken)), _cap(evidence))
     if gpu.infra or gpu.not_run:
         return RiskFactor("gpu", "medium", "incomplete", _p(count=len(gpu.infra) + len(gpu.not_run)), _cap(evidence))
+    if gpu.cpu_only:
+        # A suite that did not run on a GPU is no GPU validation, whatever it passed: the bugs
+        # this is for (CUDA graph capture, memory) only show on the device.
+        evidence += [f"no GPU: {shard} ({gpu.hardware})" for shard in gpu.cpu_only]
+        level = "medium" if critical else "low"
+        return RiskFactor("gpu", level, "cpu-only", _p(count=len(gpu.cpu_only)), _cap(evidence))
     if regressed:
         return RiskFactor(
             "gpu", "medium", "regressed", _p(metrics=", ".join(m.name for m in regressed)), _cap(evidence)
@@ -223,7 +229,7 @@ def _conclude(factors: tuple[RiskFactor, ...], backports: Sequence[Backport], cr
         action = "follow_up"  # history: what is left to do is backports or a reland, not merging
     elif level == "high" or review:
         action = "review"
-    elif gpu.code == "not-run" and critical:
+    elif gpu.code in ("not-run", "cpu-only") and critical:
         action = "merge_after_gpu"
     elif gpu.level != "low":
         action = "review"
