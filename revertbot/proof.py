@@ -91,6 +91,9 @@ def _merge_proofs(
             single = [sha for sha in active if sha not in batch]
             results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip
+            # A file deleted on one side and changed on the other may have been renamed since:
+            # those merges are done again with rename detection, as git revert would.
+            single += [sha for sha in batch if any(len(st & {2, 3}) < 2 for _, st in results[sha].conflicts)]
             results.update(zip(single, gitops.merge_trees(root, [merges[s] for s in single], env), strict=True))
             for sha, result in results.items():
                 if result.error or result.tree is None:

@@ -303,9 +303,11 @@ def fast_proof(link: Link, raws: Raws) -> Proof:
     """Prove or refute, from raw diffs alone, that the revert's tree is the expected one."""
     expected = expected_sides(link, raws)
     revert = raws[link.revert]
-    if any(path not in expected for path in revert):
-        return "differs"  # it changes a path the originals never touched
     verdict: Proof = "equal"
+    if any(path not in expected for path in revert):
+        # It changes a path the originals never touched: more than the inverse, unless a later
+        # rename moved an original's path there (git revert follows renames): a merge tells.
+        verdict = "needs-merge"
     for path, sides in expected.items():
         if sides is None:
             verdict = "needs-merge"

@@ -265,3 +265,24 @@ def test_batched_merges_equal_one_by_one_merges(repo: GitRepo) -> None:
     assert [r.clean for r in batched] == [r.clean for r in single] == [True, False]
     assert batched[0].tree == single[0].tree  # a conflicted tree differs only in its markers' labels
     assert batched[1].conflicts == single[1].conflicts == (("b.txt", frozenset({1, 2, 3})),)
+
+
+def test_revert_applied_to_a_file_renamed_since_is_pure(repo: GitRepo) -> None:
+    # git revert follows the rename: the undo lands in the file's new name.
+    repo.commit("base", {"pkg/a.py": LINES})
+    original = repo.commit("Change five", {"pkg/a.py": LINES.replace("line 5\n", "five\n")})
+    repo.tick()
+    repo.git("mv", "pkg/a.py", "pkg/b.py")
+    repo.git("commit", "-q", "-m", "Rename a to b")
+    revert = repo.revert(original)
+    assert repo.git("show", "--stat", "--format=", revert).strip().startswith("pkg/b.py")
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_revert_that_changes_an_unrelated_file_is_extra(repo: GitRepo) -> None:
+    repo.commit("base", {"a.py": LINES, "b.py": LINES})
+    original = repo.commit("Change a", {"a.py": LINES.replace("line 5\n", "five\n")})
+    revert = _hand_revert(repo, original, {"a.py": LINES, "b.py": LINES + "more\n"})
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict == "extra"
+    assert [f.path for f in entry.purity.files] == ["b.py"]
