@@ -210,8 +210,7 @@ def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (
         args.append(f"--since={since}")
     args += [rev, "--"]
     args += list(paths)
-    out = run(*args, cwd=repo)
-    return parse_log(out)
+    return _read_log(args, repo)
 
 
 def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
@@ -219,32 +218,56 @@ def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
     the revisions go through stdin, so their number is not limited by the command line."""
     if not revs:
         return []
-    out = run("log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--stdin", "--", cwd=repo,
-              input="".join(f"{r}\n" for r in revs))  # fmt: skip
-    return parse_log(out)
+    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--stdin", "--"]
+    return _read_log(args, repo, "".join(f"{r}\n" for r in revs).encode())
 
 
-def parse_log(out: str) -> list[Commit]:
-    if not out:
-        return []
-    fields = out.split("\x00")
-    if fields and fields[-1] == "":
-        fields.pop()
-    commits: list[Commit] = []
-    for i in range(0, len(fields) - _LOG_FIELDS + 1, _LOG_FIELDS):
-        sha, parents, an, ae, at, ct, msg = fields[i : i + _LOG_FIELDS]
-        commits.append(
-            Commit(
-                sha=sha.strip(),
-                parents=tuple(parents.split()),
-                author_name=an,
-                author_email=ae,
-                author_time=int(at or 0),
-                commit_time=int(ct or 0),
-                message=msg.rstrip("\n"),
-            )
-        )
+_CHUNK = 1 << 20
+
+
+def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None) -> list[Commit]:
+    """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
+    memory stays near the size of the commits themselves (one decoded string of the whole log
+    would take up to four bytes per character as soon as one message is not ASCII)."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=repo, env=_git_env(),
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=err)  # fmt: skip
+        except FileNotFoundError as exc:
+            if not Path(repo).exists():
+                raise NotFoundError(f"directory does not exist: {repo}") from exc
+            raise UsageError("git is not installed or not on PATH", hint="install git 2.38 or newer") from exc
+        assert proc.stdout is not None
+        if stdin is not None and proc.stdin is not None:
+            proc.stdin.write(stdin)  # revisions only: far below a pipe's buffer in practice
+            proc.stdin.close()
+        commits: list[Commit] = []
+        fields: list[str] = []
+        rest = b""
+        while chunk := proc.stdout.read(_CHUNK):
+            parts = (rest + chunk).split(b"\x00")
+            rest = parts.pop()
+            for part in parts:
+                fields.append(part.decode("utf-8", "replace"))
+                if len(fields) == _LOG_FIELDS:
+                    commits.append(_commit(fields))
+                    fields = []
+        proc.stdout.close()
+        if proc.wait() != 0:
+            err.seek(0)
+            raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))
+    if rest:
+        fields.append(rest.decode("utf-8", "replace"))
+    if len(fields) == _LOG_FIELDS:
+        commits.append(_commit(fields))
     return commits
+
+
+def _commit(fields: Sequence[str]) -> Commit:
+    sha, parents, an, ae, at, ct, msg = fields
+    return Commit(sha=sha.strip(), parents=tuple(parents.split()), author_name=an, author_email=ae,
+                  author_time=int(at or 0), commit_time=int(ct or 0), message=msg.rstrip("\n"))  # fmt: skip
 
 
 def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
