@@ -166,3 +166,16 @@ def test_check_in_a_shallow_clone_refuses_with_exit_3(repo: GitRepo, tmp_path: P
     with pytest.raises(NotFoundError):  # has the revert's parent, but not the original's
         check_revert(deeper, "HEAD")
     capsys.readouterr()
+
+
+def test_check_works_in_a_blobless_partial_clone(repo: GitRepo, tmp_path: Path) -> None:
+    # The bot's own cache is a bare --filter=blob:none clone: applying the revert must not need a worktree.
+    original, revert = _revert_branch(repo)
+    repo.checkout("main")
+    repo.git("config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(partial)],
+                   check=True)  # fmt: skip
+    data = _data(check_revert(partial, revert, base_ref="main"))
+    assert (data["purity"], data["base"]["applies"], data["base"]["note"]) == ("pure", True, "")
+    assert data["originals"] == [original]
