@@ -53,13 +53,15 @@ def check_revert(
     repo_name: str | None = None,
     language: str | None = None,
     since: str | None = None,
+    message: str | None = None,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
 
     Without ``since`` the change is the commit ``revert_ref`` itself. With ``since`` (a pull
     request's merge base) it is everything from ``since`` to ``revert_ref`` (the PR's head): the
     verdict, files, symbols and dependents cover the whole PR, and the originals are those of
-    every revert-like commit in it.
+    every revert-like commit in it. When no commit message says what is reverted, ``message``
+    (the PR's title and body) is read as the head's message.
     """
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
@@ -70,12 +72,16 @@ def check_revert(
     since_sha = gitops.resolve_commit(root, since) if since else None
     scope = [c.sha for c in gitops.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     in_scope = set(scope)
-    links = link_reverts(
-        commits,
-        ref_name=revert_ref,
-        lookup_objects=lambda names: gitops.object_types(root, names),
-        select=lambda c: c.sha in in_scope,
-    )
+
+    def lookup(names: Sequence[str]) -> dict[str, str | None]:
+        return gitops.object_types(root, names)
+
+    links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha in in_scope)
+    if not links and message:
+        # A hand-made revert PR: its commits say nothing, its title and body do.
+        commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
+        by_sha[head_sha] = head = dataclasses.replace(head, message=message)
+        links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha)
     if not links:
         raise NotFoundError(
             f"{head_sha[:12]} ({head.subject!r}) does not look like a revert",

@@ -350,6 +350,7 @@ def check_pull(
         revert_sha = prep.head_sha if since else pick_revert_commit(prep.root, base_sha, prep.head_sha)
         try:
             report = check_revert(prep.root, revert_sha, base_ref=prep.base_ref, config=cfg, since=since,
+                                  message=f"{pr.title}\n\n{pr.body}" if intent.is_revert_like else None,
                                   repo_name=pr.base_repo, language=language, gpu=gpu)  # fmt: skip
         except NotFoundError as exc:
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "

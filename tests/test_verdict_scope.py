@@ -179,3 +179,17 @@ def test_check_works_in_a_blobless_partial_clone(repo: GitRepo, tmp_path: Path) 
     data = _data(check_revert(partial, revert, base_ref="main"))
     assert (data["purity"], data["base"]["applies"], data["base"]["note"]) == ("pure", True, "")
     assert data["originals"] == [original]
+
+
+def test_hand_made_revert_is_linked_through_the_pr_title(repo: GitRepo) -> None:
+    original = ""
+    repo.commit("Initial import", {"pkg/util.py": HELPERS})
+    original = repo.commit("Add clamp helper (#12)", {"pkg/util.py": WITH_CLAMP})
+    base = repo.head()
+    repo.checkout("-b", "undo")
+    head = repo.commit("take the helper out again", {"pkg/util.py": HELPERS})
+    repo.checkout("main")
+    with pytest.raises(NotFoundError):
+        check_revert(repo.path, head, since=base)
+    data = _data(check_revert(repo.path, head, since=base, message='Revert "Add clamp helper (#12)"\n\nbroke CI'))
+    assert (data["purity"], data["originals"]) == ("pure", [original])
