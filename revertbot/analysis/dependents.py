@@ -116,7 +116,8 @@ class _Module:
     def words(self) -> set[str]:
         out = set(self.names) | {c.split(".")[0] for c in self.classes}
         out |= {a for attrs in self.classes.values() for a in attrs}
-        out.add(self.name.rsplit(".", 1)[-1])
+        if self.removed:  # importing the module is itself a use
+            out.add(self.name.rsplit(".", 1)[-1])
         return out
 
 
@@ -187,7 +188,7 @@ def _index(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tup
             continue
         owner = c.name.rsplit(".", 1)[0] if "." in c.name else ""
         if c.change == "removed":
-            if word.startswith("__") and word.endswith("__"):
+            if owner and word.startswith("__") and word.endswith("__"):
                 skipped_special.append(c.name)  # called implicitly (operators, protocols)
                 continue
             target = _Target(c.name, word, c.file, m.name, "attribute" if owner else "name", owner, seq=seq)
@@ -207,7 +208,7 @@ def _index(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tup
             m.removed = _Target(f"module:{path}", m.name.rsplit(".", 1)[-1], path, m.name, "module", seq=seq)
     _add_reexports(changes, modules)
     if skipped_special:
-        notes.append(f"{len(skipped_special)} removed special method(s) not searched (called implicitly): "
+        notes.append(f"dependents: {len(skipped_special)} removed special method(s) not searched (called implicitly): "
                      + ", ".join(f"`{n}`" for n in skipped_special[:5]))  # fmt: skip
     empty = [k for k, m in modules.items() if not (m.names or m.classes or m.removed)]
     for k in empty:
@@ -333,6 +334,12 @@ class _Search:
                 self.ancestors.update(".".join(sp[:j]) for j in range(1, len(sp)))
         self.words: set[str] = set().union(*(m.words() for m in modules.values()))
         self.signatures: dict[_Target, _Signature] = {}  # of changed callables, as the tree defines them
+        self.removed_paths: dict[str, list[_Module]] = {}  # removed files by each trailing part of their path
+        for m in modules.values():
+            fparts = m.file.split("/")
+            for i in range(len(fparts)):
+                if len(fparts) - i >= 2 or i == 0:
+                    self.removed_paths.setdefault("/".join(fparts[i:]), []).append(m)
 
     def resolve(self, written: str, importer: str) -> list[_Module]:
         return [m for m in self.suffixes.get(written, ()) if _same_module(written, m.name, importer)]
@@ -374,7 +381,7 @@ class _Search:
             if path in direct:
                 continue
             how = self._import_line(path, text)
-            if how == "direct" or (how != "indirect" and self._dotted_in(text, path)):
+            if how == "direct" or (how != "indirect" and self._dotted_in(text)):
                 direct[path] = None
                 indirect.pop(path, None)
             elif how == "indirect":
@@ -383,15 +390,18 @@ class _Search:
 
     def _patterns(self) -> tuple[list[str], str]:
         """Fixed strings that find dotted and file-path references; a few, whatever the count of names."""
-        dotted = {".".join(m.name.split(".")[-2:]) for m in self.modules.values() if "." in m.name}
-        paths = {"/".join(m.file.split("/")[-2:]) for m in self.modules.values() if m.removed}
-        level = 0
-        while len(dotted) + len(paths) > MAX_PATTERNS and level < 3:
-            level += 1  # use the packages above instead: fewer, broader prefixes
-            dotted = {".".join(d.split(".")[:-1][-2:]) for d in dotted}
-            dotted = {d for d in dotted if "." in d}
-            paths = {p.rsplit("/", 1)[0] + "/" for p in paths if "/" in p}
-        patterns = sorted(dotted) + sorted(paths)
+        modules = [m.name.split(".") for m in self.modules.values()]
+        files = [m.file.split("/") for m in self.modules.values() if m.removed]
+        patterns: list[str] = []
+        for level in range(4):  # 0: each module; 1, 2, 3: the packages above, fewer and broader
+            dotted = {".".join(parts[: len(parts) - level][-2:]) for parts in modules if len(parts) - level >= 2}
+            paths = {"/".join(parts[: len(parts) - level][-2:]) + ("/" if level else "")
+                     for parts in files if len(parts) - level >= 2}  # fmt: skip
+            if not dotted and not paths and patterns:
+                break  # the names are too short to go up further
+            patterns = sorted(dotted) + sorted(paths)
+            if len(patterns) <= MAX_PATTERNS:
+                break
         if len(patterns) > MAX_PATTERNS:
             return patterns[:MAX_PATTERNS], (
                 f"dependents: dotted and file-path references searched for {MAX_PATTERNS} of {len(patterns)} "
@@ -422,8 +432,8 @@ class _Search:
                         result = "indirect"
         return result
 
-    def _dotted_in(self, text: str, path: str) -> bool:
-        return any(self._dotted_ref(tok) is not None for tok in _DOTTED.findall(text))
+    def _dotted_in(self, text: str) -> bool:
+        return any(self._dotted_ref(tok) is not None for tok in set(_DOTTED.findall(text)))
 
     def _dotted_ref(self, dotted: str) -> tuple[_Module, list[str]] | None:
         """The affected module a dotted path starts with (written with two parts or more) and the rest."""
@@ -445,11 +455,15 @@ class _Search:
             for t in self._targets_in(m, rest):
                 self._add(t, path, lineno, text, "referenced in a non-Python file")
         for tok in _PATHISH.findall(text):
-            tok = tok.removeprefix("./")
-            for m in self.modules.values():
-                same = m.file == tok or m.file.endswith("/" + tok) or tok.endswith("/" + m.file)
-                if m.removed and "/" in tok and same:
-                    self._add(m.removed, path, lineno, text, "references removed file")
+            parts = tok.removeprefix("./").split("/")
+            if len(parts) < 2:
+                continue
+            for i in range(len(parts)):
+                suffix = "/".join(parts[i:])
+                for m in self.removed_paths.get(suffix, ()):
+                    # the token names the file (with or without its leading directories)
+                    if m.removed and (i == 0 or m.file == suffix):
+                        self._add(m.removed, path, lineno, text, "references removed file")
 
     @staticmethod
     def _targets_in(m: _Module, rest: Sequence[str]) -> list[_Target]:
@@ -511,7 +525,7 @@ class _Search:
             return
         lines = text.split("\n")
         try:
-            _FileScan(self, path, lines, own).visit(tree)
+            _FileScan(self, path, lines, own).scan(tree, text)
         except RecursionError:
             self.notes.append(f"dependents: `{path}` is nested too deeply; not fully checked")
 
@@ -560,15 +574,21 @@ class _FileScan(ast.NodeVisitor):
 
     # ---------------------------------------------------------------- bindings
 
-    def visit_Module(self, node: ast.Module) -> None:
+    def scan(self, node: ast.Module, text: str) -> None:
+        """Bind the file's imports; walk the whole tree only when a binding or a dotted path can lead
+        to an affected module (most candidates import something else from the same package)."""
         if self.own is not None:
             self._bind_own(node)
-        for stmt in ast.walk(node):
+        statements = list(_statements(node.body))
+        for stmt in statements:
             if isinstance(stmt, ast.ImportFrom):
                 self._bind_from(stmt)
             elif isinstance(stmt, ast.Import):
                 self._bind_import(stmt)
-        for stmt in ast.walk(node):
+        direct = any(kind != "package" for kind, _, _ in self.env.values())
+        if not (direct or self.own is not None or self.s._dotted_in(text)):
+            return
+        for stmt in statements:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 cls = self._class_of(stmt.value.func)
@@ -717,7 +737,7 @@ class _FileScan(ast.NodeVisitor):
             self.visit(d)
         for b in (*node.bases, *node.keywords):
             self.visit(b)
-        self.class_stack.append(_ClassCtx(classes, _module_level_names(node.body)))
+        self.class_stack.append(_ClassCtx(classes, _class_defines(node)))
         for stmt in node.body:
             self.visit(stmt)
         self.class_stack.pop()
@@ -828,6 +848,20 @@ class _FileScan(ast.NodeVisitor):
                                       f"{sig.positional}")  # fmt: skip
 
 
+def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without descending into expressions (cheaper than ast.walk)."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from _statements(case.body)
+
+
 def _signature_of(body: Iterable[ast.stmt], qualname: list[str], in_class: bool = False) -> _Signature | None:
     """How the definition ``qualname`` in ``body`` can be called, or None when it is not there."""
     head, rest = qualname[0], qualname[1:]
@@ -866,6 +900,23 @@ def _module_level_names(body: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
+def _class_defines(node: ast.ClassDef) -> set[str]:
+    """Attributes a class provides itself: its body's names and ``self.x = ...`` in its methods
+    (an instance attribute hides a removed property or method of a base class)."""
+    out = _module_level_names(node.body)
+    for sub in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(sub, ast.Assign):
+            targets = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
+            targets = [sub.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                    out.add(n.attr)
+    return out
+
+
 def _blocks(node: ast.If | ast.Try | ast.With) -> list[ast.stmt]:
     stmts = list(node.body)
     if isinstance(node, ast.If):
@@ -883,7 +934,7 @@ def _class_bodies(body: Iterable[ast.stmt], prefix: str = "") -> dict[str, set[s
     for node in body:
         if isinstance(node, ast.ClassDef):
             path = prefix + node.name
-            out[path] = _module_level_names(node.body)
+            out[path] = _class_defines(node)
             out.update(_class_bodies(node.body, path + "."))
         elif isinstance(node, (ast.If, ast.Try, ast.With)):
             out.update(_class_bodies(_blocks(node), prefix))
