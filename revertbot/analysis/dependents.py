@@ -502,9 +502,7 @@ class _Search:
         if too_big:
             self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
                               f"e.g. `{too_big[0]}`")  # fmt: skip
-        # Read in slices so that memory stays within one slice of files.
-        for i in range(0, len(chosen), 100):
-            batch = chosen[i : i + 100]
+        for batch in _slices(chosen, sizes, self.tree):
             contents = gitops.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
             for p in batch:
                 blob = contents.get(f"{self.tree}:{p}")
@@ -533,6 +531,23 @@ class _Search:
         key = (t, path, lineno)
         if key not in self.found:
             self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason)
+
+
+def _slices(
+    paths: list[str], sizes: Mapping[str, int | None], tree: str, limit: int = 16_000_000
+) -> Iterator[list[str]]:
+    """Consecutive groups of paths of at most ``limit`` bytes together: memory holds one group at a time."""
+    batch: list[str] = []
+    total = 0
+    for p in paths:
+        size = sizes.get(f"{tree}:{p}") or 0
+        if batch and total + size > limit:
+            yield batch
+            batch, total = [], 0
+        batch.append(p)
+        total += size
+    if batch:
+        yield batch
 
 
 # --------------------------------------------------------------------------- one Python file

@@ -27,6 +27,7 @@ from typing import Literal
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
 CALLABLE_KINDS: frozenset[str] = frozenset({"function", "async function", "method", "async method"})
+MAX_SOURCE_CHARS = 4_000_000  # per version of a file
 
 _Scope = Literal["module", "class", "function"]
 
@@ -264,12 +265,17 @@ def diff_symbols(
     """Symbols added, removed or modified from ``before`` to ``after`` (None: the file is absent).
 
     Ordered by line (after version for added/modified, before version for removed). When one
-    version does not parse, no symbol changes are reported and the note (without the path, which
-    the caller knows) says why: comparing against an empty symbol table would claim every symbol
-    was removed or added.
+    version does not parse, or is larger than ``MAX_SOURCE_CHARS``, no symbol changes are reported
+    and the note (without the path, which the caller knows) says why: comparing against an empty
+    symbol table would claim every symbol was removed or added.
     """
     if before is None and after is None:
         return (), None
+    largest = max(len(before or ""), len(after or ""))
+    if largest > MAX_SOURCE_CHARS:
+        # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
+        limit = MAX_SOURCE_CHARS // 1_000_000
+        return (), f"{largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
     old, old_err = extract_symbols(before) if before is not None else ({}, None)
     new, new_err = extract_symbols(after) if after is not None else ({}, None)
     if old_err or new_err:
