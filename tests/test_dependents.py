@@ -418,11 +418,13 @@ def ops_revert(repo: GitRepo, users: dict[str, str | bytes | None]) -> tuple[str
 
 
 def test_a_real_importer_elsewhere_is_one_dependent_with_its_line(repo: GitRepo) -> None:
-    rev, changes, removed = ops_revert(repo, {"pkg/model.py": "import torch\n\nfrom pkg.kernels.ops import fused as f\n"})
+    model = "import torch\n\nfrom pkg.kernels.ops import fused as f\n"
+    rev, changes, removed = ops_revert(repo, {"pkg/model.py": model})
     result = search_dependents(repo.path, rev, changes, removed)
     assert result.dependents == (
-        Dependent("fused", "fused", "pkg/model.py", 3, "from pkg.kernels.ops import fused as f", "imports removed symbol"),
-    )
+        Dependent("fused", "fused", "pkg/model.py", 3, "from pkg.kernels.ops import fused as f",
+                  "imports removed symbol"),
+    )  # fmt: skip
     assert result.notes == ()
 
 
@@ -562,8 +564,10 @@ def test_lines_the_revert_itself_changes_are_not_dependents(repo: GitRepo) -> No
         "pkg/b.py": "from pkg.a import helper\n\nX = helper()\nY = helper()\n",
     })  # fmt: skip
     # A hand-made "revert" that removes the helper and rewrites one of the lines that call it.
-    rev = repo.commit("Revert helper", {"pkg/a.py": "def keep():\n    pass\n",
-                                        "pkg/b.py": "from pkg.a import helper\n\nX = helper() + 0\nY = helper()\n"})  # fmt: skip
+    rev = repo.commit("Revert helper", {
+        "pkg/a.py": "def keep():\n    pass\n",
+        "pkg/b.py": "from pkg.a import helper\n\nX = helper() + 0\nY = helper()\n",
+    })  # fmt: skip
     changes, removed = revert_changes(repo, rev)
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("pkg/b.py", 1, "imports removed symbol"), ("pkg/b.py", 3, "calls removed symbol"),
@@ -571,11 +575,13 @@ def test_lines_the_revert_itself_changes_are_not_dependents(repo: GitRepo) -> No
     ]
     # Told what the revert was applied to, line 3 is the revert's own code.
     result = search_dependents(repo.path, rev, changes, removed, before=f"{rev}^")
-    assert where(result.dependents) == [("pkg/b.py", 1, "imports removed symbol"), ("pkg/b.py", 4, "calls removed symbol")]
+    assert where(result.dependents) == [
+        ("pkg/b.py", 1, "imports removed symbol"), ("pkg/b.py", 4, "calls removed symbol"),
+    ]
 
 
 def test_a_name_the_tree_defines_again_is_not_removed(repo: GitRepo) -> None:
-    rev, changes, removed = ops_revert(repo, {"pkg/model.py": "from pkg.kernels.ops import fused\n\nfused(1)\n"})
+    _, changes, removed = ops_revert(repo, {"pkg/model.py": "from pkg.kernels.ops import fused\n\nfused(1)\n"})
     # Checked against a later tree where the change was re-landed, nothing breaks.
     repo.commit("Reland fused", {"pkg/kernels/ops.py": OPS_BEFORE})
     assert search_dependents(repo.path, repo.head(), changes, removed) == DependentSearch(())
