@@ -632,4 +632,4 @@ def test_candidates_beyond_the_file_limit_are_named_in_a_note(repo: GitRepo, mon
     result = search_dependents(repo.path, rev, changes, removed)
     # The changed module itself is read first, then nine of the fifteen users.
     assert len(result.dependents) == 9
-    assert any("6 candidate file(s) not parsed (limit 10 files" in n for n in result.notes), result.notes
+    assert any("parsing stopped at 10 files; 6 candidate file(s) not checked" in n for n in result.notes), result.notes

@@ -333,6 +333,9 @@ class _Search:
                 sp = suffix.split(".")
                 self.ancestors.update(".".join(sp[:j]) for j in range(1, len(sp)))
         self.words: set[str] = set().union(*(m.words() for m in modules.values()))
+        # A few names: one regex finds the first mention at C speed; many: a set of the file's words.
+        self.mentions = (re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.words))) + r")\b")
+                         if len(self.words) <= 200 else None)  # fmt: skip
         self.signatures: dict[_Target, _Signature] = {}  # of changed callables, as the tree defines them
         self.removed_paths: dict[str, list[_Module]] = {}  # removed files by each trailing part of their path
         for m in modules.values():
@@ -409,8 +412,9 @@ class _Search:
         return patterns, ""
 
     def _import_line(self, path: str, text: str) -> str:
-        """"direct" when the line imports an affected module or a name from one, "indirect" when it
-        imports a package above one (``import pkg`` then ``pkg.mod.name``), else ""."""
+        """How an import line relates to the affected modules: "direct" when it imports one or a name
+        from one, "indirect" when it imports a package above one (``import pkg`` then
+        ``pkg.mod.name``), else ""."""
         result = ""
         for stmt in text.split("#", 1)[0].split(";"):
             stmt = stmt.strip()
@@ -480,38 +484,50 @@ class _Search:
     # ------------------------------------------------------------------ parsing candidates
 
     def _scan(self, paths: list[str], own: dict[str, _Module]) -> None:
-        specs = [f"{self.tree}:{p}" for p in paths]
-        sizes = gitops.blob_sizes(self.repo, specs)
-        chosen: list[str] = []
+        """Read candidates (within a byte budget), skip those that mention none of the names, and
+        parse the rest (within a file budget); say what a budget left unchecked."""
+        sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
+        readable: list[str] = []
         total = 0
         too_big: list[str] = []
-        for p in paths:
+        for i, p in enumerate(paths):
             size = sizes.get(f"{self.tree}:{p}")
             if size is None:
                 continue
             if size > MAX_FILE_BYTES:
                 too_big.append(p)
                 continue
-            if len(chosen) >= MAX_FILES or total + size > MAX_TOTAL_BYTES:
-                left = len(paths) - len(chosen) - len(too_big)
-                limit = f"{MAX_FILES} files / {MAX_TOTAL_BYTES // 1_000_000} MB"
-                self.notes.append(f"dependents: {left} candidate file(s) not parsed (limit {limit}), e.g. `{p}`")
+            if total + size > MAX_TOTAL_BYTES:
+                self.notes.append(f"dependents: {len(paths) - i} candidate file(s) not read (limit "
+                                  f"{MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{p}`")  # fmt: skip
                 break
-            chosen.append(p)
+            readable.append(p)
             total += size
         if too_big:
             self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
                               f"e.g. `{too_big[0]}`")  # fmt: skip
-        for batch in _slices(chosen, sizes, self.tree):
+        parsed = 0
+        for batch in _slices(readable, sizes, self.tree):
             contents = gitops.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
             for p in batch:
                 blob = contents.get(f"{self.tree}:{p}")
                 if blob is None:
                     continue
                 text = blob.decode("utf-8", "replace")
-                if p not in own and not self.words.intersection(re.findall(r"\w+", text)):
+                if p not in own and not self._mentions_a_name(text):
                     continue
+                if parsed >= MAX_FILES:
+                    left = len(readable) - readable.index(p)
+                    self.notes.append(f"dependents: parsing stopped at {MAX_FILES} files; {left} candidate file(s) "
+                                      f"not checked, e.g. `{p}`")  # fmt: skip
+                    return
+                parsed += 1
                 self._scan_file(p, text, own.get(p))
+
+    def _mentions_a_name(self, text: str) -> bool:
+        if self.mentions is not None:
+            return self.mentions.search(text) is not None
+        return not self.words.isdisjoint(re.findall(r"\w+", text))
 
     def _scan_file(self, path: str, text: str, own: _Module | None) -> None:
         try:
