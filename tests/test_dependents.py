@@ -633,3 +633,9 @@ def test_candidates_beyond_the_file_limit_are_named_in_a_note(repo: GitRepo, mon
     # The changed module itself is read first, then nine of the fifteen users.
     assert len(result.dependents) == 9
     assert any("parsing stopped at 10 files; 6 candidate file(s) not checked" in n for n in result.notes), result.notes
+
+
+def test_module_names_of_paths() -> None:
+    assert [dependents.module_of(p) for p in (
+        "pkg/ops.py", "pkg/__init__.py", "pkg/stubs.pyi", "3rdparty/cutlass/python/op.py", "tools/run-all.py", "a.txt",
+    )] == ["pkg.ops", "pkg", "pkg.stubs", "cutlass.python.op", "", ""]  # fmt: skip

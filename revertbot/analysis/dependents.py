@@ -158,13 +158,21 @@ def search_dependents(
 
 
 def module_of(path: str) -> str:
-    """Dotted module name of a Python file path (``pkg/__init__.py`` -> ``pkg``); "" otherwise."""
+    """Dotted module name of a Python file path (``pkg/__init__.py`` -> ``pkg``); "" otherwise.
+
+    Leading directories that cannot be part of a module name (``3rdparty/``) are dropped: such a
+    directory is a source root on ``sys.path``, not a package."""
     for suffix in PYTHON_SUFFIXES:
         if path.endswith(suffix):
             parts = path[: -len(suffix)].split("/")
             if parts[-1] == "__init__":
                 parts.pop()
-            return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else ""
+            keep: list[str] = []
+            for part in reversed(parts):
+                if not part.isidentifier():
+                    break
+                keep.append(part)
+            return ".".join(reversed(keep))
     return ""
 
 
