@@ -639,3 +639,13 @@ def test_module_names_of_paths() -> None:
     assert [dependents.module_of(p) for p in (
         "pkg/ops.py", "pkg/__init__.py", "pkg/stubs.pyi", "3rdparty/cutlass/python/op.py", "tools/run-all.py", "a.txt",
     )] == ["pkg.ops", "pkg", "pkg.stubs", "cutlass.python.op", "", ""]  # fmt: skip
+
+
+def test_a_callable_moved_elsewhere_in_the_tree_is_judged_by_its_new_definition(repo: GitRepo) -> None:
+    _, changes, removed = ops_revert(repo, {"pkg/run.py": "from pkg.kernels.ops import launch\n\nlaunch(1, use_pdl=True)\n"})
+    # Later, launch moves to its own module (keeping use_pdl) and ops re-exports it.
+    repo.commit("Move launch", {
+        "pkg/kernels/launchers.py": "def launch(x, stream=None, use_pdl=False):\n    return x\n",
+        "pkg/kernels/ops.py": "from .launchers import launch\n",
+    })  # fmt: skip
+    assert search_dependents(repo.path, repo.head(), changes, removed) == DependentSearch(())

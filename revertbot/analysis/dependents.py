@@ -636,27 +636,34 @@ class _FileScan(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _bind_own(self, node: ast.Module) -> None:
-        """In the affected module itself, names it no longer defines refer to the removed definitions."""
+        """In the affected module itself, names it no longer defines refer to the removed definitions;
+        a name it defines again (a re-land) is not removed, and a changed callable is judged by the
+        definition the tree has now."""
         own = self.own
         assert own is not None
         defined = _module_level_names(node.body)
         classes = _class_bodies(node.body)
-        for targets in [*own.names.values(), *(ts for attrs in own.classes.values() for ts in attrs.values())]:
-            for t in targets:
-                sig = _signature_of(node.body, t.symbol.split(".")) if t.kind == "params" else None
-                if sig is not None:
-                    self.s.signatures[t] = sig
+
+        def keep(t: _Target, defined_again: bool) -> bool:
+            if t.kind != "params":
+                return not defined_again
+            sig = _signature_of(node.body, t.symbol.split("."))
+            if sig is None:
+                return False  # moved or gone: calls here reach another definition
+            self.s.signatures[t] = sig
+            return True
+
         for name in list(own.names):
-            kept = [t for t in own.names[name] if t.kind == "params" or name not in defined]
-            own.names[name] = kept  # a name defined again at module level is not removed after all
-            if kept:
+            own.names[name] = [t for t in own.names[name] if keep(t, name in defined)]
+            if own.names[name]:
                 self.env.setdefault(name, ("name", own, name))
         for cpath, attrs in own.classes.items():
             body = classes.get(cpath)
             for attr in list(attrs):
-                if body is not None and attr in body and any(t.kind != "params" for t in attrs[attr]):
-                    attrs[attr] = [t for t in attrs[attr] if t.kind == "params"]
-            self.env.setdefault(cpath.split(".")[0], ("class", own, cpath.split(".")[0]))
+                attrs[attr] = [t for t in attrs[attr] if keep(t, body is not None and attr in body)]
+            top = cpath.split(".")[0]
+            if top in classes and any(attrs.values()):
+                self.env.setdefault(top, ("class", own, top))
 
     def _bind_from(self, node: ast.ImportFrom) -> None:
         source = _absolute("." * node.level + (node.module or ""), self.path)
