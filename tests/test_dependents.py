@@ -642,7 +642,8 @@ def test_module_names_of_paths() -> None:
 
 
 def test_a_callable_moved_elsewhere_in_the_tree_is_judged_by_its_new_definition(repo: GitRepo) -> None:
-    _, changes, removed = ops_revert(repo, {"pkg/run.py": "from pkg.kernels.ops import launch\n\nlaunch(1, use_pdl=True)\n"})
+    caller = "from pkg.kernels.ops import launch\n\nlaunch(1, use_pdl=True)\n"
+    _, changes, removed = ops_revert(repo, {"pkg/run.py": caller})
     # Later, launch moves to its own module (keeping use_pdl) and ops re-exports it.
     repo.commit("Move launch", {
         "pkg/kernels/launchers.py": "def launch(x, stream=None, use_pdl=False):\n    return x\n",
