@@ -91,7 +91,7 @@ class DependentSearch:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Target:
     symbol: str  # what Dependent.symbol shows
     word: str  # the name code uses
@@ -103,7 +103,7 @@ class _Target:
     seq: int = 0  # position among the changes: the report lists dependents in that order
 
 
-@dataclass
+@dataclass(slots=True)
 class _Module:
     """What one affected module loses."""
 
