@@ -68,7 +68,7 @@ def test_fifty_megabyte_generated_module(tmp_path: Path) -> None:
     changes, removed, symbols_s, notes = changes_of(built)
     assert changes == [] and removed == ["pkg/tables.py"]
     assert symbols_s < 1.0
-    assert notes and "symbols not analysed (limit 4 MB)" in notes[0]
+    assert notes and "symbols not analysed (limit 1 MB)" in notes[0]
     t = time.perf_counter()
     result = search_dependents(built["repo"], built["revert"], changes, removed)
     assert time.perf_counter() - t < BOUND_S

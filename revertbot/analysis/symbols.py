@@ -27,7 +27,7 @@ from typing import Literal
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
 CALLABLE_KINDS: frozenset[str] = frozenset({"function", "async function", "method", "async method"})
-MAX_SOURCE_CHARS = 4_000_000  # per version of a file
+MAX_SOURCE_CHARS = 1_000_000  # per version of a file: parsing costs about 200 MB and seconds per MB
 
 _Scope = Literal["module", "class", "function"]
 
