@@ -650,3 +650,19 @@ def test_a_callable_moved_elsewhere_in_the_tree_is_judged_by_its_new_definition(
         "pkg/kernels/ops.py": "from .launchers import launch\n",
     })  # fmt: skip
     assert search_dependents(repo.path, repo.head(), changes, removed) == DependentSearch(())
+
+
+def test_a_removed_keyword_passed_inside_the_class_itself(repo: GitRepo) -> None:
+    def runner(extra: str, warm: str) -> str:
+        return f"class Runner:\n    def capture(self, n{extra}):\n        return n\n{warm}"
+
+    warm = "\n    def warm(self):\n        return self.capture(1, pin=True)\n"
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": runner("", "")})
+    original = repo.commit("pin", {"pkg/runner.py": runner(", pin=False", "")})
+    repo.commit("warm up pinned", {"pkg/runner.py": runner(", pin=False", warm)})
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.removed_params) for c in changes] == [("Runner.capture", ("pin",))]
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/runner.py", 6, "uses removed parameter `pin`"),
+    ]

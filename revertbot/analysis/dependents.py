@@ -587,7 +587,8 @@ class _Signature:
 
 @dataclass
 class _ClassCtx:
-    classes: list[tuple[_Module, str]]  # affected classes this class is or derives from
+    itself: list[tuple[_Module, str]]  # the affected class this class is (in the affected module)
+    bases: list[tuple[_Module, str]]  # affected classes it derives from
     defines: set[str]  # names the class body defines itself
 
 
@@ -602,6 +603,7 @@ class _FileScan(ast.NodeVisitor):
         self.env: dict[str, _Ref] = {}
         self.instances: dict[str, tuple[_Module, str]] = {}
         self.class_stack: list[_ClassCtx] = []
+        self.subclasses: dict[str, list[tuple[_Module, str]]] = {}  # local class -> affected classes above it
         self.called: set[int] = set()
         self.signatures: dict[_Target, _Signature | None] = {}
 
@@ -753,10 +755,11 @@ class _FileScan(ast.NodeVisitor):
         """Affected classes whose attribute ``attr`` an access ``value.attr`` reaches."""
         if isinstance(value, ast.Name) and value.id in ("self", "cls") and self.class_stack:
             ctx = self.class_stack[-1]
-            return [] if attr in ctx.defines else ctx.classes
+            # the class's own definition (a changed method) counts; a subclass's override hides the base's
+            return ctx.itself + ([] if attr in ctx.defines else ctx.bases)
         if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
                 and self.class_stack):  # fmt: skip
-            return self.class_stack[-1].classes
+            return self.class_stack[-1].bases
         if isinstance(value, ast.Name) and value.id in self.instances:
             return [self.instances[value.id]]
         if isinstance(value, ast.Call):
@@ -768,31 +771,26 @@ class _FileScan(ast.NodeVisitor):
     # ---------------------------------------------------------------- uses
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        classes: list[tuple[_Module, str]] = []
+        itself: list[tuple[_Module, str]] = []
         if self.own is not None and node.name in self.own.classes and not self.class_stack:
-            classes.append((self.own, node.name))
+            itself.append((self.own, node.name))
+        bases: list[tuple[_Module, str]] = []
         for base in node.bases:
             cls = self._class_of(base)
             if cls is not None:
-                classes.append(cls)
-            elif isinstance(base, ast.Name) and base.id in self._local_subclasses:
-                classes += self._local_subclasses[base.id]
-        if classes:
-            self._local_subclasses[node.name] = classes
+                bases.append(cls)
+            elif isinstance(base, ast.Name) and base.id in self.subclasses:
+                bases += self.subclasses[base.id]
+        if itself or bases:
+            self.subclasses[node.name] = itself + bases
         for d in node.decorator_list:
             self.visit(d)
         for b in (*node.bases, *node.keywords):
             self.visit(b)
-        self.class_stack.append(_ClassCtx(classes, _class_defines(node)))
+        self.class_stack.append(_ClassCtx(itself, bases, _class_defines(node)))
         for stmt in node.body:
             self.visit(stmt)
         self.class_stack.pop()
-
-    @property
-    def _local_subclasses(self) -> dict[str, list[tuple[_Module, str]]]:
-        if not hasattr(self, "_subclasses"):
-            self._subclasses: dict[str, list[tuple[_Module, str]]] = {}
-        return self._subclasses
 
     def visit_Import(self, node: ast.Import) -> None:
         return  # already handled while binding
