@@ -39,6 +39,7 @@ bytes read, patterns, uses listed) is reported in ``DependentSearch.notes`` when
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -227,6 +228,12 @@ def _index(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tup
 def _add_reexports(changes: Sequence[SymbolChange], modules: dict[str, _Module]) -> None:
     """A package ``__init__`` whose re-export of a removed name the change also removes: code that
     imports the name from the package breaks too."""
+    by_suffix: dict[str, _Module] = {}
+    for m in list(modules.values()):
+        parts = m.name.split(".")
+        for i in range(len(parts) - 1):
+            by_suffix.setdefault(".".join(parts[i:]), m)
+        by_suffix[m.name] = m
     for c in changes:
         if c.kind != "import" or c.change != "removed" or not c.file.endswith("__init__.py"):
             continue
@@ -234,8 +241,7 @@ def _add_reexports(changes: Sequence[SymbolChange], modules: dict[str, _Module])
         source, _, name = what.rpartition(".")
         if not source or source.strip(".") == "":
             continue
-        resolved = _absolute(source, c.file)
-        target = next((m for m in modules.values() if _same_module(resolved, m.name)), None)
+        target = by_suffix.get(_absolute(source, c.file))
         if target is None or name not in target.names:
             continue
         package = module_of(c.file)
@@ -317,8 +323,17 @@ def _outside_changed_lines(
         path = unquote_path(raw)
         path = path[2:] if path.startswith("b/") else path
         start, count = int(m.group(1)), int(m.group(2)) if m.group(2) is not None else 1
-        changed.setdefault(path, []).append((start, start + count))
-    return {k: d for k, d in found.items() if not any(a <= d.line < b for a, b in changed.get(d.file, ()))}
+        if count:
+            changed.setdefault(path, []).append((start, start + count))
+    for ranges in changed.values():
+        ranges.sort()
+
+    def in_changed(path: str, line: int) -> bool:
+        ranges = changed.get(path, [])
+        i = bisect.bisect_right(ranges, (line, float("inf"))) - 1  # the last range starting at or before line
+        return i >= 0 and line < ranges[i][1]
+
+    return {k: d for k, d in found.items() if not in_changed(d.file, d.line)}
 
 
 # --------------------------------------------------------------------------- the search
