@@ -30,10 +30,13 @@ are parsed, after a check that they mention one of the names at all.
 
 Limits: there is no type inference, so ``obj.method()`` on an object whose class is not visible
 in the file (a parameter, a return value) is not found, nor are uses through a subclass defined
-in another file, ``importlib`` with computed names, or nested functions. Module names are
-matched by dotted suffix (``python/pkg/mod.py`` is ``pkg.mod``); a single-part name matches only
-from the same directory or below a ``python``/``src``/``lib`` root. Every bound (files parsed,
-bytes read, patterns, uses listed) is reported in ``DependentSearch.notes`` when hit.
+in another file, ``importlib`` with computed names, nested functions, removed special methods
+(called implicitly; a note lists them), or a name re-exported by a package ``__init__`` the
+change leaves alone or by ``import *`` (the ``__init__``'s own import line is reported instead).
+Module names are matched by dotted suffix (``python/pkg/mod.py`` is ``pkg.mod``); a single-part
+name matches only from the same directory or below a ``python``/``src``/``lib`` root. Every bound
+(files read and parsed, bytes, grep patterns and lines, uses listed) is reported in
+``DependentSearch.notes`` when hit.
 """
 
 from __future__ import annotations
