@@ -584,27 +584,27 @@ def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0
     """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
     is never held in memory. Stopping the iteration early stops the process."""
     cmd = ["git", *_STABLE_CONFIG, *args]
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"directory does not exist: {cwd}") from exc
-    assert proc.stdout is not None and proc.stderr is not None
-    finished = False
-    try:
-        for line in proc.stdout:
-            yield line[:-1] if line.endswith(b"\n") else line
-        finished = True
-    finally:
-        if not finished:
-            proc.kill()
-        # stderr is small for these commands; read after stdout so neither pipe fills up.
-        err = proc.stderr.read()
-        proc.stdout.close()
-        proc.stderr.close()
-        code = proc.wait()
-    if code not in ok_codes:
-        raise GitError(tuple(args), code, err.decode("utf-8", "replace"))
+    # stderr goes to a file: a pipe nobody reads while stdout is consumed could fill and stall git.
+    with tempfile.TemporaryFile() as errfile:
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errfile)  # fmt: skip
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"directory does not exist: {cwd}") from exc
+        assert proc.stdout is not None
+        finished = False
+        try:
+            for line in proc.stdout:
+                yield line[:-1] if line.endswith(b"\n") else line
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        if code not in ok_codes:
+            errfile.seek(0)
+            raise GitError(tuple(args), code, errfile.read().decode("utf-8", "replace"))
 
 
 def grep_fixed(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from revertbot import gitops
+from revertbot.errors import GitError
 from tests.gitrepo import GitRepo
 
 
@@ -47,3 +50,10 @@ def test_hunk_headers_skip_content_that_looks_like_a_header(repo: GitRepo) -> No
     headers = [(p, h.split(" @@")[0]) for p, h in gitops.hunk_headers(repo.path, old, new, ["a.py", "b.py"])]
     assert headers == [("b/a.py", "@@ -2 +2,3")]
     assert [h.split(" @@")[0] for _, h in gitops.hunk_headers(repo.path, old, new, ["c.py"])] == ["@@ -1,0 +2"]
+
+
+def test_grep_fixed_reports_git_failures(repo: GitRepo) -> None:
+    repo.commit("init", {"a.py": "import os\n"})
+    with pytest.raises(GitError) as err:
+        list(gitops.grep_fixed(repo.path, "0" * 40, ["import"]))
+    assert err.value.returncode == 128 and err.value.stderr
