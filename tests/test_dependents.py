@@ -254,14 +254,16 @@ def test_strings_comments_docstrings_and_other_files(repo: GitRepo) -> None:
         "docs/ops.md": "Use `pkg.ops.fused_rope` for rotary embeddings; fused_rope is deprecated.\n",
         "csrc/rope.cu": "void fused_rope(float* q) {}\n",
         "configs/model.yaml": "rope: pkg.ops.fused_rope\n",
+        "pyproject.toml": '[project.scripts]\nrope = "pkg.ops:fused_rope"\nkeep = "pkg.ops:keep"\n',
     })  # fmt: skip
     rev = repo.revert(original)
     changes, removed = revert_changes(repo, rev)
-    # Documentation cannot break; a configuration that names the function can.
+    # Documentation cannot break; a configuration or an entry point that names the function can.
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("configs/model.yaml", 1, "referenced in a non-Python file"),
         ("pkg/user.py", 3, "names removed symbol in a string"),
         ("pkg/user.py", 10, "uses removed symbol"),
+        ("pyproject.toml", 2, "referenced in a non-Python file"),
     ]
 
 

@@ -69,6 +69,7 @@ SOURCE_ROOTS = frozenset({"python", "src", "lib"})
 
 _Kind = Literal["name", "attribute", "params", "module"]
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
 _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
 _ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -484,6 +485,11 @@ class _Search:
                 self._add(m.removed, path, lineno, text, "references removed module")
             for t in self._targets_in(m, rest):
                 self._add(t, path, lineno, text, "referenced in a non-Python file")
+        for module, attr in _ENTRY_POINT.findall(text):  # "pkg.cli:main" in packaging metadata
+            ref = self._dotted_ref(module + "." + attr)
+            if ref is not None:
+                for t in self._targets_in(*ref):
+                    self._add(t, path, lineno, text, "referenced in a non-Python file")
         for tok in _PATHISH.findall(text):
             parts = tok.removeprefix("./").split("/")
             if len(parts) < 2:
