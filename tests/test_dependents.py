@@ -668,3 +668,23 @@ def test_a_removed_keyword_passed_inside_the_class_itself(repo: GitRepo) -> None
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("pkg/runner.py", 6, "uses removed parameter `pin`"),
     ]
+
+
+def test_a_call_that_omits_a_required_parameter_the_revert_restores(repo: GitRepo) -> None:
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/ops.py": "def launch(x, stream):\n    return x\n"})
+    original = repo.commit("stream is optional", {"pkg/ops.py": "def launch(x):\n    return x\n"})
+    repo.commit("callers", {"pkg/run.py": (
+        "from pkg.ops import launch\n"
+        "\n"
+        "launch(1)\n"              # breaks once stream is required again
+        "launch(1, s)\n"
+        "launch(1, stream=s)\n"
+        "launch(*args)\n"          # cannot tell
+        "launch(1, **kw)\n"        # cannot tell
+    )})  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.added_params) for c in changes] == [("launch", ("stream",))]
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/run.py", 3, "does not pass new required parameter `stream`"),
+    ]

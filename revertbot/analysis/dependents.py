@@ -10,9 +10,10 @@ callable whose parameters it removes, *resolved to that definition* through Pyth
 * attribute access on the class: ``Cls.attr``, ``self.attr`` / ``cls.attr`` / ``super().attr``
   inside the class or a subclass of it, ``obj.attr`` where ``obj = Cls(...)`` in the same file,
   ``getattr(self, "attr")``;
-* calls to a callable whose parameters were removed that pass one of them by keyword, or more
-  positional arguments than the definition in the tree now accepts (when no ``*args`` is
-  involved on either side);
+* calls to a callable whose parameters the revert changes that pass a removed one by keyword,
+  pass more positional arguments than the definition in the tree now accepts, or omit a
+  parameter it adds without a default (each only when no ``*args``/``**kwargs`` makes it
+  undecidable);
 * dotted paths in strings (``mock.patch("pkg.mod.name")``) and, in configuration files and
   scripts (YAML, TOML, JSON, INI, shell), dotted paths and file paths of what was removed.
 
@@ -105,6 +106,7 @@ class _Target:
     kind: _Kind
     owner: str = ""  # class path inside the module for methods and class attributes ("Runner")
     params: tuple[str, ...] = ()  # removed parameters
+    added: tuple[str, ...] = ()  # added parameters (a call that omits a required one breaks)
     seq: int = 0  # position among the changes: the report lists dependents in that order
 
 
@@ -142,8 +144,8 @@ def search_dependents(
     before: str | None = None,
 ) -> DependentSearch:
     """Find code in ``tree`` (commit or tree sha of the result of the revert) that still uses a
-    symbol removed by ``changes``, passes a parameter it removes, or imports a module in
-    ``removed_files`` (see the module docstring for what counts).
+    symbol removed by ``changes``, calls a callable in a way its changed parameters no longer
+    allow, or imports a module in ``removed_files`` (see the module docstring for what counts).
 
     ``before``, when given, is the tree the revert was applied to: lines that differ between
     ``before`` and ``tree`` are the revert's own code and are never dependents.
@@ -205,10 +207,11 @@ def _index(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tup
                 skipped_special.append(c.name)  # called implicitly (operators, protocols)
                 continue
             target = _Target(c.name, word, c.file, m.name, "attribute" if owner else "name", owner, seq=seq)
-        elif c.change == "modified" and c.removed_params and c.kind in CALLABLE_KINDS:
+        elif c.change == "modified" and (c.removed_params or c.added_params) and c.kind in CALLABLE_KINDS:
             # callers of __init__ name the class
             shown = owner.rsplit(".", 1)[-1] if word == "__init__" and owner else word
-            target = _Target(c.name, shown, c.file, m.name, "params", owner, c.removed_params, seq)
+            target = _Target(c.name, shown, c.file, m.name, "params", owner, params=c.removed_params,
+                             added=c.added_params, seq=seq)  # fmt: skip
         else:
             continue
         if owner:
@@ -603,10 +606,11 @@ def _slices(
 
 @dataclass
 class _Signature:
-    positional: int  # how many arguments may be passed by position to a bound call
+    positional: tuple[str, ...]  # parameters a bound call may pass by position, in order
     varargs: bool
     varkw: bool
-    accepted: frozenset[str]
+    accepted: frozenset[str]  # every named parameter
+    required: frozenset[str]  # parameters without a default
 
 
 @dataclass
@@ -904,16 +908,22 @@ class _FileScan(ast.NodeVisitor):
 
     def _check_call(self, t: _Target, call: ast.Call, bound: bool) -> None:
         sig = self.s.signatures.get(t)
-        if sig is not None and sig.varkw:
-            return
-        for kw in call.keywords:
-            if kw.arg is not None and kw.arg in t.params and (sig is None or kw.arg not in sig.accepted):
-                self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`")
-        if sig is None or sig.varargs or not bound or any(isinstance(a, ast.Starred) for a in call.args):
-            return
-        if len(call.args) > sig.positional:
-            self._add(t, call.lineno, f"passes {len(call.args)} positional arguments; `{t.word}` now takes at most "
-                                      f"{sig.positional}")  # fmt: skip
+        if sig is None or not sig.varkw:
+            for kw in call.keywords:
+                if kw.arg is not None and kw.arg in t.params and (sig is None or kw.arg not in sig.accepted):
+                    self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`")
+        if sig is None or not bound or any(isinstance(a, ast.Starred) for a in call.args):
+            return  # cannot tell which parameters the arguments fill
+        n = len(call.args)
+        if not sig.varargs and n > len(sig.positional):
+            self._add(t, call.lineno, f"passes {n} positional arguments; `{t.word}` now takes at most "
+                                      f"{len(sig.positional)}")  # fmt: skip
+        if t.added and all(kw.arg is not None for kw in call.keywords):
+            passed = set(sig.positional[:n]) | {kw.arg for kw in call.keywords if kw.arg}
+            missing = [p for p in t.added if p in sig.required and p not in passed]
+            if missing:
+                names = ", ".join(f"`{p}`" for p in missing)
+                self._add(t, call.lineno, f"does not pass new required parameter {names}")
 
 
 def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -942,12 +952,15 @@ def _signature_of(body: Iterable[ast.stmt], qualname: list[str], in_class: bool 
             return _signature_of(node.body, rest, in_class=True)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == head and not rest:
             a = node.args
-            positional = len(a.posonlyargs) + len(a.args)
+            positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+            # defaults belong to the last positional parameters
+            required = set(positional[: len(positional) - len(a.defaults)])
+            required |= {x.arg for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=False) if d is None}
             static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-            if in_class and not static:
-                positional -= 1  # self or cls is passed by the bound call
-            names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
-            return _Signature(max(positional, 0), a.vararg is not None, a.kwarg is not None, frozenset(names))
+            if in_class and not static and positional:
+                required.discard(positional.pop(0))  # self or cls is passed by the bound call
+            names = frozenset(x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+            return _Signature(tuple(positional), a.vararg is not None, a.kwarg is not None, names, frozenset(required))
     return None
 
 
