@@ -688,3 +688,16 @@ def test_a_call_that_omits_a_required_parameter_the_revert_restores(repo: GitRep
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("pkg/run.py", 3, "does not pass new required parameter `stream`"),
     ]
+
+
+def test_a_changed_file_moved_away_since_is_not_searched_and_a_note_says_so(repo: GitRepo) -> None:
+    caller = "from pkg.kernels import ops\n\nops.launch(1, use_pdl=True)\n"
+    _, changes, removed = ops_revert(repo, {"pkg/run.py": caller})
+    # Later the module moves (keeping use_pdl); what the old path defines now cannot be told.
+    repo.git("mv", "pkg/kernels/ops.py", "pkg/kernels/ops_impl.py")
+    repo.commit("Move ops", {"pkg/run.py": "from pkg.kernels import ops_impl\n\nops_impl.launch(1, use_pdl=True)\n"})
+    result = search_dependents(repo.path, repo.head(), changes, removed)
+    assert result == DependentSearch((), (
+        "dependents: 1 changed file(s) not in the analysed tree (moved or deleted since), their changes not "
+        "searched: `pkg/kernels/ops.py`",
+    ))

@@ -154,8 +154,11 @@ def search_dependents(
     modules, notes = _index(changes, removed_files)
     if not modules:
         return DependentSearch((), tuple(notes))
+    own = _own_files(repo, tree, modules, notes)
+    if not modules:
+        return DependentSearch((), tuple(notes))
     search = _Search(repo, tree, modules, notes)
-    found = search.run()
+    found = search.run(own)
     if before is not None and found:
         found = _outside_changed_lines(repo, before, tree, found)
     return DependentSearch(_capped(found, modules, notes), tuple(notes))
@@ -343,6 +346,27 @@ def _outside_changed_lines(
     return {k: d for k, d in found.items() if not in_changed(d.file, d.line)}
 
 
+def _own_files(repo: Path, tree: str, modules: dict[str, _Module], notes: list[str]) -> dict[str, _Module]:
+    """The affected modules whose file is in ``tree`` (they are parsed first, to see what they still
+    define). A deleted file that is there again is not removed. A changed file that is no longer
+    there has moved or gone since: what it defines now cannot be told, so it is not searched."""
+    by_file = {m.file: m for m in modules.values()}
+    sizes = gitops.blob_sizes(repo, [f"{tree}:{p}" for p in by_file])
+    present: dict[str, _Module] = {}
+    gone: list[str] = []
+    for p, m in by_file.items():
+        if sizes.get(f"{tree}:{p}") is not None:
+            m.removed = None
+            present[p] = m
+        elif m.removed is None:
+            gone.append(p)
+            del modules[m.name]
+    if gone:
+        notes.append(f"dependents: {len(gone)} changed file(s) not in the analysed tree (moved or deleted since), "
+                     f"their changes not searched: " + ", ".join(f"`{p}`" for p in gone[:5]))  # fmt: skip
+    return present
+
+
 # --------------------------------------------------------------------------- the search
 
 
@@ -377,22 +401,11 @@ class _Search:
     def resolve(self, written: str, importer: str) -> list[_Module]:
         return [m for m in self.suffixes.get(written, ()) if _same_module(written, m.name, importer)]
 
-    def run(self) -> dict[tuple[_Target, str, int], Dependent]:
-        own = self._own_files()
+    def run(self, own: dict[str, _Module]) -> dict[tuple[_Target, str, int], Dependent]:
         candidates = self._grep()
         ordered = list(own) + [p for p in candidates if p not in own]
         self._scan(ordered, own)
         return self.found
-
-    def _own_files(self) -> dict[str, _Module]:
-        """Affected modules whose file is still in the tree; drops targets the tree defines again."""
-        own = {m.file: m for m in self.modules.values()}
-        sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in own])
-        present = {p: m for p, m in own.items() if sizes.get(f"{self.tree}:{p}") is not None}
-        for p, m in own.items():
-            if p in present:
-                m.removed = None  # the file is there (again): the module is not removed
-        return present
 
     def _grep(self) -> list[str]:
         patterns, pattern_note = self._patterns()
