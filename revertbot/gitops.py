@@ -817,3 +817,102 @@ def grep_words(
         path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
         hits.append((path, int(parts[1]), parts[2]))
     return hits
+
+
+def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Iterator[bytes]:
+    """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
+    is never held in memory. Stopping the iteration early stops the process."""
+    cmd = ["git", *_STABLE_CONFIG, *args]
+    # stderr goes to a file: a pipe nobody reads while stdout is consumed could fill and stall git.
+    with tempfile.TemporaryFile() as errfile:
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errfile)  # fmt: skip
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"directory does not exist: {cwd}") from exc
+        assert proc.stdout is not None
+        finished = False
+        try:
+            for line in proc.stdout:
+                yield line[:-1] if line.endswith(b"\n") else line
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        if code not in ok_codes:
+            errfile.seek(0)
+            raise GitError(tuple(args), code, errfile.read().decode("utf-8", "replace"))
+
+
+def grep_fixed(
+    repo: Path, tree: str, patterns: Sequence[str], pathspecs: Sequence[str] = ()
+) -> Iterator[tuple[str, int, str]]:
+    """Lines of ``tree`` containing any of the fixed strings ``patterns``, streamed from one
+    ``git grep -F`` process: ``(path, line number, line text)``. Binary files and submodules are
+    skipped. Matching is by plain substring (no regex, no ``-w``), which keeps git's cost low
+    when there are several patterns; callers confirm each line themselves."""
+    if not patterns:
+        return
+    args = ["grep", "-n", "--no-column", "-I", "--full-name", "-z", "--no-color", "-F",
+            "--no-recurse-submodules", "--no-textconv"]  # fmt: skip
+    for p in patterns:
+        args += ["-e", p]
+    args += [tree, "--", *pathspecs]
+    prefix = f"{tree}:".encode()
+    pending = b""
+    for raw in _stream_lines(args, repo, ok_codes=(0, 1)):
+        record = pending + raw
+        # -z: "<tree>:<path>\0<line>\0<text>"; a path may itself contain a newline.
+        parts = record.split(b"\x00", 2)
+        if len(parts) != 3:
+            pending = record + b"\n"
+            continue
+        pending = b""
+        path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
+        if parts[1].isdigit():
+            yield path.decode("utf-8", "surrogateescape"), int(parts[1]), parts[2].decode("utf-8", "replace")
+
+
+def blob_sizes(repo: Path, specs: Sequence[str]) -> dict[str, int | None]:
+    """Sizes of ``rev:path`` specs (None: missing or not a blob) in one ``cat-file --batch-check``."""
+    specs = [s for s in dict.fromkeys(specs) if "\n" not in s]
+    if not specs:
+        return {}
+    payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+    out = run_bytes("cat-file", "--batch-check", cwd=repo, input=payload).stdout.decode("utf-8", "replace")
+    result: dict[str, int | None] = {}
+    for spec, line in zip(specs, out.split("\n"), strict=False):
+        parts = line.split()
+        result[spec] = int(parts[2]) if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit() else None
+    return result
+
+
+def hunk_headers(repo: Path, old: str, new: str, paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """``(raw "+++" path, "@@ ... @@" header)`` of each hunk of a zero-context diff from ``old`` to
+    ``new`` (trees or commits) restricted to ``paths``, in one process; only headers are kept, so
+    memory does not grow with the size of the diff. The path is as git prints it (C-quoted when
+    unusual, with its ``b/`` prefix)."""
+    if not paths:
+        return
+    args = ["diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+            "--ignore-submodules=none", old, new, "--", *(f":(literal){p}" for p in paths)]  # fmt: skip
+    current = ""
+    left = 0  # content lines still to come in the current hunk: one may itself start with "+++ "
+    for raw in _stream_lines(args, repo):
+        if left > 0:
+            if raw[:1] in (b"+", b"-", b" "):
+                left -= 1
+            continue
+        if raw.startswith(b"+++ "):
+            current = raw[4:].decode("utf-8", "surrogateescape")
+        elif raw.startswith(b"@@ ") and current:
+            header = raw.decode("utf-8", "replace")
+            m = _HUNK_COUNTS.match(header)
+            if m:
+                left = sum(int(n) if n is not None else 1 for n in m.groups())
+            yield current, header
+
+
+_HUNK_COUNTS = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
