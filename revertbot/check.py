@@ -120,7 +120,10 @@ def check_revert(
     if apply_note != "no-op":
         symbols, notes = _symbol_changes(root, head_sha, parent, files)
         removed_files = [f.path for f in files if f.status == "deleted"]
-        search = search_dependents(root, after_tree, symbols, removed_files)
+        # Uses inside the lines the revert itself changes are not dependents: they are read
+        # against the tree the revert was applied to.
+        applied_on = drift_end if apply.clean else None
+        search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)
 
