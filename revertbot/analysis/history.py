@@ -62,12 +62,16 @@ def title_key(subject: str) -> str:
     return strip_pr_suffix(_PICK_PREFIX_RE.sub("", subject)).strip()
 
 
-def patch_ids(repo: Path, shas: Sequence[str]) -> dict[str, str]:
-    """``commit sha -> stable patch-id`` of each commit (merges have none), two git processes."""
+def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
+    """``commit sha -> stable patch-id`` of each commit (merges have none), two git processes.
+
+    With ``paths`` only those paths' part of each patch counts (a commit that touches none of
+    them gets no id): enough to find copies of a change to exactly those paths, and far less
+    text to diff on long release branches."""
     if not shas:
         return {}
-    patch = gitops.run("log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin", cwd=repo,
-                       input="".join(f"{s}\n" for s in shas))  # fmt: skip
+    patch = gitops.run("log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin", "--",
+                       *paths, cwd=repo, input="".join(f"{s}\n" for s in shas))  # fmt: skip
     if not patch.strip():
         return {}
     out = gitops.run("patch-id", "--stable", cwd=repo, input=patch)
@@ -114,7 +118,11 @@ def find_backports(
     def patch_id_of(sha: str) -> str | None:
         nonlocal pids
         if pids is None:
-            pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha])
+            # A copy of the original (or of the revert) changes the original's files and no other.
+            span = [orig.parents[0], orig.sha] if orig.parents else ["--root", orig.sha]
+            names = gitops.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
+                               cwd=repo)  # fmt: skip
+            pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], [p for p in names.split("\0") if p])
         return pids.get(sha)
 
     results = []
