@@ -182,9 +182,9 @@ def test_original_that_cannot_be_found_is_reported_with_the_reason(world: World,
     assert act(monkeypatch, world.env("pull_request", world.pr_event("opened", 130))) == 0
     [comment] = reports(world, 130)
     body = comment["body"]
-    assert "pull request \\#999 does not exist in demo-org/minisgl (GitHub: 404)" in body
+    assert "pull request \\#\u200b999 does not exist in demo-org/minisgl (GitHub: 404)" in body
     assert TEXT["en"]["one_line_unlinked"].format(kind="revert") in body
-    assert "- Not resolved: `#999` — no commit for PR \\#999 on" in body  # and why, from git
+    assert "- Not resolved: `#999` — no commit for PR \\#\u200b999 on" in body  # and why, from git
     data = json.loads((world.tmp / "out" / "revertbot-report.json").read_text())
     assert data["purity"] == "unverifiable" and data["originals"] == []
     assert any("could not be found" in n for n in data["github"]["notes"])
