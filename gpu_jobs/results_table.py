@@ -87,7 +87,8 @@ def infra_table(results: Path) -> list[str]:
         kinds = sorted({str(i.get("kind")) for i in items})
         evidence = next((e for i in items for e in i.get("evidence", []) if len(e) > 3), "")
         broken = len(c["tests"].get("broken") or [])
-        rows.append(f"| {case} | {table_cell(', '.join(kinds)) or 'nothing'} | {code(evidence, 120).replace('|', chr(92) + '|')} | "
+        shown = code(evidence, 120).replace("|", "\\|")
+        rows.append(f"| {case} | {table_cell(', '.join(kinds)) or 'nothing'} | {shown} | "
                     f"{'no' if broken == 0 else f'yes ({broken})'} |")  # fmt: skip
     return rows
 

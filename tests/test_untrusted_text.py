@@ -24,8 +24,8 @@ from revertbot.models import (
     GpuSummary,
     GpuTestFlip,
     PurityResult,
-    ReviewHighlight,
     RevertReport,
+    ReviewHighlight,
     Risk,
     RiskFactor,
     Unresolved,
@@ -74,6 +74,14 @@ def _hostile_gpu() -> GpuSummary:
     )
 
 
+FACTORS = (
+    RiskFactor("purity", "high", "modified", (("reason", ATTACK),), (ATTACK, "  " + ATTACK)),
+    RiskFactor("applies", "high", "conflicts", (("count", ATTACK), ("files", ATTACK)), (ATTACK,)),
+    RiskFactor("drift", "medium", "drift", (("count", ATTACK),), (ATTACK,)),
+    RiskFactor("gpu", "high", ATTACK, (("reason", ATTACK),), (ATTACK,)),
+)
+
+
 def _hostile_report() -> RevertReport:
     commit = CommitRef("b" * 40, ATTACK, ATTACK, 1_700_000_000, 12, ATTACK)
     path = f"pkg/{ATTACK}.py"
@@ -96,15 +104,11 @@ def _hostile_report() -> RevertReport:
         drift=(DriftCommit("e" * 40, ATTACK, 1_700_050_000, (path,)),),
         backports=(Backport(f"refs/heads/{ATTACK}", "f" * 40, ATTACK, None),),
         excerpts=(CodeExcerpt(path, ATTACK, ATTACK, False),),
-        risk=Risk("high", (
-            RiskFactor("purity", "high", "modified", (("reason", ATTACK),), (ATTACK, "  " + ATTACK)),
-            RiskFactor("applies", "high", "conflicts", (("count", ATTACK), ("files", ATTACK)), (ATTACK,)),
-            RiskFactor("drift", "medium", "drift", (("count", ATTACK),), (ATTACK,)),
-            RiskFactor("gpu", "high", ATTACK, (("reason", ATTACK),), (ATTACK,)),
-        ), "review", ("purity",), (f"refs/heads/{ATTACK}",)),  # fmt: skip
-        github=GitHubContext(repo="org/repo", revert_pr=77, revert_pr_title=ATTACK, original_ci=ATTACK,
-                             linked_issues=(9,), reviews=(ReviewHighlight(ATTACK, ATTACK, "", ATTACK),),
-                             notes=(ATTACK,)),  # fmt: skip
+        risk=Risk("high", FACTORS, "review", ("purity",), (f"refs/heads/{ATTACK}",)),
+        github=GitHubContext(
+            repo="org/repo", revert_pr=77, revert_pr_title=ATTACK, original_ci=ATTACK, linked_issues=(9,),
+            reviews=(ReviewHighlight(ATTACK, ATTACK, "", ATTACK),), notes=(ATTACK,)
+        ),
         gpu=_hostile_gpu(),
     )
 
