@@ -14,6 +14,7 @@ the oldest (the workflow's concurrency group makes such races rare in the first 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -43,8 +44,14 @@ from .report.escape import clean, code
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
 COMMAND = "/revertbot check"
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+#: The identity whose comments the bot owns. GITHUB_TOKEN acts as github-actions[bot]; a GitHub
+#: App or a personal token acts as someone else, named in this variable.
+BOT_LOGIN_ENV = "REVERTBOT_BOT_LOGIN"
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+#: Opens the one reply per PR to an unauthorised /revertbot check.
+DENIED_MARKER = "<!-- revertbot:denied -->"
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 EMPTY_MATRIX: dict[str, list[dict[str, Any]]] = {"include": []}
 LABEL_COLORS = {"low": "0e8a16", "medium": "fbca04", "high": "b60205"}
 
@@ -86,10 +93,20 @@ def wanted_labels(check: PrCheck) -> list[str]:
     return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
 
 
-def _is_report_comment(c: CommentInfo) -> bool:
-    # The marker opens every report; comments by outsiders that merely contain it are not ours.
-    trusted = is_bot(c.author, c.author_type) or c.author_association in TRUSTED_ASSOCIATIONS
-    return c.body.startswith(MARKER) and trusted
+def bot_login(env: Mapping[str, str]) -> str:
+    """The login the bot's token writes as (see :data:`BOT_LOGIN_ENV`)."""
+    return env.get(BOT_LOGIN_ENV) or DEFAULT_BOT_LOGIN
+
+
+def is_full_sha(text: str) -> bool:
+    """A whole commit id (SHA-1 or SHA-256), lower case: no prefix can stand for a commit someone approved."""
+    return _FULL_SHA.fullmatch(text) is not None
+
+
+def _is_report_comment(c: CommentInfo, owner: str) -> bool:
+    # The marker opens every report, but anyone (another bot, a maintainer) can write it: only a
+    # comment by the bot's own identity is the report, so nobody else's comment is ever edited.
+    return c.body.startswith(MARKER) and c.author == owner
 
 
 def log_safe(text: str, limit: int = 300) -> str:
@@ -110,12 +127,13 @@ class Published:
     status: str = ""
 
 
-def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[CommentInfo, str]:
-    """Edit the one report comment (found by the marker), or create it; never leave two."""
-    mine = [c for c in api.comments(number) if _is_report_comment(c)]
+def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo, owner: str = DEFAULT_BOT_LOGIN
+                   ) -> tuple[CommentInfo, str]:  # fmt: skip
+    """Edit the one report comment (the marker, written by ``owner``), or create it; never leave two."""
+    mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if not mine:
         # Re-read right before creating: narrows the window in which a concurrent run posts too.
-        mine = [c for c in api.comments(number) if _is_report_comment(c)]
+        mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if mine:
         keep = min(mine, key=lambda c: c.id)
         for extra in mine:
@@ -135,10 +153,13 @@ def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[C
         if exc.status is not None and exc.status < 500:
             raise
         # The POST may have landed before the connection broke: look before posting again.
-        again = [c for c in api.comments(number) if _is_report_comment(c)]
+        again = [c for c in api.comments(number) if _is_report_comment(c, owner)]
         created = again[0] if again else api.create_comment(number, body)
+    if created.author != owner:
+        log(f"::warning::the report comment was posted as {log_safe(created.author, 60)}, not {owner}: set "
+            f"{BOT_LOGIN_ENV} to the token's login, or every run posts a new comment")  # fmt: skip
     # Converge when another run created one at the same time: the oldest survives.
-    after = [c for c in api.comments(number) if _is_report_comment(c)]
+    after = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if not after:
         return created, "created"
     keep = min(after, key=lambda c: c.id)
@@ -172,10 +193,22 @@ def sync_labels(api: GitHubAPI, pr: PullInfo, check: PrCheck) -> tuple[list[str]
 
 
 def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_pending: bool, target_url: str,
-            log: Echo) -> Published:  # fmt: skip
-    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails."""
+            log: Echo, owner: str = DEFAULT_BOT_LOGIN) -> Published:  # fmt: skip
+    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails.
+
+    The status goes on ``pr.head_sha``, the commit that was analysed. The comment and the labels
+    belong to the PR, so they are written only while that commit is still its head: a run that
+    finishes after a newer push leaves them to the run of the newer head.
+    """
     out = Published()
-    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log)
+    if api.pull(pr.number).head_sha != pr.head_sha:
+        log(f"#{pr.number} has a newer head than {pr.head_sha[:12]}; only the commit status of "
+            f"{pr.head_sha[:12]} is written, the comment and labels are left to the newer run")  # fmt: skip
+        state, desc = status_for(check, gpu_pending)
+        api.create_status(pr.head_sha, state, desc, target_url)
+        out.status, out.comment_action = state, "skipped (head moved)"
+        return out
+    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log, owner)
     out.comment_id = comment.id
     out.labels_added, out.labels_removed = sync_labels(api, pr, check)
     state, desc = status_for(check, gpu_pending)
@@ -222,6 +255,8 @@ class ActionOptions:
     schedule_limit: int = 10
     verbose: bool = False
     gpu: GpuSummary | None = None  # merged GPU results (the workflow's report job)
+    gpu_head: str | None = None  # the PR head those GPU results ran on (full sha; required with gpu)
+    authorize_only: bool = False  # the GPU workflow's first job: decide and write outputs, publish nothing
 
 
 def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
@@ -267,6 +302,7 @@ class _Run:
         report_file = opts.report_file or env.get("REVERTBOT_REPORT_FILE") or "revertbot-report.md"
         self.report_path = Path(report_file)
         self.failed_writes: list[str] = []
+        self.owner = bot_login(env)
 
     # -------------------------------------------------------------- output helpers
 
@@ -293,6 +329,11 @@ class _Run:
 
     def check_and_publish(self, pr: PullInfo, *, read_only: bool, gpu: Callable[[PrCheck], tuple[bool, str]],
                           budget: int) -> int:  # fmt: skip
+        if self.opts.gpu is not None and self.opts.gpu_head != pr.head_sha:
+            # GPU results attach only to the commit they ran on: after a push they describe old code.
+            self.echo(f"::warning::the GPU results are for {str(self.opts.gpu_head)[:12]}, but #{pr.number}'s "
+                      f"head is {pr.head_sha[:12]}; they are not published (a new head needs its own run)")  # fmt: skip
+            return 0
         self.outputs.set("pr", str(pr.number))
         self.outputs.set("head_sha", pr.head_sha)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
@@ -329,6 +370,9 @@ class _Run:
         for note in check.notes:
             self.echo(f"note: {log_safe(note)}")
 
+        if self.opts.authorize_only:
+            self.echo(f"authorization only: nothing published for #{pr.number}")
+            return 0
         self.summary(markdown)
         if check.github_error:
             msg = (f"GitHub failed while the report for #{pr.number} was being completed ({check.github_error}); "
@@ -351,7 +395,7 @@ class _Run:
         before = self.api.requests
         try:
             done = publish(self.api, pr, check, markdown, gpu_pending=bool(matrix["include"]),
-                           target_url=self.target_url(), log=self.echo)  # fmt: skip
+                           target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip
         except GitHubError as exc:
             first = exc.message.splitlines()[0]
             self.echo(f"::error::could not publish the report on #{pr.number}: {log_safe(first)}. The report is in "
@@ -378,15 +422,20 @@ class _Run:
         label = gpu.fork_approval_label
         action = str(event.get("action") or "")
         added = str((event.get("label") or {}).get("name") or "")
-        sender = str((event.get("sender") or {}).get("login") or "")
+        user = event.get("sender") or {}
+        sender = str(user.get("login") or "")
         if action != "labeled" or added != label:
             hint = "new commits need a new approval; " if action == "synchronize" else ""
             return False, f"fork PR: {hint}a maintainer approves GPU runs by adding the {label!r} label"
         if not sender:
             return False, f"cannot tell who added {label!r}"
+        # The label event has no author association: the permission alone decides.
+        allowed, why = self.authorized(user, "OWNER", check.config)
+        if not allowed and why.startswith("could not"):
+            return False, f"could not verify the approval ({why}); add {label!r} again"
+        if not allowed:
+            return False, f"{label!r} was added by {log_safe(sender, 60)}, who may not approve GPU runs ({why})"
         try:
-            if sender not in gpu.allowed_users and self.api.permission(sender) not in WRITE_PERMISSIONS:
-                return False, f"{label!r} was added by {sender}, who may not approve GPU runs"
             # Runs of one PR queue behind each other, so this one may start long after the label
             # event: the approval counts only if the label is still there and nothing was pushed since.
             now = self.api.pull(pr.number)
@@ -397,6 +446,20 @@ class _Run:
         if now.head_sha != pr.head_sha:
             return False, f"commits were pushed after {label!r} was added; they need a new approval"
         return True, f"approved by {sender} for head {pr.head_sha[:12]}"
+
+    def clear_verdict(self, pr: PullInfo) -> None:
+        """A new head makes the previous verdict stale: drop its labels before anything else.
+
+        This run then publishes the new verdict; if it is cancelled or fails, the PR shows no
+        verdict rather than one about other code. (Statuses are per commit and need no clearing.)
+        """
+        labels = self.source.base_config(pr).labels
+        stale = [lb for lb in pr.labels if lb.startswith((labels.risk_prefix, labels.purity_prefix))]
+        for lb in stale:
+            with contextlib.suppress(NotFoundOnGitHub):  # removed meanwhile: the goal is reached
+                self.api.remove_label(pr.number, lb)
+        if stale:
+            self.echo(f"new head {pr.head_sha[:12]}: removed the previous verdict's labels {', '.join(stale)}")
 
     # -------------------------------------------------------------- events
 
@@ -417,6 +480,8 @@ class _Run:
             self.echo(f"#{pr.number} is not a revert (title and body); nothing to do")
             return 0
         read_only = pr.is_fork and self.env.get("GITHUB_EVENT_NAME") == "pull_request"
+        if action == "synchronize" and not read_only and not self.opts.authorize_only and not self.opts.dry_run:
+            self.clear_verdict(pr)
 
         def gpu(check: PrCheck) -> tuple[bool, str]:
             if not pr.is_fork:
@@ -424,6 +489,50 @@ class _Run:
             return self.fork_approval(pr, check, event)
 
         return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
+
+    def authorized(self, user: Mapping[str, Any], association: str, cfg: Config) -> tuple[bool, str]:
+        """May this GitHub user start GPU runs? Write access or above, or a listed user id.
+
+        ``gpu.allowed_users`` is matched by numeric user id: a login can be renamed and then
+        registered by someone else. The author association is only a cheap first filter (it
+        includes read and triage collaborators); the permission GitHub reports decides.
+        """
+        login, uid = str(user.get("login") or ""), str(user.get("id") or "")
+        ids = {u for u in cfg.gpu.allowed_users if u.isdigit()}
+        if uid and uid in ids:
+            return True, f"user id {uid} is listed in gpu.allowed_users"
+        logins = [u for u in cfg.gpu.allowed_users if not u.isdigit()]
+        if logins:
+            self.echo(f"::warning::gpu.allowed_users lists logins ({log_safe(', '.join(logins), 120)}); only numeric "
+                      "user ids are honoured, because a login can change hands")  # fmt: skip
+        if association not in cfg.gpu.allowed_associations:
+            return False, f"author association {association}"
+        try:
+            permission = self.api.permission(login)
+        except GitHubError as exc:  # fail closed
+            return False, f"could not read the permission of {log_safe(login, 60)} ({exc.message.splitlines()[0]})"
+        if permission not in WRITE_PERMISSIONS:
+            return False, f"permission {permission!r}"
+        return True, f"permission {permission!r}"
+
+    def deny_once(self, number: int, login: str, why: str) -> int:
+        """One reply per PR to unauthorised commands, whoever sends them and however often."""
+        self.echo(f"{log_safe(login, 60)} may not run {COMMAND} ({log_safe(why)}); nothing runs")
+        if self.opts.dry_run:
+            self.echo("dry run: would reply once on the PR")
+            return 0
+        reply = (f"{DENIED_MARKER}\nSorry, `{COMMAND}` can only be run by users with write access to this "
+                 "repository (or listed by user id in `gpu.allowed_users`). Further requests on this pull "
+                 "request are not answered.")  # fmt: skip
+        try:
+            if any(c.author == self.owner and c.body.startswith(DENIED_MARKER) for c in self.api.comments(number)):
+                self.echo("already replied on this pull request: not replying again")
+                return 0
+            self.api.create_comment(number, reply)
+        except GitHubError as exc:
+            self.echo(f"::error::could not reply: {log_safe(exc.message)}")
+            return EXIT_GITHUB
+        return 0
 
     def on_issue_comment(self, event: Mapping[str, Any]) -> int:
         action = str(event.get("action") or "")
@@ -447,24 +556,63 @@ class _Run:
         if is_bot(login, user_type):
             self.echo("comment by a bot: ignored")
             return 0
+        named = first[len(COMMAND):].strip().split(" ", 1)[0].lower() if first != COMMAND else ""
         pr = self.api.pull(number)
         cfg = self.source.base_config(pr)
-        allowed = association in cfg.gpu.allowed_associations or login in cfg.gpu.allowed_users
+        allowed, why = self.authorized(user, association, cfg)
         if not allowed:
-            self.echo(f"{log_safe(login, 60)} ({association}) may not run {COMMAND}; replying and stopping")
-            reply = (f"Sorry, `{COMMAND}` can only be run by maintainers (author association "
-                     f"{', '.join(cfg.gpu.allowed_associations)}) or users listed in `gpu.allowed_users`.")  # fmt: skip
-            if self.opts.dry_run:
-                self.echo("dry run: would reply to the comment")
-            else:
-                try:
-                    self.api.create_comment(number, reply)
-                except GitHubError as exc:
-                    self.echo(f"::error::could not reply: {log_safe(exc.message)}")
-                    return EXIT_GITHUB
+            return self.deny_once(number, login, why)
+        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({why}) on #{number}")
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: self.comment_approval(pr, login, named),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    @staticmethod
+    def comment_approval(pr: PullInfo, login: str, named: str) -> tuple[bool, str]:
+        """GPU runs from a comment: bound to the commit the maintainer looked at.
+
+        The comment event carries no commit, and the run may start after further pushes, so a
+        fork PR's approval must name the head (``/revertbot check <full sha>``) and counts only
+        while that is still the head. A branch of this repository was pushed by someone with
+        write access; a commit named for it must match too.
+        """
+        if named and not is_full_sha(named):
+            return False, f"{COMMAND} names {log_safe(named, 20)!r}, which is not a full commit id"
+        if named and named != pr.head_sha:
+            return False, (f"{COMMAND} approved {named[:12]}, but the head is now {pr.head_sha[:12]}; "
+                           "new commits need a new approval")  # fmt: skip
+        if pr.is_fork and not named:
+            return False, (f"fork PR: GPU runs need the approved commit named, `{COMMAND} {pr.head_sha}` "
+                           "after reviewing it")  # fmt: skip
+        return True, f"requested by {login} for {pr.head_sha[:12]}"
+
+    def on_workflow_run(self, event: Mapping[str, Any]) -> int:
+        """The trusted follow-up of a fork PR's read-only run: re-create its report and publish it.
+
+        Nothing from the fork's run is used: not its artifacts, not its PR number. The PR is the
+        one open PR whose head is the run's own head repository, branch and commit, as GitHub's
+        payload states them; GPU results never come from a fork's run.
+        """
+        run = event.get("workflow_run") or {}
+        if run.get("event") != "pull_request":
+            self.echo(f"workflow_run of a {log_safe(str(run.get('event')), 40)} run: nothing to do")
             return 0
-        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({association}) on #{number}")
-        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, f"requested by {login}"),
+        head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
+        branch, head_sha = str(run.get("head_branch") or ""), str(run.get("head_sha") or "").lower()
+        if head_repo == self.repo:
+            self.echo("the run was for a branch of this repository, which publishes its own report")
+            return 0
+        if not head_repo or not branch or not is_full_sha(head_sha):
+            raise UsageError("the workflow_run payload lacks the head repository, branch or commit")
+        if self.opts.gpu is not None:
+            raise UsageError("GPU results are never published from a fork's run")
+        matches = [p for p in self.api.pulls_for_head(head_repo, branch) if p.head_sha == head_sha]
+        if len(matches) != 1:
+            self.echo(f"no single open pull request has the head {log_safe(head_repo, 80)}:{log_safe(branch, 80)} at "
+                      f"{head_sha[:12]} (found {len(matches)}); nothing published")  # fmt: skip
+            return 0
+        pr = matches[0]
+        return self.check_and_publish(pr, read_only=False,
+                                      gpu=lambda _c: (False, "fork PR: GPU runs start from an approval"),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
 
     def on_workflow_dispatch(self, event: Mapping[str, Any]) -> int:
@@ -473,7 +621,8 @@ class _Run:
         if not raw.isdigit():
             raise UsageError(f"workflow_dispatch needs the input 'pr' (a pull request number), got {raw!r}")
         pr = self.api.pull(int(raw))
-        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, "workflow_dispatch"),
+        return self.check_and_publish(pr, read_only=False,
+                                      gpu=lambda _c: (False, "GPU runs start from a PR event or an approval"),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
 
     def on_schedule(self) -> int:
@@ -495,7 +644,7 @@ class _Run:
                     entry["report"] = report_to_json(check.report)
                     if pr.state == "open" and not self.opts.dry_run:
                         publish(self.api, pr, check, render_markdown(check.report), gpu_pending=False,
-                                target_url=self.target_url(), log=self.echo)  # fmt: skip
+                                target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip
             except RevertbotError as exc:
                 entry["error"] = exc.message.splitlines()[0]
                 self.echo(f"::warning::#{pr.number}: {log_safe(entry['error'])}")
@@ -553,6 +702,9 @@ def check_payload(name: str, event: Any) -> None:
             number(issue.get("number"), "issue.number")
     elif name == "workflow_dispatch":
         obj(root.get("inputs"), "inputs")
+    elif name == "workflow_run":
+        obj(obj(root.get("workflow_run"), "workflow_run", required=True).get("head_repository"),
+            "workflow_run.head_repository")  # fmt: skip
 
 
 def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None) -> int:
@@ -578,6 +730,8 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
             code_ = run.on_issue_comment(event)
         elif name == "workflow_dispatch":
             code_ = run.on_workflow_dispatch(event)
+        elif name == "workflow_run":
+            code_ = run.on_workflow_run(event)
         elif name == "schedule":
             code_ = run.on_schedule()
         else:
@@ -597,8 +751,11 @@ def gate_gpu_run(api: GitHubAPI, number: int, head_sha: str, event_name: str, ap
 
     The analysis authorized the run, but the job may start much later (runners queue). The PR head
     must still be the analysed commit; for a fork PR approved by label, the label must still be
-    there. A fork run authorized by a maintainer's ``/revertbot check`` only needs the same head.
+    there. A fork run authorized by a maintainer's ``/revertbot check <sha>`` only needs the same
+    head (the authorizing job already matched the named commit against it).
     """
+    if not is_full_sha(head_sha):
+        return False, f"--head must be the full commit id the run was approved for, got {head_sha!r}"
     pr = api.pull(number)
     if pr.head_sha != head_sha:
         return False, f"the head of #{number} moved to {pr.head_sha[:12]} after the analysis of {head_sha[:12]}"

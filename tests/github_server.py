@@ -692,6 +692,8 @@ class _Handler(BaseHTTPRequestHandler):
             pulls = [pr for pr in pulls if pr["state"] == state]
         if q.get("base"):
             pulls = [pr for pr in pulls if pr["base"]["ref"] == q["base"]]
+        if q.get("head"):  # owner:branch, as GitHub filters it (by the head's owner and branch name)
+            pulls = [pr for pr in pulls if pr["head"]["label"] == q["head"]]
         key = "updated_at" if q.get("sort") == "updated" else "created_at"
         pulls.sort(key=lambda pr: (pr[key], pr["number"]), reverse=q.get("direction", "desc") == "desc")
         for pr in pulls:  # the list endpoint leaves these out, as GitHub does
@@ -1029,6 +1031,8 @@ def build_world(gh: FakeGitHub, tmp: Any) -> World:
     subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=remote, check=True)
     repo = gh.add_repo("demo-org/minisgl", f"file://{remote}")
     world = World(gh, repo, remote, demo, tmp)
+    # The maintainers of the story have write access; everyone else reads (GitHub's public default).
+    repo.permissions.update({"priya": "write", "sam": "write", "lin": "maintain", "maintainer": "admin"})
     for sha, ref in ((demo.original, "refs/pull/101/head"), (demo.backport, "refs/pull/104/head"),
                      (demo.revert, "refs/pull/108/head")):  # fmt: skip
         world.push(sha, ref)
