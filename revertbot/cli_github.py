@@ -141,16 +141,18 @@ def check_pr(
 @click.option("--gpu-head", default=None, metavar="SHA",
               help="With --gpu-summary (required): the full head commit the GPU jobs ran on. The results "
                    "are published only while it is still the PR's head.")  # fmt: skip
-@click.option("--authorize-only", is_flag=True,
-              help="Decide whether GPU jobs may run and write the step outputs; publish nothing.")
 def action_command(dry_run: bool, repo: str | None, report_file: str | None, results_file: str | None,
                    token_env: str, schedule_limit: int, verbose: bool, gpu_summary: str | None,
-                   gpu_head: str | None, authorize_only: bool) -> None:  # fmt: skip
+                   gpu_head: str | None) -> None:  # fmt: skip
     """Run as a GitHub Actions step (pull_request, issue_comment, workflow_dispatch, schedule).
 
     Reads GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_API_URL, the token,
     GITHUB_OUTPUT and GITHUB_STEP_SUMMARY. Writes the step outputs is_revert, risk and
     gpu_matrix. Exit code 7 when GitHub failed (the report is still in the summary and file).
+
+    pull_request_target (the GPU workflow) only decides whether GPU jobs may run, and for which
+    commit, unless --gpu-summary is given: the analysis workflow publishes PR events.
+    workflow_run (the fork follow-up) re-creates and publishes the report of a fork's run.
     """
     if gpu_summary is not None and (gpu_head is None or not is_full_sha(gpu_head.strip().lower())):
         raise UsageError("--gpu-summary needs --gpu-head SHA, the full commit the GPU jobs ran on")
@@ -164,7 +166,6 @@ def action_command(dry_run: bool, repo: str | None, report_file: str | None, res
         verbose=verbose,
         gpu=load_gpu_summary(gpu_summary) if gpu_summary else None,
         gpu_head=gpu_head.strip().lower() if gpu_head else None,
-        authorize_only=authorize_only,
     )
     code = run_action(dict(os.environ), opts, click.echo)
     if code:

@@ -541,6 +541,11 @@ class GitHubClient:
         return self._list(f"listing the comments of #{number}", lambda: self._repo().get_issue(number).get_comments(),
                           _comment, limit=3000)  # fmt: skip
 
+    def get_json(self, path: str) -> Any:
+        """A plain REST read (``/repos/...``, ``/orgs/...``) for what PyGithub has no method for."""
+        requester = self._gh.requester
+        return self._call(f"reading {path}", lambda: requester.requestJsonAndCheck("GET", path)[1])
+
     def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]:
         """Open pull requests whose head is ``branch`` of ``head_repo`` (owner/name), as GitHub lists them."""
         owner = head_repo.split("/", 1)[0]

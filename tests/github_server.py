@@ -106,6 +106,8 @@ class Repo:
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    # Settings the Actions API shows, by the path after /repos/{owner}/{repo}/actions/.
+    actions: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeGitHub:
@@ -118,6 +120,8 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.base_url = ""  # set when the server starts: http://127.0.0.1:PORT/api/v3
         self.read_only_tokens: set[str] = set()
+        # Organisation Actions settings: (org, path after /orgs/{org}/actions/) -> payload.
+        self.org_actions: dict[tuple[str, str], Any] = {}
         self.users: dict[str, str] = {}  # login -> type ("User" or "Bot")
         self._ids = 1000
         self.clock: Callable[[], float] = time.time
@@ -498,6 +502,8 @@ _ROUTES: list[Route] = [
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/labels", "create_label"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/labels/(?P<name>[^/]+)", "get_label"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission", "permission"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/(?P<rest>.+)", "repo_actions"),
+        ("GET", r"/orgs/(?P<org>[^/]+)/actions/(?P<rest>.+)", "org_actions"),
     ]
 ]
 
@@ -906,6 +912,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _permission(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         perm = repo.permissions.get(p["login"], "read")
         return 200, {"permission": perm, "role_name": perm, "user": self.server.github.user(p["login"])}, {}
+
+    def _repo_actions(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if p["rest"] not in repo.actions:
+            raise ApiError(404, "Not Found")
+        return 200, repo.actions[p["rest"]], {}
+
+    def _org_actions(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        key = (p["org"], p["rest"])
+        if key not in self.server.github.org_actions:
+            raise ApiError(404, "Not Found")
+        return 200, self.server.github.org_actions[key], {}
 
     def _search_issues(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         gh = self.server.github
