@@ -190,7 +190,7 @@ def test_gpu_workflow_runs_pr_code_only_from_the_base_definition_after_the_gate(
 
 
 def test_installs_run_before_any_checkout_and_isolated() -> None:
-    for path in WORKFLOWS[:3] + [ROOT / ".github" / "workflows" / "revertbot.yml"]:
+    for path in [*WORKFLOWS[:3], ROOT / ".github" / "workflows" / "revertbot.yml"]:
         for name, job in _load(path)["jobs"].items():
             seen_checkout = False
             for step in job.get("steps", []):
