@@ -1046,6 +1046,8 @@ def build_world(gh: FakeGitHub, tmp: Any) -> World:
     remote.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(demo.path), str(remote)], check=True, capture_output=True)
     subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=remote, check=True)
+    # GitHub serves any reachable commit by its id (the GPU job fetches the approved head that way).
+    subprocess.run(["git", "config", "uploadpack.allowReachableSHA1InWant", "true"], cwd=remote, check=True)
     repo = gh.add_repo("demo-org/minisgl", f"file://{remote}")
     world = World(gh, repo, remote, demo, tmp)
     # The maintainers of the story have write access; everyone else reads (GitHub's public default).
