@@ -225,3 +225,75 @@ def test_fork_follow_up_takes_nothing_from_the_fork_run() -> None:
     assert "actions" not in job["permissions"]
     runs = [s["run"] for s in job["steps"] if "run" in s]
     assert runs[-1] == "revertbot action --repo . --report-file revertbot-report/report.md"
+
+
+# The group the bot's workflow used before: PR events and every comment on the PR shared it.
+OLD_GROUP = ("revertbot-${{ github.event.pull_request.number || github.event.issue.number || inputs.pr || "
+             "'schedule' }}")  # fmt: skip
+
+
+def _runs_for(event: dict[str, Any], workflows: dict[str, dict[Any, Any]]) -> list[tuple[str, str]]:
+    """(workflow, concurrency group) of every run GitHub starts for ``event``."""
+    from tests.workflow_runner import Scope, interpolate
+
+    out = []
+    # One PR activity starts both pull_request and pull_request_target workflows.
+    pr_events = {"pull_request", "pull_request_target"}
+    names = pr_events if event["name"] in pr_events else {event["name"]}
+    for name, wf in workflows.items():
+        trigger = next((_triggers(wf)[n] for n in sorted(names) if n in _triggers(wf)), "absent")
+        if trigger == "absent":
+            continue
+        types = (trigger or {}).get("types")
+        if types and event["payload"].get("action") not in types:
+            continue
+        scope = Scope({"github": {"event_name": event["name"], "event": event["payload"], "run_id": event["id"]},
+                       "inputs": {}}, strict=False)  # fmt: skip
+        out.append((name, str(interpolate(wf["concurrency"]["group"], scope))))
+    return out
+
+
+def _cancelled(events: list[dict[str, Any]], workflows: dict[str, dict[Any, Any]]) -> list[str]:
+    """GitHub's rule: one run in progress and one pending per group; a new pending run cancels the
+    older pending one. Every run stays in progress until the sequence ends."""
+    running: dict[str, str] = {}
+    pending: dict[str, str] = {}
+    cancelled: list[str] = []
+    for event in events:
+        for name, group in _runs_for(event, workflows):
+            run = f"{name}:{event['id']}"
+            if group not in running:
+                running[group] = run
+            else:
+                if group in pending:
+                    cancelled.append(pending[group])
+                pending[group] = run
+    return cancelled
+
+
+def _pr(action: str, head: str, **extra: Any) -> dict[str, Any]:
+    pr = {"number": 7, "head": {"sha": head, "repo": {"full_name": "fork/engine"}}}
+    return {"name": "pull_request", "payload": {"action": action, "pull_request": pr, **extra}}
+
+
+def _attack_sequence() -> list[dict[str, Any]]:
+    comment = {"issue": {"number": 7, "pull_request": {}}, "comment": {"body": "nice"}, "action": "created"}
+    events = [
+        _pr("synchronize", "a" * 40),  # analysed now
+        _pr("synchronize", "b" * 40),  # queued behind it: must not be lost
+        {"name": "pull_request_target", "payload": _pr("labeled", "b" * 40, label={"name": "approve"})["payload"]},
+        {"name": "issue_comment", "payload": comment},  # anyone can comment
+        {"name": "issue_comment", "payload": comment},
+        {"name": "pull_request_target", "payload": _pr("labeled", "b" * 40, label={"name": "bug"})["payload"]},
+    ]
+    return [{**e, "id": str(i)} for i, e in enumerate(events)]
+
+
+def test_comments_and_labels_cannot_cancel_a_pending_run() -> None:
+    old = _load(ROOT / "workflows" / "revertbot.yml")
+    old["concurrency"] = {"group": OLD_GROUP, "cancel-in-progress": False}
+    old[True] = {"pull_request": {"types": ["synchronize", "labeled"]}, "issue_comment": {"types": ["created"]}}
+    # The attack, on the old layout: the new head's run and the approval are cancelled by comments.
+    assert "revertbot:1" in _cancelled(_attack_sequence(), {"revertbot": old})
+    workflows = {path.stem: _load(path) for path in WORKFLOWS[:3]}
+    assert _cancelled(_attack_sequence(), workflows) == []
