@@ -278,3 +278,21 @@ def test_fork_follow_up_refuses_gpu_results(world: World, monkeypatch: pytest.Mo
         monkeypatch.setenv(k, v)
     assert run_cli(["action", "--gpu-summary", str(gpu_summary(world.tmp)), "--gpu-head", world.demo.revert]) == 2
     assert world.gh.writes() == []
+
+
+# --------------------------------------------------------------------------- the threat model's references
+
+
+def test_every_test_the_threat_model_names_exists() -> None:
+    import re
+
+    root = Path(__file__).resolve().parent
+    text = (root.parent / "docs" / "SECURITY.md").read_text(encoding="utf-8")
+    current, checked = "", 0
+    # A reference without a file ("::test_x") belongs to the file named last before it.
+    for match in re.finditer(r"`(?P<file>\w+\.py)?::(?P<test>\w+)`", text):
+        current = match.group("file") or current
+        source = (root / current).read_text(encoding="utf-8")
+        assert re.search(rf"^def {match.group('test')}\(", source, re.M), f"{current}::{match.group('test')}"
+        checked += 1
+    assert checked >= 30
