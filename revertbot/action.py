@@ -455,9 +455,14 @@ class _Run:
         """
         labels = self.source.base_config(pr).labels
         stale = [lb for lb in pr.labels if lb.startswith((labels.risk_prefix, labels.purity_prefix))]
-        for lb in stale:
-            with contextlib.suppress(NotFoundOnGitHub):  # removed meanwhile: the goal is reached
-                self.api.remove_label(pr.number, lb)
+        try:
+            for lb in stale:
+                with contextlib.suppress(NotFoundOnGitHub):  # removed meanwhile: the goal is reached
+                    self.api.remove_label(pr.number, lb)
+        except GitHubError as exc:
+            # The analysis still runs and its publishing replaces them; losing the report is worse.
+            self.echo(f"::warning::could not remove the previous verdict's labels: {log_safe(exc.message)}")
+            return
         if stale:
             self.echo(f"new head {pr.head_sha[:12]}: removed the previous verdict's labels {', '.join(stale)}")
 
