@@ -9,7 +9,13 @@ loses nothing.
 Publishing is idempotent: one comment found by :data:`~revertbot.report.MARKER` is edited in
 place. Two runs racing on the same PR converge on one comment: each re-reads the comment list
 right before creating, and after creating reads it again and deletes every marker comment but
-the oldest (the workflow's concurrency group makes such races rare in the first place).
+the oldest (the workflow's concurrency group makes such races rare in the first place). Only
+comments by the bot's own identity are the report; the comment and the labels are written only
+while the analysed commit is still the PR's head.
+
+Who may start GPU runs, and for which commit, is decided in :mod:`revertbot.approval`.
+``workflow_run`` is the trusted follow-up of a fork's read-only run: the PR comes from GitHub's
+payload (the run's own head), never from the fork's artifacts.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .approval import COMMAND, Approvals, is_full_sha
 from .config import Config
 from .errors import EXIT_GITHUB, RevertbotError, UsageError
 from .github import (
@@ -43,15 +50,12 @@ from .report import MARKER, render_markdown, report_to_json
 from .report.escape import clean, code
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
-COMMAND = "/revertbot check"
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 #: The identity whose comments the bot owns. GITHUB_TOKEN acts as github-actions[bot]; a GitHub
 #: App or a personal token acts as someone else, named in this variable.
 BOT_LOGIN_ENV = "REVERTBOT_BOT_LOGIN"
 DEFAULT_BOT_LOGIN = "github-actions[bot]"
 #: Opens the one reply per PR to an unauthorised /revertbot check.
 DENIED_MARKER = "<!-- revertbot:denied -->"
-_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 EMPTY_MATRIX: dict[str, list[dict[str, Any]]] = {"include": []}
 LABEL_COLORS = {"low": "0e8a16", "medium": "fbca04", "high": "b60205"}
 
@@ -96,11 +100,6 @@ def wanted_labels(check: PrCheck) -> list[str]:
 def bot_login(env: Mapping[str, str]) -> str:
     """The login the bot's token writes as (see :data:`BOT_LOGIN_ENV`)."""
     return env.get(BOT_LOGIN_ENV) or DEFAULT_BOT_LOGIN
-
-
-def is_full_sha(text: str) -> bool:
-    """A whole commit id (SHA-1 or SHA-256), lower case: no prefix can stand for a commit someone approved."""
-    return _FULL_SHA.fullmatch(text) is not None
 
 
 def _is_report_comment(c: CommentInfo, owner: str) -> bool:
@@ -303,6 +302,7 @@ class _Run:
         self.report_path = Path(report_file)
         self.failed_writes: list[str] = []
         self.owner = bot_login(env)
+        self.approvals = Approvals(self.api, lambda m: echo(f"::warning::{log_safe(m)}"))
 
     # -------------------------------------------------------------- output helpers
 
@@ -408,45 +408,6 @@ class _Run:
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
 
-    # -------------------------------------------------------------- GPU authorization
-
-    def fork_approval(self, pr: PullInfo, check: PrCheck, event: Mapping[str, Any]) -> tuple[bool, str]:
-        """A fork PR gets GPU runs only from the run that the approval itself triggered.
-
-        The approval is the ``labeled`` event adding the approval label, sent by a user with
-        write access (or listed in ``gpu.allowed_users``). Every other event on a fork PR (a new
-        push, an edit, another label) runs no GPU job, so an approval can never carry over to code
-        pushed after it; the GPU job then runs exactly the head commit of this event.
-        """
-        gpu = check.config.gpu
-        label = gpu.fork_approval_label
-        action = str(event.get("action") or "")
-        added = str((event.get("label") or {}).get("name") or "")
-        user = event.get("sender") or {}
-        sender = str(user.get("login") or "")
-        if action != "labeled" or added != label:
-            hint = "new commits need a new approval; " if action == "synchronize" else ""
-            return False, f"fork PR: {hint}a maintainer approves GPU runs by adding the {label!r} label"
-        if not sender:
-            return False, f"cannot tell who added {label!r}"
-        # The label event has no author association: the permission alone decides.
-        allowed, why = self.authorized(user, "OWNER", check.config)
-        if not allowed and why.startswith("could not"):
-            return False, f"could not verify the approval ({why}); add {label!r} again"
-        if not allowed:
-            return False, f"{label!r} was added by {log_safe(sender, 60)}, who may not approve GPU runs ({why})"
-        try:
-            # Runs of one PR queue behind each other, so this one may start long after the label
-            # event: the approval counts only if the label is still there and nothing was pushed since.
-            now = self.api.pull(pr.number)
-        except GitHubError as exc:  # fail closed: an approval that cannot be verified is no approval
-            return False, f"could not verify the approval ({exc.message.splitlines()[0]}); add {label!r} again"
-        if label not in now.labels:
-            return False, f"{label!r} was removed before this run started"
-        if now.head_sha != pr.head_sha:
-            return False, f"commits were pushed after {label!r} was added; they need a new approval"
-        return True, f"approved by {sender} for head {pr.head_sha[:12]}"
-
     def clear_verdict(self, pr: PullInfo) -> None:
         """A new head makes the previous verdict stale: drop its labels before anything else.
 
@@ -491,34 +452,9 @@ class _Run:
         def gpu(check: PrCheck) -> tuple[bool, str]:
             if not pr.is_fork:
                 return True, "branch in this repository"
-            return self.fork_approval(pr, check, event)
+            return self.approvals.label(pr, check.config, event)
 
         return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
-
-    def authorized(self, user: Mapping[str, Any], association: str, cfg: Config) -> tuple[bool, str]:
-        """May this GitHub user start GPU runs? Write access or above, or a listed user id.
-
-        ``gpu.allowed_users`` is matched by numeric user id: a login can be renamed and then
-        registered by someone else. The author association is only a cheap first filter (it
-        includes read and triage collaborators); the permission GitHub reports decides.
-        """
-        login, uid = str(user.get("login") or ""), str(user.get("id") or "")
-        ids = {u for u in cfg.gpu.allowed_users if u.isdigit()}
-        if uid and uid in ids:
-            return True, f"user id {uid} is listed in gpu.allowed_users"
-        logins = [u for u in cfg.gpu.allowed_users if not u.isdigit()]
-        if logins:
-            self.echo(f"::warning::gpu.allowed_users lists logins ({log_safe(', '.join(logins), 120)}); only numeric "
-                      "user ids are honoured, because a login can change hands")  # fmt: skip
-        if association not in cfg.gpu.allowed_associations:
-            return False, f"author association {association}"
-        try:
-            permission = self.api.permission(login)
-        except GitHubError as exc:  # fail closed
-            return False, f"could not read the permission of {log_safe(login, 60)} ({exc.message.splitlines()[0]})"
-        if permission not in WRITE_PERMISSIONS:
-            return False, f"permission {permission!r}"
-        return True, f"permission {permission!r}"
 
     def deny_once(self, number: int, login: str, why: str) -> int:
         """One reply per PR to unauthorised commands, whoever sends them and however often."""
@@ -564,31 +500,12 @@ class _Run:
         named = first[len(COMMAND):].strip().split(" ", 1)[0].lower() if first != COMMAND else ""
         pr = self.api.pull(number)
         cfg = self.source.base_config(pr)
-        allowed, why = self.authorized(user, association, cfg)
+        allowed, why = self.approvals.user(user, association, cfg)
         if not allowed:
             return self.deny_once(number, login, why)
         self.echo(f"{COMMAND} by {log_safe(login, 60)} ({why}) on #{number}")
-        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: self.comment_approval(pr, login, named),
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: Approvals.comment(pr, login, named),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
-
-    @staticmethod
-    def comment_approval(pr: PullInfo, login: str, named: str) -> tuple[bool, str]:
-        """GPU runs from a comment: bound to the commit the maintainer looked at.
-
-        The comment event carries no commit, and the run may start after further pushes, so a
-        fork PR's approval must name the head (``/revertbot check <full sha>``) and counts only
-        while that is still the head. A branch of this repository was pushed by someone with
-        write access; a commit named for it must match too.
-        """
-        if named and not is_full_sha(named):
-            return False, f"{COMMAND} names {log_safe(named, 20)!r}, which is not a full commit id"
-        if named and named != pr.head_sha:
-            return False, (f"{COMMAND} approved {named[:12]}, but the head is now {pr.head_sha[:12]}; "
-                           "new commits need a new approval")  # fmt: skip
-        if pr.is_fork and not named:
-            return False, (f"fork PR: GPU runs need the approved commit named, `{COMMAND} {pr.head_sha}` "
-                           "after reviewing it")  # fmt: skip
-        return True, f"requested by {login} for {pr.head_sha[:12]}"
 
     def on_workflow_run(self, event: Mapping[str, Any]) -> int:
         """The trusted follow-up of a fork PR's read-only run: re-create its report and publish it.
@@ -751,26 +668,3 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
         run.outputs.write()
         echo(f"GitHub REST requests: {run.api.requests}")
     return code_
-
-
-def gate_gpu_run(api: GitHubAPI, number: int, head_sha: str, event_name: str, approval_label: str
-                 ) -> tuple[bool, str]:  # fmt: skip
-    """The GPU job's first step, before any PR code reaches the runner: is the run still allowed?
-
-    The analysis authorized the run, but the job may start much later (runners queue). The PR head
-    must still be the analysed commit; for a fork PR approved by label, the label must still be
-    there. A fork run authorized by a maintainer's ``/revertbot check <sha>`` only needs the same
-    head (the authorizing job already matched the named commit against it).
-    """
-    if not is_full_sha(head_sha):
-        return False, f"--head must be the full commit id the run was approved for, got {head_sha!r}"
-    pr = api.pull(number)
-    if pr.head_sha != head_sha:
-        return False, f"the head of #{number} moved to {pr.head_sha[:12]} after the analysis of {head_sha[:12]}"
-    if not pr.is_fork:
-        return True, f"#{number} is a branch of this repository"
-    if event_name == "issue_comment":
-        return True, f"fork PR #{number}: run requested by an authorized /revertbot check"
-    if approval_label not in pr.labels:
-        return False, f"fork PR #{number}: the {approval_label!r} label was removed before the GPU job started"
-    return True, f"fork PR #{number}: {approval_label!r} is still on the PR and the head is unchanged"

@@ -15,7 +15,6 @@ import click
 from .action import (
     ActionOptions,
     bot_login,
-    is_full_sha,
     log_safe,
     policy_from_env,
     publish,
@@ -23,6 +22,7 @@ from .action import (
     status_for,
     wanted_labels,
 )
+from .approval import is_full_sha
 from .cli_gpu import load_gpu_summary
 from .config import load_config_file
 from .errors import ConflictError, NotFoundError, UsageError

@@ -163,7 +163,8 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     """
     import os
 
-    from .action import gate_gpu_run, policy_from_env
+    from .action import policy_from_env
+    from .approval import gate as gate_gpu_run
     from .errors import ConflictError
     from .github import GitHubClient
 
