@@ -183,6 +183,29 @@ def test_gpu_job_refuses_a_head_pushed_after_the_approval(world: World, tmp_path
     assert list(job.workspace.iterdir()) == []  # nothing of the repository reached the runner
 
 
+def test_fork_follow_up_runs_as_written(world: World, tmp_path: Path) -> None:
+    """revertbot-publish.yml on a fork run's workflow_run event: the PR is found from the payload's
+    head, the report published on it, and nothing else is read from the fork's run."""
+    fork = world.gh.add_repo("contributor/minisgl", "file:///nonexistent/fork.git")
+    world.gh.add_pull(world.repo, 140, 'Revert "Share BCG output buffers across capture sizes"',
+                      body="Reverts demo-org/minisgl#101\n", head_sha=world.demo.revert, head_ref="revert-it",
+                      user="contributor", association="CONTRIBUTOR", head_repo=fork)  # fmt: skip
+    world.push(world.demo.revert, "refs/pull/140/head")
+    payload = {"action": "completed", "workflow_run": {
+        "id": 77, "event": "pull_request", "conclusion": "success", "head_sha": world.demo.revert,
+        "head_branch": "revert-it", "head_repository": {"full_name": "contributor/minisgl"}, "pull_requests": []}}
+    runner = _runner(world, tmp_path / "run", world.event("workflow_run", payload),
+                     ROOT / "workflows" / "revertbot-publish.yml", "workflow_run")  # fmt: skip
+    publish = runner.run_job("publish")
+    assert publish.result == "success", publish.log()
+    assert len(_reports_on(world, 140)) == 1 and _reports_on(world, 108) == []
+    assert not any(runner.artifacts.iterdir())
+
+
+def _reports_on(world: World, number: int) -> list[dict[str, object]]:
+    return [c for c in world.comments(number) if str(c["body"]).startswith(MARKER)]
+
+
 @pytest.mark.parametrize(("old", "new", "error"), [
     # The job output reads a step output the CLI does not write: GitHub would pass '' on.
     ("steps.bot.outputs.head_sha", "steps.bot.outputs.head", "steps.bot.outputs.head does not exist"),
