@@ -341,13 +341,18 @@ class _Run:
             check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu)
         finally:
             self.echo("::endgroup::")
+        may_write = not (read_only or self.opts.authorize_only or self.opts.dry_run or self.opts.gpu is not None)
         if not check.is_revert:
             self.echo(f"#{pr.number} is not a revert ({check.reason}); nothing to do")
+            if may_write:
+                self.clear_verdict(pr, check.config)
             return 0
         self.outputs.set("is_revert", "true")
         if check.report is None:
             self.echo(f"::warning::#{pr.number}: {log_safe(check.reason)}")
             self.summary(f"revertbot: #{pr.number} {check.reason}\n")
+            if may_write:
+                self.clear_verdict(pr, check.config)
             return 0
         report = check.report
         markdown = render_markdown(report)
@@ -408,13 +413,16 @@ class _Run:
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
 
-    def clear_verdict(self, pr: PullInfo) -> None:
-        """A new head makes the previous verdict stale: drop its labels before anything else.
+    def clear_verdict(self, pr: PullInfo, config: Config | None = None) -> None:
+        """A new head makes the previous verdict stale: drop its labels.
 
-        This run then publishes the new verdict; if it is cancelled or fails, the PR shows no
-        verdict rather than one about other code. (Statuses are per commit and need no clearing.)
+        Called first on a new head, and whenever a run ends without a verdict for the head (not a
+        revert any more, or not analysable): the PR then shows no verdict rather than one about
+        other code. (Statuses are per commit and need no clearing.)
         """
-        labels = self.source.base_config(pr).labels
+        if not pr.labels:
+            return
+        labels = (config or self.source.base_config(pr)).labels
         stale = [lb for lb in pr.labels if lb.startswith((labels.risk_prefix, labels.purity_prefix))]
         try:
             for lb in stale:

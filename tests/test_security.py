@@ -296,3 +296,18 @@ def test_every_test_the_threat_model_names_exists() -> None:
         assert re.search(rf"^def {match.group('test')}\(", source, re.M), f"{current}::{match.group('test')}"
         checked += 1
     assert checked >= 30
+
+
+def test_a_run_without_a_verdict_leaves_no_stale_one(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork PR labelled pure is pushed to until it is no revert at all; the follow-up of its
+    read-only run (which could not write) removes the old verdict."""
+    fork = world.gh.add_repo("contributor/minisgl", "file:///nonexistent/fork.git")
+    world.gh.add_pull(world.repo, 141, "Tune the scheduler", body="Faster.", head_sha=world.demo.original,
+                      head_ref="tune", user="contributor", association="CONTRIBUTOR", head_repo=fork,
+                      labels=("revert", "purity:pure", "risk:low", "bug"))  # fmt: skip
+    world.gh.add_pull_commit(world.repo, 141, world.demo.original, "Tune the scheduler")
+    world.push(world.demo.original, "refs/pull/141/head")
+    event = workflow_run(world, "contributor/minisgl", "tune", world.demo.original)
+    assert act(monkeypatch, world.env("workflow_run", event)) == 0
+    assert world.repo.issue_labels[141] == ["revert", "bug"]
+    assert reports(world, 141) == []
