@@ -297,3 +297,14 @@ def test_comments_and_labels_cannot_cancel_a_pending_run() -> None:
     assert "revertbot:1" in _cancelled(_attack_sequence(), {"revertbot": old})
     workflows = {path.stem: _load(path) for path in WORKFLOWS[:3]}
     assert _cancelled(_attack_sequence(), workflows) == []
+
+
+def test_no_workflow_restores_a_cache() -> None:
+    """PR code in the gpu job can reach the job's runtime token, which writes cache entries in the
+    default branch's scope: no revertbot job may restore a cache."""
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            for step in job.get("steps", []):
+                uses = str(step.get("uses", ""))
+                assert not uses.startswith("actions/cache"), f"{path.name}:{name}"
+                assert "cache" not in (step.get("with") or {}), f"{path.name}:{name}: {uses} with a cache"
