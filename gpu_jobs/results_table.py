@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gpu_jobs.metrics import read as read_metrics
+from revertbot.report.escape import code, table_cell
+
+# Names, units and evidence were written by suite runs: escaped like any untrusted text.
 
 
 def _load(path: Path) -> Any:
@@ -30,7 +33,7 @@ def strategy_table(results: Path) -> list[str]:
 
     def cell(name: str, fmt: str) -> str:
         m = by_name.get(name)
-        return f"{m['value']:{fmt}} {m['unit']}" if m else "not recorded"
+        return f"{m['value']:{fmt}} {table_cell(str(m['unit']), 20)}" if m else "not recorded"
 
     for key, label in labels.items():
         rows.append(f"| {label} | {cell(f'graph_capture.output_bytes.{key}', '.3f')} "
@@ -39,7 +42,7 @@ def strategy_table(results: Path) -> list[str]:
                     f"| {cell(f'graph_capture.capture_ms_per_graph.{key}', '.2f')} |")  # fmt: skip
     extra = [m for m in metrics if m["name"].startswith(("graph_capture.pool_reserved", "graph_capture.peak"))]
     for m in extra:
-        rows.append(f"| {m['name']} | {m['value']:.1f} {m['unit']} | | | |")
+        rows.append(f"| {table_cell(str(m['name']), 120)} | {m['value']:.1f} {table_cell(str(m['unit']), 20)} | | | |")
     return rows
 
 
@@ -48,7 +51,8 @@ def demo_table(results: Path) -> list[str]:
     tests = comparison["tests"]
     rows = ["| test | before the revert | after the revert |", "|---|---|---|"]
     for flip in tests.get("fixed", []) + tests.get("broken", []):
-        rows.append(f"| `{flip['test']}` | {flip['before']} | {flip['after']} |")
+        rows.append(f"| {code(str(flip['test'])).replace('|', chr(92) + '|')} | {table_cell(str(flip['before']), 20)} "
+                    f"| {table_cell(str(flip['after']), 20)} |")  # fmt: skip
     rows.append(f"| passing on both sides | {tests.get('passed_both', 0)} | |")
     rows.append("")
     rows.append("| metric | before | after | change |")
@@ -56,7 +60,8 @@ def demo_table(results: Path) -> list[str]:
     for m in comparison.get("metrics", []):
         pct = m.get("pct")
         change = f"{pct:+.1f}%" if isinstance(pct, (int, float)) else ""
-        rows.append(f"| {m['name']} | {m['before']:.2f} {m.get('unit', '')} | {m['after']:.2f} {m.get('unit', '')} "
+        unit = table_cell(str(m.get("unit", "")), 20)
+        rows.append(f"| {table_cell(str(m['name']), 120)} | {m['before']:.2f} {unit} | {m['after']:.2f} {unit} "
                     f"| {change} |")  # fmt: skip
     wall = comparison.get("wall_time_s", {})
     rows.append("")
@@ -82,7 +87,8 @@ def infra_table(results: Path) -> list[str]:
         kinds = sorted({str(i.get("kind")) for i in items})
         evidence = next((e for i in items for e in i.get("evidence", []) if len(e) > 3), "")
         broken = len(c["tests"].get("broken") or [])
-        rows.append(f"| {case} | {', '.join(kinds) or 'nothing'} | `{evidence[:120]}` | "
+        shown = code(evidence, 120).replace("|", "\\|")
+        rows.append(f"| {case} | {table_cell(', '.join(kinds)) or 'nothing'} | {shown} | "
                     f"{'no' if broken == 0 else f'yes ({broken})'} |")  # fmt: skip
     return rows
 

@@ -177,6 +177,15 @@ def run_process(
     return ProcessResult(returncode, timed_out, wall, leftovers)
 
 
+_SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
+
+
+def is_secret_name(name: str) -> bool:
+    """Environment variables that can hold a credential (GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN, ...)."""
+    upper = name.upper()
+    return upper.startswith("ACTIONS_") or any(part in upper for part in _SECRET_PARTS)
+
+
 def suite_argv(command: Sequence[str], python: str) -> list[str]:
     """The argv to run: a command that starts with ``python``/``python3`` uses the runner's interpreter
     (``python``), so the suite sees the same environment (torch, pytest) the runner was started with."""
@@ -349,7 +358,8 @@ def run_job(
     started = time.monotonic()
     progress = progress or Progress()
     python = python or sys.executable
-    base_env = dict(os.environ if env is None else env)
+    # PR code runs in the suite: it gets no credential the job happens to hold.
+    base_env = {k: v for k, v in (os.environ if env is None else env).items() if not is_secret_name(k)}
     out = Path(os.path.abspath(out))  # the suite runs inside its checkout: relative paths would break
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"the output directory is not empty: {out}", hint="pass a new --out directory")
@@ -532,6 +542,7 @@ def run_from_args(
     suite_json: str | None = None,
     devices: str | None = None,
     progress: Progress | None = None,
+    python: str | None = None,
 ) -> dict[str, Any]:
     """Parse and check the job's options, then :func:`run_job`. Shared by both command lines."""
     from revertbot import gitops
@@ -549,7 +560,7 @@ def run_from_args(
     spec = override(load_spec(root, base, suite, config, suite_json), repeats=repeats,
                     timeout_minutes=timeout_minutes)  # fmt: skip
     return run_job(root, spec, base=base, revert=revert, out=out, shard=shard_pair, shard_tests=shard_tests,
-                   devices=devices, progress=progress)  # fmt: skip
+                   devices=devices, progress=progress, python=python)  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None, run: Callable[..., dict[str, Any]] = run_from_args) -> int:

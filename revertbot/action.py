@@ -9,11 +9,18 @@ loses nothing.
 Publishing is idempotent: one comment found by :data:`~revertbot.report.MARKER` is edited in
 place. Two runs racing on the same PR converge on one comment: each re-reads the comment list
 right before creating, and after creating reads it again and deletes every marker comment but
-the oldest (the workflow's concurrency group makes such races rare in the first place).
+the oldest (the workflow's concurrency group makes such races rare in the first place). Only
+comments by the bot's own identity are the report; the comment and the labels are written only
+while the analysed commit is still the PR's head.
+
+Who may start GPU runs, and for which commit, is decided in :mod:`revertbot.approval`.
+``workflow_run`` is the trusted follow-up of a fork's read-only run: the PR comes from GitHub's
+payload (the run's own head), never from the fork's artifacts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -24,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .approval import COMMAND, Approvals, is_full_sha
 from .config import Config
 from .errors import EXIT_GITHUB, RevertbotError, UsageError
 from .github import (
@@ -42,9 +50,12 @@ from .report import MARKER, render_markdown, report_to_json
 from .report.escape import clean, code
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
-COMMAND = "/revertbot check"
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+#: The identity whose comments the bot owns. GITHUB_TOKEN acts as github-actions[bot]; a GitHub
+#: App or a personal token acts as someone else, named in this variable.
+BOT_LOGIN_ENV = "REVERTBOT_BOT_LOGIN"
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+#: Opens the one reply per PR to an unauthorised /revertbot check.
+DENIED_MARKER = "<!-- revertbot:denied -->"
 EMPTY_MATRIX: dict[str, list[dict[str, Any]]] = {"include": []}
 LABEL_COLORS = {"low": "0e8a16", "medium": "fbca04", "high": "b60205"}
 
@@ -87,10 +98,15 @@ def wanted_labels(check: PrCheck) -> list[str]:
     return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
 
 
-def _is_report_comment(c: CommentInfo) -> bool:
-    # The marker opens every report; comments by outsiders that merely contain it are not ours.
-    trusted = is_bot(c.author, c.author_type) or c.author_association in TRUSTED_ASSOCIATIONS
-    return c.body.startswith(MARKER) and trusted
+def bot_login(env: Mapping[str, str]) -> str:
+    """The login the bot's token writes as (see :data:`BOT_LOGIN_ENV`)."""
+    return env.get(BOT_LOGIN_ENV) or DEFAULT_BOT_LOGIN
+
+
+def _is_report_comment(c: CommentInfo, owner: str) -> bool:
+    # The marker opens every report, but anyone (another bot, a maintainer) can write it: only a
+    # comment by the bot's own identity is the report, so nobody else's comment is ever edited.
+    return c.body.startswith(MARKER) and c.author == owner
 
 
 def log_safe(text: str, limit: int = 300) -> str:
@@ -111,12 +127,13 @@ class Published:
     status: str = ""
 
 
-def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[CommentInfo, str]:
-    """Edit the one report comment (found by the marker), or create it; never leave two."""
-    mine = [c for c in api.comments(number) if _is_report_comment(c)]
+def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo, owner: str = DEFAULT_BOT_LOGIN
+                   ) -> tuple[CommentInfo, str]:  # fmt: skip
+    """Edit the one report comment (the marker, written by ``owner``), or create it; never leave two."""
+    mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if not mine:
         # Re-read right before creating: narrows the window in which a concurrent run posts too.
-        mine = [c for c in api.comments(number) if _is_report_comment(c)]
+        mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if mine:
         keep = min(mine, key=lambda c: c.id)
         for extra in mine:
@@ -136,10 +153,13 @@ def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo) -> tuple[C
         if exc.status is not None and exc.status < 500:
             raise
         # The POST may have landed before the connection broke: look before posting again.
-        again = [c for c in api.comments(number) if _is_report_comment(c)]
+        again = [c for c in api.comments(number) if _is_report_comment(c, owner)]
         created = again[0] if again else api.create_comment(number, body)
+    if created.author != owner:
+        log(f"::warning::the report comment was posted as {log_safe(created.author, 60)}, not {owner}: set "
+            f"{BOT_LOGIN_ENV} to the token's login, or every run posts a new comment")  # fmt: skip
     # Converge when another run created one at the same time: the oldest survives.
-    after = [c for c in api.comments(number) if _is_report_comment(c)]
+    after = [c for c in api.comments(number) if _is_report_comment(c, owner)]
     if not after:
         return created, "created"
     keep = min(after, key=lambda c: c.id)
@@ -173,10 +193,22 @@ def sync_labels(api: GitHubAPI, pr: PullInfo, check: PrCheck) -> tuple[list[str]
 
 
 def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_pending: bool, target_url: str,
-            log: Echo) -> Published:  # fmt: skip
-    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails."""
+            log: Echo, owner: str = DEFAULT_BOT_LOGIN) -> Published:  # fmt: skip
+    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails.
+
+    The status goes on ``pr.head_sha``, the commit that was analysed. The comment and the labels
+    belong to the PR, so they are written only while that commit is still its head: a run that
+    finishes after a newer push leaves them to the run of the newer head.
+    """
     out = Published()
-    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log)
+    if api.pull(pr.number).head_sha != pr.head_sha:
+        log(f"#{pr.number} has a newer head than {pr.head_sha[:12]}; only the commit status of "
+            f"{pr.head_sha[:12]} is written, the comment and labels are left to the newer run")  # fmt: skip
+        state, desc = status_for(check, gpu_pending)
+        api.create_status(pr.head_sha, state, desc, target_url)
+        out.status, out.comment_action = state, "skipped (head moved)"
+        return out
+    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log, owner)
     out.comment_id = comment.id
     out.labels_added, out.labels_removed = sync_labels(api, pr, check)
     state, desc = status_for(check, gpu_pending)
@@ -223,6 +255,8 @@ class ActionOptions:
     schedule_limit: int = 10
     verbose: bool = False
     gpu: GpuSummary | None = None  # merged GPU results (the workflow's report job)
+    gpu_head: str | None = None  # the PR head those GPU results ran on (full sha; required with gpu)
+    authorize_only: bool = False  # the GPU workflow's first job: decide and write outputs, publish nothing
 
 
 def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
@@ -268,6 +302,8 @@ class _Run:
         report_file = opts.report_file or env.get("REVERTBOT_REPORT_FILE") or "revertbot-report.md"
         self.report_path = Path(report_file)
         self.failed_writes: list[str] = []
+        self.owner = bot_login(env)
+        self.approvals = Approvals(self.api, lambda m: echo(f"::warning::{log_safe(m)}"))
 
     # -------------------------------------------------------------- output helpers
 
@@ -294,6 +330,11 @@ class _Run:
 
     def check_and_publish(self, pr: PullInfo, *, read_only: bool, gpu: Callable[[PrCheck], tuple[bool, str]],
                           budget: int) -> int:  # fmt: skip
+        if self.opts.gpu is not None and self.opts.gpu_head != pr.head_sha:
+            # GPU results attach only to the commit they ran on: after a push they describe old code.
+            self.echo(f"::warning::the GPU results are for {str(self.opts.gpu_head)[:12]}, but #{pr.number}'s "
+                      f"head is {pr.head_sha[:12]}; they are not published (a new head needs its own run)")  # fmt: skip
+            return 0
         self.outputs.set("pr", str(pr.number))
         self.outputs.set("head_sha", pr.head_sha)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
@@ -301,13 +342,18 @@ class _Run:
             check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu)
         finally:
             self.echo("::endgroup::")
+        may_write = not (read_only or self.opts.authorize_only or self.opts.dry_run or self.opts.gpu is not None)
         if not check.is_revert:
             self.echo(f"#{pr.number} is not a revert ({check.reason}); nothing to do")
+            if may_write:
+                self.clear_verdict(pr, check.config)
             return 0
         self.outputs.set("is_revert", "true")
         if check.report is None:
             self.echo(f"::warning::#{pr.number}: {log_safe(check.reason)}")
             self.summary(f"revertbot: #{pr.number} {check.reason}\n")
+            if may_write:
+                self.clear_verdict(pr, check.config)
             return 0
         report = check.report
         markdown = render_markdown(report)
@@ -330,6 +376,9 @@ class _Run:
         for note in check.notes:
             self.echo(f"note: {log_safe(note)}")
 
+        if self.opts.authorize_only:
+            self.echo(f"authorization only: nothing published for #{pr.number}")
+            return 0
         self.summary(markdown)
         if check.github_error:
             msg = (f"GitHub failed while the report for #{pr.number} was being completed ({check.github_error}); "
@@ -352,7 +401,7 @@ class _Run:
         before = self.api.requests
         try:
             done = publish(self.api, pr, check, markdown, gpu_pending=bool(matrix["include"]),
-                           target_url=self.target_url(), log=self.echo)  # fmt: skip
+                           target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip
         except GitHubError as exc:
             first = exc.message.splitlines()[0]
             self.echo(f"::error::could not publish the report on #{pr.number}: {log_safe(first)}. The report is in "
@@ -365,39 +414,27 @@ class _Run:
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
 
-    # -------------------------------------------------------------- GPU authorization
+    def clear_verdict(self, pr: PullInfo, config: Config | None = None) -> None:
+        """A new head makes the previous verdict stale: drop its labels.
 
-    def fork_approval(self, pr: PullInfo, check: PrCheck, event: Mapping[str, Any]) -> tuple[bool, str]:
-        """A fork PR gets GPU runs only from the run that the approval itself triggered.
-
-        The approval is the ``labeled`` event adding the approval label, sent by a user with
-        write access (or listed in ``gpu.allowed_users``). Every other event on a fork PR (a new
-        push, an edit, another label) runs no GPU job, so an approval can never carry over to code
-        pushed after it; the GPU job then runs exactly the head commit of this event.
+        Called first on a new head, and whenever a run ends without a verdict for the head (not a
+        revert any more, or not analysable): the PR then shows no verdict rather than one about
+        other code. (Statuses are per commit and need no clearing.)
         """
-        gpu = check.config.gpu
-        label = gpu.fork_approval_label
-        action = str(event.get("action") or "")
-        added = str((event.get("label") or {}).get("name") or "")
-        sender = str((event.get("sender") or {}).get("login") or "")
-        if action != "labeled" or added != label:
-            hint = "new commits need a new approval; " if action == "synchronize" else ""
-            return False, f"fork PR: {hint}a maintainer approves GPU runs by adding the {label!r} label"
-        if not sender:
-            return False, f"cannot tell who added {label!r}"
+        if not pr.labels:
+            return
+        labels = (config or self.source.base_config(pr)).labels
+        stale = [lb for lb in pr.labels if lb.startswith((labels.risk_prefix, labels.purity_prefix))]
         try:
-            if sender not in gpu.allowed_users and self.api.permission(sender) not in WRITE_PERMISSIONS:
-                return False, f"{label!r} was added by {sender}, who may not approve GPU runs"
-            # Runs of one PR queue behind each other, so this one may start long after the label
-            # event: the approval counts only if the label is still there and nothing was pushed since.
-            now = self.api.pull(pr.number)
-        except GitHubError as exc:  # fail closed: an approval that cannot be verified is no approval
-            return False, f"could not verify the approval ({exc.message.splitlines()[0]}); add {label!r} again"
-        if label not in now.labels:
-            return False, f"{label!r} was removed before this run started"
-        if now.head_sha != pr.head_sha:
-            return False, f"commits were pushed after {label!r} was added; they need a new approval"
-        return True, f"approved by {sender} for head {pr.head_sha[:12]}"
+            for lb in stale:
+                with contextlib.suppress(NotFoundOnGitHub):  # removed meanwhile: the goal is reached
+                    self.api.remove_label(pr.number, lb)
+        except GitHubError as exc:
+            # The analysis still runs and its publishing replaces them; losing the report is worse.
+            self.echo(f"::warning::could not remove the previous verdict's labels: {log_safe(exc.message)}")
+            return
+        if stale:
+            self.echo(f"new head {pr.head_sha[:12]}: removed the previous verdict's labels {', '.join(stale)}")
 
     # -------------------------------------------------------------- events
 
@@ -418,13 +455,34 @@ class _Run:
             self.echo(f"#{pr.number} is not a revert (title and body); nothing to do")
             return 0
         read_only = pr.is_fork and self.env.get("GITHUB_EVENT_NAME") == "pull_request"
+        if action == "synchronize" and not read_only and not self.opts.authorize_only and not self.opts.dry_run:
+            self.clear_verdict(pr)
 
         def gpu(check: PrCheck) -> tuple[bool, str]:
             if not pr.is_fork:
                 return True, "branch in this repository"
-            return self.fork_approval(pr, check, event)
+            return self.approvals.label(pr, check.config, event)
 
         return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
+
+    def deny_once(self, number: int, login: str, why: str) -> int:
+        """One reply per PR to unauthorised commands, whoever sends them and however often."""
+        self.echo(f"{log_safe(login, 60)} may not run {COMMAND} ({log_safe(why)}); nothing runs")
+        if self.opts.dry_run:
+            self.echo("dry run: would reply once on the PR")
+            return 0
+        reply = (f"{DENIED_MARKER}\nSorry, `{COMMAND}` can only be run by users with write access to this "
+                 "repository (or listed by user id in `gpu.allowed_users`). Further requests on this pull "
+                 "request are not answered.")  # fmt: skip
+        try:
+            if any(c.author == self.owner and c.body.startswith(DENIED_MARKER) for c in self.api.comments(number)):
+                self.echo("already replied on this pull request: not replying again")
+                return 0
+            self.api.create_comment(number, reply)
+        except GitHubError as exc:
+            self.echo(f"::error::could not reply: {log_safe(exc.message)}")
+            return EXIT_GITHUB
+        return 0
 
     def on_issue_comment(self, event: Mapping[str, Any]) -> int:
         action = str(event.get("action") or "")
@@ -448,24 +506,44 @@ class _Run:
         if is_bot(login, user_type):
             self.echo("comment by a bot: ignored")
             return 0
+        named = first[len(COMMAND):].strip().split(" ", 1)[0].lower() if first != COMMAND else ""
         pr = self.api.pull(number)
         cfg = self.source.base_config(pr)
-        allowed = association in cfg.gpu.allowed_associations or login in cfg.gpu.allowed_users
+        allowed, why = self.approvals.user(user, association, cfg)
         if not allowed:
-            self.echo(f"{log_safe(login, 60)} ({association}) may not run {COMMAND}; replying and stopping")
-            reply = (f"Sorry, `{COMMAND}` can only be run by maintainers (author association "
-                     f"{', '.join(cfg.gpu.allowed_associations)}) or users listed in `gpu.allowed_users`.")  # fmt: skip
-            if self.opts.dry_run:
-                self.echo("dry run: would reply to the comment")
-            else:
-                try:
-                    self.api.create_comment(number, reply)
-                except GitHubError as exc:
-                    self.echo(f"::error::could not reply: {log_safe(exc.message)}")
-                    return EXIT_GITHUB
+            return self.deny_once(number, login, why)
+        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({why}) on #{number}")
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: Approvals.comment(pr, login, named),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def on_workflow_run(self, event: Mapping[str, Any]) -> int:
+        """The trusted follow-up of a fork PR's read-only run: re-create its report and publish it.
+
+        Nothing from the fork's run is used: not its artifacts, not its PR number. The PR is the
+        one open PR whose head is the run's own head repository, branch and commit, as GitHub's
+        payload states them; GPU results never come from a fork's run.
+        """
+        run = event.get("workflow_run") or {}
+        if run.get("event") != "pull_request":
+            self.echo(f"workflow_run of a {log_safe(str(run.get('event')), 40)} run: nothing to do")
             return 0
-        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({association}) on #{number}")
-        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, f"requested by {login}"),
+        head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
+        branch, head_sha = str(run.get("head_branch") or ""), str(run.get("head_sha") or "").lower()
+        if head_repo == self.repo:
+            self.echo("the run was for a branch of this repository, which publishes its own report")
+            return 0
+        if not head_repo or not branch or not is_full_sha(head_sha):
+            raise UsageError("the workflow_run payload lacks the head repository, branch or commit")
+        if self.opts.gpu is not None:
+            raise UsageError("GPU results are never published from a fork's run")
+        matches = [p for p in self.api.pulls_for_head(head_repo, branch) if p.head_sha == head_sha]
+        if len(matches) != 1:
+            self.echo(f"no single open pull request has the head {log_safe(head_repo, 80)}:{log_safe(branch, 80)} at "
+                      f"{head_sha[:12]} (found {len(matches)}); nothing published")  # fmt: skip
+            return 0
+        pr = matches[0]
+        return self.check_and_publish(pr, read_only=False,
+                                      gpu=lambda _c: (False, "fork PR: GPU runs start from an approval"),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
 
     def on_workflow_dispatch(self, event: Mapping[str, Any]) -> int:
@@ -474,7 +552,8 @@ class _Run:
         if not raw.isdigit():
             raise UsageError(f"workflow_dispatch needs the input 'pr' (a pull request number), got {raw!r}")
         pr = self.api.pull(int(raw))
-        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (True, "workflow_dispatch"),
+        return self.check_and_publish(pr, read_only=False,
+                                      gpu=lambda _c: (False, "GPU runs start from a PR event or an approval"),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
 
     def on_schedule(self) -> int:
@@ -496,7 +575,7 @@ class _Run:
                     entry["report"] = report_to_json(check.report)
                     if pr.state == "open" and not self.opts.dry_run:
                         publish(self.api, pr, check, render_markdown(check.report), gpu_pending=False,
-                                target_url=self.target_url(), log=self.echo)  # fmt: skip
+                                target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip
             except RevertbotError as exc:
                 entry["error"] = exc.message.splitlines()[0]
                 self.echo(f"::warning::#{pr.number}: {log_safe(entry['error'])}")
@@ -554,6 +633,9 @@ def check_payload(name: str, event: Any) -> None:
             number(issue.get("number"), "issue.number")
     elif name == "workflow_dispatch":
         obj(root.get("inputs"), "inputs")
+    elif name == "workflow_run":
+        obj(obj(root.get("workflow_run"), "workflow_run", required=True).get("head_repository"),
+            "workflow_run.head_repository")  # fmt: skip
 
 
 def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None) -> int:
@@ -570,6 +652,9 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the event payload {env['GITHUB_EVENT_PATH']}: {exc}") from exc
     check_payload(name, event)
+    if name == "pull_request_target" and opts.gpu is None:
+        # The GPU workflow's first job: the analysis workflow already publishes PR events.
+        opts = dataclasses.replace(opts, authorize_only=True)
     run = _Run(env, opts, echo, api)
     code_ = 0
     try:
@@ -579,6 +664,8 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
             code_ = run.on_issue_comment(event)
         elif name == "workflow_dispatch":
             code_ = run.on_workflow_dispatch(event)
+        elif name == "workflow_run":
+            code_ = run.on_workflow_run(event)
         elif name == "schedule":
             code_ = run.on_schedule()
         else:
@@ -590,23 +677,3 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
         run.outputs.write()
         echo(f"GitHub REST requests: {run.api.requests}")
     return code_
-
-
-def gate_gpu_run(api: GitHubAPI, number: int, head_sha: str, event_name: str, approval_label: str
-                 ) -> tuple[bool, str]:  # fmt: skip
-    """The GPU job's first step, before any PR code reaches the runner: is the run still allowed?
-
-    The analysis authorized the run, but the job may start much later (runners queue). The PR head
-    must still be the analysed commit; for a fork PR approved by label, the label must still be
-    there. A fork run authorized by a maintainer's ``/revertbot check`` only needs the same head.
-    """
-    pr = api.pull(number)
-    if pr.head_sha != head_sha:
-        return False, f"the head of #{number} moved to {pr.head_sha[:12]} after the analysis of {head_sha[:12]}"
-    if not pr.is_fork:
-        return True, f"#{number} is a branch of this repository"
-    if event_name == "issue_comment":
-        return True, f"fork PR #{number}: run requested by an authorized /revertbot check"
-    if approval_label not in pr.labels:
-        return False, f"fork PR #{number}: the {approval_label!r} label was removed before the GPU job started"
-    return True, f"fork PR #{number}: {approval_label!r} is still on the PR and the head is unchanged"

@@ -144,7 +144,8 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
 @click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
               help="gpu_summary.json from `revertbot gpu report`: include the GPU validation results.")
 @click.option("--expect-head", default=None, metavar="SHA",
-              help="owner/repo#N only: refuse (exit 4) when the PR head is no longer this commit.")
+              help="owner/repo#N only: the full head commit the report is for; required with --post. "
+                   "Refuses (exit 4) when the PR head is another commit.")
 @click.pass_context
 def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str, lang: str | None,
           output: str | None, config_path: str | None, store_path: str | None, post: bool, dry_run: bool,

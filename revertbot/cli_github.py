@@ -12,7 +12,17 @@ from pathlib import Path
 
 import click
 
-from .action import ActionOptions, log_safe, policy_from_env, publish, run_action, status_for, wanted_labels
+from .action import (
+    ActionOptions,
+    bot_login,
+    log_safe,
+    policy_from_env,
+    publish,
+    run_action,
+    status_for,
+    wanted_labels,
+)
+from .approval import is_full_sha
 from .cli_gpu import load_gpu_summary
 from .config import load_config_file
 from .errors import ConflictError, NotFoundError, UsageError
@@ -51,6 +61,14 @@ def check_pr(
     m = PR_SPEC.match(spec)
     if m is None:
         raise UsageError(f"expected owner/repo#N, got {spec!r}")
+    if expect_head is not None:
+        expect_head = expect_head.strip().lower()
+        if not is_full_sha(expect_head):
+            raise UsageError(f"--expect-head must be a full commit id (40 hex digits), got {expect_head!r}")
+    if post and expect_head is None:
+        # What gets published must be about the commit the caller meant; a push since must not
+        # receive it, so the caller names that commit.
+        raise UsageError("--post needs --expect-head SHA: the full head commit the report is meant for")
     env = dict(os.environ)
     log = _err if verbose else (lambda _m: None)
     api = GitHubClient.from_env(env, m.group("repo"), token_env, policy_from_env(env),
@@ -58,7 +76,7 @@ def check_pr(
     source = RepoSource(Path(repo) if repo else None, cache_root(env), env.get(token_env) or None, log=log)
     cfg = load_config_file(Path(config_path)) if config_path else None
     pr = api.pull(int(m.group("n")))
-    if expect_head and not pr.head_sha.startswith(expect_head.lower()):
+    if expect_head is not None and pr.head_sha != expect_head:
         raise ConflictError(f"{spec} moved: its head is {pr.head_sha[:12]}, not {expect_head[:12]}",
                             hint="the run that produced this report checked an older push; nothing was published")
     gpu = load_gpu_summary(gpu_summary) if gpu_summary else None
@@ -93,7 +111,8 @@ def check_pr(
              f"{', '.join(wanted_labels(check)) or '(none)'} and status {state} ({desc})")  # fmt: skip
         return
     try:
-        done = publish(api, pr, check, markdown, gpu_pending=False, target_url=pr.html_url, log=log)
+        done = publish(api, pr, check, markdown, gpu_pending=False, target_url=pr.html_url, log=log,
+                       owner=bot_login(env))  # fmt: skip
     except GitHubError:
         fallback = Path(output).with_suffix(".unposted.md") if output else Path("revertbot-report.md")
         fallback.write_text(markdown, encoding="utf-8")
@@ -119,14 +138,24 @@ def check_pr(
 @click.option("--verbose", "-v", is_flag=True, help="More log lines.")
 @click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
               help="gpu_summary.json from `revertbot gpu report`: re-publish the report with its GPU section.")
+@click.option("--gpu-head", default=None, metavar="SHA",
+              help="With --gpu-summary (required): the full head commit the GPU jobs ran on. The results "
+                   "are published only while it is still the PR's head.")  # fmt: skip
 def action_command(dry_run: bool, repo: str | None, report_file: str | None, results_file: str | None,
-                   token_env: str, schedule_limit: int, verbose: bool, gpu_summary: str | None) -> None:  # fmt: skip
+                   token_env: str, schedule_limit: int, verbose: bool, gpu_summary: str | None,
+                   gpu_head: str | None) -> None:  # fmt: skip
     """Run as a GitHub Actions step (pull_request, issue_comment, workflow_dispatch, schedule).
 
     Reads GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_API_URL, the token,
     GITHUB_OUTPUT and GITHUB_STEP_SUMMARY. Writes the step outputs is_revert, risk and
     gpu_matrix. Exit code 7 when GitHub failed (the report is still in the summary and file).
+
+    pull_request_target (the GPU workflow) only decides whether GPU jobs may run, and for which
+    commit, unless --gpu-summary is given: the analysis workflow publishes PR events.
+    workflow_run (the fork follow-up) re-creates and publishes the report of a fork's run.
     """
+    if gpu_summary is not None and (gpu_head is None or not is_full_sha(gpu_head.strip().lower())):
+        raise UsageError("--gpu-summary needs --gpu-head SHA, the full commit the GPU jobs ran on")
     opts = ActionOptions(
         dry_run=dry_run,
         repo_path=Path(repo) if repo else None,
@@ -136,6 +165,7 @@ def action_command(dry_run: bool, repo: str | None, report_file: str | None, res
         schedule_limit=schedule_limit,
         verbose=verbose,
         gpu=load_gpu_summary(gpu_summary) if gpu_summary else None,
+        gpu_head=gpu_head.strip().lower() if gpu_head else None,
     )
     code = run_action(dict(os.environ), opts, click.echo)
     if code:

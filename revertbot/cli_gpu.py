@@ -89,9 +89,13 @@ def plan(repo: str, revert: str | None, paths: tuple[str, ...], config_path: str
 @click.option("--suite-json", default=None, help="The suite as JSON or @FILE (the matrix's suite_json) "
               "instead of reading the configuration.")
 @click.option("--devices", default=None, help="CUDA_VISIBLE_DEVICES for the suite (default: inherited).")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="Interpreter for suite commands that start with `python` (default: revertbot's own). On a "
+                   "runner: the image's Python with CUDA torch, so revertbot's venv needs no system "
+                   "packages.")  # fmt: skip
 def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, shard_tests: str | None,
         repeats: int | None, timeout_minutes: float | None, config_path: str | None, suite_json: str | None,
-        devices: str | None) -> None:
+        devices: str | None, python: str | None) -> None:
     """Run a suite on the base and on the base with the revert applied, and compare.
 
     Writes JUnit XML, logs and metrics per side and repeat, manifest.json and comparison.json
@@ -100,7 +104,7 @@ def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, sha
     run_from_args(repo=Path(repo), suite=suite, base=base, revert=revert, out=Path(out), shard=shard,
                   shard_tests=Path(shard_tests) if shard_tests else None, repeats=repeats,
                   timeout_minutes=timeout_minutes, config=Path(config_path) if config_path else None,
-                  suite_json=suite_json, devices=devices)  # fmt: skip
+                  suite_json=suite_json, devices=devices, python=python)  # fmt: skip
 
 
 @gpu.command()
@@ -159,7 +163,8 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     """
     import os
 
-    from .action import gate_gpu_run, policy_from_env
+    from .action import policy_from_env
+    from .approval import gate as gate_gpu_run
     from .errors import ConflictError
     from .github import GitHubClient
 

@@ -534,9 +534,10 @@ gpu:
   #    env:
   #      CUDA_LAUNCH_BLOCKING: "1"
 
-  # Who may trigger GPU runs: anyone whose GitHub author association is listed
-  # (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR,
-  # FIRST_TIMER, MANNEQUIN, NONE), plus the GitHub logins in allowed_users.
+  # Who may approve GPU runs: users with write access or more whose GitHub author
+  # association is listed (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR,
+  # FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN, NONE), plus the numeric
+  # GitHub user ids in allowed_users, quoted (a login can change hands).
   allowed_associations: [OWNER, MEMBER, COLLABORATOR]
   allowed_users: []
   # Pull requests from forks get GPU runs only after a maintainer adds this label.

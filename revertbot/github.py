@@ -192,6 +192,8 @@ class GitHubAPI(Protocol):
 
     def permission(self, login: str) -> str: ...
 
+    def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]: ...
+
 
 # --------------------------------------------------------------------------- payload parsing
 
@@ -538,6 +540,20 @@ class GitHubClient:
     def comments(self, number: int) -> list[CommentInfo]:
         return self._list(f"listing the comments of #{number}", lambda: self._repo().get_issue(number).get_comments(),
                           _comment, limit=3000)  # fmt: skip
+
+    def get_json(self, path: str) -> Any:
+        """A plain REST read (``/repos/...``, ``/orgs/...``) for what PyGithub has no method for."""
+        requester = self._gh.requester
+        return self._call(f"reading {path}", lambda: requester.requestJsonAndCheck("GET", path)[1])
+
+    def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]:
+        """Open pull requests whose head is ``branch`` of ``head_repo`` (owner/name), as GitHub lists them."""
+        owner = head_repo.split("/", 1)[0]
+        found = self._list(f"listing the pull requests of {owner}:{branch}",
+                           lambda: self._repo().get_pulls(state="open", head=f"{owner}:{branch}"),
+                           lambda pr: _pull_from_object(pr, listed=True), limit=100)  # fmt: skip
+        # GitHub matches the owner only; a fork of another name with the same owner could share the branch.
+        return [pr for pr in found if pr.head_repo == head_repo and pr.head_ref == branch]
 
     def permission(self, login: str) -> str:
         return self._call(f"reading the permission of {login}",

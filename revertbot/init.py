@@ -28,7 +28,10 @@ from .errors import RevertbotError, UsageError
 __all__ = [
     "CONFIG_PATH",
     "DEFAULT_RUNNER_LABELS",
+    "GPU_WORKFLOW_PATH",
     "PUBLISH_WORKFLOW_PATH",
+    "REQUIRED_SETTINGS",
+    "RUNNERS_VALUES_PATH",
     "WORKFLOW_PATH",
     "InitResult",
     "PlannedFile",
@@ -44,15 +47,32 @@ __all__ = [
 ]
 
 WORKFLOW_PATH = ".github/workflows/revertbot.yml"
+GPU_WORKFLOW_PATH = ".github/workflows/revertbot-gpu.yml"
 PUBLISH_WORKFLOW_PATH = ".github/workflows/revertbot-publish.yml"
+# Not a workflow: outside .github/workflows/, where GitHub would try to run it.
+RUNNERS_VALUES_PATH = ".github/revertbot/gpu-runners.values.yml"
+RUNNERS_VALUES_TEMPLATE = "revertbot-gpu-runners.values.yml"
 CONFIG_PATH = ".revertbot.yml"
 DEFAULT_RUNNER_LABELS: tuple[str, ...] = ("self-hosted", "linux", "x64", "cuda")
 
 # Template file -> (where it goes, the jobs it must define).
 _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "gpu", "report", "dashboard")),
+    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "dashboard")),
+    "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report")),
     "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish",)),
 }
+#: Repository and organisation settings the GPU path relies on; `init` prints them and, with a
+#: token, checks what the API shows (see :mod:`revertbot.settings_check`).
+REQUIRED_SETTINGS: tuple[str, ...] = (
+    "Settings > Actions > General > Approval for running fork pull request workflows from contributors: "
+    "'Require approval for all outside collaborators'",
+    "Settings > Actions > General > Workflow permissions: 'Read repository contents and packages "
+    "permissions' (each job asks for what it needs)",
+    "Organisation > Actions > Runner groups: the GPU runners in a group of their own, available to this "
+    "repository only (and to public repositories only if this one is public)",
+    "GPU runners that are ephemeral (one job, then destroyed): actions-runner-controller with "
+    f"{RUNNERS_VALUES_PATH}, or equivalent",
+)
 _SPEC_LINE = re.compile(r'^  REVERTBOT_SPEC: "[^"\n]*"$', re.MULTILINE)
 # Runner labels end up in YAML and in `runs-on`: keep them to what GitHub shows for runner labels.
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -86,8 +106,8 @@ def default_install_spec() -> str:
 
 
 def template_text(name: str) -> str:
-    """A workflow template shipped with the package (``revertbot.yml`` or ``revertbot-publish.yml``)."""
-    if name not in _TEMPLATES:
+    """A template shipped with the package: a workflow of :data:`_TEMPLATES` or the runner values."""
+    if name not in _TEMPLATES and name != RUNNERS_VALUES_TEMPLATE:
         raise KeyError(name)
     return resources.files("revertbot").joinpath("templates", name).read_text(encoding="utf-8")
 
@@ -172,6 +192,7 @@ def plan_files(install_spec: str, runner_labels: Sequence[str]) -> tuple[Planned
     """The files ``init`` writes, rendered and validated, without touching the disk."""
     files = [PlannedFile(dest, render_workflow(template_text(name), install_spec))
              for name, (dest, _jobs) in _TEMPLATES.items()]  # fmt: skip
+    files.append(PlannedFile(RUNNERS_VALUES_PATH, template_text(RUNNERS_VALUES_TEMPLATE)))
     files.append(PlannedFile(CONFIG_PATH, render_config(runner_labels)))
     _validate(files, install_spec, tuple(runner_labels))
     return tuple(files)
@@ -260,39 +281,41 @@ def _permissions(text: str) -> list[tuple[str, str]]:
 def next_steps(result: InitResult) -> str:
     """What is left to do by hand after ``init``, for the terminal."""
     labels = ", ".join(result.runner_labels)
-    custom = ",".join(label for label in result.runner_labels if label != "self-hosted")
     approval = default_config().gpu.fork_approval_label
     texts = {f.path: f.text for f in result.files}
     lines = [
         "Next steps:",
         "",
-        "1. Self-hosted GPU runners. Register runners with a CUDA GPU, git, and python3 with the CUDA build of",
-        f"   torch, carrying the labels {labels}",
-        "   (Settings > Actions > Runners > New self-hosted runner; ./config.sh ... "
-        + (f"--labels {custom}" if custom else "") + ").",
-        "   The gpu job runs pull request code on them: use runners dedicated to this repository.",
-        f"   Then enable a suite: uncomment the gpu.suites example in {CONFIG_PATH} and set the paths that",
-        "   select it and the command that runs it (it is commented out because init cannot know them).",
+        "1. Required settings. The GPU suites run pull request code on your machines; revertbot relies on:",
+        *(f"   - {item}" for item in REQUIRED_SETTINGS),
+        "   `revertbot init --check-settings OWNER/REPO` (with GITHUB_TOKEN set) checks what the API shows.",
         "",
-        "2. GitHub Pages for the dashboard: Settings > Pages > Build and deployment > Source: GitHub Actions.",
+        "2. Ephemeral GPU runners. Each GPU job must get a fresh machine that is destroyed afterwards: code",
+        "   a pull request leaves behind would otherwise run in every later job. With actions-runner-controller,",
+        f"   edit {RUNNERS_VALUES_PATH} (repository URL, secret, image) and install it with helm;",
+        "   a runner scale set has one label, its name (revertbot-cuda), so use it as the suites' runner_labels.",
+        f"   The example suite in {CONFIG_PATH} uses the labels {labels}.",
+        "   Then enable a suite: uncomment the gpu.suites example and set the paths that select it and the",
+        "   command that runs it (it is commented out because init cannot know them).",
+        "",
+        "3. GitHub Pages for the dashboard: Settings > Pages > Build and deployment > Source: GitHub Actions.",
         "   The dashboard job runs daily (schedule) and from workflow_dispatch.",
         "",
-        "3. Token permissions. The workflows grant nothing at the top level; each job asks for its own,",
-        "   so the repository's default token setting can stay read-only:",
+        "4. Token permissions. The workflows grant nothing at the top level; each job asks for its own:",
     ]
-    for path in (WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH):
+    for path in (WORKFLOW_PATH, GPU_WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH):
         for job, perms in _permissions(texts[path]):
             lines.append(f"     {Path(path).name} / {job}: {perms}")
     lines += [
         "",
-        f"4. The fork approval label: create {approval!r}, e.g.",
+        f"5. GPU runs of fork pull requests: create the approval label {approval!r}, e.g.",
         f"     gh label create {approval!r} --color 5319e7 "
         "--description 'A maintainer allows one GPU run of this fork PR'",
-        "   A maintainer adds it to a pull request from a fork to run the GPU suites on its current head;",
-        "   a new push needs a new approval. Under Settings > Actions > General, keep approval required for",
-        "   workflows from fork pull requests, and never send write tokens to them.",
+        "   Someone with write access approves the PR's current head by adding it, or by commenting",
+        "   `/revertbot check <full head sha>` after reviewing that commit; a new push needs a new approval.",
+        "   gpu.allowed_users lists extra approvers by numeric user id (a login can change hands).",
         "",
-        "5. Optional branch protection: require a code owner's review for .github/workflows/ and",
+        "6. Branch protection: require a code owner's review for .github/ and",
         f"   {CONFIG_PATH} (they decide what runs on the GPU runners). Do not make the 'revertbot' status a",
         "   required check for every pull request: it is set on reverts only.",
         "",

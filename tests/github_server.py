@@ -106,6 +106,8 @@ class Repo:
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    # Settings the Actions API shows, by the path after /repos/{owner}/{repo}/actions/.
+    actions: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeGitHub:
@@ -118,6 +120,8 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.base_url = ""  # set when the server starts: http://127.0.0.1:PORT/api/v3
         self.read_only_tokens: set[str] = set()
+        # Organisation Actions settings: (org, path after /orgs/{org}/actions/) -> payload.
+        self.org_actions: dict[tuple[str, str], Any] = {}
         self.users: dict[str, str] = {}  # login -> type ("User" or "Bot")
         self._ids = 1000
         self.clock: Callable[[], float] = time.time
@@ -498,6 +502,8 @@ _ROUTES: list[Route] = [
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/labels", "create_label"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/labels/(?P<name>[^/]+)", "get_label"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission", "permission"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/(?P<rest>.+)", "repo_actions"),
+        ("GET", r"/orgs/(?P<org>[^/]+)/actions/(?P<rest>.+)", "org_actions"),
     ]
 ]
 
@@ -692,6 +698,8 @@ class _Handler(BaseHTTPRequestHandler):
             pulls = [pr for pr in pulls if pr["state"] == state]
         if q.get("base"):
             pulls = [pr for pr in pulls if pr["base"]["ref"] == q["base"]]
+        if q.get("head"):  # owner:branch, as GitHub filters it (by the head's owner and branch name)
+            pulls = [pr for pr in pulls if pr["head"]["label"] == q["head"]]
         key = "updated_at" if q.get("sort") == "updated" else "created_at"
         pulls.sort(key=lambda pr: (pr[key], pr["number"]), reverse=q.get("direction", "desc") == "desc")
         for pr in pulls:  # the list endpoint leaves these out, as GitHub does
@@ -905,6 +913,17 @@ class _Handler(BaseHTTPRequestHandler):
         perm = repo.permissions.get(p["login"], "read")
         return 200, {"permission": perm, "role_name": perm, "user": self.server.github.user(p["login"])}, {}
 
+    def _repo_actions(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if p["rest"] not in repo.actions:
+            raise ApiError(404, "Not Found")
+        return 200, repo.actions[p["rest"]], {}
+
+    def _org_actions(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        key = (p["org"], p["rest"])
+        if key not in self.server.github.org_actions:
+            raise ApiError(404, "Not Found")
+        return 200, self.server.github.org_actions[key], {}
+
     def _search_issues(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         gh = self.server.github
         text = q.get("q", "")
@@ -1027,8 +1046,12 @@ def build_world(gh: FakeGitHub, tmp: Any) -> World:
     remote.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(demo.path), str(remote)], check=True, capture_output=True)
     subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=remote, check=True)
+    # GitHub serves any reachable commit by its id (the GPU job fetches the approved head that way).
+    subprocess.run(["git", "config", "uploadpack.allowReachableSHA1InWant", "true"], cwd=remote, check=True)
     repo = gh.add_repo("demo-org/minisgl", f"file://{remote}")
     world = World(gh, repo, remote, demo, tmp)
+    # The maintainers of the story have write access; everyone else reads (GitHub's public default).
+    repo.permissions.update({"priya": "write", "sam": "write", "lin": "maintain", "maintainer": "admin"})
     for sha, ref in ((demo.original, "refs/pull/101/head"), (demo.backport, "refs/pull/104/head"),
                      (demo.revert, "refs/pull/108/head")):  # fmt: skip
         world.push(sha, ref)

@@ -219,7 +219,7 @@ def test_drift_lists_later_commits_on_the_same_files(repo: GitRepo) -> None:
     assert drift["evidence"] == [f"{later[:10]} Document base (#13) (pkg/util.py)"]
     md = render_markdown(report)
     assert "- 1 later commit(s) touched the same files after the original:" in md
-    assert f"  - `{later[:10]}` Document base (\\#13)" in md
+    assert f"  - `{later[:10]}` Document base (\\#\u200b13)" in md
 
 
 DRIFT_CONFIG = "thresholds:\n  drift_commits_medium: 1\n  drift_commits_high: 5\n"

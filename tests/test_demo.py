@@ -39,7 +39,7 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
     assert out.startswith(MARKER + "\n")
     assert "A pure revert of" in out
-    assert "Share BCG output buffers across capture sizes (\\#101)" in out
+    assert "Share BCG output buffers across capture sizes (\\#\u200b101)" in out
     assert "- removes `BreakableCudaGraphRunner._slice_output`: method removed" in out
     assert "- removes `BreakableCudaGraphRunner._copy_output_to_buffer`: method removed" in out
     assert "- changes `BreakableCudaGraphRunner._capture_one`: parameter `shared_output_buffer` removed" in out
@@ -51,8 +51,8 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "- Backport `release/0.5`: " in out and "(cherry-pick trailer); **revert missing" in out
     drift = section_lines(out, "- 2 later commit(s) touched the same files after the original:")
     assert [re.sub(r"^  - `[0-9a-f]{10}` ", "", line) for line in drift] == [
-        "Clarify BCG runner docstring (\\#107) (2026-05-08)",
-        "Validate token count in BCG replay (\\#103) (2026-05-04)",
+        "Clarify BCG runner docstring (\\#\u200b107) (2026-05-08)",
+        "Validate token count in BCG replay (\\#\u200b103) (2026-05-04)",
     ]
 
     # The report files: Markdown in both languages and JSON, the English one exactly what was printed.

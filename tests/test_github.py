@@ -294,7 +294,8 @@ def test_check_pr_post_dry_run_writes_nothing(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     check_env(monkeypatch, world, token="secret")
-    code = run_cli(["check", "demo-org/minisgl#108", "--post", "--dry-run", "--token-env", "GH_CUSTOM"])
+    code = run_cli(["check", "demo-org/minisgl#108", "--post", "--dry-run", "--token-env", "GH_CUSTOM",
+                    "--expect-head", world.demo.revert])
     err = capsys.readouterr().err
     assert code == 0
     assert "dry run: would upsert the report comment" in err and "risk:medium" in err
@@ -307,7 +308,8 @@ def test_check_pr_post_publishes_once(
 ) -> None:
     check_env(monkeypatch, world, token="secret")
     for _ in range(2):
-        assert run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM"]) == 0
+        assert run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM",
+                        "--expect-head", world.demo.revert]) == 0
     out = capsys.readouterr().out
     reports = [c for c in world.comments() if c["body"].startswith(MARKER)]
     assert len(reports) == 1

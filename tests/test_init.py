@@ -19,18 +19,26 @@ from revertbot.errors import EXIT_NOT_FOUND, EXIT_USAGE
 from revertbot.init import (
     CONFIG_PATH,
     DEFAULT_RUNNER_LABELS,
+    GPU_WORKFLOW_PATH,
     PUBLISH_WORKFLOW_PATH,
+    RUNNERS_VALUES_PATH,
     WORKFLOW_PATH,
     example_suite_enabled,
     render_config,
     render_workflow,
     template_text,
 )
+from tests.github_server import FakeGitHub
 from tests.gitrepo import GitRepo
 from tests.test_workflows import actionlint
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = (WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, CONFIG_PATH)
+PATHS = (WORKFLOW_PATH, GPU_WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, RUNNERS_VALUES_PATH, CONFIG_PATH)
+WORKFLOW_TEMPLATES = (("revertbot.yml", WORKFLOW_PATH), ("revertbot-gpu.yml", GPU_WORKFLOW_PATH),
+                      ("revertbot-publish.yml", PUBLISH_WORKFLOW_PATH))  # fmt: skip
+# This repository's own bot installs revertbot from the base branch's commit (never the PR's).
+OWN_SPEC = ("revertbot @ git+${{ github.server_url }}/${{ github.repository }}"
+            "@${{ github.event.pull_request.base.sha || github.sha }}")  # fmt: skip
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -51,18 +59,18 @@ def spec_lines(text: str) -> list[str]:
 
 
 def test_checked_in_workflows_are_the_packaged_templates() -> None:
-    for name in ("revertbot.yml", "revertbot-publish.yml"):
+    for name in ("revertbot.yml", "revertbot-gpu.yml", "revertbot-publish.yml", "revertbot-gpu-runners.values.yml"):
         assert (ROOT / "workflows" / name).read_text(encoding="utf-8") == template_text(name), name
-    # This repository's own copy differs only in its first comment and in installing from the checkout.
+    # This repository's own copy differs only in its first comment and in what it installs.
     own = (ROOT / ".github" / "workflows" / "revertbot.yml").read_text(encoding="utf-8").splitlines(keepends=True)
-    expected = render_workflow(template_text("revertbot.yml"), ".").splitlines(keepends=True)
+    expected = render_workflow(template_text("revertbot.yml"), OWN_SPEC).splitlines(keepends=True)
     assert own[0].startswith("# ") and own[1:] == expected[1:]
     assert (ROOT / "workflows" / "revertbot-config.example.yml").read_text(encoding="utf-8") == DEFAULT_CONFIG_YAML
 
 
 def test_templates_install_this_version() -> None:
     # Bumping the version means bumping the templates (and workflows/) with it.
-    for name in ("revertbot.yml", "revertbot-publish.yml"):
+    for name, _dest in WORKFLOW_TEMPLATES:
         assert spec_lines(template_text(name)) == [f'  REVERTBOT_SPEC: "revertbot=={__version__}"']
 
 
@@ -77,24 +85,29 @@ def test_init_writes_the_workflows_and_the_config(repo: GitRepo, capsys: pytest.
     code, out, err = init(capsys, "--repo", str(repo.path))
     assert code == 0, err
     root = repo.path
-    for name, dest in (("revertbot.yml", WORKFLOW_PATH), ("revertbot-publish.yml", PUBLISH_WORKFLOW_PATH)):
+    jobs = {"revertbot.yml": {"analyze", "dashboard"}, "revertbot-gpu.yml": {"authorize", "gpu", "report"},
+            "revertbot-publish.yml": {"publish"}}  # fmt: skip
+    for name, dest in WORKFLOW_TEMPLATES:
         written = (root / dest).read_text(encoding="utf-8")
         # The template with nothing but the spec line changed.
         assert written == render_workflow(template_text(name), f"revertbot=={__version__}")
         assert written == template_text(name)  # the default spec is the template's own
-        assert set(yaml.safe_load(written)["jobs"]) >= ({"analyze", "gpu", "report"} if name == "revertbot.yml"
-                                                        else {"publish"})  # fmt: skip
+        assert set(yaml.safe_load(written)["jobs"]) == jobs[name]
+    values = yaml.safe_load((root / RUNNERS_VALUES_PATH).read_text(encoding="utf-8"))
+    assert values["minRunners"] == 0 and values["template"]["spec"]["nodeSelector"]
     config_text = (root / CONFIG_PATH).read_text(encoding="utf-8")
     assert config_text == DEFAULT_CONFIG_YAML
     assert load_config_file(root / CONFIG_PATH) == default_config()
     # The output: what was written, then the next steps.
-    assert out.splitlines()[:3] == [f"wrote {p}" for p in PATHS]
+    assert out.splitlines()[: len(PATHS)] == [f"wrote {p}" for p in PATHS]
     for needle in ("self-hosted, linux, x64, cuda", "Source: GitHub Actions",
                    "revertbot.yml / analyze: contents: read, pull-requests: write, issues: write, statuses: write",
-                   "revertbot.yml / gpu: contents: read",
+                   "revertbot-gpu.yml / gpu: contents: read, pull-requests: read",
                    "revertbot.yml / dashboard: contents: read, pages: write, id-token: write",
-                   "revertbot-publish.yml / publish: actions: read", "gh label create 'revertbot:gpu-approved'",
-                   "branch protection", "uncomment the gpu.suites example"):  # fmt: skip
+                   "revertbot-publish.yml / publish: contents: read", "gh label create 'revertbot:gpu-approved'",
+                   "'Require approval for all outside collaborators'", "available to this repository only",
+                   "ephemeral", RUNNERS_VALUES_PATH, "/revertbot check <full head sha>", "--check-settings",
+                   "Branch protection", "uncomment the gpu.suites example"):  # fmt: skip
         assert needle in out, needle
     # Nothing else in the repository was touched.
     status = repo.git("status", "--porcelain", "--untracked-files=all").split("\n")
@@ -156,7 +169,7 @@ def test_runner_labels_go_into_the_suite_example(repo: GitRepo, capsys: pytest.C
     # Written commented out, with the labels (YAML look-alikes quoted so they stay strings)...
     assert '  #    runner_labels: [self-hosted, linux, x64, cuda, h200, "8", "true"]  # the runner needs all\n' in text
     assert load_config(text) == default_config()
-    assert "self-hosted, linux, x64, cuda, h200, 8, true" in out and "--labels linux,x64,cuda,h200,8,true" in out
+    assert "self-hosted, linux, x64, cuda, h200, 8, true" in out
     # ... and valid once a user uncomments it: the loader accepts it and reads the labels back.
     enabled = load_config(example_suite_enabled(text))
     [(name, suite)] = enabled.gpu.suites.items()
@@ -176,7 +189,7 @@ def test_install_spec_is_set_in_both_workflows(repo: GitRepo, capsys: pytest.Cap
     spec = 'revertbot @ git+https://example.com/org/revertbot@0123456789abcdef0123456789abcdef01234567'
     code, _out, err = init(capsys, "--repo", str(repo.path), "--install-spec", spec)
     assert code == 0, err
-    for dest, name in ((WORKFLOW_PATH, "revertbot.yml"), (PUBLISH_WORKFLOW_PATH, "revertbot-publish.yml")):
+    for name, dest in WORKFLOW_TEMPLATES:
         written = (repo.path / dest).read_text(encoding="utf-8")
         assert yaml.safe_load(written)["env"]["REVERTBOT_SPEC"] == spec
         assert spec_lines(written) == [f'  REVERTBOT_SPEC: "{spec}"']
@@ -216,7 +229,7 @@ def test_init_outside_a_repository(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_written_workflow_passes_actionlint(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     spec = 'revertbot @ git+https://example.com/org/revertbot@0123456789abcdef0123456789abcdef01234567'
     assert init(capsys, "--repo", str(repo.path), "--install-spec", spec)[0] == 0
-    rc, findings = actionlint([repo.path / WORKFLOW_PATH, repo.path / PUBLISH_WORKFLOW_PATH])
+    rc, findings = actionlint([repo.path / dest for _name, dest in WORKFLOW_TEMPLATES])
     assert rc == 0 and findings == []
 
 
@@ -239,7 +252,8 @@ def test_templates_ship_in_the_wheel_and_init_works_from_it(tmp_path: Path) -> N
     [wheel] = wheels.glob("revertbot-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        assert {"revertbot/templates/revertbot.yml", "revertbot/templates/revertbot-publish.yml"} <= names
+        assert {f"revertbot/templates/{name}" for name, _dest in WORKFLOW_TEMPLATES} <= names
+        assert "revertbot/templates/revertbot-gpu-runners.values.yml" in names
         zf.extractall(tmp_path / "site")
     # Run init from the unpacked wheel alone (not this checkout), on a fresh repository.
     target = GitRepo(tmp_path / "target").path
@@ -250,3 +264,58 @@ def test_templates_ship_in_the_wheel_and_init_works_from_it(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(tmp_path / "site" / "revertbot"))
     assert (target / WORKFLOW_PATH).read_text(encoding="utf-8") == template_text("revertbot.yml")
+
+
+# --------------------------------------------------------------------------------- settings check
+
+
+def _settings(gh: FakeGitHub, *, policy: str, ephemeral: bool, visibility: str, others: tuple[str, ...]) -> None:
+    repo = gh.add_repo("org/engine", "file:///nonexistent")
+    repo.actions["permissions/fork-pr-contributor-approval"] = {"approval_policy": policy}
+    repo.actions["permissions/workflow"] = {"default_workflow_permissions": "read",
+                                            "can_approve_pull_request_reviews": False}  # fmt: skip
+    labels = [{"name": n} for n in DEFAULT_RUNNER_LABELS]
+    repo.actions["runners"] = {"total_count": 1, "runners": [
+        {"id": 1, "name": "h200-1", "labels": labels, "ephemeral": ephemeral}]}  # fmt: skip
+    gh.org_actions[("org", "runner-groups")] = {"runner_groups": [
+        {"id": 7, "name": "gpu", "visibility": visibility}, {"id": 8, "name": "cpu", "visibility": "all"}]}  # fmt: skip
+    gh.org_actions[("org", "runner-groups/7/runners")] = {"runners": [{"name": "h200-1", "labels": labels}]}
+    gh.org_actions[("org", "runner-groups/8/runners")] = {"runners": [{"name": "c", "labels": []}]}
+    gh.org_actions[("org", "runner-groups/7/repositories")] = {
+        "repositories": [{"full_name": "org/engine"}, *({"full_name": o} for o in others)]}  # fmt: skip
+
+
+def _check(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], gh: FakeGitHub,
+           tmp_path: Path) -> tuple[int, str]:  # fmt: skip
+    monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
+    monkeypatch.setenv("GITHUB_TOKEN", "admin-token")
+    code, out, _err = init(capsys, "--repo", str(tmp_path), "--check-settings", "org/engine")
+    return code, out
+
+
+def test_check_settings_reports_what_is_wrong(gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    _settings(gh, policy="first_time_contributors", ephemeral=False, visibility="selected",
+              others=("org/other",))  # fmt: skip
+    code, out = _check(monkeypatch, capsys, gh, tmp_path)
+    assert code == 4
+    assert "[wrong] fork PR workflows need approval for all outside collaborators" in out
+    assert "[wrong] the repository's GPU runners are ephemeral: not ephemeral: h200-1" in out
+    assert "[wrong] runner groups with GPU runners are restricted to this repository: gpu: also available to " \
+           "org/other" in out
+    assert [r.method for r in gh.log if r.is_write] == []
+
+
+def test_check_settings_positive_control(gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    _settings(gh, policy="all_external_contributors", ephemeral=True, visibility="selected", others=())
+    code, out = _check(monkeypatch, capsys, gh, tmp_path)
+    assert code == 0, out
+    assert out.count("[ok]") == 4
+
+
+def test_check_settings_says_what_it_could_not_read(gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    gh.add_repo("org/engine", "file:///nonexistent")  # nothing visible to this token
+    code, out = _check(monkeypatch, capsys, gh, tmp_path)
+    assert code == 0 and out.count("[not checked]") == 4 and "[ok]" not in out

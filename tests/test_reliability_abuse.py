@@ -73,7 +73,7 @@ def test_check_command_from_non_members_never_runs(world: World, monkeypatch: py
     assert matrix(world) == EMPTY and reports(world) == []
     assert not (world.tmp / "out" / "revertbot-report.md").exists()
     [reply] = [c for c in world.comments() if c["user"]["login"] == "github-actions[bot]"]
-    assert "can only be run by maintainers" in reply["body"]
+    assert "can only be run by users with write access" in reply["body"]
     assert [r.method for r in world.gh.writes()] == ["POST"]  # the reply, nothing else
 
 

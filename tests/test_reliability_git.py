@@ -117,7 +117,7 @@ def test_non_utf8_paths_and_messages_end_to_end(repo: GitRepo, capsys: pytest.Ca
     # JSON keeps the raw name (undecodable bytes as \\xNN, as git quotes them); Markdown drops the escape.
     assert [f["path"] for f in data["files"]] == ["caf\\xe9_\x1b[31m.py"]
     md = check_markdown(repo, revert, capsys)
-    assert "\x1b" not in md and "`caf\\xe9_[31m.py`" in md and "Ajoute le café (\\#5)" in md
+    assert "\x1b" not in md and "`caf\\xe9_[31m.py`" in md and "Ajoute le café (\\#\u200b5)" in md
     # The table form goes to a terminal: no escape sequence reaches it either.
     assert run_cli(["scan", "--repo", str(repo.path)]) == 0
     assert "\x1b" not in capsys.readouterr().out

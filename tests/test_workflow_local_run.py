@@ -1,8 +1,9 @@
-"""The bot's workflow, run locally as written: analyze -> gpu -> report on the demo revert PR #108.
+"""The bot's workflows, run locally as written, on the demo revert PR #108: revertbot.yml's analyze,
+then revertbot-gpu.yml's authorize -> gpu -> report.
 
-Every ``run:`` step of workflows/revertbot.yml runs with bash against the loopback GitHub server,
-in a clone of the demo's bare remote; the GPU job runs the demo engine's suite on the CPU. Only
-the install steps are replaced (by their exact text) and the ``uses:`` actions stood in for.
+Every ``run:`` step runs with bash against the loopback GitHub server, in a clone of the demo's
+bare remote; the GPU job runs the demo engine's suite on the CPU. Only the install steps are
+replaced (by their exact text) and the ``uses:`` actions stood in for.
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ from tests.workflow_runner import (
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "workflows" / "revertbot.yml"
+GPU_WORKFLOW = ROOT / "workflows" / "revertbot-gpu.yml"
 VENV_BIN = Path(sys.executable).parent
 
-PIP_INSTALL = 'python -m pip install "$REVERTBOT_SPEC"'
+PIP_INSTALL = 'cd "$RUNNER_TEMP" && python -I -m pip install "$REVERTBOT_SPEC"'
 GPU_VENV_INSTALL = (
-    'python3 -m venv --system-site-packages "$RUNNER_TEMP/revertbot-venv"\n'
-    '"$RUNNER_TEMP/revertbot-venv/bin/python" -m pip install "$REVERTBOT_SPEC"\n'
+    'cd "$RUNNER_TEMP"\n'
+    "python3 -I -m venv revertbot-venv\n"
+    'revertbot-venv/bin/python -I -m pip install "$REVERTBOT_SPEC"\n'
 )
 FIXED = [
     "tests/test_graph_runner.py::test_body_producing_fewer_rows_than_tokens",
@@ -62,13 +65,16 @@ def _pip_install(call: StepCall) -> None:
 
 
 def _gpu_venv(call: StepCall) -> None:
-    # The runner's venv with revertbot next to its torch: this test's venv (CPU torch) plays it.
+    # revertbot's own venv on the runner: this test's venv plays it. Nothing of the repository
+    # may be on disk yet: the workspace is empty when revertbot is installed.
     assert call.env["REVERTBOT_SPEC"] == f"revertbot=={__version__}"
+    assert list(call.instance.workspace.iterdir()) == [], "PR files on disk before the install"
     os.symlink(sys.prefix, Path(call.env["RUNNER_TEMP"]) / "revertbot-venv")
 
 
-def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW) -> WorkflowRunner:
-    github = GitHubContext(event_name="pull_request", event_path=event_path, repository=world.slug,
+def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW,
+            event_name: str = "pull_request") -> WorkflowRunner:  # fmt: skip
+    github = GitHubContext(event_name=event_name, event_path=event_path, repository=world.slug,
                            api_url=world.gh.base_url, token="test-token")  # fmt: skip
     actions = {
         "actions/checkout": checkout_stand_in(f"file://{world.remote}"),  # file://: no local-clone shortcut
@@ -77,7 +83,9 @@ def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW
         "actions/download-artifact": download_artifact_stand_in,
     }
     base_env = {"XDG_CACHE_HOME": str(tmp / "cache"), "GIT_CONFIG_NOSYSTEM": "1",
-                "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "LANG": "C.UTF-8"}  # fmt: skip
+                "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "LANG": "C.UTF-8",
+                # The console scripts import this checkout, whichever checkout the venv was installed from.
+                "PYTHONPATH": str(ROOT)}  # fmt: skip
     scripts = {PIP_INSTALL: _pip_install, GPU_VENV_INSTALL: _gpu_venv}
     return WorkflowRunner(workflow, github, tmp, path_prefix=[VENV_BIN], actions=actions, scripts=scripts,
                           base_env=base_env)  # fmt: skip
@@ -92,19 +100,15 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     require_torch()
     # The revert exists only as refs/pull/108/head, as for a fork's PR: no clone has it until a job fetches it.
     subprocess.run(["git", "update-ref", "-d", f"refs/heads/{REVERT_BRANCH}"], cwd=world.remote, check=True)
-    runner = _runner(world, tmp_path / "run", world.pr_event("opened"))
 
-    # ---- analyze: one report comment, the outputs the later jobs need
+    # ---- revertbot.yml, analyze: one report comment; the status waits for the GPU workflow
+    runner = _runner(world, tmp_path / "run", world.pr_event("opened"))
     analyze = runner.run_job("analyze")
     assert analyze.result == "success", analyze.log()
     out = analyze.outputs
-    assert set(out) == {"is_revert", "risk", "pr", "base_sha", "head_sha", "revert_sha", "approval_label",
-                        "gpu_matrix"}
-    assert out["approval_label"] == "revertbot:gpu-approved" and out["head_sha"] == world.demo.revert
+    assert set(out) == {"is_revert", "risk", "pr", "head_sha"}
     assert out["is_revert"] == "true" and out["risk"] == "medium" and out["pr"] == "108"
-    assert out["revert_sha"] == world.demo.revert
-    [entry] = json.loads(out["gpu_matrix"])["include"]
-    assert entry["suite"] == "graph-capture" and entry["shard_arg"] == "1/1"
+    assert out["head_sha"] == world.demo.revert
     [comment] = _reports(world)
     body = str(comment["body"])
     positions = [body.index(f"\n### {h}\n") for h in HEADINGS]
@@ -116,23 +120,37 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     assert (runner.artifacts / "revertbot-report" / "report.md").read_text(encoding="utf-8") == body
     [pending] = world.repo.statuses[world.demo.revert]
     assert pending["state"] == "pending" and "GPU jobs running" in pending["description"]
+    assert runner.run_job("dashboard").result == "skipped"
+
+    # ---- revertbot-gpu.yml (pull_request_target: the base branch's definition)
+    gpu_runner = _runner(world, tmp_path / "gpu-run", world.pr_event("opened"), GPU_WORKFLOW, "pull_request_target")
+    authorize = gpu_runner.run_job("authorize")
+    assert authorize.result == "success", authorize.log()
+    auth = authorize.outputs
+    assert auth["approval_label"] == "revertbot:gpu-approved" and auth["head_sha"] == world.demo.revert
+    assert auth["revert_sha"] == world.demo.revert and auth["pr"] == "108"
+    [entry] = json.loads(auth["gpu_matrix"])["include"]
+    assert entry["suite"] == "graph-capture" and entry["shard_arg"] == "1/1"
+    assert [c["id"] for c in _reports(world)] == [comment["id"]]  # authorize publishes nothing
+    assert len(world.repo.statuses[world.demo.revert]) == 1, authorize.log()
 
     # ---- gpu: one job per matrix entry, the suite before and after the revert
-    gpu = runner.run_job("gpu")
+    gpu = gpu_runner.run_job("gpu")
     assert gpu.result == "success", gpu.log()
     [job] = gpu.instances
-    assert "refs/pull/108/head" in job.step("Fetch the revert commit").log
+    assert "GPU run allowed" in job.step("Re-check that the run is still allowed, before anything from the PR is "
+                                         "fetched").log  # fmt: skip
     assert job.name == "gpu (graph-capture 1/1)"
     assert job.runs_on == ["self-hosted", "linux", "x64", "cuda"]
     assert job.timeout_minutes == entry["job_timeout_minutes"]
     comparison = json.loads((job.workspace / "gpu-results" / "graph-capture-0" / "comparison.json").read_text())
-    assert comparison["base"] == out["base_sha"] and comparison["revert"] == world.demo.revert
+    assert comparison["base"] == auth["base_sha"] and comparison["revert"] == world.demo.revert
     assert sorted(t["test"] for t in comparison["tests"]["fixed"]) == FIXED
     assert comparison["tests"]["broken"] == [] and comparison["tests"]["passed_both"] == 2
-    assert (runner.artifacts / "gpu-results-0" / "graph-capture-0" / "comparison.json").is_file()
+    assert (gpu_runner.artifacts / "gpu-results-0" / "graph-capture-0" / "comparison.json").is_file()
 
     # ---- report: the same comment, now with the GPU section; the status is no longer pending
-    report = runner.run_job("report")
+    report = gpu_runner.run_job("report")
     assert report.result == "success", report.log()
     [updated] = _reports(world)
     assert updated["id"] == comment["id"]
@@ -146,16 +164,53 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     assert final["state"] == "success" and "GPU jobs running" not in final["description"]
     merged = report.instances[0]
     assert json.loads((merged.workspace / "gpu-summary.json").read_text())["fixed"]
-    assert runner.run_job("dashboard").result == "skipped"
-    # Each install step was recognised by its exact text: analyze, gpu and report.
-    assert runner.script_uses == {PIP_INSTALL: 2, GPU_VENV_INSTALL: 1}
+    # Each install step was recognised by its exact text.
+    assert runner.script_uses == {PIP_INSTALL: 1}
+    assert gpu_runner.script_uses == {PIP_INSTALL: 2, GPU_VENV_INSTALL: 1}
+
+
+@pytest.mark.slow
+def test_gpu_job_refuses_a_head_pushed_after_the_approval(world: World, tmp_path: Path) -> None:
+    """The fork pushes after authorize decided: the gate stops the job before anything is fetched."""
+    gpu_runner = _runner(world, tmp_path / "gpu-run", world.pr_event("opened"), GPU_WORKFLOW, "pull_request_target")
+    assert gpu_runner.run_job("authorize").result == "success"
+    world.repo.pulls[108]["head"]["sha"] = world.demo.original
+    gpu = gpu_runner.run_job("gpu")
+    assert gpu.result == "failure"
+    [job] = gpu.instances
+    assert "GPU run refused" in job.log()
+    assert [s.outcome for s in job.steps][1:] == ["failure", "skipped", "skipped", "skipped", "success"]
+    assert list(job.workspace.iterdir()) == []  # nothing of the repository reached the runner
+
+
+def test_fork_follow_up_runs_as_written(world: World, tmp_path: Path) -> None:
+    """revertbot-publish.yml on a fork run's workflow_run event: the PR is found from the payload's
+    head, the report published on it, and nothing else is read from the fork's run."""
+    fork = world.gh.add_repo("contributor/minisgl", "file:///nonexistent/fork.git")
+    world.gh.add_pull(world.repo, 140, 'Revert "Share BCG output buffers across capture sizes"',
+                      body="Reverts demo-org/minisgl#101\n", head_sha=world.demo.revert, head_ref="revert-it",
+                      user="contributor", association="CONTRIBUTOR", head_repo=fork)  # fmt: skip
+    world.push(world.demo.revert, "refs/pull/140/head")
+    payload = {"action": "completed", "workflow_run": {
+        "id": 77, "event": "pull_request", "conclusion": "success", "head_sha": world.demo.revert,
+        "head_branch": "revert-it", "head_repository": {"full_name": "contributor/minisgl"}, "pull_requests": []}}
+    runner = _runner(world, tmp_path / "run", world.event("workflow_run", payload),
+                     ROOT / "workflows" / "revertbot-publish.yml", "workflow_run")  # fmt: skip
+    publish = runner.run_job("publish")
+    assert publish.result == "success", publish.log()
+    assert len(_reports_on(world, 140)) == 1 and _reports_on(world, 108) == []
+    assert not any(runner.artifacts.iterdir())
+
+
+def _reports_on(world: World, number: int) -> list[dict[str, object]]:
+    return [c for c in world.comments(number) if str(c["body"]).startswith(MARKER)]
 
 
 @pytest.mark.parametrize(("old", "new", "error"), [
     # The job output reads a step output the CLI does not write: GitHub would pass '' on.
-    ("steps.bot.outputs.gpu_matrix", "steps.bot.outputs.matrix", "steps.bot.outputs.matrix does not exist"),
+    ("steps.bot.outputs.head_sha", "steps.bot.outputs.head", "steps.bot.outputs.head does not exist"),
     # The install command changed: the test refuses to run it rather than reach a package index.
-    ('python -m pip install "$REVERTBOT_SPEC"', 'python -m pip install -U "$REVERTBOT_SPEC"', "install step"),
+    ('python -I -m pip install "$REVERTBOT_SPEC"', 'python -m pip install -U "$REVERTBOT_SPEC"', "install step"),
 ])  # fmt: skip
 def test_drift_between_the_workflow_and_the_cli_fails(world: World, tmp_path: Path, old: str, new: str,
                                                        error: str) -> None:  # fmt: skip

@@ -1,8 +1,18 @@
-"""Escaping for untrusted text (titles, messages, names, paths) in Markdown and HTML output.
+"""Escaping for untrusted text (titles, messages, names, paths, anything a test run wrote) in
+Markdown and HTML output.
 
 Untrusted text must never become markup: no raw HTML, no links or images, no emphasis that
 swallows the rest of a comment, no ``@mention`` that pings someone, no cross-reference that
 back-links into another repository.
+
+GitHub links references and mentions *after* rendering the Markdown, so a backslash does not
+stop them (``\\#5`` renders as ``#5`` and is then linked). What stops them is a character
+between the sigil and what follows: a zero-width space after ``@``, after ``#`` and after
+``GH-`` when a number follows, and inside ``://`` and ``www.``. Code spans and fenced blocks are
+never linked, so :func:`code` and :func:`fenced` need no such care.
+
+:func:`inline` (and :func:`table_cell`, which is the same) is the one function for untrusted
+running text; every renderer uses it, and :func:`code` for names shown as code.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ _WWW_RE = re.compile(r"\b(www)\.", re.IGNORECASE)
 # Characters that start Markdown constructs mid-line (emphasis, links, HTML, tables, math, refs).
 _MD_SPECIAL_RE = re.compile(r"([\\`*_\[\]<>#|~$])")
 ZWSP = "\u200b"
+# Issue/PR references GitHub links in rendered text: #N, owner/repo#N, GH-N (any case).
+_REF_RE = re.compile(r"(#|\bgh-)(?=\d)", re.IGNORECASE)
 
 
 def clean(text: str, limit: int | None = None) -> str:
@@ -35,6 +47,7 @@ def inline(text: str, limit: int | None = 300) -> str:
     # A zero-width space after @ stops mentions; after ':' stops bare autolinks of schemes; after
     # "www" stops GitHub's scheme-less autolinks.
     text = _WWW_RE.sub(r"\1" + ZWSP + ".", text)
+    text = _REF_RE.sub(lambda m: m.group(1) + ZWSP, text)
     return text.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//")
 
 

@@ -325,8 +325,9 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
     for m in g.metrics:
         delta = (m.after - m.before) / m.before * 100 if m.before else 0.0
         flag = " ⚠" if m.regressed else ""
+        unit = table_cell(m.unit, 20)  # written by the suite: untrusted like any name it reports
         lines.append(
-            f"| {table_cell(m.name, 80)} | {m.before:g} {m.unit} | {m.after:g} {m.unit} | {delta:+.1f}%{flag} |"
+            f"| {table_cell(m.name, 80)} | {m.before:g} {unit} | {m.after:g} {unit} | {delta:+.1f}%{flag} |"
         )
     lines.append("")
     for label, flips in ((t["gpu_fixed"], g.fixed), (t["gpu_broken"], g.broken)):
@@ -352,7 +353,7 @@ def _impact(r: RevertReport, t: dict[str, str]) -> str:
         for m in mem[:2]:
             parts.append(
                 t["impact_memory"].format(
-                    name=inline(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=m.unit
+                    name=inline(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=inline(m.unit, 20)
                 )
             )
     elif any(f.critical for f in r.files):
