@@ -92,8 +92,8 @@ def check_revert(
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
     wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
-    patches, errors = gitops.commit_patches(root, wanted)
-    purity = judge(root, [link], patches, errors, dict(wanted))[head_sha]
+    patches, errors, truncated = gitops.commit_patches(root, wanted)
+    purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
     revert_patch = strip_raw(patches.get(head_sha, ""))
 
     # Base: the branch the revert is meant for. A revert that is already part of it is judged as
@@ -113,7 +113,7 @@ def check_revert(
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
             apply_params = (("why", "already-undone" if had else "never-had"),)
 
-    files = _file_changes(revert_patch, cfg)
+    files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
     symbols: list[SymbolChange] = []
     notes: list[str] = []
     dependents = []

@@ -372,17 +372,25 @@ def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
 PatchProgress = Callable[[int], None]
 
 
+#: Diff text kept per commit; beyond it only the raw lines (modes and ids of every path) are kept,
+#: which still prove a verdict, and the explanation says the diff was too large.
+MAX_PATCH_BYTES = 8 << 20
+
+
 def commit_patches(
     repo: Path,
     commits: Sequence[tuple[str, str | None]],
     paths: Sequence[str] = (),
-) -> tuple[dict[str, str], dict[str, str]]:
+    max_bytes: int = MAX_PATCH_BYTES,
+) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """Patches of many commits against the given parent in one ``git diff-tree --stdin`` process.
 
     A parent of None means the commit's own first parent (or the empty tree for a root commit).
-    Returns ``(patches, errors)``: ``patches[sha]`` is the unified diff text ("" for an empty
-    change), ``errors[sha]`` says why a commit's patch could not be produced (missing objects).
-    Bytes that are not UTF-8 are kept distinct as ``\\xNN`` escapes.
+    Returns ``(patches, errors, truncated)``: ``patches[sha]`` is the raw lines then the unified
+    diff text ("" for an empty change), ``errors[sha]`` says why a commit's patch could not be
+    produced (missing objects), ``truncated`` names the commits whose diff text was cut after
+    ``max_bytes`` (their raw lines are complete). Bytes that are not UTF-8 are kept distinct as
+    ``\\xNN`` escapes.
 
     git stops at the first unreadable object. Commits are diffed in input order and each one's
     header is printed before its diff, so everything before the last header is complete; the
@@ -392,12 +400,13 @@ def commit_patches(
     wanted = list(dict.fromkeys(commits))
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
+    truncated: set[str] = set()
     tail = ["--", *paths] if paths else []
     pending = wanted
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
         proc = run_bytes("diff-tree", "--stdin", *_PATCH_OPTS, *tail, cwd=repo, input=lines.encode(), check=False)
-        parsed = split_patch_stream(_decode(proc.stdout))
+        parsed = _split_patch_bytes(proc.stdout, max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:
                 patches[sha] = parsed.get(sha, "")
@@ -408,19 +417,49 @@ def commit_patches(
         for sha, _ in pending[:cut]:
             patches[sha] = parsed.get(sha, "")
         sha, parent = pending[cut]
+        truncated.discard(sha)
         rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
         single = run_bytes("diff-tree", *_PATCH_OPTS, *rev_args, *tail, cwd=repo, check=False)
         if single.returncode == 0:
-            patches[sha] = _strip_header(_decode(single.stdout))
+            body = single.stdout
+            first, _, rest = body.partition(b"\n")
+            body = rest if HEX_RE.match(first.split(b" ", 1)[0].decode("ascii", "replace")) else body
+            patches[sha] = _cap_patch(body, max_bytes, sha, truncated)
         else:
             stderr = single.stderr.decode("utf-8", "replace").strip().splitlines()
             errors[sha] = stderr[-1] if stderr else f"git diff-tree exited {single.returncode}"
         pending = pending[cut + 1 :]
-    return patches, errors
+    return patches, errors, truncated
+
+
+_HEADER_RE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?)(?: \(from [0-9a-f]+\))?$", re.MULTILINE)
+
+
+def _split_patch_bytes(data: bytes, max_bytes: int, truncated: set[str]) -> dict[str, str]:
+    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha, each
+    decoded on its own and cut after ``max_bytes`` (recorded in ``truncated``)."""
+    result: dict[str, str] = {}
+    heads = list(_HEADER_RE.finditer(data))
+    for n, m in enumerate(heads):
+        end = heads[n + 1].start() if n + 1 < len(heads) else len(data)
+        sha = m.group(1).decode("ascii")
+        result[sha] = _cap_patch(data[m.end() + 1 : end], max_bytes, sha, truncated)
+    return result
+
+
+def _cap_patch(body: bytes, max_bytes: int, sha: str, truncated: set[str]) -> str:
+    """The raw lines whole, then the diff text up to ``max_bytes`` (cut at a line end)."""
+    diff_at = body.find(b"\ndiff --git ")
+    raw_end = diff_at + 1 if diff_at >= 0 else 0
+    if len(body) - raw_end > max_bytes:
+        cut = body.rfind(b"\n", raw_end, raw_end + max_bytes)
+        body = body[: cut + 1 if cut > raw_end else raw_end]
+        truncated.add(sha)
+    return _decode(body)
 
 
 _PATCH_OPTS = (
-    "-p", "--raw", "--no-abbrev", "--ignore-submodules=none",
+    "-p", "--raw", "--numstat", "--no-abbrev", "--ignore-submodules=none",
     "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
@@ -429,35 +468,6 @@ _PATCH_OPTS = (
 def _decode(data: bytes) -> str:
     # Not "replace": two different non-UTF-8 lines must not decode to the same text.
     return data.decode("utf-8", "backslashreplace")
-
-
-def _strip_header(text: str) -> str:
-    first, _, rest = text.partition("\n")
-    return rest if HEX_RE.match(first.split(" ", 1)[0]) else text
-
-
-def split_patch_stream(text: str) -> dict[str, str]:
-    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha.
-
-    Every patch ends with a newline, like the output of a single ``git diff-tree``.
-    """
-    result: dict[str, str] = {}
-    current: str | None = None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the output's final newline, not an empty line of the last patch
-    buf: list[str] = []
-    for line in lines:
-        head = line.split(" ", 1)[0]
-        if HEX_RE.match(head) and (line == head or line.startswith(head + " (from")):
-            if current is not None:
-                result[current] = "".join(f"{b}\n" for b in buf)
-            current, buf = head, []
-        elif current is not None:
-            buf.append(line)
-    if current is not None:
-        result[current] = "".join(f"{b}\n" for b in buf)
-    return result
 
 
 # --------------------------------------------------------------------------- applying a revert

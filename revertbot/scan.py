@@ -115,11 +115,11 @@ def classify_links(
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
     progress("diffing reverts and originals", 0, len(requests))
-    patches, errors = gitops.commit_patches(root, requests)
+    patches, errors, truncated = gitops.commit_patches(root, requests)
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
-    verdicts = judge(root, links, patches, errors, dict(requests))
+    verdicts = judge(root, links, patches, errors, dict(requests), truncated)
     entries = []
     for n, link in enumerate(links, 1):
         purity: PurityResult = verdicts[link.revert]
