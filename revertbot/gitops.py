@@ -406,7 +406,7 @@ def commit_patches(
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
         proc = run_bytes("diff-tree", "--stdin", *_PATCH_OPTS, *tail, cwd=repo, input=lines.encode(), check=False)
-        parsed = _split_patch_bytes(proc.stdout, max_bytes, truncated)
+        parsed = _split_patch_bytes(proc.stdout, [sha for sha, _ in pending], max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:
                 patches[sha] = parsed.get(sha, "")
@@ -432,18 +432,32 @@ def commit_patches(
     return patches, errors, truncated
 
 
-_HEADER_RE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?)(?: \(from [0-9a-f]+\))?$", re.MULTILINE)
-
-
-def _split_patch_bytes(data: bytes, max_bytes: int, truncated: set[str]) -> dict[str, str]:
+def _split_patch_bytes(data: bytes, order: Sequence[str], max_bytes: int, truncated: set[str]) -> dict[str, str]:
     """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha, each
-    decoded on its own and cut after ``max_bytes`` (recorded in ``truncated``)."""
+    decoded on its own and cut after ``max_bytes`` (recorded in ``truncated``).
+
+    git prints the commits in input order (``order``), a header line each unless the diff is
+    empty, so each header is looked up as a whole line from where the previous one was found:
+    ``bytes.find`` instead of a per-line pattern over what can be hundreds of megabytes."""
+    found: list[tuple[str, int, int]] = []  # sha, header start, body start
+    pos = 0
+    for sha in order:
+        key = sha.encode("ascii")
+        at = pos
+        while (at := data.find(key, at)) >= 0:
+            end = at + len(key)
+            if (at == 0 or data[at - 1] == 0x0A) and data[end : end + 1] in (b"\n", b" ", b""):
+                break
+            at = end
+        if at < 0:
+            continue  # an empty diff prints no header
+        line_end = data.find(b"\n", at)
+        found.append((sha, at, len(data) if line_end < 0 else line_end + 1))
+        pos = found[-1][2]
     result: dict[str, str] = {}
-    heads = list(_HEADER_RE.finditer(data))
-    for n, m in enumerate(heads):
-        end = heads[n + 1].start() if n + 1 < len(heads) else len(data)
-        sha = m.group(1).decode("ascii")
-        result[sha] = _cap_patch(data[m.end() + 1 : end], max_bytes, sha, truncated)
+    for n, (sha, _start, body) in enumerate(found):
+        end = found[n + 1][1] if n + 1 < len(found) else len(data)
+        result[sha] = _cap_patch(data[body:end], max_bytes, sha, truncated)
     return result
 
 
