@@ -7,6 +7,7 @@ import datetime as _dt
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -48,6 +49,10 @@ class _Progress:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+#: A pull request named on the command line: ``owner/repo#N``.
+PR_SPEC = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<n>\d+)$")
 
 
 class _LazyGroup(click.Group):
@@ -162,10 +167,12 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     without --post.
     """
     from .check import check_revert
-    from .cli_github import check_pr, is_pr_spec
     from .config import load_config_file
 
-    if is_pr_spec(revert):
+    if PR_SPEC.match(revert):
+        # owner/repo#N: only then the GitHub client (PyGithub and its dependencies) is loaded.
+        from .cli_github import check_pr
+
         given = ctx.get_parameter_source("repo") != click.core.ParameterSource.DEFAULT
         check_pr(revert, repo=repo if given else None, fmt=fmt, lang=lang, output=output, config_path=config_path,
                  post=post, dry_run=dry_run, verbose=verbose, token_env=token_env, gpu_summary=gpu_summary,
