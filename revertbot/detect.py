@@ -26,13 +26,15 @@ _HEX = r"[0-9a-fA-F]"
 # A hex id that is not part of a longer word or hex run.
 _SHA = rf"(?<![0-9A-Za-z]){_HEX}{{7,64}}(?![0-9A-Za-z])"
 _SHA_RE = re.compile(_SHA)
+_FULL_SHA_RE = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?(?![0-9A-Za-z])")
 
 # Quick filter: messages that cannot be reverts skip the full parser (most of a history).
 _CANDIDATE_RE = re.compile(r"revert|reapply|re-?land|back(?:ed)?[ \t]?out", re.IGNORECASE)
 
 _MERGE_PR_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)", re.IGNORECASE)
 _REVERT_BRANCH_RE = re.compile(r"(?:^|/)revert-(\d+)-")
-_OWN_PR_SUFFIX_RE = re.compile(r"[ \t]*\(#(\d+)\)[ \t]*$")
+# Linear: the PR number is anchored at the end, so no two whitespace runs compete for one space.
+_OWN_PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)[ \t]*$")
 _PR_REF_RE = re.compile(r"#(\d+)\b")
 
 # The verb that opens a revert-like subject, after optional "[tag]" prefixes ("[mlir] Revert ...").
@@ -45,24 +47,42 @@ _SUBJECT_RE = re.compile(
     r"|reapply"
     r"|re-?land(?:s|ed|ing)?(?:[ \t]+of)?"
     r"|backed[ \t]+out|back[ \t]?out"
-    r")(?![\w-])[ \t]*(?P<colon>:?)[ \t]*",
+    r")(?![\w-])[ \t]*(?P<colon>:?)",
     re.IGNORECASE,
 )
-_TAG_VERB_RE = re.compile(r"^\[(revert|reland)\][ \t]*", re.IGNORECASE)
+_TAG_VERB_RE = re.compile(r"^\[(revert|reland|re-land|reapply)\][ \t]*", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”"}
-_SUBJECT_SHA_RE = re.compile(rf"^(?:commit[ \t]+)?(?:rG)?(?P<sha>{_HEX}{{7,64}})(?![0-9A-Za-z])(?P<rest>.*)$", re.I)
-_SUBJECT_PRS_RE = re.compile(
-    r"^(?:PR[ \t]*)?#\d+(?:[ \t]*(?:,|&|and|,[ \t]*and)[ \t]*(?:PR[ \t]*)?#\d+)*(?![\w])(?P<rest>.*)$", re.I
-)
-_SUBJECT_DIFF_RE = re.compile(r"^(?P<diff>D\d+)(?![\w])(?P<rest>.*)$")
 _MOZ_SUBJECT_RE = re.compile(r"^(?:changeset|\d+[ \t]+changesets)\b", re.IGNORECASE)
 # "Revert button: add tooltip" names a component, not a commit; "Revert to X" restores a state.
 _NOT_A_TITLE_RE = re.compile(r"^(?:[\w.-]+:|to\b|back\b)", re.IGNORECASE)
 _NESTED_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>.*)"(?:[ \t]*\(#\d+\))?$', re.IGNORECASE)
+# A nested title cut short: 'Revert "Revert "X…' (no closing quotes left).
+_NESTED_OPEN_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>[^"]*)$', re.IGNORECASE)
+
+# One reference in a subject list ("#12", "PR 12", "o/r#12", "D123", a sha). Digits-only ids after
+# "D" are Phabricator revisions, never abbreviated shas.
+_ITEM_RE = re.compile(
+    r"(?:PRs?[ \t]*)?(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
+    r"|PR[ \t]*(?P<prn>\d{1,9})(?![\w])"
+    r"|(?P<diff>D\d{3,12})(?![\w])"
+    r"|(?:commit[ \t]+)?(?:rG)?(?P<sha>[0-9a-fA-F]{7,64})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
+_ITEM_SEP_RE = re.compile(r"[ \t]*(?:(?:,|&|\+)[ \t]*(?:and[ \t]+)?|and[ \t]+)?")
+# A bare PR number right after the verb ("Reland 17206", "Revert 11294 v2"), nothing else after it.
+_BARE_PR_RE = re.compile(r"^(?P<num>\d{2,7})(?:[ \t]+v\d{1,2})?$")
+# References inside prose ("Revert Android PRs #1, #2", "... from #14234", "(backout D104906625)").
+_EMBEDDED_RE = re.compile(
+    r"(?<![\w/#&])(?:(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
+    r"|(?P<diff>D\d{6,12})(?![\w])"
+    r"|(?P<sha>[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?)(?![0-9A-Za-z]))"
+)
+_EMBEDDED_QUOTE_RE = re.compile(r'(?:^|[ \t(])"(?P<title>[^"]{3,})"')
 
 # Body lines. "reversing changes made to <sha>" (merge reverts) names the mainline parent and
 # is deliberately not matched: only ids right after "commit(s)" and joined by and/,/& count.
-_SEP = r"[ \t]*(?:,[ \t]*(?:and[ \t\n]+)?|&[ \t\n]*|\n?[ \t]*and[ \t\n]+|,\n[ \t]*)[ \t]*"
+# Each alternative starts with a mandatory character, so no two whitespace runs are adjacent.
+_SEP = r"(?:[ \t]*,[ \t]*(?:and[ \t\n]+)?|[ \t]*&[ \t\n]*|[ \t]*\n?[ \t]*and[ \t\n]+|[ \t]*,\n[ \t]*)"
 _THIS_REVERTS_RE = re.compile(
     r"This[ \t]+(?:partially[ \t]+)?(?P<verb>reverts?|reapplies|relands?)[ \t]+commits?[ \t]+"
     rf"(?P<list>{_SHA}(?:{_SEP}{_SHA})*)",
@@ -71,23 +91,41 @@ _THIS_REVERTS_RE = re.compile(
 _RELAND_OF_RE = re.compile(rf"This[ \t]+is[ \t]+a[ \t]+re-?land[ \t]+of[ \t]+(?:commit[ \t]+)?(?P<sha>{_SHA})", re.I)
 _BACKED_OUT_RE = re.compile(r"Backed[ \t]+out[ \t]+changeset[ \t]+(?P<sha>[0-9a-fA-F]{12,64})(?![0-9A-Za-z])", re.I)
 _ORIGINAL_CHANGESET_RE = re.compile(rf"^Original[ \t]+commit[ \t]+changeset:[ \t]*(?P<sha>{_SHA})", re.I | re.M)
+_BODY_VERB = r"(?:reverts?|relands?|re-lands?|reapplies|reapply|revert[ \t]+of|re-?land[ \t]+of)"
 _REVERTS_PR_RE = re.compile(
-    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+(?:PR[ \t]+)?"
-    r"(?P<list>(?:[\w.-]+/[\w.-]+)?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]+/[\w.-]+)?#\d+)*)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*:?[ \t]*(?:PR[ \t]+)?"
+    r"(?P<list>(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+)*)",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_URL_RE = re.compile(
-    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*:?[ \t]*<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_DIFF_RE = re.compile(
-    r"^[ \t]*(?:(?:This[ \t]+)?reverts?[ \t]+(?:revision[ \t]+)?|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
+    r"^[ \t]*(?:(?:This[ \t]+(?:diff[ \t]+|commit[ \t]+)?)?reverts?[ \t]+(?:revision[ \t]+)?|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
     r"(?:\S*/)?(?P<diff>D\d+)\b",
     re.IGNORECASE | re.MULTILINE,
 )
-_DIFF_REV_RE = re.compile(r"^Differential Revision:[ \t]*(?:\S*/)?(?P<diff>D\d+)[ \t]*$", re.MULTILINE)
+# A body line that starts with the verb and a commit id: "Revert 636daf1547b5, which added ...",
+# "- Reland ebab7bb". The id needs a digit and a letter, so words ("Revert deadbeef") do not count.
+_BODY_VERB_SHA_RE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?P<verb>revert|reland|re-land|reapply|back[ \t]?out)[ \t]+(?:commit[ \t]+)?"
+    rf"(?P<sha>{_SHA})",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A reland saying which change reverted the original: "Was reverted by D78689027", "reverted in #12".
+_REVERTED_BY_RE = re.compile(
+    r"\breverted[ \t]+(?:by|in)[ \t]+(?:(?P<diff>D\d{3,12})|#(?P<pr>\d{1,9})|(?P<sha>[0-9a-fA-F]{7,64}))(?![\w])",
+    re.IGNORECASE,
+)
+_DIFF_REV_RE = re.compile(
+    r"^Differential Revision:[ \t]*\n?[ \t]*\[?(?:\S*/)?(?P<diff>D\d+)(?:\]\S*)?[ \t]*$", re.MULTILINE
+)
 _PULL_RESOLVED_RE = re.compile(r"^Pull Request resolved:[ \t]*\S*/pull/(?P<num>\d+)", re.MULTILINE)
 _CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{40,64})\)")
+# GitHub's squash message lists the branch's commits as "* subject" items; a revert among them
+# is history of the branch, not what the squashed commit does.
+_SQUASH_ITEM_RE = re.compile(r"^\* \S", re.MULTILINE)
 
 
 def _verb_kind(verb: str) -> RevertKind:
@@ -105,12 +143,19 @@ def _unquote_nested(title: str) -> tuple[str, int]:
     """``Revert "X"`` inside a title is one more undo layer, ``Reapply "X"`` two: (innermost, layers)."""
     layers = 0
     for _ in range(_MAX_NESTING):
-        m = _NESTED_RE.match(title)
+        m = _NESTED_RE.match(title) or _NESTED_OPEN_RE.match(title)
         if not m:
             break
         layers += 2 if m.group("verb").lower() == "reapply" else 1
         title = m.group("title")
     return title, layers
+
+
+def _strip_ellipsis(text: str) -> tuple[str, bool]:
+    for mark in ELLIPSIS:
+        if text.endswith(mark):
+            return text[: -len(mark)].rstrip(), True
+    return text, False
 
 
 def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
@@ -135,7 +180,13 @@ def _unquote(rest: str) -> tuple[str, bool]:
 
 def strip_pr_suffix(subject: str) -> str:
     """``"Add X (#12)"`` -> ``"Add X"``."""
-    return _OWN_PR_SUFFIX_RE.sub("", subject).strip()
+    m = _OWN_PR_SUFFIX_RE.search(subject)
+    return (subject[: m.start()] if m else subject).strip()
+
+
+def title_key(title: str) -> str:
+    """A title for matching: case and runs of whitespace do not matter."""
+    return " ".join(title.split()).casefold()
 
 
 _CHEAP_WORDS = ("revert", "reapply", "land", "back")
@@ -163,10 +214,93 @@ class _Subject:
     kind: RevertKind | None = None
     strong: bool = False  # the subject alone is enough to call it a revert
     titles: list[str] = field(default_factory=list)
+    outer_title: str = ""
+    truncated: bool = False
     shas: list[str] = field(default_factory=list)
     prs: list[int] = field(default_factory=list)
+    qualified: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     depth: int = 1
+
+
+def _is_subject_sha(sha: str) -> bool:
+    # Words made of hex letters ("facade") and digits-only numbers are not commit ids in prose.
+    has_digit = any(c.isdigit() for c in sha)
+    has_letter = any(c.isalpha() for c in sha)
+    return (has_digit and has_letter) or (len(sha) >= 12 and has_letter)
+
+
+def _reference_list(rest: str, out: _Subject) -> str | None:
+    """Read the references that open ``rest`` ("#12, #34", "D123", "PR 12", a sha) into ``out``.
+
+    Returns what follows them (a title, or ""), or None when ``rest`` does not open with a list
+    of references followed by a separator (then it is prose and nothing is recorded)."""
+    pos, n = 0, len(rest)
+    shas: list[str] = []
+    prs: list[int] = []
+    qualified: list[str] = []
+    diffs: list[str] = []
+    while pos < n:
+        m = _ITEM_RE.match(rest, pos)
+        if not m:
+            break
+        if m.group("pr") or m.group("prn"):
+            num = int(m.group("pr") or m.group("prn"))
+            if m.group("slug"):
+                qualified.append(f"{m.group('slug')}#{num}")
+            else:
+                prs.append(num)
+        elif m.group("diff") and m.group("diff")[0] == "D":
+            diffs.append(m.group("diff"))
+        elif m.group("sha") and _is_subject_sha(m.group("sha")):
+            shas.append(m.group("sha"))
+        else:
+            break
+        pos = m.end()
+        sep = _ITEM_SEP_RE.match(rest, pos)
+        if sep is None or sep.end() == pos:
+            break
+        pos = sep.end()
+    if not (shas or prs or qualified or diffs):
+        bare = _BARE_PR_RE.match(rest)
+        if bare:
+            out.prs.append(int(bare.group("num")))
+            return ""
+        return None
+    after = _after_ref(rest[pos:])
+    if after is None:
+        # Words go on without a separator: only a full sha is unmistakable ("revert <sha> and ...").
+        if not any(_FULL_SHA_RE.fullmatch(s) for s in shas):
+            return None
+        after = ""
+    out.shas += shas
+    out.prs += prs
+    out.qualified += qualified
+    out.diffs += diffs
+    return after
+
+
+def _embedded_references(prose: str, out: _Subject) -> bool:
+    """References inside prose ("Revert Android PRs #1, #2", "Revert X from #14234"); True if any."""
+    found = False
+    for m in _EMBEDDED_RE.finditer(prose):
+        found = True
+        if m.group("pr"):
+            if m.group("slug"):
+                out.qualified.append(f"{m.group('slug')}#{m.group('pr')}")
+            else:
+                out.prs.append(int(m.group("pr")))
+        elif m.group("diff"):
+            out.diffs.append(m.group("diff"))
+        else:
+            out.shas.append(m.group("sha"))
+    if not found:
+        q = _EMBEDDED_QUOTE_RE.search(prose)
+        if q:
+            # 'Re-land the PR of "Add X"': the quoted part is the title.
+            out.titles.append(q.group("title").strip())
+            found = True
+    return found
 
 
 def _parse_subject(subject: str) -> _Subject:
@@ -180,6 +314,7 @@ def _parse_subject(subject: str) -> _Subject:
         explicit = bool(m.group("colon")) or bool(tag_verb)
     else:
         return out
+    rest = rest.strip()
     out.kind = _verb_kind(verb)
     if out.kind == "reland" and verb.lower() == "reapply":
         out.depth = 2  # git's message for reverting a revert
@@ -191,63 +326,55 @@ def _parse_subject(subject: str) -> _Subject:
         out.strong = not descriptive and out.kind != "backout"
         return out
 
-    sha_m = _SUBJECT_SHA_RE.match(rest)
-    prs_m = _SUBJECT_PRS_RE.match(rest)
-    diff_m = _SUBJECT_DIFF_RE.match(rest)
-    if (
-        sha_m
-        and (re.search(r"\d", sha_m.group("sha")) or len(sha_m.group("sha")) >= 12)
-        and (_after_ref(sha_m.group("rest")) is not None)
-    ):
-        out.shas.append(sha_m.group("sha"))
-        rest = _after_ref(sha_m.group("rest")) or ""
+    after = _reference_list(rest, out)
+    if after is not None:
         out.strong = True
-    elif prs_m and _after_ref(prs_m.group("rest")) is not None:
-        out.prs += [int(n) for n in _PR_REF_RE.findall(rest[: prs_m.start("rest")])]
-        rest = _after_ref(prs_m.group("rest")) or ""
-        out.strong = True
-    elif diff_m and _after_ref(diff_m.group("rest")) is not None:
-        out.diffs.append(diff_m.group("diff"))
-        rest = _after_ref(diff_m.group("rest")) or ""
-        out.strong = True
-    if not rest:
-        return out
+        rest = after
+        if not rest or rest[0] == "(":
+            return out  # "Reapply #1 and #2 (what they did)": the parenthesis describes them
 
+    rest, cut = _strip_ellipsis(rest)
+    out.truncated = out.truncated or cut
     title, quoted = _unquote(rest)
     if not quoted and not out.strong:
         # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
         out.strong = explicit or (not descriptive and out.kind != "backout" and not _NOT_A_TITLE_RE.match(title))
+        if out.strong and _embedded_references(title, out):
+            return out  # prose around references is not a title
     else:
         out.strong = True
     if quoted:
-        # A squash-merged original keeps its PR number in the quoted title; in a nested title
-        # ('Revert "Revert "X (#1)" (#2)"') that number is the inner revert's.
-        inner_pr = _OWN_PR_SUFFIX_RE.search(title)
-        if inner_pr and not out.prs:
-            out.prs.append(int(inner_pr.group(1)))
-        if out.kind in ("revert", "reland"):
-            # Backing out or partially reverting a revert keeps the full title: its original is
-            # the revert commit itself.
-            inner, layers = _unquote_nested(title)
-            if layers:
-                base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
-                out.depth = base + layers
-                out.kind = "revert" if out.depth % 2 else "reland"
-                title = inner.strip()
+        title, cut = _strip_ellipsis(title)
+        out.truncated = out.truncated or cut
+    # A squash-merged original keeps its PR number in its title; in a nested title
+    # ('Revert "Revert "X (#1)" (#2)"') that number is the inner revert's.
+    inner_pr = _OWN_PR_SUFFIX_RE.search(title)
+    if inner_pr and not out.prs:
+        out.prs.append(int(inner_pr.group(1)))
+    if quoted and out.kind in ("revert", "reland"):
+        # Backing out or partially reverting a revert keeps the full title: its original is
+        # the revert commit itself.
+        inner, layers = _unquote_nested(title)
+        if layers:
+            base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
+            out.depth = base + layers
+            out.kind = "revert" if out.depth % 2 else "reland"
+            out.outer_title = title
+            title = inner.strip()
     if title:
         out.titles.append(title)
     return out
 
 
 def _after_ref(rest: str) -> str | None:
-    """What follows a sha/PR/diff named in a subject: a title after ':' or '-', a quoted title, or
-    nothing. None when the words go on without a separator ("Revert D12 support")."""
+    """What follows a sha/PR/diff named in a subject: a title after ':' or '-', a quoted title, a
+    parenthesis, or nothing. None when the words go on without a separator ("Revert D12 support")."""
     rest = rest.strip()
     if not rest:
         return ""
     if rest[0] in ":-–":
         return rest[1:].strip()
-    if rest[0] in _QUOTES:
+    if rest[0] in _QUOTES or rest[0] == "(":
         return rest
     return None
 
@@ -255,6 +382,11 @@ def _after_ref(rest: str) -> str | None:
 def _body_lines(body: str) -> str:
     # Quoted lines ("> This reverts commit ...") belong to a cited message, not to this one.
     return "\n".join(line for line in body[:MAX_BODY].split("\n") if not line.lstrip().startswith(">"))
+
+
+def _body_kind(verb: str) -> RevertKind:
+    v = verb.lower()
+    return "revert" if v.startswith("revert") else "backout" if v.startswith("back") else "reland"
 
 
 def _parse_message(message: str) -> ParsedMessage:
@@ -273,6 +405,8 @@ def _parse_message(message: str) -> ParsedMessage:
             branch_prs.append(int(branch_pr.group(1)))
         subject, _, body = body.strip("\n").partition("\n")
         subject = subject.strip()
+    # A subject longer than the bound is cut; its title still matches by prefix.
+    cut = len(subject) > MAX_SUBJECT
     subject, body, truncated = _untruncate(subject[:MAX_SUBJECT], body)
     own = _OWN_PR_SUFFIX_RE.search(subject)
     if own and own_pr is None:
@@ -286,9 +420,15 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
 
     subj = _parse_subject(subject)
+    truncated = truncated or cut or subj.truncated
+    if subj.kind is None and not branch_prs and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
+        # A squash of a branch that happened to contain a revert commit is not a revert.
+        return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
     shas = list(subj.shas)
     prs = list(branch_prs) + subj.prs
+    qualified = list(subj.qualified)
     diffs = list(subj.diffs)
+    changesets: list[str] = []
     body_kind: RevertKind | None = None
     for m in _THIS_REVERTS_RE.finditer(body):
         shas += _SHA_RE.findall(m.group("list"))
@@ -300,18 +440,34 @@ def _parse_message(message: str) -> ParsedMessage:
         shas.append(m.group("sha"))
         body_kind = body_kind or "backout"
     for m in _ORIGINAL_CHANGESET_RE.finditer(body):
-        shas.append(m.group("sha"))
+        changesets.append(m.group("sha"))
     for m in _REVERTS_PR_RE.finditer(body):
-        prs += [int(n) for n in _PR_REF_RE.findall(m.group("list"))]
-        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+        for item in re.findall(r"(?:[\w.-]+/[\w.-]+)?#\d+", m.group("list")):
+            if "/" in item:
+                qualified.append(item)
+            else:
+                prs.append(int(item[1:]))
+        body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_URL_RE.finditer(body):
         prs.append(int(m.group("num")))
-        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+        body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_DIFF_RE.finditer(body):
         diffs.append(m.group("diff"))
         body_kind = body_kind or "revert"
+    if subj.kind is not None:
+        for m in _BODY_VERB_SHA_RE.finditer(body):
+            if _is_subject_sha(m.group("sha")):
+                shas.append(m.group("sha"))
+    if subj.kind == "reland":
+        for m in _REVERTED_BY_RE.finditer(body):
+            if m.group("diff"):
+                diffs.append(m.group("diff"))
+            elif m.group("pr"):
+                prs.append(int(m.group("pr")))
+            elif _is_subject_sha(m.group("sha")):
+                shas.append(m.group("sha"))
     kind = subj.kind
-    evidence = bool(shas or branch_prs or subj.prs or body_kind or subj.diffs)
+    evidence = bool(shas or branch_prs or subj.prs or subj.qualified or body_kind or subj.diffs)
     if kind is None or not (subj.strong or evidence):
         # No revert verb in the subject, or only a descriptive one: the body has to say it.
         kind = body_kind if body_kind else ("revert" if branch_prs else None)
@@ -319,16 +475,20 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
     # A descriptive subject ("Reverts the cache change") is prose, not the original's title.
     titles = subj.titles if subj.strong else []
+    own_repo_pr = {own_pr}
     return ParsedMessage(
         kind=kind,
         titles=tuple(dict.fromkeys(t for t in titles if t)),
         title_truncated=truncated,
         shas=tuple(dict.fromkeys(s.lower() for s in shas)),
-        prs=tuple(dict.fromkeys(p for p in prs if p != own_pr)),
-        diffs=tuple(dict.fromkeys(d for d in diffs if d != own_diff)),
+        prs=tuple(dict.fromkeys(p for p in prs if p not in own_repo_pr)),
+        diffs=tuple(dict.fromkeys(diffs)),
         own_pr=own_pr,
         own_diff=own_diff,
         depth=subj.depth,
+        outer_title=subj.outer_title if subj.strong else "",
+        changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
+        qualified_prs=tuple(dict.fromkeys(qualified)),
     )
 
 

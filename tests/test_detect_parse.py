@@ -34,12 +34,12 @@ def pm(kind: str | None, **fields: object) -> ParsedMessage:
         ),
         pytest.param(
             f'Revert "Revert "Add X""\n\nThis reverts commit {A}.\n',
-            pm("reland", titles=("Add X",), shas=(A,), depth=2),
+            pm("reland", titles=("Add X",), shas=(A,), depth=2, outer_title='Revert "Add X"'),
             id="revert-of-revert",
         ),
         pytest.param(
             f'Revert "Revert "Revert "Add X"""\n\nThis reverts commit {A}.',
-            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            pm("revert", titles=("Add X",), shas=(A,), depth=3, outer_title='Revert "Revert "Add X""'),
             id="three-levels",
         ),
         pytest.param(
@@ -49,7 +49,7 @@ def pm(kind: str | None, **fields: object) -> ParsedMessage:
         ),
         pytest.param(
             f'Revert "Reapply "Add X""\n\nThis reverts commit {A}.',
-            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            pm("revert", titles=("Add X",), shas=(A,), depth=3, outer_title='Reapply "Add X"'),
             id="revert-of-reapply",
         ),
         pytest.param(
@@ -96,7 +96,8 @@ def test_git_shapes(message: str, expected: ParsedMessage) -> None:
     [
         pytest.param(
             'Revert "Share BCG output buffers (#27659)" (#27758)\n\nReverts sgl-project/sglang#27659',
-            pm("revert", titles=("Share BCG output buffers (#27659)",), prs=(27659,), own_pr=27758),
+            pm("revert", titles=("Share BCG output buffers (#27659)",), prs=(27659,), own_pr=27758,
+               qualified_prs=("sgl-project/sglang#27659",)),
             id="squash-merged-revert",
         ),
         pytest.param(
@@ -126,8 +127,8 @@ def test_git_shapes(message: str, expected: ParsedMessage) -> None:
                     "Share BCG output buffers across capture sizes so that every"
                     "breakable graph uses one max-size buffer",
                 ),
-                prs=(27659,),
                 own_pr=27758,
+                qualified_prs=("sgl-project/sglang#27659",),
             ),
             id="truncated-title-continued",
         ),
@@ -137,13 +138,13 @@ def test_git_shapes(message: str, expected: ParsedMessage) -> None:
                 "revert",
                 titles=("Share BCG output buffers across capture sizes so that every",),
                 title_truncated=True,
-                prs=(5,),
+                qualified_prs=("o/r#5",),
             ),
             id="truncated-title-cut",
         ),
         pytest.param(
             'Merge pull request #456 from alice/revert-123-fast-path\n\nRevert "Add fast path"\n\nReverts o/r#123',
-            pm("revert", titles=("Add fast path",), prs=(123,), own_pr=456),
+            pm("revert", titles=("Add fast path",), prs=(123,), own_pr=456, qualified_prs=("o/r#123",)),
             id="merge-commit-revert-button",
         ),
         pytest.param(
@@ -186,10 +187,10 @@ def test_github_shapes(message: str, expected: ParsedMessage) -> None:
         ),
         pytest.param(
             'Revert "Revert "Add X (#3)" (#5)" (#8)',
-            pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2),
+            pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2, outer_title='Revert "Add X (#3)" (#5)'),
             id="nested-squash-names-inner-revert",
         ),
-        pytest.param('Reland "Revert "Add X""', pm("revert", titles=("Add X",)), id="reland-of-revert"),
+        pytest.param('Reland "Revert "Add X""', pm("revert", titles=("Add X",), outer_title='Revert "Add X"'), id="reland-of-revert"),
         pytest.param('Partially revert "Add X"', pm("partial", titles=("Add X",)), id="partially"),
         pytest.param("Partial revert of Add X", pm("partial", titles=("Add X",)), id="partial-of"),
         pytest.param("Partially revert Add X (#12)", pm("partial", titles=("Add X",), own_pr=12), id="partial-own-pr"),
@@ -222,7 +223,7 @@ def test_reland_and_partial_shapes(message: str, expected: ParsedMessage) -> Non
         pytest.param("Revert D123: Add X", pm("revert", titles=("Add X",), diffs=("D123",)), id="revert-diff-title"),
         pytest.param(
             'Back out "Add X"\n\nOriginal commit changeset: 0a1b2c3d4e5f\n\nOriginal Phabricator Diff: D123\n',
-            pm("backout", titles=("Add X",), shas=("0a1b2c3d4e5f",), diffs=("D123",)),
+            pm("backout", titles=("Add X",), diffs=("D123",), changesets=("0a1b2c3d4e5f",)),
             id="meta-back-out",
         ),
         pytest.param('Back out "Add X"', pm("backout", titles=("Add X",)), id="back-out-title-only"),
@@ -419,7 +420,8 @@ def test_wrapped_sha_list_round_trip(title: str, s1: str, s2: str, parent: str) 
 def test_squash_revert_round_trip(title: str, original: int, own: int) -> None:
     assume(original != own)
     parsed = parse_message(f'Revert "{title} (#{original})" (#{own})\n\nReverts owner/repo#{original}\n')
-    assert parsed == pm("revert", titles=(f"{title} (#{original})",), prs=(original,), own_pr=own)
+    assert parsed == pm("revert", titles=(f"{title} (#{original})",), prs=(original,), own_pr=own,
+                       qualified_prs=(f"owner/repo#{original}",))
 
 
 @settings(max_examples=500, deadline=None)
@@ -445,7 +447,8 @@ def test_nested_round_trip(title: str, depth: int) -> None:
     for _ in range(depth):
         subject = f'Revert "{subject}"'
     parsed = parse_message(subject)
-    assert parsed == pm("revert" if depth % 2 else "reland", titles=(title,), depth=depth)
+    outer = subject[len('Revert "') : -1] if depth > 1 else ""
+    assert parsed == pm("revert" if depth % 2 else "reland", titles=(title,), depth=depth, outer_title=outer)
 
 
 @settings(max_examples=300, deadline=None)
@@ -453,7 +456,7 @@ def test_nested_round_trip(title: str, depth: int) -> None:
 def test_truncated_round_trip(head: str, tail: str) -> None:
     # GitHub cuts anywhere, even inside a word: the two parts are joined without a space.
     parsed = parse_message(f'Revert "{head}…\n\n…{tail}" (#9)\n\nReverts o/r#8')
-    assert parsed == pm("revert", titles=(head + tail,), prs=(8,), own_pr=9)
+    assert parsed == pm("revert", titles=(head + tail,), own_pr=9, qualified_prs=("o/r#8",))
 
 
 @settings(max_examples=300, deadline=None)
