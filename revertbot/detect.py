@@ -7,10 +7,11 @@ commits of one ref, recording how each original was found and why others could n
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .models import Commit, Link, LinkMethod, ParsedMessage, RevertKind, Unresolved
 
@@ -77,6 +78,8 @@ _EMBEDDED_RE = re.compile(
     r"|(?P<diff>D\d{6,12})(?![\w])"
     r"|(?P<sha>[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?)(?![0-9A-Za-z]))"
 )
+_QUOTED_ITEM_RE = re.compile(r'"([^"]+)"')
+_QUOTED_LIST_RE = re.compile(r'"[^"]+"(?:[ \t]*(?:,|&|\+|and)[ \t]*(?:and[ \t]+)?"[^"]+")+')
 _EMBEDDED_QUOTE_RE = re.compile(r'(?:^|[ \t(])"(?P<title>[^"]{3,})"')
 
 # Body lines. "reversing changes made to <sha>" (merge reverts) names the mainline parent and
@@ -223,8 +226,14 @@ class _Subject:
     depth: int = 1
 
 
+_PHAB_ID_RE = re.compile(r"D\d+")
+
+
 def _is_subject_sha(sha: str) -> bool:
-    # Words made of hex letters ("facade") and digits-only numbers are not commit ids in prose.
+    # Words made of hex letters ("facade"), digits-only numbers and Phabricator ids ("D123") are
+    # not commit ids in prose.
+    if _PHAB_ID_RE.fullmatch(sha):
+        return False
     has_digit = any(c.isdigit() for c in sha)
     has_letter = any(c.isalpha() for c in sha)
     return (has_digit and has_letter) or (len(sha) >= 12 and has_letter)
@@ -335,6 +344,12 @@ def _parse_subject(subject: str) -> _Subject:
 
     rest, cut = _strip_ellipsis(rest)
     out.truncated = out.truncated or cut
+    several = _QUOTED_LIST_RE.fullmatch(rest)
+    if several:
+        # 'Revert "A" & "B"': one title per original.
+        out.strong = True
+        out.titles += [t.strip() for t in _QUOTED_ITEM_RE.findall(rest) if t.strip()]
+        return out
     title, quoted = _unquote(rest)
     if not quoted and not out.strong:
         # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
@@ -495,43 +510,88 @@ def _parse_message(message: str) -> ParsedMessage:
 # --------------------------------------------------------------------------- linking
 
 
+def _topological(commits: Sequence[Commit]) -> list[Commit]:
+    """``commits`` reordered so that no commit comes after one of its parents (newest first).
+
+    ``git log`` orders by commit date, so a committer clock that ran ahead can list a parent
+    before its child; ancestry, not dates, says which commit is earlier. Otherwise the input
+    order is kept (a heap on the input index)."""
+    index = {c.sha: i for i, c in enumerate(commits)}
+    children = [0] * len(commits)
+    for c in commits:
+        for p in c.parents:
+            j = index.get(p)
+            if j is not None:
+                children[j] += 1
+    ready = [i for i, n in enumerate(children) if n == 0]
+    heapq.heapify(ready)
+    out: list[Commit] = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(commits[i])
+        for p in commits[i].parents:
+            j = index.get(p)
+            if j is not None:
+                children[j] -= 1
+                if children[j] == 0:
+                    heapq.heappush(ready, j)
+    if len(out) != len(commits):  # a cycle cannot happen in git; keep the input rather than lose commits
+        return list(commits)
+    return out
+
+
+def _commit_title(c: Commit) -> str:
+    """The title a change is known by: a GitHub merge commit's is the first body line."""
+    if _MERGE_PR_RE.match(c.subject):
+        return c.body.strip("\n").partition("\n")[0].strip()
+    return c.subject
+
+
 @dataclass
 class HistoryIndex:
-    """Lookups over the commits of one ref, built once per scan."""
+    """Lookups over the commits of one ref, built once per scan.
+
+    ``commits`` is in topological order, newest first; a position is an index into it."""
 
     commits: Sequence[Commit]
     position: dict[str, int] = field(default_factory=dict)  # sha -> index (0 = newest)
     sorted_shas: list[str] = field(default_factory=list)
     by_pr: dict[int, list[int]] = field(default_factory=dict)
     by_diff: dict[str, list[int]] = field(default_factory=dict)
-    by_title: dict[str, list[int]] = field(default_factory=dict)
+    by_title: dict[str, list[int]] = field(default_factory=dict)  # title_key -> positions
     by_cherry_source: dict[str, list[int]] = field(default_factory=dict)
+    prs_of: dict[int, set[int]] = field(default_factory=dict)
+    diffs_of: dict[int, set[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
-        idx = cls(commits=commits)
-        for i, c in enumerate(commits):
+        idx = cls(commits=_topological(commits))
+        for i, c in enumerate(idx.commits):
             idx.position[c.sha.lower()] = i
             subject = c.subject
             merge = _MERGE_PR_RE.match(subject)
+            prs: set[int] = set()
             if merge:
-                idx.by_pr.setdefault(int(merge.group(1)), []).append(i)
-                title = c.body.strip("\n").partition("\n")[0].strip()
-            else:
-                title = subject
-                own = _OWN_PR_SUFFIX_RE.search(subject)
-                if own:
-                    idx.by_pr.setdefault(int(own.group(1)), []).append(i)
+                prs.add(int(merge.group(1)))
+            title = _commit_title(c)
+            own = _OWN_PR_SUFFIX_RE.search(title)
+            if own:
+                prs.add(int(own.group(1)))
             pulled = _PULL_RESOLVED_RE.search(c.message) if "Pull Request resolved" in c.message else None
             if pulled:
-                idx.by_pr.setdefault(int(pulled.group("num")), []).append(i)
-            for key in {title, strip_pr_suffix(title)}:
+                prs.add(int(pulled.group("num")))
+            for n in prs:
+                idx.by_pr.setdefault(n, []).append(i)
+            if prs:
+                idx.prs_of[i] = prs
+            for key in {title_key(title), title_key(strip_pr_suffix(title))}:
                 if key:
                     idx.by_title.setdefault(key, []).append(i)
             if "Differential Revision" in c.message:
                 d = _DIFF_REV_RE.search(c.message)
                 if d:
                     idx.by_diff.setdefault(d.group("diff"), []).append(i)
+                    idx.diffs_of[i] = {d.group("diff")}
             if "cherry picked from" in c.message:
                 for m in _CHERRY_PICK_RE.finditer(c.message):
                     idx.by_cherry_source.setdefault(m.group("sha").lower(), []).append(i)
@@ -554,6 +614,15 @@ class HistoryIndex:
         """Candidates older than position ``than`` (later in newest-first order), nearest first."""
         return sorted(i for i in set(candidates) if i > than)
 
+    def titled(self, title: str, truncated: bool = False) -> list[int]:
+        """Positions of commits with this title (with or without its PR suffix); by prefix when cut."""
+        keys = {title_key(title), title_key(strip_pr_suffix(title))}
+        hits = [i for key in keys if key for i in self.by_title.get(key, ())]
+        if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
+            prefix = title_key(title)
+            hits = [i for key, js in self.by_title.items() if key.startswith(prefix) for i in js]
+        return hits
+
 
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
@@ -567,16 +636,22 @@ def link_reverts(
     lookup_objects: ObjectLookup | None = None,
     index: HistoryIndex | None = None,
     select: Callable[[Commit], bool] | None = None,
+    link_off_ref: bool = False,
+    repo_slug: str | None = None,
 ) -> list[Link]:
     """Find every revert/reland among ``commits`` (newest first) and link it to its originals.
 
     ``lookup_objects`` is asked, in one batch, about shas that are not on the ref, to tell
-    "not in repository" from "on another branch". ``select`` limits which commits are reported
-    (e.g. by date) while the whole history is still used to resolve originals and chains.
+    "not in repository" from "on another branch". With ``link_off_ref`` a commit that is in the
+    object store but not on the ref is linked (its diff is as good as any) and listed in
+    ``Link.off_ref``; without it, it stays unresolved. ``repo_slug`` ("owner/name") says which
+    ``owner/repo#N`` references are this repository's. ``select`` limits which commits are
+    reported (e.g. by date) while the whole history is still used to resolve originals and chains.
+    Links come newest first, in topological order.
     """
     idx = index or HistoryIndex.build(commits)
     parsed: dict[int, ParsedMessage] = {}
-    for i, c in enumerate(commits):
+    for i, c in enumerate(idx.commits):
         if not might_be_revert(c.message):
             continue
         pm = parse_message(c.message)
@@ -584,98 +659,264 @@ def link_reverts(
             parsed[i] = pm
 
     # Shas that are not on the ref are looked up in one batch.
-    off_ref = [s for pm in parsed.values() for s in pm.shas if not idx.find_prefix(s)]
+    off_ref = [s for pm in parsed.values() for s in (*pm.shas, *pm.changesets) if not idx.find_prefix(s)]
     objects = lookup_objects(list(dict.fromkeys(off_ref))) if (lookup_objects and off_ref) else {}
 
-    links = {commits[i].sha: _link_one(commits[i], i, pm, idx, ref_name, objects, parsed) for i, pm in parsed.items()}
+    ctx = _Context(idx, ref_name, objects, parsed, link_off_ref, (repo_slug or "").lower())
+    links: dict[int, Link] = {}
+    # Oldest first, so that what earlier reverts undid is known when choosing among candidates.
+    for i in sorted(parsed, reverse=True):
+        link = _link_one(idx.commits[i], i, parsed[i], ctx)
+        links[i] = link
+        ctx.record(i, link)
     naming: dict[str, list[Link]] = {}
     for link in links.values():
         for orig in link.originals:
             naming.setdefault(orig, []).append(link)
+    by_sha = {link.revert: link for link in links.values()}
     return [
-        _with_chain(link, links, naming, idx)
-        for i, link in zip(parsed, links.values(), strict=True)
-        if select is None or select(commits[i])
+        _with_chain(links[i], by_sha, naming, idx)
+        for i in sorted(links)
+        if select is None or select(idx.commits[i])
     ]
 
 
-def _link_one(
-    commit: Commit,
-    pos: int,
-    pm: ParsedMessage,
-    idx: HistoryIndex,
-    ref_name: str,
-    objects: Mapping[str, str | None],
-    parsed: Mapping[int, ParsedMessage],
-) -> Link:
-    found: list[tuple[int, LinkMethod]] = []
-    sha_unresolved: list[Unresolved] = []
+@dataclass
+class _Context:
+    idx: HistoryIndex
+    ref_name: str
+    objects: Mapping[str, str | None]
+    parsed: Mapping[int, ParsedMessage]
+    link_off_ref: bool
+    slug: str
+    undone_at: dict[int, int] = field(default_factory=dict)  # position -> position of the revert that undid it
+    redone_at: dict[int, int] = field(default_factory=dict)
+
+    def record(self, pos: int, link: Link) -> None:
+        undoes = (link.kind in _UNDOES or link.kind == "revert") and link.direction == 1
+        for sha in link.originals:
+            j = self.idx.position.get(sha.lower())
+            if j is None:
+                continue
+            if undoes and self.parsed.get(j, _NOT_REVERT).kind is None:
+                self.undone_at[j] = pos
+            elif link.direction == -1:
+                self.redone_at[j] = pos
+            elif link.kind == "reland":
+                # A reland that undoes a revert redoes what that revert undid.
+                for k, at in list(self.undone_at.items()):
+                    if at == j:
+                        self.redone_at[k] = pos
+
+    def is_undone(self, j: int) -> bool:
+        """Whether an earlier revert undid the commit at ``j`` (and no reland redid it since)."""
+        at = self.undone_at.get(j)
+        return at is not None and (self.redone_at.get(j) is None or self.redone_at[j] > at)
+
+
+_NOT_REVERT = ParsedMessage(kind=None)
+
+
+def _short(sha: str) -> str:
+    return sha[:10]
+
+
+def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Link:
+    idx = ctx.idx
+    found: list[tuple[int, str, LinkMethod]] = []  # (order key, sha, how); larger key = older
+    unresolved: list[Unresolved] = []
+    notes: list[str] = []
+    off_ref: list[str] = []
+    titles = [t for t in (pm.outer_title, *pm.titles) if t]
+
+    def found_positions() -> set[int]:
+        return {k for k, _, _ in found if k < len(idx.commits)}
 
     def add(i: int, how: LinkMethod) -> None:
-        if i != pos and all(i != j for j, _ in found):
-            found.append((i, how))
+        sha = idx.commits[i].sha
+        if i != pos and all(sha != s for _, s, _ in found):
+            found.append((i, sha, how))
 
+    def add_off_ref(full: str, name: str) -> None:
+        if all(full != s for _, s, _ in found):
+            # Not on the ref: no position; listed first (as the oldest).
+            found.append((len(idx.commits) + len(off_ref), full, "sha"))
+            off_ref.append(full)
+            notes.append(f"{_short(full)} is not reachable from {ctx.ref_name}; its diff was read from the object store")
+
+    def title_matches(i: int) -> bool:
+        # A revert's PR number may be named by a reland with the reverted change's title.
+        other = ctx.parsed.get(i, _NOT_REVERT)
+        owns = {title_key(strip_pr_suffix(t)) for t in (_commit_title(idx.commits[i]), *other.titles) if t}
+        for t in titles:
+            key = title_key(strip_pr_suffix(t))
+            if key in owns or (
+                pm.title_truncated and len(key) >= _MIN_TRUNCATED_TITLE and any(o.startswith(key) for o in owns)
+            ):
+                return True
+        return False
+
+    def choose(cands: list[int], what: str, prefer_reverts: bool = False) -> int | None:
+        """One candidate, or None after recording why (none, or several that history cannot tell apart)."""
+        if len(cands) > 1:
+            # Prefer the change itself over earlier reverts/relands that carry its title ...
+            kinds = [ctx.parsed.get(i, _NOT_REVERT).kind for i in cands]
+            plain = [i for i, k in zip(cands, kinds, strict=True) if (k is not None) == prefer_reverts]
+            cands = plain or cands
+        if len(cands) > 1:
+            # ... and a reland redoes a reverted commit, a revert undoes one that is not.
+            want_undone = pm.kind == "reland" and not prefer_reverts
+            fits = [i for i in cands if ctx.is_undone(i) == want_undone]
+            if len(fits) == 1:
+                notes.append(
+                    f"{len(cands)} earlier commits match {what}; chose {_short(idx.commits[fits[0]].sha)}, the one "
+                    + ("an earlier revert undid" if want_undone else "no earlier revert undid")
+                )
+            cands = fits or cands
+        if len(cands) > 1:
+            listed = ", ".join(_short(idx.commits[i].sha) for i in cands[:5])
+            unresolved.append(Unresolved(what, f"ambiguous: {len(cands)} earlier commits match ({listed})"))
+            return None
+        return cands[0] if cands else None
+
+    # 1. Commit ids.
     for sha in pm.shas:
         hits = idx.find_prefix(sha)
         if len(hits) == 1 and idx.position[hits[0]] > pos:
             add(idx.position[hits[0]], "sha")
             continue
         if len(hits) == 1:
-            sha_unresolved.append(Unresolved(sha, "names this commit or a later one, not an earlier one"))
+            unresolved.append(Unresolved(sha, "names this commit or a later one, not an earlier one"))
             continue
         if len(hits) > 1:
-            sha_unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
+            unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
             continue
         # The revert names the upstream commit; this ref (a release branch) has its cherry-pick.
         picked = idx.older((j for full, js in idx.by_cherry_source.items() if full.startswith(sha) for j in js), pos)
         if picked:
             add(picked[0], "sha")
             continue
-        info = objects.get(sha)
-        if info is None:
-            reason = "not in repository (fetch more history or the branch that has it)"
-        elif info == "ambiguous":
-            reason = "ambiguous abbreviation"
-        elif not info.endswith(" commit"):
-            reason = f"names a {info.split()[-1]}, not a commit"
-        else:
-            reason = f"on another branch (not reachable from {ref_name})"
-        sha_unresolved.append(Unresolved(sha, reason))
+        info = ctx.objects.get(sha)
+        if info is not None and info.endswith(" commit") and ctx.link_off_ref:
+            add_off_ref(info.split()[0], sha)
+            continue
+        unresolved.append(Unresolved(sha, _missing_reason(info, ctx.ref_name)))
 
-    # Weaker references are tried only when the stronger ones found nothing. When a level finds
-    # the original, failures at the levels above it are noise, except sha failures, which point
-    # at a real gap; when nothing is found every failure is kept.
-    failed: list[Unresolved] = []
-    if not found:
-        for pr in pm.prs:
-            pr_hits = idx.older(idx.by_pr.get(pr, ()), pos)
-            if pr_hits:
-                add(pr_hits[0], "pr")
-            else:
-                failed.append(Unresolved(f"#{pr}", f"no commit for PR #{pr} on {ref_name}"))
-    if not found:
-        level: list[Unresolved] = []
-        for diff in pm.diffs:
-            diff_hits = idx.older(idx.by_diff.get(diff, ()), pos)
-            if diff_hits:
-                add(diff_hits[0], "diff")
-            else:
-                level.append(Unresolved(diff, f"no commit with 'Differential Revision: {diff}' on {ref_name}"))
-        failed = level if found else failed + level
-    if not found:
-        level = []
-        for title in pm.titles:
-            title_hits = _title_hits(idx, title, pos, pm.title_truncated, parsed)
-            if title_hits:
-                add(title_hits[0], "title")
-            else:
-                what = "starting with" if pm.title_truncated else "titled"
-                level.append(Unresolved(title, f"no earlier commit {what} {title!r} on {ref_name}"))
-        failed = level if found else failed + level
+    # 2. PR numbers and Phabricator revisions. A PR number written inside the quoted title is part
+    # of that title: it is checked against what the title finds, never linked on its own when
+    # stronger references found the original (a fork's upstream-sync commit may carry it too).
+    in_title = {n for n in pm.prs if any(f"(#{n})" in t for t in titles)}
+    prs = list(pm.prs)
+    foreign: list[str] = []
+    for q in pm.qualified_prs:
+        slug, _, num = q.rpartition("#")
+        if ctx.slug and slug.lower() == ctx.slug:
+            prs.append(int(num))
+        else:
+            foreign.append(q)
+    title_hits = [i for t in titles for i in idx.older(idx.titled(t, pm.title_truncated), pos)]
+    for n in dict.fromkeys(prs):
+        if n in in_title:
+            continue  # settled with the title it came with (below)
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if found_positions() & set(cands):
+            continue  # the same original, also named by its PR number
+        if titles and cands:
+            agreeing = [i for i in cands if title_matches(i)]
+            if agreeing:
+                cands = agreeing
+            elif title_hits:
+                # An exact title beats a PR number that belongs to another commit (a fork's sync).
+                other = _short(idx.commits[cands[0]].sha)
+                unresolved.append(
+                    Unresolved(f"#{n}", f"PR #{n} on {ctx.ref_name} is {other}, not the commit with the named title")
+                )
+                continue
+        i = choose(cands, f"#{n}")
+        if i is not None:
+            add(i, "pr")
+        elif not cands:
+            unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+    for d in pm.diffs:
+        cands = idx.older(idx.by_diff.get(d, ()), pos)
+        if found_positions() & set(cands):
+            continue
+        i = choose(cands, d)
+        if i is not None:
+            add(i, "diff")
+        elif not cands:
+            unresolved.append(Unresolved(d, f"no commit with 'Differential Revision: {d}' on {ctx.ref_name}"))
+
+    # 3. Titles, with the PR numbers written inside them: a PR whose commit has the title first,
+    # then the title alone, then the PR number alone (the title was reworded).
+    for n in sorted(in_title):
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        agreeing = [i for i in cands if title_matches(i)]
+        if agreeing and not found_positions() & set(cands):
+            i = choose(agreeing, f"#{n}")
+            if i is not None:
+                add(i, "pr")
+    title_missing = ""
+    if not found and len(pm.titles) > 1 and not pm.outer_title:
+        # 'Revert "A" & "B"': each title is an original of its own.
+        for t in pm.titles:
+            hits = idx.older(idx.titled(t, pm.title_truncated), pos)
+            i = choose(hits, t)
+            if i is not None:
+                add(i, "title")
+            elif not hits:
+                unresolved.append(Unresolved(t, f"no earlier commit titled {t!r} on {ctx.ref_name}"))
+    elif not found:
+        for t in titles:
+            hits = idx.older(idx.titled(t, pm.title_truncated), pos)
+            if not hits:
+                continue
+            i = choose(hits, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
+            if i is not None:
+                add(i, "title")
+                matched = title_key(strip_pr_suffix(_commit_title(idx.commits[i])))
+                if pm.title_truncated and matched != title_key(strip_pr_suffix(t)):
+                    notes.append(f"the subject was cut; {_short(idx.commits[i].sha)} matched by the start of its title")
+            break
+        else:
+            title_missing = titles[-1] if titles else ""
+    for n in sorted(in_title):
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if found_positions() & set(cands):
+            continue
+        if not found:
+            i = choose(cands, f"#{n}")
+            if i is not None:
+                add(i, "pr")
+            elif not cands:
+                unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+        elif cands:
+            other = _short(idx.commits[cands[0]].sha)
+            unresolved.append(Unresolved(f"#{n}", f"PR #{n} on {ctx.ref_name} is {other}, not the original found"))
+        # else: the original on this ref carries no PR number (a cherry-pick): the same change
+    if title_missing and not found:
+        what = "starting with" if pm.title_truncated else "titled"
+        unresolved.append(Unresolved(title_missing, f"no earlier commit {what} {title_missing!r} on {ctx.ref_name}"))
+
+    # 4. Names that only say which commit in another system or repository it was.
+    for cs in pm.changesets:
+        hits = idx.find_prefix(cs)
+        if len(hits) == 1 and idx.position[hits[0]] > pos:
+            add(idx.position[hits[0]], "sha")
+        elif not found:
+            unresolved.append(Unresolved(cs, _missing_reason(ctx.objects.get(cs), ctx.ref_name)))
+        # else: the exporting repository's id of the original found by its revision or title
+    found_prs = {m for i in found_positions() for m in idx.prs_of.get(i, ())}
+    for q in foreign:
+        if int(q.rpartition("#")[2]) not in found_prs:
+            unresolved.append(Unresolved(q, f"refers to another repository ({q.rpartition('#')[0]})"))
+
     found.sort(key=lambda t: -t[0])  # oldest first (largest position)
     kind = pm.kind or "revert"
     direction = 1
-    if kind == "reland" and any(parsed.get(i, _NOT_REVERT).kind not in _UNDOES for i, _ in found):
+    if kind == "reland" and any(
+        ctx.parsed.get(k, _NOT_REVERT).kind not in _UNDOES for k, _, _ in found if k < len(idx.commits)
+    ):
         # A reland that names the change itself should redo it; one that names the revert
         # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1
@@ -683,35 +924,28 @@ def _link_one(
         revert=commit.sha,
         subject=commit.subject,
         kind=kind,
-        originals=tuple(idx.commits[i].sha for i, _ in found),
-        linked_by=tuple(how for _, how in found),
-        unresolved=tuple(sha_unresolved + failed),
+        originals=tuple(sha for _, sha, _ in found),
+        linked_by=tuple(how for _, _, how in found),
+        unresolved=tuple(dict.fromkeys(unresolved)),
         direction=direction,
+        off_ref=tuple(off_ref),
+        notes=tuple(notes),
     )
 
 
-_NOT_REVERT = ParsedMessage(kind=None)
-
-
-def _title_hits(
-    idx: HistoryIndex,
-    title: str,
-    pos: int,
-    truncated: bool,
-    parsed: Mapping[int, ParsedMessage],
-) -> list[int]:
-    keys = {title, strip_pr_suffix(title)}
-    hits = [i for key in keys for i in idx.by_title.get(key, ())]
-    if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
-        hits = [i for key, js in idx.by_title.items() if key.startswith(title) for i in js]
-    hits = idx.older(hits, pos)
-    # Prefer the change itself over earlier reverts/relands that happen to carry its title.
-    plain = [i for i in hits if i not in parsed]
-    return plain or hits
+def _missing_reason(info: str | None, ref_name: str) -> str:
+    if info is None:
+        return "not in repository (fetch more history or the branch that has it)"
+    if info == "ambiguous":
+        return "ambiguous abbreviation"
+    if not info.endswith(" commit"):
+        return f"names a {info.split()[-1]}, not a commit"
+    return f"on another branch (not reachable from {ref_name})"
 
 
 def _with_chain(link: Link, links: Mapping[str, Link], naming: Mapping[str, list[Link]], idx: HistoryIndex) -> Link:
-    """The story of the change: earlier links reachable from this one through what they undo or redo.
+    """The story of the change: earlier links reachable from this one through what they undo or
+    redo (``chain``), and later links that act on it again (``later``: relands, second reverts).
 
     ``naming`` maps a sha to the links that have it among their originals.
     """
@@ -735,16 +969,15 @@ def _with_chain(link: Link, links: Mapping[str, Link], naming: Mapping[str, list
         for other in related:
             involved = True
             todo += [other.revert, *other.originals]
-    if not involved:
+    chain = tuple(sorted(story, key=lambda s: -idx.position.get(s.lower(), 1 << 60))) if involved else ()
+    # Later: links that name this one, or name what this one names, newer than it.
+    later_set: set[str] = set()
+    for sha in (link.revert, *link.originals):
+        for other in naming.get(sha, ()):
+            p = idx.position.get(other.revert.lower(), -1)
+            if 0 <= p < pos and other.revert != link.revert:
+                later_set.add(other.revert)
+    later = tuple(sorted(later_set, key=lambda s: -idx.position.get(s.lower(), -1)))
+    if not chain and not later:
         return link
-    ordered = sorted(story, key=lambda s: -idx.position.get(s.lower(), -1))
-    return Link(
-        revert=link.revert,
-        subject=link.subject,
-        kind=link.kind,
-        originals=link.originals,
-        linked_by=link.linked_by,
-        unresolved=link.unresolved,
-        chain=tuple(ordered),
-        direction=link.direction,
-    )
+    return replace(link, chain=chain, later=later)

@@ -63,6 +63,9 @@ def scan_repository(
         commits,
         ref_name=ref_name,
         lookup_objects=lambda names: gitops.object_types(root, names),
+        # An original that is in the object store but not on the ref can still be diffed exactly.
+        link_off_ref=True,
+        repo_slug=_github_slug(root),
         # Only reverts are filtered by date; originals are still looked up in the whole history.
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
     )
@@ -79,6 +82,17 @@ def scan_repository(
             )
     entries = classify_links(root, commits, links, progress, boundary)
     return ScanResult(root, ref_name, head, len(commits), entries, shallow)
+
+
+_GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
+
+
+def _github_slug(root: Path) -> str | None:
+    """``owner/name`` of the ``origin`` remote when it is on GitHub: "Reverts owner/name#N" in a
+    message means this repository's PR N only when the names agree."""
+    url = gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False).strip()
+    m = _GITHUB_URL_RE.search(url)
+    return m.group("slug") if m else None
 
 
 def _cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
@@ -150,6 +164,9 @@ def entry_to_json(entry: ScanEntry) -> dict[str, object]:
             for f in purity.files
         ],
         "chain": list(link.chain),
+        "later": list(link.later),
+        "off_ref": list(link.off_ref),
+        "notes": list(link.notes),
         "author": entry.author,
         "date": entry.date,
     }

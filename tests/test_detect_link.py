@@ -184,14 +184,28 @@ def test_pull_request_resolved_trailer(base: GitRepo) -> None:
     assert links_on(base)[rev].originals == (orig,)
 
 
-def test_title_fallback_takes_newest_older_match(base: GitRepo) -> None:
-    base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+def test_two_earlier_commits_with_the_title_are_ambiguous(base: GitRepo) -> None:
+    # Nothing tells the two apart (neither was reverted before): never silently the newest.
+    older = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
     base.commit("Disable CUDA graphs", {"cfg.py": "GRAPHS = 0\n"})
     newer = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
     rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
     base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})  # later: cannot be what was reverted
     link = links_on(base)[rev]
-    assert (link.originals, link.linked_by, link.unresolved) == ((newer,), ("title",), ())
+    assert (link.originals, link.linked_by) == ((), ())
+    assert link.unresolved == (
+        Unresolved("Enable CUDA graphs", f"ambiguous: 2 earlier commits match ({newer[:10]}, {older[:10]})"),
+    )
+
+
+def test_same_title_chooses_the_commit_not_yet_reverted(base: GitRepo) -> None:
+    first = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    base.revert(first)
+    again = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((again,), ("title",), ())
+    assert link.notes == (f"2 earlier commits match Enable CUDA graphs; chose {again[:10]}, the one no earlier revert undid",)
 
 
 def test_title_fallback_matches_squash_suffix(base: GitRepo) -> None:
@@ -266,7 +280,9 @@ def test_phabricator_unknown_diff_falls_back_to_title(base: GitRepo) -> None:
     orig = base.commit("Add fused MoE", {"moe.py": "FUSED = 1\n"})
     rev = base.revert(orig, message="Revert D999: Add fused MoE")
     link = links_on(base)[rev]
-    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("title",), ())
+    # The revision it names is not here: linked by title, and D999 stays on record (no "pure").
+    assert (link.originals, link.linked_by) == ((orig,), ("title",))
+    assert link.unresolved == (Unresolved("D999", f"no commit with 'Differential Revision: D999' on {MAIN}"),)
 
 
 def test_back_out_by_title_and_original_diff(base: GitRepo) -> None:
