@@ -105,7 +105,8 @@ _REVERTS_URL_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_DIFF_RE = re.compile(
-    r"^[ \t]*(?:(?:This[ \t]+(?:diff[ \t]+|commit[ \t]+)?)?reverts?[ \t]+(?:revision[ \t]+)?|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
+    r"^[ \t]*(?:(?:This[ \t]+(?:diff[ \t]+|commit[ \t]+)?)?reverts?[ \t]+(?:revision[ \t]+)?"
+    r"|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
     r"(?:\S*/)?(?P<diff>D\d+)\b",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -728,6 +729,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     notes: list[str] = []
     off_ref: list[str] = []
     titles = [t for t in (pm.outer_title, *pm.titles) if t]
+    ambiguous: list[list[int]] = []
 
     def found_positions() -> set[int]:
         return {k for k, _, _ in found if k < len(idx.commits)}
@@ -742,7 +744,9 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             # Not on the ref: no position; listed first (as the oldest).
             found.append((len(idx.commits) + len(off_ref), full, "sha"))
             off_ref.append(full)
-            notes.append(f"{_short(full)} is not reachable from {ctx.ref_name}; its diff was read from the object store")
+            notes.append(
+                f"{_short(full)} is not reachable from {ctx.ref_name}; its diff was read from the object store"
+            )
 
     def title_matches(i: int) -> bool:
         # A revert's PR number may be named by a reland with the reverted change's title.
@@ -776,6 +780,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         if len(cands) > 1:
             listed = ", ".join(_short(idx.commits[i].sha) for i in cands[:5])
             unresolved.append(Unresolved(what, f"ambiguous: {len(cands)} earlier commits match ({listed})"))
+            ambiguous.append(cands)
             return None
         return cands[0] if cands else None
 
@@ -860,18 +865,18 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     if not found and len(pm.titles) > 1 and not pm.outer_title:
         # 'Revert "A" & "B"': each title is an original of its own.
         for t in pm.titles:
-            hits = idx.older(idx.titled(t, pm.title_truncated), pos)
-            i = choose(hits, t)
+            matches = idx.older(idx.titled(t, pm.title_truncated), pos)
+            i = choose(matches, t)
             if i is not None:
                 add(i, "title")
-            elif not hits:
+            elif not matches:
                 unresolved.append(Unresolved(t, f"no earlier commit titled {t!r} on {ctx.ref_name}"))
     elif not found:
         for t in titles:
-            hits = idx.older(idx.titled(t, pm.title_truncated), pos)
-            if not hits:
+            matches = idx.older(idx.titled(t, pm.title_truncated), pos)
+            if not matches:
                 continue
-            i = choose(hits, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
+            i = choose(matches, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
             if i is not None:
                 add(i, "title")
                 matched = title_key(strip_pr_suffix(_commit_title(idx.commits[i])))
@@ -913,10 +918,12 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     found.sort(key=lambda t: -t[0])  # oldest first (largest position)
     kind = pm.kind or "revert"
+    candidates: tuple[str, ...] = ()
+    if not found and len(unresolved) == 1 and len(ambiguous) == 1:
+        candidates = tuple(idx.commits[i].sha for i in ambiguous[0])
     direction = 1
-    if kind == "reland" and any(
-        ctx.parsed.get(k, _NOT_REVERT).kind not in _UNDOES for k, _, _ in found if k < len(idx.commits)
-    ):
+    deciding = [k for k, _, _ in found if k < len(idx.commits)] or (ambiguous[0] if candidates else [])
+    if kind == "reland" and any(ctx.parsed.get(k, _NOT_REVERT).kind not in _UNDOES for k in deciding):
         # A reland that names the change itself should redo it; one that names the revert
         # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1
@@ -930,6 +937,22 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         direction=direction,
         off_ref=tuple(off_ref),
         notes=tuple(notes),
+        candidates=candidates,
+    )
+
+
+def choose_candidate(link: Link, sha: str, why: str) -> Link:
+    """``link`` with its ambiguous reference settled on ``sha`` (one of ``link.candidates``)."""
+    ref = link.unresolved[0].ref if link.unresolved else ""
+    how: LinkMethod = "pr" if ref.startswith("#") else "diff" if _PHAB_ID_RE.fullmatch(ref) else "title"
+    n = len(link.candidates)
+    return replace(
+        link,
+        originals=(sha,),
+        linked_by=(how,),
+        unresolved=(),
+        candidates=(),
+        notes=(*link.notes, f"{n} earlier commits match {ref}; chose {_short(sha)}, {why}"),
     )
 
 

@@ -84,6 +84,9 @@ class Link:
     notes: tuple[str, ...] = ()
     #: Later links on the ref that re-land (or revert again) this change, oldest first.
     later: tuple[str, ...] = ()
+    #: When the only thing missing is a choice between commits that match one reference equally
+    #: (two commits with the same title), those commits; a caller with their diffs may choose.
+    candidates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

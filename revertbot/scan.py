@@ -8,12 +8,12 @@ A scan runs ``git log`` once, ``git cat-file --batch-check`` once (for shas not 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
-from .detect import link_reverts
+from .detect import choose_candidate, link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
 from .purity import classify, patch_requests
@@ -125,6 +125,8 @@ def classify_links(
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
     requests = patch_requests(links, first_parent)
+    # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
+    requests += [(c, first_parent.get(c)) for link in links for c in link.candidates if c not in dict(requests)]
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
     progress("diffing reverts and originals", 0, len(requests))
@@ -133,6 +135,7 @@ def classify_links(
         errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
     entries = []
+    links = [_choose_by_diff(link, patches, errors) if link.candidates else link for link in links]
     for n, link in enumerate(links, 1):
         purity: PurityResult = classify(link, patches, errors)
         c = by_sha.get(link.revert)
@@ -146,6 +149,16 @@ def classify_links(
         )
         progress("classifying", n, len(links))
     return tuple(entries)
+
+
+def _choose_by_diff(link: Link, patches: Mapping[str, str], errors: Mapping[str, str]) -> Link:
+    """Of several commits that match a reference equally, the one this change exactly inverts
+    (or redoes); still ambiguous when none or more than one does."""
+    exact = [c for c in link.candidates if classify(choose_candidate(link, c, ""), patches, errors).verdict == "pure"]
+    if len(exact) != 1:
+        return link
+    what = "whose change this one exactly inverts" if link.direction == 1 else "whose change this one exactly redoes"
+    return choose_candidate(link, exact[0], what)
 
 
 def entry_to_json(entry: ScanEntry) -> dict[str, object]:

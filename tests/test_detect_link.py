@@ -205,7 +205,9 @@ def test_same_title_chooses_the_commit_not_yet_reverted(base: GitRepo) -> None:
     rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
     link = links_on(base)[rev]
     assert (link.originals, link.linked_by, link.unresolved) == ((again,), ("title",), ())
-    assert link.notes == (f"2 earlier commits match Enable CUDA graphs; chose {again[:10]}, the one no earlier revert undid",)
+    assert link.notes == (
+        f"2 earlier commits match Enable CUDA graphs; chose {again[:10]}, the one no earlier revert undid",
+    )
 
 
 def test_title_fallback_matches_squash_suffix(base: GitRepo) -> None:
@@ -445,9 +447,15 @@ def test_scan_json_unresolved_reasons(base: GitRepo, capsys: pytest.CaptureFixtu
     rev = base.commit(f"Drop experiment\n\nThis reverts commit {side}.", {"README": "x\n"})
     pr = base.commit("Revert #404", {"README": "y\n"})
     data = scan_json(base, capsys)
-    assert data[rev]["unresolved"] == [{"ref": side, "reason": f"on another branch (not reachable from {MAIN})"}]
+    # The side commit is in the object store: scan links it, says so, and diffs it exactly.
+    assert (data[rev]["originals"], data[rev]["off_ref"], data[rev]["unresolved"]) == ([side], [side], [])
+    assert data[rev]["notes"] == [f"{side[:10]} is not reachable from {MAIN}; its diff was read from the object store"]
+    assert data[rev]["purity"] == "modified"
     assert data[pr]["unresolved"] == [{"ref": "#404", "reason": f"no commit for PR #404 on {MAIN}"}]
-    assert data[rev]["purity"] == data[pr]["purity"] == "unverifiable"
+    assert data[pr]["purity"] == "unverifiable"
+    # Without off-ref linking (the default of link_reverts) it stays unresolved, with the reason.
+    link = links_on(base)[rev]
+    assert link.unresolved == (Unresolved(side, f"on another branch (not reachable from {MAIN})"),)
 
 
 def test_scan_json_multi_original_pr_list(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

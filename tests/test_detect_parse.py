@@ -190,7 +190,11 @@ def test_github_shapes(message: str, expected: ParsedMessage) -> None:
             pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2, outer_title='Revert "Add X (#3)" (#5)'),
             id="nested-squash-names-inner-revert",
         ),
-        pytest.param('Reland "Revert "Add X""', pm("revert", titles=("Add X",), outer_title='Revert "Add X"'), id="reland-of-revert"),
+        pytest.param(
+            'Reland "Revert "Add X""',
+            pm("revert", titles=("Add X",), outer_title='Revert "Add X"'),
+            id="reland-of-revert",
+        ),
         pytest.param('Partially revert "Add X"', pm("partial", titles=("Add X",)), id="partially"),
         pytest.param("Partial revert of Add X", pm("partial", titles=("Add X",)), id="partial-of"),
         pytest.param("Partially revert Add X (#12)", pm("partial", titles=("Add X",), own_pr=12), id="partial-own-pr"),
