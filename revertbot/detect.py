@@ -57,6 +57,8 @@ _MOZ_SUBJECT_RE = re.compile(r"^(?:changeset|\d+[ \t]+changesets)\b", re.IGNOREC
 # "Revert button: add tooltip" names a component, not a commit; "Revert to X" restores a state.
 _NOT_A_TITLE_RE = re.compile(r"^(?:[\w.-]+:|to\b|back\b)", re.IGNORECASE)
 _NESTED_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>.*)"(?:[ \t]*\(#\d+\))?$', re.IGNORECASE)
+# What lies between the first quote and the last one when the closing quotes were cut off.
+_ONLY_VERBS_RE = re.compile(r'(?:(?:revert|reapply)[ \t]*"[ \t]*){0,50}(?:revert|reapply)[ \t]*', re.IGNORECASE)
 # A nested title cut short: 'Revert "Revert "X…' (no closing quotes left).
 _NESTED_OPEN_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>[^"]*)$', re.IGNORECASE)
 
@@ -173,13 +175,19 @@ def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
     return subject, body, False
 
 
-def _unquote(rest: str) -> tuple[str, bool]:
-    """(title, was quoted). A quote that is never closed means the title was cut."""
+def _unquote(rest: str) -> tuple[str, bool, bool]:
+    """(title, was quoted, was cut). A quote that is never closed means the title was cut; so does
+    an odd number of straight quotes ('Revert "Revert "X' lost its closing quotes)."""
     close = _QUOTES.get(rest[:1])
     if close is None:
-        return rest.strip(), False
+        return rest.strip(), False, False
     end = rest.rfind(close)
-    return (rest[1:end] if end > 0 else rest[1:]).strip(), True
+    if end <= 0 or (close == '"' and rest.count('"') % 2 == 1):
+        return rest[1:].strip(), True, True
+    inner = rest[1:end].strip()
+    if _ONLY_VERBS_RE.fullmatch(inner) and rest[end + 1 :].strip():
+        return rest[1:].strip(), True, True  # 'Revert "Revert "X…': both closing quotes were cut
+    return inner, True, False
 
 
 def strip_pr_suffix(subject: str) -> str:
@@ -351,7 +359,8 @@ def _parse_subject(subject: str) -> _Subject:
         out.strong = True
         out.titles += [t.strip() for t in _QUOTED_ITEM_RE.findall(rest) if t.strip()]
         return out
-    title, quoted = _unquote(rest)
+    title, quoted, cut = _unquote(rest)
+    out.truncated = out.truncated or cut
     if not quoted and not out.strong:
         # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
         out.strong = explicit or (not descriptive and out.kind != "backout" and not _NOT_A_TITLE_RE.match(title))
