@@ -87,7 +87,7 @@ _EMBEDDED_QUOTE_RE = re.compile(r'(?:^|[ \t(])"(?P<title>[^"]{3,})"')
 # Body lines. "reversing changes made to <sha>" (merge reverts) names the mainline parent and
 # is deliberately not matched: only ids right after "commit(s)" and joined by and/,/& count.
 # Each alternative starts with a mandatory character, so no two whitespace runs are adjacent.
-_SEP = r"(?:[ \t]*,[ \t]*(?:and[ \t\n]+)?|[ \t]*&[ \t\n]*|[ \t]*\n?[ \t]*and[ \t\n]+|[ \t]*,\n[ \t]*)"
+_SEP = r"[ \t]*(?:,[ \t]*(?:\n[ \t]*)?(?:and[ \t\n]+)?|&[ \t\n]*|(?:\n[ \t]*)?and[ \t\n]+)"
 _THIS_REVERTS_RE = re.compile(
     r"This[ \t]+(?:partially[ \t]+)?(?P<verb>reverts?|reapplies|relands?)[ \t]+commits?[ \t]+"
     rf"(?P<list>{_SHA}(?:{_SEP}{_SHA})*)",
@@ -98,12 +98,12 @@ _BACKED_OUT_RE = re.compile(r"Backed[ \t]+out[ \t]+changeset[ \t]+(?P<sha>[0-9a-
 _ORIGINAL_CHANGESET_RE = re.compile(rf"^Original[ \t]+commit[ \t]+changeset:[ \t]*(?P<sha>{_SHA})", re.I | re.M)
 _BODY_VERB = r"(?:reverts?|relands?|re-lands?|reapplies|reapply|revert[ \t]+of|re-?land[ \t]+of)"
 _REVERTS_PR_RE = re.compile(
-    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*:?[ \t]*(?:PR[ \t]+)?"
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?(?:PR[ \t]+)?"
     r"(?P<list>(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+)*)",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_URL_RE = re.compile(
-    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*:?[ \t]*<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVERTS_DIFF_RE = re.compile(
@@ -125,7 +125,7 @@ _REVERTED_BY_RE = re.compile(
     re.IGNORECASE,
 )
 _DIFF_REV_RE = re.compile(
-    r"^Differential Revision:[ \t]*\n?[ \t]*\[?(?:\S*/)?(?P<diff>D\d+)(?:\]\S*)?[ \t]*$", re.MULTILINE
+    r"^Differential Revision:[ \t]*(?:\n[ \t]*)?\[?(?:\S*/)?(?P<diff>D\d+)(?:\]\S*)?[ \t]*$", re.MULTILINE
 )
 _PULL_RESOLVED_RE = re.compile(r"^Pull Request resolved:[ \t]*\S*/pull/(?P<num>\d+)", re.MULTILINE)
 _CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{40,64})\)")

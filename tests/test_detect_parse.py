@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from revertbot.detect import might_be_revert, parse_message, strip_pr_suffix
-from revertbot.models import ParsedMessage
+from revertbot.detect import link_reverts, might_be_revert, parse_message, strip_pr_suffix
+from revertbot.models import Commit, ParsedMessage
 
 A = "0123456789abcdef0123456789abcdef01234567"
 B = "89abcdef0123456789abcdef0123456789abcdef"
@@ -348,6 +348,64 @@ def test_hostile_inputs_are_fast() -> None:
         start = time.perf_counter()
         assert isinstance(parse_message(text), ParsedMessage)
         assert time.perf_counter() - start < 2.0, text[:40]
+
+
+_K = 64 * 1024
+_BODY_KEYWORDS = [
+    "This reverts commit ", "This reverts commits ", "Reverts ", "Reverts:", "Reland of ", "Revert ", "- Revert ",
+    "Differential Revision:", "Original Phabricator Diff:", "reverted by ", "This is a reland of ",
+    "Backed out changeset ", "Original commit changeset:", "Pull Request resolved: ",
+    "(cherry picked from commit ", "* ",
+]  # fmt: skip
+
+
+def _fill(unit: str) -> str:
+    return (unit * (_K // len(unit) + 1))[:_K]
+
+
+def _adversarial_messages() -> dict[str, str]:
+    """64 KB messages shaped to make backtracking regexes quadratic: whitespace runs right after the
+    keywords and separators the parser looks for, runs of '#', sha-like tokens, slashes."""
+    out = {}
+    for kw in _BODY_KEYWORDS:
+        out[f"{kw!r}+spaces"] = f'Revert "X"\n\n{kw}' + " " * _K + "x"
+        out[f"{kw!r}+blanks"] = f'Revert "X"\n\n{kw}' + _fill(" \t") + "\n" + _fill(" ")
+        out[f"{kw!r}+hashes"] = f'Revert "X"\n\n{kw}' + _fill("#")
+        out[f"{kw!r}+numbers"] = f'Revert "X"\n\n{kw}' + _fill("#1 ")
+        out[f"{kw!r}+shas"] = f'Revert "X"\n\n{kw}' + _fill(A[:12] + " , and ")
+        out[f"{kw!r}+slashes"] = f'Revert "X"\n\n{kw}' + _fill("a/")
+        out[f"{kw!r}+lines"] = 'Revert "X"\n\n' + _fill(kw + "   \n")
+    for sep in (" ", ", ", " &", ",", "\n", " \t"):
+        # A listed sha followed by a long blank run: the separator pattern once split it two ways.
+        out[f"sha{sep!r}blanks"] = f"Revert x\n\nThis reverts commit {A}{sep}" + " " * _K + "x"
+        out[f"sha{sep!r}blanks-and"] = f"Revert x\n\nThis reverts commits {A}{sep}" + _fill(" \t") + " and"
+    out["subject-blanks"] = "Revert " + " " * _K + "x"
+    out["subject-numbers"] = "Revert " + _fill("#1 ")
+    out["subject-quotes"] = "Revert " + _fill('"')
+    out["subject-shas"] = "Revert " + _fill(A[:9] + " ")
+    out["subject-nested"] = "Revert " + _fill('Revert "')
+    out["subject-qualified"] = "Revert " + _fill("a/b#")
+    out["subject-phabricator"] = "Revert " + _fill("D1 ")
+    out["body-list"] = "Revert x\n\nThis reverts commits " + _fill(A + ",\n   ")
+    out["squash-items"] = "Fix x\n\n" + _fill(f'* Revert "y"\n\nThis reverts commit {A}.\n\n')
+    return out
+
+
+@pytest.mark.parametrize(("name", "message"), list(_adversarial_messages().items()))
+def test_adversarial_64k_messages_parse_in_linear_time(name: str, message: str) -> None:
+    start = time.perf_counter()
+    parse_message(message)
+    assert time.perf_counter() - start < 0.5, name
+
+
+@pytest.mark.parametrize(("name", "message"), list(_adversarial_messages().items())[::4])
+def test_adversarial_messages_index_and_link_in_linear_time(name: str, message: str) -> None:
+    # The history index reads every message (titles, trailers) without the parser's bounds.
+    root = Commit("f" * 40, (), "a", "a@x", 0, 0, "init")
+    commits = [Commit("e" * 40, (root.sha,), "a", "a@x", 1, 1, message), root]
+    start = time.perf_counter()
+    link_reverts(commits)
+    assert time.perf_counter() - start < 0.5, name
 
 
 # --------------------------------------------------------------------------- properties
