@@ -60,7 +60,9 @@ _NESTED_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>.*)"(?:[ \t]
 # What lies between the first quote and the last one when the closing quotes were cut off.
 _ONLY_VERBS_RE = re.compile(r'(?:(?:revert|reapply)[ \t]*"[ \t]*){0,50}(?:revert|reapply)[ \t]*', re.IGNORECASE)
 # A nested title cut short: 'Revert "Revert "X…' (no closing quotes left).
-_NESTED_OPEN_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>[^"]*)$', re.IGNORECASE)
+_NESTED_OPEN_RE = re.compile(
+    r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>(?:(?:revert|reapply)[ \t]*"){0,50}[^"]*)$', re.IGNORECASE
+)
 
 # One reference in a subject list ("#12", "PR 12", "o/r#12", "D123", a sha). Digits-only ids after
 # "D" are Phabricator revisions, never abbreviated shas.
@@ -132,6 +134,7 @@ _CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{4
 # GitHub's squash message lists the branch's commits as "* subject" items; a revert among them
 # is history of the branch, not what the squashed commit does.
 _SQUASH_ITEM_RE = re.compile(r"^\* \S", re.MULTILINE)
+_FIRST_SQUASH_ITEM_RE = re.compile(r"\* (?P<subject>[^\n]{1,1000})")
 
 
 def _verb_kind(verb: str) -> RevertKind:
@@ -176,13 +179,13 @@ def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
 
 
 def _unquote(rest: str) -> tuple[str, bool, bool]:
-    """(title, was quoted, was cut). A quote that is never closed means the title was cut; so does
-    an odd number of straight quotes ('Revert "Revert "X' lost its closing quotes)."""
+    """(title, was quoted, was cut). A quote that is never closed means the title was cut; so do
+    quotes that only open nested verbs ('Revert "Revert "X' lost its closing quotes)."""
     close = _QUOTES.get(rest[:1])
     if close is None:
         return rest.strip(), False, False
     end = rest.rfind(close)
-    if end <= 0 or (close == '"' and rest.count('"') % 2 == 1):
+    if end <= 0:
         return rest[1:].strip(), True, True
     inner = rest[1:end].strip()
     if _ONLY_VERBS_RE.fullmatch(inner) and rest[end + 1 :].strip():
@@ -364,7 +367,8 @@ def _parse_subject(subject: str) -> _Subject:
     if not quoted and not out.strong:
         # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
         out.strong = explicit or (not descriptive and out.kind != "backout" and not _NOT_A_TITLE_RE.match(title))
-        if out.strong and _embedded_references(title, out):
+        # A trailing "(#N)" is the title's own PR number (handled below), not prose around a reference.
+        if out.strong and _embedded_references(strip_pr_suffix(title), out):
             return out  # prose around references is not a title
     else:
         out.strong = True
@@ -384,8 +388,10 @@ def _parse_subject(subject: str) -> _Subject:
             base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
             out.depth = base + layers
             out.kind = "revert" if out.depth % 2 else "reland"
-            out.outer_title = title
-            title = inner.strip()
+            outer, cut_outer = _strip_ellipsis(title.rstrip('"').rstrip())
+            out.outer_title = outer if cut_outer else title
+            title, cut = _strip_ellipsis(inner.strip())
+            out.truncated = out.truncated or cut or cut_outer
     if title:
         out.titles.append(title)
     return out
@@ -500,6 +506,15 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
     # A descriptive subject ("Reverts the cache change") is prose, not the original's title.
     titles = subj.titles if subj.strong else []
+    if subj.kind is not None and not (shas or prs or diffs or subj.qualified):
+        # A squash merge whose PR title was reworded ("[CPU] Reland qconv passes (#3433)") starts
+        # its body with the first commit: when that one names the change, its title is a fallback.
+        first = _FIRST_SQUASH_ITEM_RE.match(body.lstrip("\n"))
+        if first:
+            item = _parse_subject(first.group("subject").strip())
+            if item.kind is not None and item.strong:
+                titles = titles + [t for t in item.titles if t not in titles]
+                prs += item.prs
     own_repo_pr = {own_pr}
     return ParsedMessage(
         kind=kind,
@@ -909,6 +924,8 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             unresolved.append(Unresolved(f"#{n}", f"PR #{n} on {ctx.ref_name} is {other}, not the original found"))
         # else: the original on this ref carries no PR number (a cherry-pick): the same change
     if title_missing and not found:
+        # Reported under the title the subject gives (the innermost when nested).
+        title_missing = pm.titles[0] if pm.titles else title_missing
         what = "starting with" if pm.title_truncated else "titled"
         unresolved.append(Unresolved(title_missing, f"no earlier commit {what} {title_missing!r} on {ctx.ref_name}"))
 

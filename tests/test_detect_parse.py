@@ -554,3 +554,103 @@ def test_prefilter_rejects_plain_messages() -> None:
     assert might_be_revert('Revert "Add RMSNorm kernel (#12)"')
     assert might_be_revert("Re-land the kernel")
     assert might_be_revert("Backed out changeset 0123456789ab (bug 1)")
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param("Revert D110214945", pm("revert", diffs=("D110214945",)), id="phabricator-id-not-sha"),
+        pytest.param(
+            "Revert D87887841: Update passes (#16835)\n\nDifferential Revision: D91340585",
+            pm("revert", titles=("Update passes",), diffs=("D87887841",), own_pr=16835, own_diff="D91340585"),
+            id="phabricator-id-title",
+        ),
+        pytest.param(
+            "Revert D95224222 (#18020)\n\nSummary:\nThis diff reverts D95224222\n",
+            pm("revert", diffs=("D95224222",), own_pr=18020),
+            id="this-diff-reverts",
+        ),
+        pytest.param(
+            "Add X\n\nDifferential Revision:\n[D102381996](https://example.org/diff/D102381996/)",
+            pm(None, own_diff="D102381996"),
+            id="own-diff-next-line-markdown",
+        ),
+        pytest.param("Revert #13851 #13853", pm("revert", prs=(13851, 13853)), id="space-list"),
+        pytest.param(
+            "Revert Android PRs #19099, #19124, #19092 (#19133)",
+            pm("revert", prs=(19099, 19124, 19092), own_pr=19133),
+            id="prose-list",
+        ),
+        pytest.param("Revert PR 4122 (#4171)", pm("revert", prs=(4122,), own_pr=4171), id="pr-without-hash"),
+        pytest.param("Revert 11294 v2 (#11465)", pm("revert", prs=(11294,), own_pr=11465), id="bare-number-v2"),
+        pytest.param(
+            "Revert accidental change to third-party/ao from #14234 (#14276)",
+            pm("revert", prs=(14234,), own_pr=14276),
+            id="prose-from-pr",
+        ),
+        pytest.param(
+            "Reapply #11294 and #11295 (improve GLU test) (#11539)",
+            pm("reland", prs=(11294, 11295), own_pr=11539, depth=2),
+            id="list-then-parenthesis",
+        ),
+        pytest.param(
+            f"Revert Conv3d support (#20888)\n\nSummary:\n- Revert {A}, which added it\n",
+            pm("revert", titles=("Conv3d support",), shas=(A,), own_pr=20888),
+            id="body-revert-sha-line",
+        ),
+        pytest.param(
+            "Reland pt2e calibration\n\nRevert D49876258 was wrong",
+            pm("reland", titles=("pt2e calibration",), diffs=("D49876258",)),
+            id="body-phabricator-id-not-sha",
+        ),
+        pytest.param(
+            "Revert the vendored kernel\n\nReverts other-org/other-repo#5\n",
+            pm("revert", titles=("the vendored kernel",), qualified_prs=("other-org/other-repo#5",)),
+            id="qualified-pr-kept-apart",
+        ),
+        pytest.param(
+            'Revert "Arm A" & "Arm B" (#21020)', pm("revert", titles=("Arm A", "Arm B"), own_pr=21020), id="two-titles"
+        ),
+        pytest.param(
+            'Revert "Revert "Updating cadence ops, rebasing 6 optimize…"',
+            pm("reland", titles=("Updating cadence ops, rebasing 6 optimize",), title_truncated=True, depth=2,
+               outer_title='Revert "Updating cadence ops, rebasing 6 optimize'),
+            id="nested-title-cut-with-ellipsis",
+        ),
+        pytest.param(
+            'Revert "Revert "Revert "Add X',
+            pm("revert", titles=("Add X",), title_truncated=True, depth=3, outer_title='Revert "Revert "Add X'),
+            id="nested-title-cut-without-quotes",
+        ),
+        pytest.param(
+            "[CPU] Reland qconv passes (#3433)\n\n* [Reland][X86] Add qconv fusion passes for X86\n\n* fix format\n",
+            pm("reland", titles=("qconv passes", "[X86] Add qconv fusion passes for X86"), own_pr=3433),
+            id="reworded-squash-first-item-is-a-fallback",
+        ),
+        pytest.param(
+            'Re-land the PR of "Add INT8 SDPA path" (#2215)',
+            pm("reland", titles=("Add INT8 SDPA path",), own_pr=2215),
+            id="quoted-title-in-prose",
+        ),
+        pytest.param(
+            "Re-land cve fix (#16103)\n\nSummary: Was reverted by D78689027\n",
+            pm("reland", titles=("cve fix",), diffs=("D78689027",), own_pr=16103),
+            id="reland-names-its-revert",
+        ),
+    ],
+)
+def test_real_history_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # GitHub squash merges of branches that happened to contain a revert commit.
+        f"Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing.\n\n* Revert \"Modifying this\"\n\n"
+        f"This reverts commit {A}.\n\n* Unwanted files.\n",
+        f"Skip template handling (#3204)\n\n* Add .DS_Store\n\n* Revert \"Add .DS_Store\"\n\nThis reverts commit {A}.\n",
+    ],
+)
+def test_squashed_branch_with_a_revert_is_not_a_revert(message: str) -> None:
+    assert parse_message(message).kind is None
