@@ -584,6 +584,7 @@ class HistoryIndex:
     by_pr: dict[int, list[int]] = field(default_factory=dict)
     by_diff: dict[str, list[int]] = field(default_factory=dict)
     by_title: dict[str, list[int]] = field(default_factory=dict)  # title_key -> positions
+    sorted_titles: list[str] = field(default_factory=list)  # for prefix lookups of cut titles
     by_cherry_source: dict[str, list[int]] = field(default_factory=dict)
     prs_of: dict[int, set[int]] = field(default_factory=dict)
     diffs_of: dict[int, set[str]] = field(default_factory=dict)
@@ -645,7 +646,12 @@ class HistoryIndex:
         hits = [i for key in keys if key for i in self.by_title.get(key, ())]
         if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
             prefix = title_key(title)
-            hits = [i for key, js in self.by_title.items() if key.startswith(prefix) for i in js]
+            if len(self.sorted_titles) != len(self.by_title):
+                self.sorted_titles = sorted(self.by_title)
+            k = bisect_left(self.sorted_titles, prefix)
+            while k < len(self.sorted_titles) and self.sorted_titles[k].startswith(prefix):
+                hits += self.by_title[self.sorted_titles[k]]
+                k += 1
         return hits
 
 
