@@ -720,10 +720,12 @@ class _Context:
     parsed: Mapping[int, ParsedMessage]
     link_off_ref: bool
     slug: str
+    links: dict[int, Link] = field(default_factory=dict)  # position -> its link, once made (oldest first)
     undone_at: dict[int, int] = field(default_factory=dict)  # position -> position of the revert that undid it
     redone_at: dict[int, int] = field(default_factory=dict)
 
     def record(self, pos: int, link: Link) -> None:
+        self.links[pos] = link
         undoes = (link.kind in _UNDOES or link.kind == "revert") and link.direction == 1
         for sha in link.originals:
             j = self.idx.position.get(sha.lower())
@@ -763,6 +765,20 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     def found_positions() -> set[int]:
         return {k for k, _, _ in found if k < len(idx.commits)}
+
+    def story_positions() -> set[int]:
+        """What was found, and what those commits undo or redo in turn: a reland naming the revert
+        by sha may name the original change by its PR number too."""
+        seen = found_positions()
+        todo = list(seen)
+        while todo:
+            link = ctx.links.get(todo.pop())
+            for sha in link.originals if link else ():
+                j = idx.position.get(sha.lower())
+                if j is not None and j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        return seen
 
     def add(i: int, how: LinkMethod) -> None:
         sha = idx.commits[i].sha
@@ -854,7 +870,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         if n in in_title:
             continue  # settled with the title it came with (below)
         cands = idx.older(idx.by_pr.get(n, ()), pos)
-        if found_positions() & set(cands):
+        if story_positions() & set(cands):
             continue  # the same original, also named by its PR number
         if titles and cands:
             agreeing = [i for i in cands if title_matches(i)]
@@ -874,7 +890,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
     for d in pm.diffs:
         cands = idx.older(idx.by_diff.get(d, ()), pos)
-        if found_positions() & set(cands):
+        if story_positions() & set(cands):
             continue
         i = choose(cands, d)
         if i is not None:
@@ -887,7 +903,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     for n in sorted(in_title):
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         agreeing = [i for i in cands if title_matches(i)]
-        if agreeing and not found_positions() & set(cands):
+        if agreeing and not found:
             i = choose(agreeing, f"#{n}")
             if i is not None:
                 add(i, "pr")
@@ -917,7 +933,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             title_missing = titles[-1] if titles else ""
     for n in sorted(in_title):
         cands = idx.older(idx.by_pr.get(n, ()), pos)
-        if found_positions() & set(cands):
+        if story_positions() & set(cands):
             continue
         if not found:
             i = choose(cands, f"#{n}")
@@ -943,7 +959,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         elif not found:
             unresolved.append(Unresolved(cs, _missing_reason(ctx.objects.get(cs), ctx.ref_name)))
         # else: the exporting repository's id of the original found by its revision or title
-    found_prs = {m for i in found_positions() for m in idx.prs_of.get(i, ())}
+    found_prs = {m for i in story_positions() for m in idx.prs_of.get(i, ())}
     for q in foreign:
         if int(q.rpartition("#")[2]) not in found_prs:
             unresolved.append(Unresolved(q, f"refers to another repository ({q.rpartition('#')[0]})"))

@@ -339,3 +339,15 @@ def test_squashed_branch_containing_a_revert_is_not_a_revert(base: GitRepo) -> N
     )
     assert squash not in links_on(base, off_ref=True)
     assert parse_message(base.git("log", "-1", "--format=%B", squash)).kind is None
+
+
+def test_reapply_naming_the_revert_by_sha_and_the_original_by_pr(base: GitRepo) -> None:
+    # git's 'Reapply "X (#12)"' names the revert by sha; the (#12) in the title is the original's,
+    # the same change seen one step further: linked once, nothing unresolved.
+    orig = base.commit("Add X (#12)", {"x.py": "X\n"})
+    rev = base.revert(orig, message=f'Revert "Add X (#12)" (#13)\n\nThis reverts commit {orig}.\n')
+    reapply = base.revert(rev, message=f'Reapply "Add X (#12)" (#14)\n\nThis reverts commit {rev}.\n')
+    link = links_on(base)[reapply]
+    assert (link.kind, link.originals, link.linked_by, link.direction, link.unresolved) == (
+        "reland", (rev,), ("sha",), 1, ()
+    )  # fmt: skip
