@@ -12,6 +12,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from .models import Commit, Link, LinkMethod, ParsedMessage, RevertKind, Unresolved
 
@@ -104,10 +105,13 @@ _REVERTS_PR_RE = re.compile(
     r"(?P<list>(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+)*)",
     re.IGNORECASE | re.MULTILINE,
 )
+_PULL_URL = r"<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/\d+"
 _REVERTS_URL_RE = re.compile(
-    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?"
+    rf"(?P<list>{_PULL_URL}(?:>?[ \t]*(?:\n[ \t]*)?(?:,|&|and)[ \t]*(?:\n[ \t]*)?(?:and[ \t]+)?{_PULL_URL})*)",
     re.IGNORECASE | re.MULTILINE,
 )
+_PULL_NUM_RE = re.compile(r"/pull/(\d+)")
 _REVERTS_DIFF_RE = re.compile(
     r"^[ \t]*(?:(?:This[ \t]+(?:diff[ \t]+|commit[ \t]+)?)?reverts?[ \t]+(?:revision[ \t]+)?"
     r"|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
@@ -452,9 +456,20 @@ def _parse_message(message: str) -> ParsedMessage:
 
     subj = _parse_subject(subject)
     truncated = truncated or cut or subj.truncated
+    squashed_shas: list[str] = []
     if subj.kind is None and not branch_prs and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
-        # A squash of a branch that happened to contain a revert commit is not a revert.
-        return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
+        # A squash merge lists the branch's commits as "* subject" items. A revert among them is
+        # history of the branch: its ids are kept apart, and count only if they name commits
+        # of the ref (the linker decides); the rest of the body is read as usual.
+        kept: list[str] = []
+        for item in _split_squash_items(body):
+            first = item[2:].partition("\n")[0] if item.startswith("* ") else ""
+            if first and _parse_subject(first.strip()).kind is not None:
+                for m in _THIS_REVERTS_RE.finditer(item):
+                    squashed_shas += _SHA_RE.findall(m.group("list"))
+            else:
+                kept.append(item)
+        body = "\n".join(kept)
     shas = list(subj.shas)
     prs = list(branch_prs) + subj.prs
     qualified = list(subj.qualified)
@@ -480,7 +495,7 @@ def _parse_message(message: str) -> ParsedMessage:
                 prs.append(int(item[1:]))
         body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_URL_RE.finditer(body):
-        prs.append(int(m.group("num")))
+        prs += [int(n) for n in _PULL_NUM_RE.findall(m.group("list"))]
         body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_DIFF_RE.finditer(body):
         diffs.append(m.group("diff"))
@@ -498,6 +513,9 @@ def _parse_message(message: str) -> ParsedMessage:
             elif _is_subject_sha(m.group("sha")):
                 shas.append(m.group("sha"))
     kind = subj.kind
+    squashed = False
+    if squashed_shas and not (shas or prs or qualified or diffs or body_kind):
+        shas, body_kind, squashed = squashed_shas, "revert", True
     evidence = bool(shas or branch_prs or subj.prs or subj.qualified or body_kind or subj.diffs)
     if kind is None or not (subj.strong or evidence):
         # No revert verb in the subject, or only a descriptive one: the body has to say it.
@@ -509,12 +527,12 @@ def _parse_message(message: str) -> ParsedMessage:
     if subj.kind is not None and not (shas or prs or diffs or subj.qualified):
         # A squash merge whose PR title was reworded ("[CPU] Reland qconv passes (#3433)") starts
         # its body with the first commit: when that one names the change, its title is a fallback.
-        first = _FIRST_SQUASH_ITEM_RE.match(body.lstrip("\n"))
-        if first:
-            item = _parse_subject(first.group("subject").strip())
-            if item.kind is not None and item.strong:
-                titles = titles + [t for t in item.titles if t not in titles]
-                prs += item.prs
+        first_item = _FIRST_SQUASH_ITEM_RE.match(body.lstrip("\n"))
+        if first_item:
+            named = _parse_subject(first_item.group("subject").strip())
+            if named.kind is not None and named.strong:
+                titles = titles + [t for t in named.titles if t not in titles]
+                prs += named.prs
     own_repo_pr = {own_pr}
     return ParsedMessage(
         kind=kind,
@@ -529,7 +547,15 @@ def _parse_message(message: str) -> ParsedMessage:
         outer_title=subj.outer_title if subj.strong else "",
         changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
         qualified_prs=tuple(dict.fromkeys(qualified)),
+        squashed=squashed,
     )
+
+
+def _split_squash_items(body: str) -> list[str]:
+    """The body cut before each "* " item line (the text before the first item is kept too)."""
+    starts = [m.start() for m in _SQUASH_ITEM_RE.finditer(body)]
+    bounds = [0, *starts, len(body)]
+    return [body[a:b] for a, b in pairwise(bounds) if a < b]
 
 
 # --------------------------------------------------------------------------- linking
@@ -698,6 +724,14 @@ def link_reverts(
     # Oldest first, so that what earlier reverts undid is known when choosing among candidates.
     for i in sorted(parsed, reverse=True):
         link = _link_one(idx.commits[i], i, parsed[i], ctx)
+        if parsed[i].squashed:
+            if not link.originals:
+                continue  # the squashed branch only reverted its own commits: not a revert
+            dropped = len(link.unresolved)
+            link = replace(link, unresolved=(), off_ref=())
+            if dropped:
+                link = replace(link, notes=(*link.notes, f"{dropped} revert(s) inside the squashed branch name "
+                                            f"commits that never reached {ref_name}; not counted"))
         links[i] = link
         ctx.record(i, link)
     naming: dict[str, list[Link]] = {}
@@ -848,7 +882,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             add(picked[0], "sha")
             continue
         info = ctx.objects.get(sha)
-        if info is not None and info.endswith(" commit") and ctx.link_off_ref:
+        if info is not None and info.endswith(" commit") and ctx.link_off_ref and not pm.squashed:
             add_off_ref(info.split()[0], sha)
             continue
         unresolved.append(Unresolved(sha, _missing_reason(info, ctx.ref_name)))
@@ -966,6 +1000,15 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     found.sort(key=lambda t: -t[0])  # oldest first (largest position)
     kind = pm.kind or "revert"
+    if kind == "reland" and len(found) > 1:
+        # "Re-land #1 after revert #2": the revert is the story, not a second change to redo.
+        have = found_positions()
+        for k, sha, how in list(found):
+            undo = ctx.links.get(k)
+            if undo and undo.direction == 1 and undo.kind in _UNDOES and undo.originals and all(
+                idx.position.get(o.lower(), -1) in have for o in undo.originals
+            ):
+                found.remove((k, sha, how))
     candidates: tuple[str, ...] = ()
     if not found and len(unresolved) == 1 and len(ambiguous) == 1:
         candidates = tuple(idx.commits[i].sha for i in ambiguous[0])

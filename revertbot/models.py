@@ -52,6 +52,9 @@ class ParsedMessage:
     changesets: tuple[str, ...] = ()
     #: PRs of a named repository ("owner/repo#5"), which may not be this one.
     qualified_prs: tuple[str, ...] = ()
+    #: The ids come only from revert commits listed in a squash merge's message ("* Revert ..."):
+    #: the squashed branch may have reverted its own commits, which never reached the ref.
+    squashed: bool = False
 
     @property
     def is_revert_like(self) -> bool:

@@ -387,6 +387,8 @@ def _adversarial_messages() -> dict[str, str]:
     out["subject-qualified"] = "Revert " + _fill("a/b#")
     out["subject-phabricator"] = "Revert " + _fill("D1 ")
     out["body-list"] = "Revert x\n\nThis reverts commits " + _fill(A + ",\n   ")
+    out["url-list"] = "Revert x\n\nThis PR reverts " + _fill("https://g/o/r/pull/1 \n and ")
+    out["url-blanks"] = "Revert x\n\nReverts https://g/o/r/pull/1" + _fill(" \t") + "\n" + _fill(" ") + "and"
     out["squash-items"] = "Fix x\n\n" + _fill(f'* Revert "y"\n\nThis reverts commit {A}.\n\n')
     return out
 
@@ -653,5 +655,15 @@ def test_real_history_shapes(message: str, expected: ParsedMessage) -> None:
         f"This reverts commit {A}.\n",
     ],
 )
-def test_squashed_branch_with_a_revert_is_not_a_revert(message: str) -> None:
-    assert parse_message(message).kind is None
+def test_squashed_branch_reverts_are_kept_apart(message: str) -> None:
+    # Only the linker can tell whether the branch reverted commits of the ref or its own.
+    parsed = parse_message(message)
+    assert (parsed.kind, parsed.shas, parsed.squashed, parsed.titles, parsed.prs) == ("revert", (A,), True, (), ())
+
+
+def test_squash_with_a_checklist_still_reads_its_body() -> None:
+    message = (
+        "feat: Reland lse support (#3116)\n\n* [x] tests pass\n* [x] docs\n\n"
+        "Re-land https://github.com/o/r/pull/3058, after revert https://github.com/o/r/pull/3079.\n"
+    )
+    assert parse_message(message) == pm("reland", prs=(3058,), own_pr=3116)

@@ -338,7 +338,30 @@ def test_squashed_branch_containing_a_revert_is_not_a_revert(base: GitRepo) -> N
         {"Dockerfile": "RUN y\n"},
     )
     assert squash not in links_on(base, off_ref=True)
-    assert parse_message(base.git("log", "-1", "--format=%B", squash)).kind is None
+    # The parser keeps the squashed ids apart; the linker drops them: they never reached main.
+    parsed = parse_message(base.git("log", "-1", "--format=%B", squash))
+    assert (parsed.kind, parsed.shas, parsed.squashed) == ("revert", (step,), True)
+
+
+def test_squash_that_reverts_commits_of_the_ref_is_a_revert(base: GitRepo) -> None:
+    # A fix PR whose branch reverted two commits that are on main: those are real reverts.
+    a = base.commit("[reland] preshuffled weight mm (#2044)", {"a.py": "A\n"})
+    b = base.commit('Re-land "Add INT8 SDPA path" (#2093)', {"b.py": "B\n"})
+    base.git("checkout", "-q", "-b", "fix")
+    inside = base.commit("Experiment", {"c.py": "C\n"})
+    base.git("checkout", "-q", "main")
+    squash = base.commit(
+        f'Fix linux cpu builds (#2170)\n\n* Revert "[reland] preshuffled weight mm (#2044)"\n\nThis reverts commit {a}.'
+        f'\n\n* Revert "Re-land "Add INT8 SDPA path" (#2093)"\n\nThis reverts commit {b}.\n\n* Revert "Experiment"\n\n'
+        f"This reverts commit {inside}.\n\n* Pin the build\n",
+        {"a.py": None, "b.py": None, "pin.txt": "1\n"},
+    )
+    link = links_on(base, off_ref=True)[squash]
+    assert (link.kind, link.originals, link.linked_by, link.unresolved, link.off_ref) == (
+        "revert", (a, b), ("sha", "sha"), (), ()
+    )  # fmt: skip
+    note = f"1 revert(s) inside the squashed branch name commits that never reached {MAIN}; not counted"
+    assert link.notes == (note,)
 
 
 def test_reapply_naming_the_revert_by_sha_and_the_original_by_pr(base: GitRepo) -> None:
@@ -351,3 +374,30 @@ def test_reapply_naming_the_revert_by_sha_and_the_original_by_pr(base: GitRepo) 
     assert (link.kind, link.originals, link.linked_by, link.direction, link.unresolved) == (
         "reland", (rev,), ("sha",), 1, ()
     )  # fmt: skip
+
+
+def test_reland_naming_the_original_and_its_revert_redoes_the_original(base: GitRepo) -> None:
+    orig = base.commit("feat: Support lse in paged attention (#3058)", {"lse.py": "LSE = 1\n"})
+    rev = base.revert(orig, message='Revert "feat: Support lse in paged attention (#3058)" (#3079)')
+    reland = base.commit(
+        "feat: Reland lse support (#3116)\n\nRe-land https://github.com/o/r/pull/3058, after\n"
+        "revert https://github.com/o/r/pull/3079. Issues investigated.\n",
+        {"lse.py": "LSE = 1\n"},
+    )
+    link = links_on(base)[reland]
+    assert (link.kind, link.originals, link.linked_by, link.direction, link.unresolved) == (
+        "reland", (orig,), ("pr",), -1, ()
+    )  # fmt: skip
+    assert link.chain == (orig, rev)
+
+
+def test_pr_urls_listed_across_lines(base: GitRepo) -> None:
+    a = base.commit("Masked batch quantization (#1774)", {"a.py": "A\n"})
+    b = base.commit("Quantization fusion (#1835)", {"b.py": "B\n"})
+    rev = base.commit(
+        "silu_and_mul fusion rework (#1927)\n\nThis PR reverts https://github.com/o/r/pull/1774\n"
+        "and https://github.com/o/r/pull/1835 which have some issues.\n",
+        {"a.py": None, "b.py": None},
+    )
+    link = links_on(base)[rev]
+    assert (link.kind, link.originals, link.linked_by, link.unresolved) == ("revert", (a, b), ("pr", "pr"), ())
