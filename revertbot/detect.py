@@ -803,7 +803,10 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     def story_positions() -> set[int]:
         """What was found, and what those commits undo or redo in turn: a reland naming the revert
         by sha may name the original change by its PR number too."""
-        seen = found_positions()
+        return story_of(*found_positions())
+
+    def story_of(*start: int) -> set[int]:
+        seen = set(start)
         todo = list(seen)
         while todo:
             link = ctx.links.get(todo.pop())
@@ -910,6 +913,8 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             agreeing = [i for i in cands if title_matches(i)]
             if agreeing:
                 cands = agreeing
+            elif title_hits and any(story_of(i) & set(title_hits) for i in cands):
+                continue  # the PR is a revert in the story of the titled change ("Reverts #2 and relands #1")
             elif title_hits:
                 # An exact title beats a PR number that belongs to another commit (a fork's sync).
                 other = _short(idx.commits[cands[0]].sha)

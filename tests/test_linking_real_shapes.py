@@ -401,3 +401,22 @@ def test_pr_urls_listed_across_lines(base: GitRepo) -> None:
     )
     link = links_on(base)[rev]
     assert (link.kind, link.originals, link.linked_by, link.unresolved) == ("revert", (a, b), ("pr", "pr"), ())
+
+
+def test_reland_that_also_reverts_the_revert_of_an_earlier_reland(base: GitRepo) -> None:
+    # "Reverts #20947 and relands #20625 for the second time": #20947 reverted the first reland.
+    x = base.commit("Arm: transpose pass (#20625)", {"t.py": "T = 1\n"})
+    r1 = base.revert(x, message='Revert "Arm: transpose pass" (#20742)')
+    reland = base.commit('Reland "Arm: transpose pass" (#20748)', {"t.py": "T = 1\n"})
+    r2 = base.revert(
+        reland, message=f'Revert "Reland "Arm: transpose pass" (#20748)" (#20947)\n\nThis reverts commit {reland}.'
+    )
+    v2 = base.commit(
+        'Reland "Arm: transpose pass" v2 (#21030)\n\nReverts us/engine#20947 and relands us/engine#20625\n',
+        {"t.py": "T = 2\n"},
+    )
+    links = links_on(base, slug="us/engine")
+    assert (links[v2].originals, links[v2].linked_by, links[v2].direction, links[v2].unresolved) == (
+        (x,), ("title",), -1, ()
+    )  # fmt: skip
+    assert links[v2].chain == (x, r1, reland, r2)
