@@ -360,11 +360,19 @@ def _parse_subject(subject: str) -> _Subject:
 
     rest, cut = _strip_ellipsis(rest)
     out.truncated = out.truncated or cut
-    several = _QUOTED_LIST_RE.fullmatch(rest)
+    several = _QUOTED_LIST_RE.match(rest)
     if several:
-        # 'Revert "A" & "B"': one title per original.
+        # 'Revert "A" & "B"': one title per original; what follows may name more ("..., #12").
         out.strong = True
-        out.titles += [t.strip() for t in _QUOTED_ITEM_RE.findall(rest) if t.strip()]
+        for t in _QUOTED_ITEM_RE.findall(several.group(0)):
+            t, cut = _strip_ellipsis(t.strip())
+            out.truncated = out.truncated or cut
+            inner_pr = _OWN_PR_SUFFIX_RE.search(t)
+            if inner_pr:
+                out.prs.append(int(inner_pr.group(1)))
+            if t:
+                out.titles.append(t)
+        _embedded_references(rest[several.end() :], out)
         return out
     title, quoted, cut = _unquote(rest)
     out.truncated = out.truncated or cut
@@ -524,6 +532,7 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
     # A descriptive subject ("Reverts the cache change") is prose, not the original's title.
     titles = subj.titles if subj.strong else []
+    fallback: list[str] = []
     if subj.kind is not None and not (shas or prs or diffs or subj.qualified):
         # A squash merge whose PR title was reworded ("[CPU] Reland qconv passes (#3433)") starts
         # its body with the first commit: when that one names the change, its title is a fallback.
@@ -531,7 +540,7 @@ def _parse_message(message: str) -> ParsedMessage:
         if first_item:
             named = _parse_subject(first_item.group("subject").strip())
             if named.kind is not None and named.strong:
-                titles = titles + [t for t in named.titles if t not in titles]
+                fallback = [t for t in named.titles if t not in titles]
                 prs += named.prs
     own_repo_pr = {own_pr}
     return ParsedMessage(
@@ -548,6 +557,7 @@ def _parse_message(message: str) -> ParsedMessage:
         changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
         qualified_prs=tuple(dict.fromkeys(qualified)),
         squashed=squashed,
+        fallback_titles=tuple(fallback),
     )
 
 
@@ -794,7 +804,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     unresolved: list[Unresolved] = []
     notes: list[str] = []
     off_ref: list[str] = []
-    titles = [t for t in (pm.outer_title, *pm.titles) if t]
+    titles = [t for t in (pm.outer_title, *pm.titles, *pm.fallback_titles) if t]
     ambiguous: list[list[int]] = []
 
     def found_positions() -> set[int]:
@@ -893,6 +903,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     # 2. PR numbers and Phabricator revisions. A PR number written inside the quoted title is part
     # of that title: it is checked against what the title finds, never linked on its own when
     # stronger references found the original (a fork's upstream-sync commit may carry it too).
+    several = len(pm.titles) > 1 and not pm.outer_title
     in_title = {n for n in pm.prs if any(f"(#{n})" in t for t in titles)}
     prs = list(pm.prs)
     foreign: list[str] = []
@@ -909,7 +920,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         if story_positions() & set(cands):
             continue  # the same original, also named by its PR number
-        if titles and cands:
+        if titles and cands and not several:
             agreeing = [i for i in cands if title_matches(i)]
             if agreeing:
                 cands = agreeing
@@ -939,7 +950,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     # 3. Titles, with the PR numbers written inside them: a PR whose commit has the title first,
     # then the title alone, then the PR number alone (the title was reworded).
-    for n in sorted(in_title):
+    for n in sorted(in_title) if not several else ():
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         agreeing = [i for i in cands if title_matches(i)]
         if agreeing and not found:
@@ -947,15 +958,24 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             if i is not None:
                 add(i, "pr")
     title_missing = ""
-    if not found and len(pm.titles) > 1 and not pm.outer_title:
-        # 'Revert "A" & "B"': each title is an original of its own.
+    if several:
+        # 'Revert "A" & "B"': each title is an original of its own (its PR number as a fallback).
         for t in pm.titles:
             matches = idx.older(idx.titled(t, pm.title_truncated), pos)
+            if story_positions() & set(matches):
+                continue
+            if not matches:
+                own = _OWN_PR_SUFFIX_RE.search(t)
+                by_pr = idx.older(idx.by_pr.get(int(own.group(1)), ()), pos) if own else []
+                i = choose(by_pr, t)
+                if i is not None:
+                    add(i, "pr")
+                elif not by_pr:
+                    unresolved.append(Unresolved(t, f"no earlier commit titled {t!r} on {ctx.ref_name}"))
+                continue
             i = choose(matches, t)
             if i is not None:
                 add(i, "title")
-            elif not matches:
-                unresolved.append(Unresolved(t, f"no earlier commit titled {t!r} on {ctx.ref_name}"))
     elif not found:
         for t in titles:
             matches = idx.older(idx.titled(t, pm.title_truncated), pos)
@@ -970,7 +990,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             break
         else:
             title_missing = titles[-1] if titles else ""
-    for n in sorted(in_title):
+    for n in sorted(in_title) if not several else ():
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         if story_positions() & set(cands):
             continue

@@ -55,6 +55,9 @@ class ParsedMessage:
     #: The ids come only from revert commits listed in a squash merge's message ("* Revert ..."):
     #: the squashed branch may have reverted its own commits, which never reached the ref.
     squashed: bool = False
+    #: Titles to try when the subject's resolve nothing: the first commit of a squash merge whose
+    #: PR title was reworded.
+    fallback_titles: tuple[str, ...] = ()
 
     @property
     def is_revert_like(self) -> bool:

@@ -614,6 +614,12 @@ def test_prefilter_rejects_plain_messages() -> None:
             'Revert "Arm A" & "Arm B" (#21020)', pm("revert", titles=("Arm A", "Arm B"), own_pr=21020), id="two-titles"
         ),
         pytest.param(
+            'Reapply: "Relax tolerances (#9585)", "Add BOOL (#9584)", new op_mul test (#11206) (#11976)',
+            pm("reland", titles=("Relax tolerances (#9585)", "Add BOOL (#9584)"), prs=(9585, 9584, 11206), own_pr=11976,
+               depth=2),
+            id="titles-then-more-references",
+        ),
+        pytest.param(
             'Revert "Revert "Updating cadence ops, rebasing 6 optimize…"',
             pm("reland", titles=("Updating cadence ops, rebasing 6 optimize",), title_truncated=True, depth=2,
                outer_title='Revert "Updating cadence ops, rebasing 6 optimize'),
@@ -626,7 +632,8 @@ def test_prefilter_rejects_plain_messages() -> None:
         ),
         pytest.param(
             "[CPU] Reland qconv passes (#3433)\n\n* [Reland][X86] Add qconv fusion passes for X86\n\n* fix format\n",
-            pm("reland", titles=("qconv passes", "[X86] Add qconv fusion passes for X86"), own_pr=3433),
+            pm("reland", titles=("qconv passes",), own_pr=3433,
+               fallback_titles=("[X86] Add qconv fusion passes for X86",)),
             id="reworded-squash-first-item-is-a-fallback",
         ),
         pytest.param(

@@ -420,3 +420,29 @@ def test_reland_that_also_reverts_the_revert_of_an_earlier_reland(base: GitRepo)
         (x,), ("title",), -1, ()
     )  # fmt: skip
     assert links[v2].chain == (x, r1, reland, r2)
+
+
+def test_reapply_of_a_list_of_titles_and_a_pr(base: GitRepo) -> None:
+    a = base.commit("Relax tolerances (#9585)", {"a.py": "A\n"})
+    b = base.commit("Add BOOL (#9584)", {"b.py": "B\n"})
+    c = base.commit("New op_mul test (#11206)", {"c.py": "C\n"})
+    base.commit('Revert "Relax tolerances", "Add BOOL", "New op_mul test"', {"a.py": None, "b.py": None, "c.py": None})
+    reapply = base.commit(
+        'Reapply: "Relax tolerances (#9585)", "Add BOOL (#9584)", new op_mul test (#11206) (#11976)',
+        {"a.py": "A\n", "b.py": "B\n", "c.py": "C\n"},
+    )
+    link = links_on(base)[reapply]
+    assert (link.originals, link.linked_by, link.direction, link.unresolved) == (
+        (a, b, c), ("title", "title", "pr"), -1, ()
+    )  # fmt: skip
+
+
+def test_reworded_reland_falls_back_to_its_first_squashed_commit(base: GitRepo) -> None:
+    orig = base.commit("[X86] Add qconv fusion passes for X86 (#3300)", {"q.py": "Q\n"})
+    base.revert(orig)
+    reland = base.commit(
+        "[CPU] Reland qconv passes (#3433)\n\n* [Reland][X86] Add qconv fusion passes for X86\n\n* fix format\n",
+        {"q.py": "Q\n"},
+    )
+    link = links_on(base)[reland]
+    assert (link.originals, link.linked_by, link.direction, link.unresolved) == ((orig,), ("title",), -1, ())
