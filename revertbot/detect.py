@@ -1,8 +1,21 @@
 """Recognise reverts in commit messages and link them to the commits they undo.
 
 Two layers: :func:`parse_message` is a pure function from text to :class:`ParsedMessage` (it never
-raises, whatever the input), and :func:`link_reverts` resolves what a message names against the
+raises, whatever the input, and runs in time linear in its length: no pattern lets two runs of the
+same characters compete), and :func:`link_reverts` resolves what a message names against the
 commits of one ref, recording how each original was found and why others could not be.
+
+Linking rules, in order of trust: commit ids (a Phabricator "D123" is never one), PR numbers and
+Phabricator revisions, then titles. Every reference the message names either resolves to an
+original, agrees with one (a PR number carried by the titled commit, a revert in the story of the
+found change, an exporter's changeset id beside a resolved revision), or is kept in
+``Link.unresolved`` with the reason; nothing is dropped silently. Titles are descriptions once a
+stronger reference found the original. When several commits match one reference equally, history
+chooses (a revert undoes a commit no earlier revert undid; a reland redoes one that was undone),
+else the reference stays ambiguous and ``Link.candidates`` lets a caller with diffs choose.
+"Earlier" is ancestry (topological order), never commit dates. Limits: only the scanned ref's
+history is indexed (a revision or title found only on another branch is not found), and prose
+that names no id and no existing title cannot be linked.
 """
 
 from __future__ import annotations

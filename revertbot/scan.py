@@ -1,8 +1,9 @@
 """Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes.
 
 A scan runs ``git log`` once, ``git cat-file --batch-check`` once (for shas not on the ref) and
-``git diff-tree --stdin`` once for all reverts and originals, whatever the size of the history
-(plus a few constant-cost checks, and retries only in damaged clones).
+``git diff-tree --stdin`` once for all reverts, originals and the candidates of ambiguous
+references, whatever the size of the history (plus a few constant-cost checks, such as reading
+``origin``'s URL for the GitHub slug, and retries only in damaged clones).
 """
 
 from __future__ import annotations
