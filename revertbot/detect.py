@@ -556,6 +556,10 @@ def _parse_message(message: str) -> ParsedMessage:
                 fallback = [t for t in named.titles if t not in titles]
                 prs += named.prs
     own_repo_pr = {own_pr}
+    # Numbers written as "owner/repo#N" count as PR numbers too (callers that know the repository
+    # look them up); those never written without their repository are listed in qualified_prs.
+    local_prs = set(prs)
+    prs += [int(q.rpartition("#")[2]) for q in qualified]
     return ParsedMessage(
         kind=kind,
         titles=tuple(dict.fromkeys(t for t in titles if t)),
@@ -568,7 +572,7 @@ def _parse_message(message: str) -> ParsedMessage:
         depth=subj.depth,
         outer_title=subj.outer_title if subj.strong else "",
         changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
-        qualified_prs=tuple(dict.fromkeys(qualified)),
+        qualified_prs=tuple(dict.fromkeys(q for q in qualified if int(q.rpartition("#")[2]) not in local_prs)),
         squashed=squashed,
         fallback_titles=tuple(fallback),
     )
@@ -918,14 +922,18 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     # stronger references found the original (a fork's upstream-sync commit may carry it too).
     several = len(pm.titles) > 1 and not pm.outer_title
     in_title = {n for n in pm.prs if any(f"(#{n})" in t for t in titles)}
-    prs = list(pm.prs)
-    foreign: list[str] = []
-    for q in pm.qualified_prs:
-        slug, _, num = q.rpartition("#")
-        if ctx.slug and slug.lower() == ctx.slug:
-            prs.append(int(num))
-        else:
+    qualified = {int(q.rpartition("#")[2]): q for q in pm.qualified_prs}
+    prs: list[int] = []
+    foreign: list[str] = []  # another repository's, by name
+    unsure: list[int] = []  # qualified, and this repository's name is unknown
+    for n in pm.prs:
+        q = qualified.get(n)
+        if q is None or (ctx.slug and q.rpartition("#")[0].lower() == ctx.slug):
+            prs.append(n)
+        elif ctx.slug:
             foreign.append(q)
+        else:
+            unsure.append(n)
     title_hits = [i for t in titles for i in idx.older(idx.titled(t, pm.title_truncated), pos)]
     for n in dict.fromkeys(prs):
         if n in in_title:
@@ -951,6 +959,22 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             add(i, "pr")
         elif not cands:
             unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+    for n in unsure:
+        # "owner/repo#N" where this repository's name is unknown: its own PR N counts only when
+        # it is the commit the title names.
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if story_positions() & set(cands):
+            continue
+        agreeing = [i for i in cands if titles and title_matches(i)]
+        i = choose(agreeing, f"#{n}") if agreeing else None
+        if i is not None:
+            add(i, "pr")
+        elif not cands:
+            unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+        elif not agreeing:
+            unsure_q = qualified[n]
+            unresolved.append(Unresolved(unsure_q, f"names {unsure_q}; this repository's name is unknown, so PR #{n} "
+                                                   f"here ({_short(idx.commits[cands[0]].sha)}) may be another change"))
     for d in pm.diffs:
         cands = idx.older(idx.by_diff.get(d, ()), pos)
         if story_positions() & set(cands):

@@ -199,7 +199,12 @@ def test_reference_to_another_repository_is_unresolved(base: GitRepo) -> None:
     foreign = Unresolved("other-org/other-repo#5", "refers to another repository (other-org/other-repo)")
     title = Unresolved("the vendored kernel", f"no earlier commit titled 'the vendored kernel' on {MAIN}")
     assert link.unresolved == (title, foreign)  # never this repository's #5
-    assert links_on(base)[rev].unresolved == (title, foreign)  # the same when the slug is unknown
+    # This repository's name unknown: its #5 is not the titled change, so it is not linked either.
+    unsure = links_on(base)[rev]
+    here = base.head("HEAD~1")[:10]
+    reason = f"names other-org/other-repo#5; this repository's name is unknown, so PR #5 here ({here}) may be"
+    assert unsure.originals == ()
+    assert unsure.unresolved == (Unresolved("other-org/other-repo#5", reason + " another change"), title)
 
 
 def test_own_repository_reference_resolves_when_the_slug_is_known(base: GitRepo) -> None:
