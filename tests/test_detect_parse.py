@@ -601,6 +601,11 @@ def test_prefilter_rejects_plain_messages() -> None:
             id="body-revert-sha-line",
         ),
         pytest.param(
+            "Revert Conv3d support (#20888)\n\nRevert 636daf1547b5… which added it\n",
+            pm("revert", titles=("Conv3d support",), shas=("636daf1547b5",), own_pr=20888),
+            id="body-revert-abbreviated-sha-with-ellipsis",
+        ),
+        pytest.param(
             "Reland pt2e calibration\n\nRevert D49876258 was wrong",
             pm("reland", titles=("pt2e calibration",), diffs=("D49876258",)),
             id="body-phabricator-id-not-sha",
