@@ -50,7 +50,6 @@ _MERGE_PR_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)", re.IGNORECAS
 _REVERT_BRANCH_RE = re.compile(r"(?:^|/)revert-(\d+)-")
 # Linear: the PR number is anchored at the end, so no two whitespace runs compete for one space.
 _OWN_PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)[ \t]*$")
-_PR_REF_RE = re.compile(r"#(\d+)\b")
 
 # The verb that opens a revert-like subject, after optional "[tag]" prefixes ("[mlir] Revert ...").
 _TAGS = r"(?:\[[^\]\n]{0,60}\][ \t]*){0,5}"
