@@ -19,6 +19,7 @@ complete mark -> sha table comes from ``--export-marks`` at the end.
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import tempfile
@@ -292,6 +293,7 @@ class _Truth:
     originals: list[SynthCommit]
     purity: str
     drift: bool
+    direction: int = 1  # -1: the revert re-applies its originals (a reland)
 
 
 @dataclass
@@ -688,7 +690,7 @@ class _Generator:
         purity = purity_verdict(change.vector(), _nonzero(expected))
         if purity != "pure":
             raise AssertionError(f"generator bug: {shape} at {index} is {purity}")
-        self.truth[index] = _Truth(shape, originals, purity, self.drift(originals, index))
+        self.truth[index] = _Truth(shape, originals, purity, self.drift(originals, index), direction)
         self.emit(index, message, change, "revert")
         return True
 
@@ -700,6 +702,43 @@ class _Generator:
                 if bisect_right(seen, o.index) < bisect_left(seen, index):
                     return True
         return False
+
+
+def _settle_drifted(root: Path, gen: _Generator) -> None:
+    """Line for line, a revert over drift is the inverse of its original; as trees it is pure only
+    when it equals what ``git revert`` (a reland: ``git cherry-pick``) makes of the originals on
+    the revert's parent. Ask git, in one scratch worktree, for every such revert: a conflict makes
+    the truth ``unverifiable``, another result ``modified``."""
+    todo = [(i, t) for i, t in sorted(gen.truth.items()) if t.purity == "pure" and t.drift and t.originals]
+    if not todo:
+        return
+    env = {**os.environ, "GIT_AUTHOR_NAME": "synth", "GIT_AUTHOR_EMAIL": "synth@localhost",
+           "GIT_COMMITTER_NAME": "synth", "GIT_COMMITTER_EMAIL": "synth@localhost"}  # fmt: skip
+
+    def git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+    with tempfile.TemporaryDirectory(prefix="synth-settle-") as tmp:
+        wt = Path(tmp) / "wt"
+        git("worktree", "add", "-q", "--detach", str(wt), "HEAD", cwd=root)
+        try:
+            for i, t in todo:
+                revert = gen.commits[i]
+                git("reset", "-q", "--hard", f"{revert.sha}~1", cwd=wt)
+                shas = [o.sha for o in sorted(t.originals, key=lambda o: o.index)]
+                if t.direction == 1:
+                    proc = git("revert", "--no-commit", *reversed(shas), cwd=wt)
+                else:
+                    proc = git("cherry-pick", "--no-commit", *shas, cwd=wt)
+                if proc.returncode != 0:
+                    t.purity = "unverifiable"
+                elif git("write-tree", cwd=wt).stdout.strip() != git("rev-parse", f"{revert.sha}^{{tree}}",
+                                                                      cwd=wt).stdout.strip():  # fmt: skip
+                    t.purity = "modified"
+                for op in ("revert", "cherry-pick"):
+                    git(op, "--quit", cwd=wt)
+        finally:
+            git("worktree", "remove", "--force", str(wt), cwd=root)
 
 
 def shape_plan(reverts: int, rng: random.Random) -> list[str]:
@@ -777,6 +816,7 @@ def build_repo(path: str | Path, commits: int = 10_000, reverts: int = 300, seed
             raise RuntimeError(f"get-mark and export-marks disagree for commit {c.index}")
         c.sha = sha
     subprocess.run(["git", "read-tree", "-u", "--reset", "HEAD"], cwd=root, check=True)
+    _settle_drifted(root, gen)
     return {
         "path": str(root),
         "ref": REF,

@@ -315,7 +315,10 @@ def _checkouts(repo: Path, base: str, revert: str, work: Path) -> tuple[str, str
     before, after = work / "before", work / "after"
     with gitops.temporary_worktree(repo, base_sha) as wt:
         shutil.copytree(wt, before, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-    applied = gitops.apply_revert(repo, base_sha, revert=revert_sha, keep=after)
+    # The "after" side is what merging would bring: everything from the merge base to the revert
+    # (a PR's head), or the commit alone when it is already part of the base.
+    since = None if gitops.is_ancestor(repo, revert_sha, base_sha) else gitops.merge_base(repo, base_sha, revert_sha)
+    applied = gitops.apply_revert(repo, base_sha, revert=revert_sha, keep=after, since=since)
     if not applied.clean:
         files = ", ".join(c.path for c in applied.conflicts) or "(unknown files)"
         raise ConflictError(f"the revert {revert_sha[:12]} does not apply cleanly to {base} ({base_sha[:12]}): "

@@ -18,7 +18,7 @@ from typing import Any
 
 from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
 
-from .manifest import hardware_line
+from .manifest import hardware_line, value
 
 __all__ = ["Merged", "merge_dirs", "render_gpu_markdown", "summary_from_json", "summary_to_json"]
 
@@ -78,6 +78,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
     comparisons: dict[tuple[str, int], tuple[Path, dict[str, Any]]] = {}
     counts: dict[str, int] = {}
     not_run: list[str] = []
+    cpu_only: list[str] = []  # shards whose manifest shows no GPU
     shards: list[dict[str, Any]] = []
     hardware: list[str] = []
     for d, problem in _expand(dirs):
@@ -106,6 +107,9 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
             shards.append({**entry, "status": "duplicate (ignored)"})
             continue
         comparisons[(suite, index)] = (d, comparison)
+        if not (isinstance(manifest, dict) and isinstance(value(manifest, "gpu_count"), int)
+                and value(manifest, "gpu_count") > 0):  # fmt: skip
+            cpu_only.append(label)
         if hw not in hardware:
             hardware.append(hw)
         shards.append({**entry, "status": comparison.get("status", "ok"), "base": comparison.get("base"),
@@ -176,6 +180,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
         metrics=tuple(metrics),
         infra=tuple(infra),
         not_run=tuple(not_run),
+        cpu_only=tuple(cpu_only),
     )
     return Merged(summary, shards)
 
@@ -213,6 +218,7 @@ def summary_from_json(data: Mapping[str, Any]) -> GpuSummary:
         metrics=tuple(GpuMetricDelta(**m) for m in data.get("metrics", ())),
         infra=tuple(data.get("infra", ())),
         not_run=tuple(data.get("not_run", ())),
+        cpu_only=tuple(data.get("cpu_only", ())),
     )
 
 

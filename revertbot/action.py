@@ -71,7 +71,8 @@ def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
     state = "failure" if level == "high" else "success"
     if gpu_pending and level != "high":
         state = "pending"
-    what = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review"}
+    what = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
+            "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
     desc = f"risk {level}, {report.purity.verdict}: {what.get(report.risk.action, report.risk.action)}"
     if gpu_pending:
         desc += " (GPU jobs running)"

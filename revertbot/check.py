@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
@@ -26,9 +26,14 @@ from .models import (
     FileChange,
     GitHubContext,
     GpuSummary,
+    Link,
+    LinkMethod,
     RevertReport,
+    Unresolved,
 )
-from .purity import classify, patch_stats, unquote_path
+from .proof import judge
+from .purity import patch_stats, strip_raw, unquote_path
+from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -47,60 +52,86 @@ def check_revert(
     gpu: GpuSummary | None = None,
     repo_name: str | None = None,
     language: str | None = None,
+    since: str | None = None,
+    message: str | None = None,
 ) -> RevertReport:
-    """Analyse one revert commit against a base branch and assess its risk."""
+    """Analyse one revert against a base branch and assess its risk.
+
+    Without ``since`` the change is the commit ``revert_ref`` itself. With ``since`` (a pull
+    request's merge base) it is everything from ``since`` to ``revert_ref`` (the PR's head): the
+    verdict, files, symbols and dependents cover the whole PR, and the originals are those of
+    every revert-like commit in it. When no commit message says what is reverted, ``message``
+    (the PR's title and body) is read as the head's message.
+    """
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
-    revert_sha = gitops.resolve_commit(root, revert_ref)
-    commits = gitops.log(root, revert_sha)
+    head_sha = gitops.resolve_commit(root, revert_ref)
+    commits = gitops.log(root, head_sha)
     by_sha = {c.sha: c for c in commits}
-    revert = by_sha[revert_sha]
-    links = link_reverts(
-        commits,
-        ref_name=revert_ref,
-        lookup_objects=lambda names: gitops.object_types(root, names),
-        select=lambda c: c.sha == revert_sha,
-    )
+    head = by_sha[head_sha]
+    since_sha = gitops.resolve_commit(root, since) if since else None
+    scope = [c.sha for c in gitops.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
+    in_scope = set(scope)
+
+    def lookup(names: Sequence[str]) -> dict[str, str | None]:
+        return gitops.object_types(root, names)
+
+    links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha in in_scope)
+    if not links and message:
+        # A hand-made revert PR: its commits say nothing, its title and body do.
+        commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
+        by_sha[head_sha] = head = dataclasses.replace(head, message=message)
+        links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha)
     if not links:
         raise NotFoundError(
-            f"{revert_sha[:12]} ({revert.subject!r}) does not look like a revert",
+            f"{head_sha[:12]} ({head.subject!r}) does not look like a revert",
             hint="revertbot recognises 'Revert \"X\"', 'This reverts commit <sha>', 'Reverts owner/repo#N' and more",
         )
-    link = links[0]
-    parent = revert.parents[0] if revert.parents else None
-    wanted = [(revert_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
+    link = _whole_change(links, head_sha, by_sha)
+    revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
+    parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
+    _refuse_cut_history(root, link)
+    wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
     patches, errors = gitops.commit_patches(root, wanted)
-    purity = classify(link, patches, errors)
-    revert_patch = patches.get(revert_sha, "")
+    purity = judge(root, [link], patches, errors, dict(wanted))[head_sha]
+    revert_patch = strip_raw(patches.get(head_sha, ""))
 
-    # Base: the branch the revert is meant for. When the revert is already part of it, the
-    # analysis is of the revert as merged.
+    # Base: the branch the revert is meant for. A revert that is already part of it is judged as
+    # of its own time: at its parent, not at today's branch.
     base_name = base_ref or gitops.current_branch_ref(root).removeprefix("refs/heads/")
     base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
-    apply: ApplyResult | None
-    if gitops.is_ancestor(root, revert_sha, base_sha):
-        apply, apply_note, after_tree = (
-            ApplyResult(base=base_sha, clean=True, method="already-merged"),
-            "already-merged",
-            base_sha,
-        )
+    apply_params: tuple[tuple[str, str], ...] = ()
+    if gitops.is_ancestor(root, head_sha, base_sha):
+        apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
+        apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
     else:
-        apply = gitops.apply_revert(root, base_sha, revert=revert_sha)
-        apply_note = ""
-        after_tree = apply.tree if apply.clean and apply.tree else base_sha
+        apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
+        apply_note, after_tree, drift_end = "", apply.tree if apply.clean and apply.tree else base_sha, base_sha
+        if apply.clean and apply.tree == gitops.trees_of(root, [base_sha]).get(base_sha):
+            # Nothing changes on the base: the revert is already there, or the base never had the original.
+            apply_note = "no-op"
+            had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
+            apply_params = (("why", "already-undone" if had else "never-had"),)
 
     files = _file_changes(revert_patch, cfg)
-    symbols, notes = _symbol_changes(root, revert_sha, parent, files)
-    removed_files = [f.path for f in files if f.status == "deleted"]
-    search = search_dependents(root, after_tree, symbols, removed_files)
-    dependents = search.dependents
-    notes += list(search.notes)
+    symbols: list[SymbolChange] = []
+    notes: list[str] = []
+    dependents = []
+    if apply_note != "no-op":
+        symbols, notes = _symbol_changes(root, head_sha, parent, files)
+        removed_files = [f.path for f in files if f.status == "deleted"]
+        # Uses inside the lines the revert itself changes are not dependents: they are read
+        # against the tree the revert was applied to.
+        applied_on = drift_end if apply.clean else None
+        search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
+        dependents = list(search.dependents)
+        notes += list(search.notes)
 
     originals = [by_sha[o] for o in link.originals]
     drift = []
     if originals:
-        exclude = {revert_sha, *link.chain}
-        drift = find_drift(root, originals[-1].sha, base_sha, [f.path for f in files], sorted(exclude))
+        exclude = {*scope, *link.chain}
+        drift = find_drift(root, originals[-1].sha, drift_end, [f.path for f in files], sorted(exclude))
     backports = find_backports(
         root, originals, revert, base_sha, lambda name: any(match_glob(name, g) for g in cfg.release_branches)
     )
@@ -118,7 +149,9 @@ def check_revert(
         dependents_high=t.dependents_high,
     )
     risk = assess(
-        RiskInputs(purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age),
+        RiskInputs(
+            purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params
+        ),
         thresholds,
     )
     chain = tuple(commit_ref(by_sha[s]) for s in link.chain if s in by_sha)
@@ -146,7 +179,44 @@ def check_revert(
         gpu=gpu,
         language=language or cfg.language,
         max_files_listed=cfg.report.max_files_listed,
+        scope=tuple(commit_ref(by_sha[s]) for s in scope) if len(scope) > 1 else (),
     )
+
+
+def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Commit]) -> Link:
+    """One link for the whole change: the originals of every revert-like commit in it (oldest
+    first), judged against the change's head."""
+    if len(links) == 1:
+        return dataclasses.replace(links[0], revert=head_sha)
+    order = {sha: i for i, sha in enumerate(by_sha)}  # newest first, as git log lists them
+    originals: dict[str, LinkMethod] = {}
+    for link in links:
+        for sha, how in zip(link.originals, link.linked_by, strict=True):
+            originals.setdefault(sha, how)
+    ordered = sorted(originals, key=lambda s: -order.get(s, -1))
+    unresolved = tuple(dict.fromkeys(u for link in links for u in link.unresolved))
+    chain = tuple(dict.fromkeys(s for link in links for s in link.chain))
+    if len({link.direction for link in links}) > 1:
+        unresolved += (Unresolved("the pull request", "it both reverts and re-lands changes"),)
+    newest = links[0]
+    return Link(head_sha, newest.subject, newest.kind, tuple(ordered), tuple(originals[s] for s in ordered),
+                unresolved, chain, newest.direction)  # fmt: skip
+
+
+def _refuse_cut_history(root: Path, link: Link) -> None:
+    """A shallow clone that lacks the revert's parent or an original cannot be checked: say how to deepen."""
+    boundary = gitops.shallow_commits(root)
+    if not boundary:
+        return
+    cut = cut_by_shallow_history([link], boundary)
+    if link.revert in boundary:
+        cut.append(f"{link.revert[:10]} is at the clone's depth limit")
+    if cut:
+        raise NotFoundError(
+            f"{root} is a shallow clone and the check needs history it does not have ({cut[0]})",
+            hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), e.g. "
+            "actions/checkout with fetch-depth: 0",
+        )
 
 
 def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:

@@ -153,11 +153,13 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     """Full risk report for one REVERT commit (sha, branch or tag), offline; or for a
     pull request given as owner/repo#N, with GitHub context (GITHUB_API_URL, token).
 
-    Finds what the revert undoes, checks purity, applies it to the base in a temporary
-    worktree, lists changed files and Python symbols, code that still uses removed
-    symbols, later commits on the same files, release branches that carry the original,
-    and assesses the risk. The Markdown is exactly what the bot posts as a PR comment.
-    Nothing is written to GitHub without --post.
+    Finds what the revert undoes, proves whether it is exactly the inverse (pure), applies it
+    to the base in memory (a no-op on the base is said so; a revert already on the base is
+    judged as of its own parent), lists changed files and Python symbols, code that still uses
+    removed symbols, later commits on the same files, release branches that carry the
+    original, and assesses the risk. For a pull request the verdict covers all its commits.
+    The Markdown is exactly what the bot posts as a PR comment. Nothing is written to GitHub
+    without --post.
     """
     from .check import check_revert
     from .cli_github import check_pr, is_pr_spec

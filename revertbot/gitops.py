@@ -8,13 +8,17 @@ Nothing here modifies the user's working tree: applying a revert happens in a te
 from __future__ import annotations
 
 import datetime
+import hashlib
+import io
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import GitError, NotFoundError, UsageError
@@ -31,6 +35,14 @@ _STABLE_CONFIG = (
     "-c", "color.ui=false",
     "-c", "i18n.logOutputEncoding=UTF-8",
     "-c", "log.showSignature=false",
+    # Diffs must not depend on the user's or the repository's diff settings.
+    "-c", "diff.relative=false",
+    "-c", "diff.ignoreSubmodules=none",
+    "-c", "diff.algorithm=myers",
+    "-c", f"core.attributesFile={os.devnull}",
+    # Merges (applying a revert, the purity proof) behave as git's defaults, whatever the config.
+    "-c", "merge.conflictStyle=merge",
+    "-c", "merge.renames=true",
 )  # fmt: skip
 
 
@@ -44,7 +56,8 @@ _LOCATION_VARS = (
 
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0"})
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0",
+                "GIT_ATTR_NOSYSTEM": "1"})  # fmt: skip
     if extra:
         env.update(extra)
     return env
@@ -263,31 +276,64 @@ def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (
         args.append(f"--since={since}")
     args += [rev, "--"]
     args += list(paths)
-    out = run(*args, cwd=repo)
-    return parse_log(out)
+    return _read_log(args, repo)
 
 
-def parse_log(out: str) -> list[Commit]:
-    if not out:
+def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
+    """Commits reachable from any of ``revs`` (``^rev`` excludes), newest first, in one process;
+    the revisions go through stdin, so their number is not limited by the command line."""
+    if not revs:
         return []
-    fields = out.split("\x00")
-    if fields and fields[-1] == "":
-        fields.pop()
-    commits: list[Commit] = []
-    for i in range(0, len(fields) - _LOG_FIELDS + 1, _LOG_FIELDS):
-        sha, parents, an, ae, at, ct, msg = fields[i : i + _LOG_FIELDS]
-        commits.append(
-            Commit(
-                sha=sha.strip(),
-                parents=tuple(parents.split()),
-                author_name=an,
-                author_email=ae,
-                author_time=int(at or 0),
-                commit_time=int(ct or 0),
-                message=msg.rstrip("\n"),
-            )
-        )
+    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--stdin", "--"]
+    return _read_log(args, repo, "".join(f"{r}\n" for r in revs).encode())
+
+
+_CHUNK = 1 << 20
+
+
+def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None) -> list[Commit]:
+    """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
+    memory stays near the size of the commits themselves (one decoded string of the whole log
+    would take up to four bytes per character as soon as one message is not ASCII)."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=repo, env=_git_env(),
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=err)  # fmt: skip
+        except FileNotFoundError as exc:
+            if not Path(repo).exists():
+                raise NotFoundError(f"directory does not exist: {repo}") from exc
+            raise UsageError("git is not installed or not on PATH", hint="install git 2.38 or newer") from exc
+        assert proc.stdout is not None
+        if stdin is not None and proc.stdin is not None:
+            proc.stdin.write(stdin)  # revisions only: far below a pipe's buffer in practice
+            proc.stdin.close()
+        commits: list[Commit] = []
+        fields: list[str] = []
+        rest = b""
+        while chunk := proc.stdout.read(_CHUNK):
+            parts = (rest + chunk).split(b"\x00")
+            rest = parts.pop()
+            for part in parts:
+                fields.append(part.decode("utf-8", "replace"))
+                if len(fields) == _LOG_FIELDS:
+                    commits.append(_commit(fields))
+                    fields = []
+        proc.stdout.close()
+        if proc.wait() != 0:
+            err.seek(0)
+            raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))
+    if rest:
+        fields.append(rest.decode("utf-8", "replace"))
+    if len(fields) == _LOG_FIELDS:
+        commits.append(_commit(fields))
     return commits
+
+
+def _commit(fields: Sequence[str]) -> Commit:
+    sha, parents, an, ae, at, ct, msg = fields
+    return Commit(sha=sha.strip(), parents=tuple(parents.split()), author_name=an, author_email=ae,
+                  author_time=int(at or 0), commit_time=int(ct or 0), message=msg.rstrip("\n"))  # fmt: skip
 
 
 def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
@@ -314,8 +360,11 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     return result
 
 
-def branches_containing(repo: Path, sha: str, pattern: str = "refs/heads/") -> list[str]:
-    out = run("for-each-ref", "--format=%(refname)", f"--contains={sha}", pattern, cwd=repo)
+def branches_containing(repo: Path, sha: str, *patterns: str) -> list[str]:
+    """Refs matching ``patterns`` (default: local branches) whose history contains ``sha``."""
+    if not patterns:
+        patterns = ("refs/heads/",)
+    out = run("for-each-ref", "--format=%(refname)", f"--contains={sha}", "--", *patterns, cwd=repo)
     return [line for line in out.splitlines() if line]
 
 
@@ -334,6 +383,16 @@ def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
         return proc.returncode == 0
     raise GitError(("merge-base", "--is-ancestor", ancestor, descendant), proc.returncode,
                    proc.stderr.decode("utf-8", "replace"))  # fmt: skip
+
+
+def merge_base(repo: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits, or None when they share no history."""
+    proc = run_bytes("merge-base", a, b, cwd=repo, check=False)
+    if proc.returncode == 1:
+        return None
+    if proc.returncode != 0:
+        raise GitError(("merge-base", a, b), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout.decode().strip() or None
 
 
 def show_file(repo: Path, rev: str, path: str) -> str | None:
@@ -427,7 +486,8 @@ def commit_patches(
 
 
 _PATCH_OPTS = (
-    "-p", "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
+    "-p", "--raw", "--no-abbrev", "--ignore-submodules=none",
+    "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
 
@@ -505,41 +565,55 @@ def apply_revert(
     revert: str | None = None,
     originals: Sequence[str] = (),
     keep: Path | None = None,
+    since: str | None = None,
 ) -> ApplyResult:
-    """Apply a revert on ``base`` in a temporary worktree and report conflicts.
+    """Apply a revert on ``base`` in memory (three-way merges, no worktree) and report conflicts.
 
-    With ``revert`` the revert commit's own change is cherry-picked (does the PR still apply?);
-    without it the revert is re-created with ``git revert`` of ``originals`` (in any order: they
-    are reverted newest first, so a line added by one and removed by a later one cancels out).
-    The user's checkout is never touched. With ``keep`` the resulting tree is also written
-    into that directory (used by the GPU runner to get a 'base + revert' checkout).
+    With ``revert`` the change from ``since`` (default: the revert's first parent) to ``revert``
+    is applied, as ``git cherry-pick`` would (``since`` = a PR's merge base applies the whole PR);
+    without it the revert is re-created from ``originals``, undone newest first as ``git revert``
+    would, so a line added by one and removed by a later one cancels out. The user's checkout and
+    index are never touched. With ``keep`` the resulting tree is also written into that directory
+    (used by the GPU runner to get a 'base + revert' checkout).
     """
     if revert is None and not originals:
         raise UsageError("apply_revert needs a revert commit or the original commits")
     base_sha = resolve_commit(repo, base)
+    steps: list[tuple[str | None, str | None]] = []  # (merge base, theirs) of each merge
     if revert is not None:
-        picks = [resolve_commit(repo, revert)]
-        args = ["cherry-pick", "--no-commit", "--allow-empty"]
+        head = resolve_commit(repo, revert)
+        start = resolve_commit(repo, since) if since else _first_parent(repo, head)
+        steps.append((start, head))
         method = "cherry-pick"
     else:
-        picks = _newest_first(repo, [resolve_commit(repo, o) for o in originals])
-        args = ["revert", "--no-commit"]
+        for commit in _newest_first(repo, [resolve_commit(repo, o) for o in originals]):
+            steps.append((commit, _first_parent(repo, commit)))
         method = "revert"
-    if any(len(_parents(repo, c)) > 1 for c in picks):
-        args += ["-m", "1"]  # a merge is taken relative to its first parent (git accepts -m for non-merges too)
-    args += picks
-    with temporary_worktree(repo, base_sha) as wt:
-        proc = run_bytes(*_NO_SIDE_EFFECTS, *args, cwd=wt, env=_IDENTITY, check=False)
-        if proc.returncode == 0:
-            tree = run("write-tree", cwd=wt).strip()
-            if keep is not None:
-                _export_tree(wt, keep)
-            return ApplyResult(base=base_sha, clean=True, tree=tree, method=method)
-        stages = _unmerged_stages(wt)
-        if not stages:
-            raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-        files = tuple(_conflict_file(wt, path, st) for path, st in stages.items())
-        return ApplyResult(base=base_sha, clean=False, conflicts=files, method=method)
+    with scratch_objects(repo) as env:
+        trees = trees_of(repo, [base_sha, *(c for step in steps for c in step if c)], env)
+        current = trees[base_sha]
+        for merge_base, theirs in steps:
+            ancestor = trees.get(merge_base) if merge_base else EMPTY_TREE
+            wanted = trees.get(theirs) if theirs else EMPTY_TREE
+            if current is None or ancestor is None or wanted is None:
+                raise NotFoundError(f"cannot read the trees needed to apply the change to {base_sha[:12]}")
+            result = merge_trees(repo, [(ancestor, current, wanted)], env, keep_results=True)[0]
+            if result.error or result.tree is None:
+                raise GitError(("merge-tree",), 1, result.error)
+            if not result.clean:
+                files = tuple(_conflict_file(repo, result.tree, path, st) for path, st in result.conflicts)
+                return ApplyResult(base=base_sha, clean=False, conflicts=files, method=method)
+            current = result.tree
+    if current is None:
+        raise NotFoundError(f"cannot read the tree of {base_sha[:12]}")
+    if keep is not None:
+        _export_tree(repo, current, keep)
+    return ApplyResult(base=base_sha, clean=True, tree=current, method=method)
+
+
+def _first_parent(repo: Path, commit: str) -> str | None:
+    parents = _parents(repo, commit)
+    return parents[0] if parents else None
 
 
 def _parents(repo: Path, commit: str) -> list[str]:
@@ -568,25 +642,31 @@ def _unmerged_stages(worktree: Path) -> dict[str, set[int]]:
     return stages
 
 
-def _export_tree(worktree: Path, dest: Path) -> None:
+def _export_tree(repo: Path, tree: str, dest: Path) -> None:
+    """Write ``tree``'s files into ``dest`` (replaced), with modes and symlinks, from ``git archive``."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(worktree, dest, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+    dest.mkdir(parents=True)
+    data = run_bytes("archive", "--format=tar", tree, cwd=repo).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        if hasattr(tarfile, "tar_filter"):  # Python 3.10.12+/3.11.4+: refuse paths outside dest
+            tar.extractall(dest, filter="tar")
+        else:
+            tar.extractall(dest)  # git archive writes no absolute or ../ paths
 
 
 _MARK_OURS, _MARK_SEP, _MARK_THEIRS = "<<<<<<< ", "=======", ">>>>>>> "
 
 
-def _conflict_file(worktree: Path, path: str, stages: set[int]) -> ConflictFile:
-    # In a cherry-pick or revert, "ours" is the base and "theirs" the change being applied.
+def _conflict_file(repo: Path, tree: str, path: str, stages: frozenset[int]) -> ConflictFile:
+    # Applying a revert, "ours" is the base and "theirs" the change being applied.
     if 2 not in stages:
         return ConflictFile(path=path, note="deleted on the base, modified by the revert")
     if 3 not in stages:
         return ConflictFile(path=path, note="modified on the base, deleted by the revert")
-    full = worktree / path
-    if not full.is_file():
+    data = blobs(repo, [f"{tree}:{path}"]).get(f"{tree}:{path}")
+    if data is None:
         return ConflictFile(path=path, note="not a regular file on the base")
-    data = full.read_bytes()
     if b"\x00" in data[:8000]:
         return ConflictFile(path=path, note="binary file")
     hunks = parse_conflict_markers(data.decode("utf-8", "replace"))
@@ -613,6 +693,165 @@ def parse_conflict_markers(text: str, max_hunks: int = 20) -> tuple[ConflictHunk
         elif state == "theirs":
             theirs.append(line)
     return tuple(hunks)
+
+
+# --------------------------------------------------------------------------- merges in memory
+#
+# A revert applied to a base, and the tree that undoing an original on a given commit produces,
+# are both three-way merges of trees. ``git merge-tree --write-tree`` does them without a
+# worktree or an index, but it finds the merge base itself from commits: each merge gets three
+# synthetic commits (base, and ours/theirs on top of it), written into a temporary object
+# directory layered over the repository's own, so nothing is ever written into the repository.
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """A three-way merge of trees: the merged tree (conflicted files carry conflict markers)."""
+
+    tree: str | None
+    clean: bool
+    conflicts: tuple[tuple[str, frozenset[int]], ...] = ()  # path -> index stages (1 base, 2 ours, 3 theirs)
+    error: str = ""
+
+
+@contextmanager
+def scratch_objects(repo: Path) -> Iterator[dict[str, str]]:
+    """Environment for git commands whose new objects go to a temporary directory (removed
+    afterwards) while every object of ``repo`` stays readable."""
+    own = Path(run("rev-parse", "--git-path", "objects", cwd=repo).rstrip("\n"))
+    own = own if own.is_absolute() else (Path(repo) / own).resolve()
+    tmp = Path(tempfile.mkdtemp(prefix="revertbot-objects-"))
+    try:
+        (tmp / "objects").mkdir()
+        yield {"GIT_OBJECT_DIRECTORY": str(tmp / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(own)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """Tree id of each commit or tree (None when it is missing or not a commit/tree), one process."""
+    revs = [r for r in dict.fromkeys(revs) if r]
+    if not revs:
+        return {}
+    out = run("cat-file", "--batch-check", cwd=repo, env=env, input="".join(f"{r}^{{tree}}\n" for r in revs))
+    result: dict[str, str | None] = {}
+    for rev, line in zip(revs, out.splitlines(), strict=False):
+        parts = line.split()
+        result[rev] = parts[0] if len(parts) == 3 and parts[1] == "tree" else None
+    return result
+
+
+def _object_id(algo: str, kind: str, data: bytes) -> str:
+    return hashlib.new(algo, f"{kind} {len(data)}\0".encode() + data).hexdigest()
+
+
+def _commit_object(tree: str, parent: str | None) -> bytes:
+    who = "revertbot <revertbot@localhost> 0 +0000"
+    head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+    return f"{head}author {who}\ncommitter {who}\n\nmerge input\n".encode()
+
+
+def _write_objects(repo: Path, kind: str, objects: Mapping[str, bytes], env: Mapping[str, str]) -> None:
+    """Write objects whose ids were computed here into the scratch store, in one process."""
+    if not objects:
+        return
+    with tempfile.TemporaryDirectory(prefix="revertbot-objects-") as tmp:
+        paths = []
+        for oid, data in objects.items():
+            (Path(tmp) / oid).write_bytes(data)
+            paths.append(str(Path(tmp) / oid))
+        written = run("hash-object", "-w", "-t", kind, "--stdin-paths", cwd=repo, env=env,
+                      input="".join(f"{p}\n" for p in paths)).split()  # fmt: skip
+    if written != list(objects):
+        raise GitError(("hash-object",), 0, f"synthetic {kind} objects got unexpected ids")
+
+
+def _merge_commits(algo: str, base: str, ours: str, theirs: str, objects: dict[str, bytes]) -> tuple[str, str]:
+    """Commits for ``ours`` and ``theirs`` on one root of ``base``, added to ``objects``."""
+    root = _commit_object(base, None)
+    root_id = _object_id(algo, "commit", root)
+    a, b = _commit_object(ours, root_id), _commit_object(theirs, root_id)
+    a_id, b_id = _object_id(algo, "commit", a), _object_id(algo, "commit", b)
+    objects.update({root_id: root, a_id: a, b_id: b})
+    return a_id, b_id
+
+
+def _merge_tree(repo: Path, a_id: str, b_id: str, env: Mapping[str, str], *config: str) -> MergeResult:
+    proc = run_bytes(*config, "merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=env,
+                     check=False)  # fmt: skip
+    if proc.returncode not in (0, 1):
+        stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return MergeResult(None, False, error=stderr[-1] if stderr else f"exit {proc.returncode}")
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    stages: dict[str, set[int]] = {}
+    for entry in fields[1:]:
+        if not entry:
+            break
+        info, _, path = entry.partition("\t")
+        stages.setdefault(path, set()).add(int(info.split()[-1]))
+    return MergeResult(fields[0], proc.returncode == 0, tuple((p, frozenset(st)) for p, st in stages.items()))
+
+
+def merge_trees(
+    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str], keep_results: bool = False
+) -> list[MergeResult]:
+    """Three-way merges ``(base, ours, theirs)`` of tree ids, as ``git revert``/``cherry-pick``
+    do them (renames detected): one ``hash-object`` writes every synthetic commit into the
+    scratch store ``env`` (see :func:`scratch_objects`), then one ``merge-tree`` per merge. The
+    merged trees stay in the scratch store, or with ``keep_results`` go into the repository (as a
+    cherry-pick's would), so they outlive the scratch store."""
+    if not merges:
+        return []
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    objects: dict[str, bytes] = {}
+    pairs = [_merge_commits(algo, base, ours, theirs, objects) for base, ours, theirs in merges]
+    _write_objects(repo, "commit", objects, env)
+    merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
+    return [_merge_tree(repo, a_id, b_id, merge_env) for a_id, b_id in pairs]
+
+
+def merge_trees_without_renames(
+    repo: Path, merges: Sequence[tuple[str, str, str]], env: Mapping[str, str]
+) -> list[MergeResult]:
+    """Many three-way merges of tree ids in a constant number of processes, renames not detected.
+
+    Without rename detection a merge is path by path, so merges placed side by side as
+    subdirectories of one composite tree (``base``, ``ours`` and ``theirs`` each) do not touch each
+    other: one ``merge-tree`` does them all, and each result is its subdirectory of the merged tree.
+    Only use it where the rename-aware result cannot differ (no file both deleted and added).
+    """
+    if not merges:
+        return []
+    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    width = len(str(len(merges)))
+    names = [f"{i:0{width}d}" for i in range(len(merges))]  # fixed width: git's tree order is plain order
+    trees: dict[str, bytes] = {}
+    sides = []
+    for side in range(3):
+        data = b"".join(b"40000 " + name.encode() + b"\0" + bytes.fromhex(m[side]) for name, m in zip(names, merges,
+                        strict=True))  # fmt: skip
+        oid = _object_id(algo, "tree", data)
+        trees[oid] = data
+        sides.append(oid)
+    _write_objects(repo, "tree", trees, env)
+    commits: dict[str, bytes] = {}
+    a_id, b_id = _merge_commits(algo, sides[0], sides[1], sides[2], commits)
+    _write_objects(repo, "commit", commits, env)
+    merged = _merge_tree(repo, a_id, b_id, env, "-c", "merge.renames=false", "-c", "merge.directoryRenames=false")
+    if merged.error or merged.tree is None:
+        return [MergeResult(None, False, error=merged.error or "merge failed")] * len(merges)
+    listing = run("ls-tree", "-z", merged.tree, cwd=repo, env=env)
+    result_trees = {}
+    for entry in listing.split("\0"):
+        info, _, name = entry.partition("\t")
+        if name:
+            result_trees[name] = info.split()[2]
+    conflicts: dict[str, list[tuple[str, frozenset[int]]]] = {}
+    for path, st in merged.conflicts:
+        name, _, rest = path.partition("/")
+        conflicts.setdefault(name, []).append((rest, st))
+    return [MergeResult(result_trees.get(name, EMPTY_TREE), name not in conflicts, tuple(conflicts.get(name, ())))
+            for name in names]  # fmt: skip
 
 
 def grep_words(
@@ -644,3 +883,102 @@ def grep_words(
         path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
         hits.append((path, int(parts[1]), parts[2]))
     return hits
+
+
+def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Iterator[bytes]:
+    """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
+    is never held in memory. Stopping the iteration early stops the process."""
+    cmd = ["git", *_STABLE_CONFIG, *args]
+    # stderr goes to a file: a pipe nobody reads while stdout is consumed could fill and stall git.
+    with tempfile.TemporaryFile() as errfile:
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errfile)  # fmt: skip
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"directory does not exist: {cwd}") from exc
+        assert proc.stdout is not None
+        finished = False
+        try:
+            for line in proc.stdout:
+                yield line[:-1] if line.endswith(b"\n") else line
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        if code not in ok_codes:
+            errfile.seek(0)
+            raise GitError(tuple(args), code, errfile.read().decode("utf-8", "replace"))
+
+
+def grep_fixed(
+    repo: Path, tree: str, patterns: Sequence[str], pathspecs: Sequence[str] = ()
+) -> Iterator[tuple[str, int, str]]:
+    """Lines of ``tree`` containing any of the fixed strings ``patterns``, streamed from one
+    ``git grep -F`` process: ``(path, line number, line text)``. Binary files and submodules are
+    skipped. Matching is by plain substring (no regex, no ``-w``), which keeps git's cost low
+    when there are several patterns; callers confirm each line themselves."""
+    if not patterns:
+        return
+    args = ["grep", "-n", "--no-column", "-I", "--full-name", "-z", "--no-color", "-F",
+            "--no-recurse-submodules", "--no-textconv"]  # fmt: skip
+    for p in patterns:
+        args += ["-e", p]
+    args += [tree, "--", *pathspecs]
+    prefix = f"{tree}:".encode()
+    pending = b""
+    for raw in _stream_lines(args, repo, ok_codes=(0, 1)):
+        record = pending + raw
+        # -z: "<tree>:<path>\0<line>\0<text>"; a path may itself contain a newline.
+        parts = record.split(b"\x00", 2)
+        if len(parts) != 3:
+            pending = record + b"\n"
+            continue
+        pending = b""
+        path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
+        if parts[1].isdigit():
+            yield path.decode("utf-8", "surrogateescape"), int(parts[1]), parts[2].decode("utf-8", "replace")
+
+
+def blob_sizes(repo: Path, specs: Sequence[str]) -> dict[str, int | None]:
+    """Sizes of ``rev:path`` specs (None: missing or not a blob) in one ``cat-file --batch-check``."""
+    specs = [s for s in dict.fromkeys(specs) if "\n" not in s]
+    if not specs:
+        return {}
+    payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+    out = run_bytes("cat-file", "--batch-check", cwd=repo, input=payload).stdout.decode("utf-8", "replace")
+    result: dict[str, int | None] = {}
+    for spec, line in zip(specs, out.split("\n"), strict=False):
+        parts = line.split()
+        result[spec] = int(parts[2]) if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit() else None
+    return result
+
+
+def hunk_headers(repo: Path, old: str, new: str, paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """``(raw "+++" path, "@@ ... @@" header)`` of each hunk of a zero-context diff from ``old`` to
+    ``new`` (trees or commits) restricted to ``paths``, in one process; only headers are kept, so
+    memory does not grow with the size of the diff. The path is as git prints it (C-quoted when
+    unusual, with its ``b/`` prefix)."""
+    if not paths:
+        return
+    args = ["diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+            "--ignore-submodules=none", old, new, "--", *(f":(literal){p}" for p in paths)]  # fmt: skip
+    current = ""
+    left = 0  # content lines still to come in the current hunk: one may itself start with "+++ "
+    for raw in _stream_lines(args, repo):
+        if left > 0:
+            if raw[:1] in (b"+", b"-", b" "):
+                left -= 1
+            continue
+        if raw.startswith(b"+++ "):
+            current = raw[4:].decode("utf-8", "surrogateescape")
+        elif raw.startswith(b"@@ ") and current:
+            header = raw.decode("utf-8", "replace")
+            m = _HUNK_COUNTS.match(header)
+            if m:
+                left = sum(int(n) if n is not None else 1 for n in m.groups())
+            yield current, header
+
+
+_HUNK_COUNTS = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

@@ -203,7 +203,7 @@ class RiskFactor:
 class Risk:
     level: RiskLevel
     factors: tuple[RiskFactor, ...]
-    action: str  # merge | merge_after_gpu | review
+    action: str  # merge | merge_after_gpu | review | no_op (changes nothing) | follow_up (already merged)
     open_items: tuple[str, ...] = ()  # factor names that need attention
     follow_ups: tuple[str, ...] = ()  # release branches that still need the revert
 
@@ -275,6 +275,7 @@ class GpuSummary:
     metrics: tuple[GpuMetricDelta, ...] = ()
     infra: tuple[str, ...] = ()  # infrastructure problems (not the revert's fault)
     not_run: tuple[str, ...] = ()
+    cpu_only: tuple[str, ...] = ()  # shards whose suites ran without a GPU: no GPU evidence
 
 
 @dataclass(frozen=True)
@@ -304,3 +305,4 @@ class RevertReport:
     gpu: GpuSummary | None = None
     language: str = "en"
     max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
+    scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several

@@ -288,7 +288,17 @@ def pick_revert_commit(root: Path, base_sha: str, head_sha: str) -> str:
     return head_sha
 
 
+def pr_change_start(root: Path, base_sha: str, head_sha: str) -> str | None:
+    """Where the PR's whole change starts: the merge base of its head with the base branch.
+    None when the head is already part of the base (merged without a squash): then there is no
+    range left to judge, only its commits."""
+    start = gitops.merge_base(root, base_sha, head_sha)
+    return None if start in (None, head_sha) else start
+
+
 # --------------------------------------------------------------------------- the check
+
+_MERGE_SUBJECT_RE = re.compile(r"^Merge (?:branch|remote-tracking branch|pull request|commit) ")
 
 
 class _Budget:
@@ -322,20 +332,25 @@ def check_pull(
     how = "title/body"
     messages: list[tuple[str, str]] = []
     if not intent.is_revert_like:
+        # Without a revert title or body, the PR is a revert only when every one of its own commits
+        # is: a branch that merely contains a revert among other work is not a revert PR.
         messages = api.pull_commit_messages(pr.number)
-        hits = [parse_message(m) for _, m in messages]
-        if not any(h.is_revert_like for h in hits):
-            return PrCheck(pr, False, "neither the title, the body nor a commit message looks like a revert",
+        hits = [parse_message(m) for _, m in messages if not _MERGE_SUBJECT_RE.match(m)]
+        if not hits or not all(h.is_revert_like for h in hits):
+            return PrCheck(pr, False, "neither the title nor the body says revert, and not every commit is a revert",
                            requests=api.requests)  # fmt: skip
-        how = "commit message"
+        how = "commit messages"
     say(f"#{pr.number} is a {intent.kind or 'revert'} (from its {how})")
 
     with source.open(pr) as prep:
         cfg = config or load_base_config(prep.root, prep.base_sha)
-        revert_sha = pick_revert_commit(prep.root, prep.base_sha, prep.head_sha)
         base_sha = prep.base_sha
+        # The unit is the whole PR: everything from its merge base to its head.
+        since = pr_change_start(prep.root, base_sha, prep.head_sha)
+        revert_sha = prep.head_sha if since else pick_revert_commit(prep.root, base_sha, prep.head_sha)
         try:
-            report = check_revert(prep.root, revert_sha, base_ref=prep.base_ref, config=cfg,
+            report = check_revert(prep.root, revert_sha, base_ref=prep.base_ref, config=cfg, since=since,
+                                  message=f"{pr.title}\n\n{pr.body}" if intent.is_revert_like else None,
                                   repo_name=pr.base_repo, language=language, gpu=gpu)  # fmt: skip
         except NotFoundError as exc:
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "

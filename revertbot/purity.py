@@ -1,14 +1,28 @@
 """Is a revert the exact inverse of what it reverts?
 
-Each commit's patch is reduced to a *change vector*: for every (file, line) the number of times
-the line is added minus the number of times it is removed. File creation/deletion, mode changes
-and binary blobs enter the same vector as pseudo-lines, so one comparison covers all of them.
-Vectors do not depend on hunk context or line numbers, so a revert whose context moved (later
-commits touched the same file) is still recognised as pure; unlike ``git patch-id`` a diff that
-failed half-way can never look pure, because a failed diff makes the verdict ``unverifiable``.
+``pure`` is a statement about trees, proven, never inferred from how diffs look: the revert's
+tree equals the tree that undoing the original(s) on the revert's parent produces. The proof has
+two paths:
 
-For several originals the expected vector is the sum of their inverses, which is what applying
-the inverses newest first produces.
+* fast (no git process beyond the batched diffs): every path the originals touched went straight
+  from one original to the next and on to the revert's parent (the blob/mode ids chain up in the
+  raw diffs), so undoing them must restore each path to what it was before the first original;
+  the revert is pure iff its raw diff sets exactly those ids and touches nothing else;
+* otherwise (later commits touched the same paths, or the revert leaves a touched path alone):
+  the expected tree is computed by three-way merges in a scratch object store (see
+  :mod:`revertbot.proof`) and compared with the revert's tree.
+
+Anything that cannot be proven (a missing object, a failed diff, a reference in the message that
+did not resolve, a merge that conflicts and was resolved by hand) is ``unverifiable``, never
+``pure``.
+
+What differs is explained with *change vectors*: for every (file, line) the number of times the
+line is added minus the number of times it is removed (file existence, modes and binary blobs as
+pseudo-lines). Vectors ignore position, so they name the lines that differ even when later commits
+moved the context; when the vectors agree but the trees do not (a line moved back to a different
+place), the edits are compared with their positions. The explanation never decides ``pure``.
+
+For several originals the expected change is undoing them newest first.
 """
 
 from __future__ import annotations
@@ -17,8 +31,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .models import FileDifference, Link, Purity, PurityResult
+
+ZERO_MODE = "000000"
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -228,50 +245,242 @@ def compare(actual: Vector, expected: Vector) -> tuple[Purity, tuple[FileDiffere
     return verdict, tuple(files)
 
 
+#: (mode, object id) of a path on one side of a raw diff; None when the path does not exist.
+Side = tuple[str, str] | None
+
+
+def raw_entries(patch: str) -> dict[str, tuple[Side, Side]]:
+    """``path -> (old side, new side)`` from the ``--raw`` lines that precede a patch."""
+    entries: dict[str, tuple[Side, Side]] = {}
+    for line in patch.split("\n"):
+        if not line.startswith(":"):
+            if line.startswith("diff --git "):
+                break
+            continue
+        meta, _, path = line.partition("\t")
+        parts = meta[1:].split()
+        if len(parts) < 5:
+            continue
+        old: Side = None if parts[0] == ZERO_MODE else (parts[0], parts[2])
+        new: Side = None if parts[1] == ZERO_MODE else (parts[1], parts[3])
+        entries[unquote_path(path)] = (old, new)
+    return entries
+
+
+def strip_raw(patch: str) -> str:
+    """The patch without its leading ``--raw`` lines."""
+    if not patch.startswith(":"):
+        return patch
+    at = patch.find("\ndiff --git ")
+    return patch[at + 1 :] if at >= 0 else ""
+
+
+Proof = Literal["equal", "differs", "needs-merge"]
+
+
+Raws = Mapping[str, Mapping[str, tuple[Side, Side]]]
+
+
+def expected_sides(link: Link, raws: Raws) -> dict[str, tuple[Side, Side] | None]:
+    """For every path the originals touch: ``(what the revert's parent must hold, what undoing
+    them leaves)`` when the originals' raw diffs chain up, or None when something else touched
+    the path between two originals (then only a merge can tell)."""
+    out: dict[str, tuple[Side, Side] | None] = {}
+    touched: dict[str, list[tuple[Side, Side]]] = {}
+    for sha in link.originals:  # oldest first
+        for path, sides in raws[sha].items():
+            touched.setdefault(path, []).append(sides)
+    for path, seq in touched.items():
+        if any(seq[i][1] != seq[i + 1][0] for i in range(len(seq) - 1)):
+            out[path] = None
+            continue
+        first_old, last_new = seq[0][0], seq[-1][1]
+        out[path] = (last_new, first_old) if link.direction == 1 else (first_old, last_new)
+    return out
+
+
+def fast_proof(link: Link, raws: Raws) -> Proof:
+    """Prove or refute, from raw diffs alone, that the revert's tree is the expected one."""
+    expected = expected_sides(link, raws)
+    revert = raws[link.revert]
+    verdict: Proof = "equal"
+    if any(path not in expected for path in revert):
+        # It changes a path the originals never touched: more than the inverse, unless a later
+        # rename moved an original's path there (git revert follows renames): a merge tells.
+        verdict = "needs-merge"
+    for path, sides in expected.items():
+        if sides is None:
+            verdict = "needs-merge"
+            continue
+        parent_has, undone = sides
+        if path in revert:
+            old, new = revert[path]
+            if old != parent_has:
+                verdict = "needs-merge"  # later commits changed the path: only a merge can tell
+            elif new != undone:
+                return "differs"
+        elif parent_has != undone:
+            verdict = "needs-merge"  # left alone: right only if the parent already has the undone state
+    return verdict
+
+
 def classify(
     link: Link,
     patches: Mapping[str, str],
     errors: Mapping[str, str] | None = None,
+    proof: Proof | str | None = None,
 ) -> PurityResult:
-    """Purity of ``link`` given the patches of the revert and its originals."""
+    """Purity of ``link`` given the patches of the revert and its originals (with their ``--raw``
+    lines) and, when the fast proof could not decide, the outcome of the merge proof:
+    ``"equal"``, ``"differs"``, ``"conflict: <paths>"`` or ``"error: <why>"``."""
     errors = errors or {}
     if not link.originals:
         why = "; ".join(f"{u.ref}: {u.reason}" for u in link.unresolved) or "no original commit found"
         return PurityResult("unverifiable", f"cannot compare: {why}")
-    unresolved_shas = [u for u in link.unresolved if re.fullmatch(r"[0-9a-fA-F]{7,64}", u.ref)]
-    if unresolved_shas:
-        u = unresolved_shas[0]
-        return PurityResult("unverifiable", f"original {u.ref} is unavailable: {u.reason}")
+    if link.unresolved:
+        # Compared with only part of what the message names, any verdict could be wrong.
+        u = link.unresolved[0]
+        more = f" (and {len(link.unresolved) - 1} more)" if len(link.unresolved) > 1 else ""
+        return PurityResult("unverifiable", f"it also names {u.ref}{more}, which could not be resolved: {u.reason}")
     for sha in (link.revert, *link.originals):
         if sha in errors:
             return PurityResult("unverifiable", f"diff of {sha[:12]} failed: {errors[sha]}")
         if sha not in patches:
             return PurityResult("unverifiable", f"no diff available for {sha[:12]}")
+    raws = {sha: raw_entries(patches[sha]) for sha in (link.revert, *link.originals)}
+    if not any(raws[o] for o in link.originals):
+        return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
+    if proof is None:
+        proof = fast_proof(link, raws)
     expected: Vector = Counter()
-    any_change = False
     for sha in link.originals:
-        vec = change_vector(patches[sha])
-        any_change = any_change or bool(vec)
-        for key, n in vec.items():
+        for key, n in change_vector(patches[sha]).items():
             expected[key] -= n * link.direction
     # Several originals can cancel out (one adds what a later one removes); that is still checkable.
     expected = Counter({k: v for k, v in expected.items() if v != 0})
     actual = change_vector(patches[link.revert])
-    if not any_change:
-        return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
-    verdict, files = compare(actual, expected)
     what = "inverse" if link.direction == 1 else "re-application"
     n = len(link.originals)
     of = "the original" if n == 1 else f"the {n} originals (applied newest first)"
+    if not raws[link.revert]:
+        # Nothing left to undo on its parent (or a revert that lost its change): never "pure".
+        return PurityResult("partial", "the change is empty: it undoes nothing on its parent")
+    if proof == "needs-merge":
+        return PurityResult("unverifiable", "later commits touched the same paths and the merge proof was not run")
+    if proof.startswith("error"):
+        return PurityResult("unverifiable", f"the expected tree could not be computed ({proof[7:]})")
+    if proof == "equal":
+        return PurityResult("pure", f"the change is exactly the {what} of {of} (proven on the trees)")
+    verdict, files = compare(actual, expected)
+    if verdict == "pure" and proof.startswith("conflict"):
+        # Line for line it is the inverse, but git could not undo the original here without a
+        # conflict, so there is no tree to compare with: the hand resolution cannot be proven.
+        return PurityResult("unverifiable", f"it changes the same lines as the {what} of {of}, but undoing it on "
+                            f"the revert's parent conflicts in {proof.partition(':')[2].strip()}, so the "
+                            "revert's resolution cannot be proven exact")  # fmt: skip
+    if verdict == "pure":
+        # The same lines change but the trees differ: compare the edits with their positions.
+        verdict, files = compare_positions(link, patches, raws)
     reasons = {
-        "pure": f"the change is exactly the {what} of {of}",
         "partial": f"the change is a strict subset of the {what} of {of}",
         "extra": f"the change contains the {what} of {of} plus more",
         "modified": f"the change differs from the {what} of {of} both ways",
     }
-    if not actual:
-        reasons["partial"] = "the change is empty"
-    return PurityResult(verdict, reasons[verdict], files)
+    reason = reasons[verdict]
+    if proof.startswith("conflict"):
+        reason += f" (undoing it on the revert's parent conflicts in {proof.partition(':')[2].strip()})"
+    return PurityResult(verdict, reason, files)
+
+
+def _positional_edits(patch: str, inverse: bool) -> Counter[tuple[str, str, int, str]]:
+    """Edits of a patch as ``(path, sign, position, text)`` against one fixed side: the old side,
+    or with ``inverse`` the new side of the patch undone (as a revert of it would do)."""
+    edits: Counter[tuple[str, str, int, str]] = Counter()
+    for path, _header, lines, old_start, new_start in _hunks(patch):
+        old_pos, new_pos = old_start, new_start
+        for line in lines:
+            tag, text = line[:1], line[1:]
+            if tag == "-":
+                edits[(path, "+", new_pos, text) if inverse else (path, "-", old_pos, text)] += 1
+                old_pos += 1
+            elif tag == "+":
+                edits[(path, "-", new_pos, text) if inverse else (path, "+", old_pos, text)] += 1
+                new_pos += 1
+            elif tag in (" ", ""):
+                old_pos += 1
+                new_pos += 1
+    return edits
+
+
+def _hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
+    """``(path, header, lines, first old line, first new line)`` of each hunk."""
+    hunks: list[tuple[str, str, list[str], int, int]] = []
+    path = ""
+    old_left = new_left = 0
+    current: list[str] = []
+    for line in patch.split("\n"):
+        if old_left > 0 or new_left > 0:
+            current.append(line)
+            tag = line[:1]
+            if tag in (" ", ""):
+                old_left, new_left = old_left - 1, new_left - 1
+            elif tag == "-":
+                old_left -= 1
+            elif tag == "+":
+                new_left -= 1
+            continue
+        if line.startswith("diff --git "):
+            path = _path_from_diff_line(line[len("diff --git ") :])
+            continue
+        m = _HUNK_RE.match(line)
+        if m:
+            old_left = int(m.group(2)) if m.group(2) is not None else 1
+            new_left = int(m.group(4)) if m.group(4) is not None else 1
+            current = []
+            # An empty side starts one line early ("-0,0" inserts before line 1).
+            old_start = int(m.group(1)) + (1 if old_left == 0 else 0)
+            new_start = int(m.group(3)) + (1 if new_left == 0 else 0)
+            hunks.append((path, line, current, old_start, new_start))
+    return hunks
+
+
+def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tuple[Purity, tuple[FileDifference, ...]]:
+    """Partial/extra/modified from edits with positions, for files that one original touched
+    and nothing else changed since; other files that differ are ``modified``."""
+    expected_by_path = expected_sides(link, raws)
+    revert = raws[link.revert]
+    single = {}
+    for path in expected_by_path:
+        owners = [o for o in link.originals if path in raws[o]]
+        sides = expected_by_path[path]
+        unchanged_since = sides is not None and (path not in revert or revert[path][0] == sides[0])
+        if len(owners) == 1 and link.direction == 1 and unchanged_since:
+            single[path] = owners[0]
+    differing = [p for p, sides in expected_by_path.items()
+                 if sides is None or (revert[p][1] if p in revert else sides[0]) != sides[1]]  # fmt: skip
+    want: Counter[tuple[str, str, int, str]] = Counter()
+    for sha in set(single.values()):
+        want += Counter({k: v for k, v in _positional_edits(patches[sha], inverse=True).items() if k[0] in single})
+    got = Counter({k: v for k, v in _positional_edits(patches[link.revert], inverse=False).items() if k[0] in single})
+    files = []
+    verdicts = set()
+    for path in sorted(differing):
+        if path not in single:
+            verdicts.add("modified")
+            files.append(FileDifference(path, note="the same lines change, but the result differs (order or place)"))
+            continue
+        w = Counter({k: v for k, v in want.items() if k[0] == path})
+        g = Counter({k: v for k, v in got.items() if k[0] == path})
+        missing, extra = w - g, g - w
+        verdicts.add("modified" if missing and extra else "partial" if missing else "extra" if extra else "modified")
+        files.append(FileDifference(
+            path,
+            tuple(f"{s}{t}  (line {n})" for (_, s, n, t) in sorted(missing, key=lambda k: k[2])[:MAX_LINES_SHOWN]),
+            tuple(f"{s}{t}  (line {n})" for (_, s, n, t) in sorted(extra, key=lambda k: k[2])[:MAX_LINES_SHOWN]),
+            f"{sum(missing.values())} edit(s) of the inverse not done, {sum(extra.values())} beyond it, by position",
+        ))  # fmt: skip
+    verdict: Purity = "partial" if verdicts == {"partial"} else "extra" if verdicts == {"extra"} else "modified"
+    return verdict, tuple(files)
 
 
 def patch_requests(links: Sequence[Link], first_parent: Mapping[str, str | None]) -> list[tuple[str, str | None]]:

@@ -9,6 +9,7 @@ references, whatever the size of the history (plus a few constant-cost checks, s
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ from . import gitops
 from .detect import choose_candidate, link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
-from .purity import classify, patch_requests
+from .proof import judge
+from .purity import change_vector, compare, patch_requests
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -73,7 +75,7 @@ def scan_repository(
     boundary = gitops.shallow_commits(root)
     shallow = bool(boundary)
     if shallow and not allow_shallow:
-        cut = _cut_by_shallow_history(links, boundary)
+        cut = cut_by_shallow_history(links, boundary)
         if cut:
             raise NotFoundError(
                 f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have "
@@ -96,7 +98,7 @@ def _github_slug(root: Path) -> str | None:
     return m.group("slug") if m else None
 
 
-def _cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
+def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
     """Descriptions of the links a shallow clone cannot check: an original is missing (by sha, or
     not found at all, which may just mean it is older than the clone) or its parent was cut off."""
     cut = []
@@ -125,6 +127,13 @@ def classify_links(
     """
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
+    off_ref = list(dict.fromkeys(o for link in links for o in link.off_ref if o not in first_parent))
+    if off_ref:
+        # Originals that are not on the ref: their parents, in one process, so that every patch
+        # (and the proof) is taken against the commit's real parent, never the empty tree.
+        for line in gitops.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
+            sha, *parents = line.split()
+            first_parent[sha] = parents[0] if parents else None
     requests = patch_requests(links, first_parent)
     # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
     requests += [(c, first_parent.get(c)) for link in links for c in link.candidates if c not in dict(requests)]
@@ -135,10 +144,11 @@ def classify_links(
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
+    links = [_choose_by_diff(link, patches) if link.candidates else link for link in links]
+    verdicts = judge(root, links, patches, errors, dict(requests))
     entries = []
-    links = [_choose_by_diff(link, patches, errors) if link.candidates else link for link in links]
     for n, link in enumerate(links, 1):
-        purity: PurityResult = classify(link, patches, errors)
+        purity: PurityResult = verdicts[link.revert]
         c = by_sha.get(link.revert)
         entries.append(
             ScanEntry(
@@ -152,10 +162,22 @@ def classify_links(
     return tuple(entries)
 
 
-def _choose_by_diff(link: Link, patches: Mapping[str, str], errors: Mapping[str, str]) -> Link:
-    """Of several commits that match a reference equally, the one this change exactly inverts
-    (or redoes); still ambiguous when none or more than one does."""
-    exact = [c for c in link.candidates if classify(choose_candidate(link, c, ""), patches, errors).verdict == "pure"]
+def _choose_by_diff(link: Link, patches: Mapping[str, str]) -> Link:
+    """Of several commits that match a reference equally, the one whose change this one inverts
+    (or redoes) line for line; still ambiguous when none or more than one does. The verdict on the
+    chosen one is then proven like any other."""
+    if link.revert not in patches:
+        return link
+    actual = change_vector(patches[link.revert])
+
+    def mirrors(candidate: str) -> bool:
+        expected: Counter[tuple[str, str]] = Counter()
+        for key, n in change_vector(patches[candidate]).items():
+            expected[key] -= n * link.direction
+        expected = Counter({k: v for k, v in expected.items() if v != 0})
+        return bool(expected) and compare(actual, expected)[0] == "pure"
+
+    exact = [c for c in link.candidates if c in patches and mirrors(c)]
     if len(exact) != 1:
         return link
     what = "whose change this one exactly inverts" if link.direction == 1 else "whose change this one exactly redoes"

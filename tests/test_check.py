@@ -33,13 +33,16 @@ def json_of(report: RevertReport) -> dict[str, Any]:
 
 
 def simple_repo(repo: GitRepo, config: str | None = None) -> tuple[str, str]:
-    """main: base, then the original (#12) adding a helper, then its plain `git revert`."""
+    """main: base, then the original (#12) adding a helper; its plain `git revert` on a branch of
+    its own, not merged yet (main stays checked out)."""
     files: dict[str, str | bytes | None] = {"pkg/util.py": UTIL_V0, "README.md": "demo\n"}
     if config is not None:
         files[".revertbot.yml"] = config
     repo.commit("Initial import", files)
     original = repo.commit("Add clamp helper (#12)", {"pkg/util.py": UTIL_V1})
+    repo.checkout("-b", "revert-12")
     revert = repo.revert(original)
+    repo.checkout("main")
     return original, revert
 
 
@@ -62,7 +65,7 @@ def test_pure_revert_is_low_risk_and_can_be_merged(repo: GitRepo) -> None:
     ]
     assert [(s["name"], s["change"], s["file"]) for s in data["symbols"]] == [("clamp", "removed", "pkg/util.py")]
     assert data["dependents"] == [] and data["backports"] == [] and data["drift"] == []
-    assert data["base"]["note"] == "already-merged"
+    assert data["base"]["note"] == ""
     md = render_markdown(report)
     assert "- **Recommended action:** Merge.\n" in md
     assert "A pure revert of" in md
@@ -311,7 +314,7 @@ def test_backport_already_reverted_on_release_branch_is_low(repo: GitRepo, how: 
     assert (bp["level"], bp["code"]) == ("low", "reverted-everywhere")
     assert data["risk"]["follow_ups"] == []
     assert data["risk"]["level"] == "low"
-    assert data["risk"]["action"] == "merge"
+    assert data["risk"]["action"] == "follow_up"  # the revert is on main already: history, not a decision
     md = render_markdown(report)
     assert f"revert present (`{release_revert[:10]}`)" in md
 

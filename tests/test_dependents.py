@@ -2,8 +2,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from revertbot import gitops
-from revertbot.analysis.dependents import MAX_PER_SYMBOL, Dependent, find_dependents, search_dependents
+from revertbot.analysis import dependents
+from revertbot.analysis.dependents import (
+    MAX_PER_SYMBOL,
+    Dependent,
+    DependentSearch,
+    find_dependents,
+    search_dependents,
+)
 from revertbot.analysis.symbols import SymbolChange, diff_symbols
 from tests.gitrepo import GitRepo
 
@@ -185,12 +194,11 @@ def test_running_example_keyword_of_removed_parameter_and_removed_methods(repo: 
     ]
     deps = find_dependents(repo.path, rev, changes, removed)
     assert [(d.symbol, d.name, d.file, d.line, d.text, d.reason) for d in deps] == [
-        # The override keeps the parameter (its def is not a use) but passes it on to super().
+        # The override keeps the parameter (its def is not a use) but passes it on to super();
+        # self._capture_one(..., shared_output_buffer=buf) on line 23 calls the override, which
+        # still accepts it, so it is not a dependent.
         ("BreakableCudaGraphRunner._capture_one", "_capture_one", "pkg/piecewise.py", 18,
          "shared_output_buffer=shared_output_buffer,", "uses removed parameter `shared_output_buffer`"),
-        ("BreakableCudaGraphRunner._capture_one", "_capture_one", "pkg/piecewise.py", 23,
-         "self._capture_one(2, pool, stream, shared_output_buffer=buf)",
-         "uses removed parameter `shared_output_buffer`"),
         # getattr with the method's name breaks at run time; the docstring, the f-string message,
         # the comment and the module-level function of the same name are not uses of the method.
         ("BreakableCudaGraphRunner._slice_output", "_slice_output", "pkg/piecewise.py", 25,
@@ -237,36 +245,44 @@ def test_strings_comments_docstrings_and_other_files(repo: GitRepo) -> None:
             "\n"
             "    fused_rope needs CUDA.\n"                      # docstring prose: not a use
             '    """\n'
-            "    table = {'rope': fused_rope}\n"                # code: a use
+            "    from pkg import ops\n"
+            "    table = {'rope': ops.fused_rope}\n"            # code: a use
             "    return table\n"
         ),
+        # Bare mentions without an import resolve to nothing: not this definition.
+        "pkg/other.py": "def g():\n    return fused_rope\n",
         "docs/ops.md": "Use `pkg.ops.fused_rope` for rotary embeddings; fused_rope is deprecated.\n",
         "csrc/rope.cu": "void fused_rope(float* q) {}\n",
         "configs/model.yaml": "rope: pkg.ops.fused_rope\n",
+        "pyproject.toml": '[project.scripts]\nrope = "pkg.ops:fused_rope"\nkeep = "pkg.ops:keep"\n',
     })  # fmt: skip
     rev = repo.revert(original)
     changes, removed = revert_changes(repo, rev)
+    # Documentation cannot break; a configuration or an entry point that names the function can.
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("configs/model.yaml", 1, "referenced in a non-Python file"),
-        ("docs/ops.md", 1, "referenced in a non-Python file"),
         ("pkg/user.py", 3, "names removed symbol in a string"),
-        ("pkg/user.py", 9, "uses removed symbol"),
+        ("pkg/user.py", 10, "uses removed symbol"),
+        ("pyproject.toml", 2, "referenced in a non-Python file"),
     ]
 
 
-def test_removed_import_is_searched_in_its_own_file_only(repo: GitRepo) -> None:
-    repo.commit("init", {"pkg/m.py": "def f(x):\n    return x\n", "pkg/n.py": "from typing import Any\n\nX: Any = 1\n"})
-    original = repo.commit("typing", {"pkg/m.py": "from typing import Any\n\n\ndef f(x: Any) -> Any:\n    return x\n"})
-    repo.commit("later use of Any", {"pkg/m.py": (
-        "from typing import Any\n\n\ndef f(x: Any) -> Any:\n    return x\n\n\ndef g(y: Any):\n    return y\n"
+def test_removed_standard_library_imports_are_never_dependents(repo: GitRepo) -> None:
+    repo.commit("init", {
+        "pkg/m.py": "def f(x):\n    return x\n",
+        "pkg/n.py": "import copy\nfrom typing import Any, Sequence\n\nX: Sequence[Any] = copy.copy([])\n",
+    })  # fmt: skip
+    original = repo.commit("typing", {"pkg/m.py": (
+        "import copy\nfrom typing import Any, Sequence\n\n\ndef f(x: Sequence[Any]) -> Any:\n    return copy.copy(x)\n"
     )})  # fmt: skip
     rev = repo.revert(original)
     changes, removed = revert_changes(repo, rev)
-    assert {(c.name, c.change) for c in changes} >= {("import:typing.Any", "removed")}
-    deps = find_dependents(repo.path, rev, changes, removed)
-    assert [(d.symbol, d.file, d.line, d.text, d.reason) for d in deps] == [
-        ("import:typing.Any", "pkg/m.py", 5, "def g(y: Any):", "uses name of removed import"),
-    ]
+    assert {(c.name, c.change) for c in changes} >= {
+        ("import:copy", "removed"), ("import:typing.Any", "removed"), ("import:typing.Sequence", "removed")
+    }
+    result = search_dependents(repo.path, rev, changes, removed)
+    assert result.dependents == ()
+    assert result.notes == ()
 
 
 def test_symbol_moved_to_another_module_is_not_reported_where_it_now_lives(repo: GitRepo) -> None:
@@ -342,15 +358,24 @@ def test_removed_init_parameter_is_found_at_construction_sites(repo: GitRepo) ->
     ]
 
 
-def test_short_and_common_names_are_skipped_with_a_note(repo: GitRepo) -> None:
+def test_short_and_common_names_are_resolved_like_any_other(repo: GitRepo) -> None:
     repo.commit("init", {"m.py": "A = 1\n"})
     original = repo.commit("helpers", {"m.py": "A = 1\n\n\ndef fx(a):\n    return a\n\n\ndef run():\n    pass\n"})
-    repo.commit("users", {"u.py": "from m import fx, run\n\nfx(run())\n"})
+    common: dict[str, str | bytes | None] = {
+        f"other/o{i:03}.py": "import os\n\n\ndef run():\n    return fx(os.getcwd())\n\n\nrun()\nd = {}\nd.run = 1\n"
+        for i in range(200)
+    }
+    repo.commit("users", {"u.py": "from m import fx, run\n\nfx(run())\n", **common})
     rev = repo.revert(original)
     changes, removed = revert_changes(repo, rev)
     result = search_dependents(repo.path, rev, changes, removed)
-    assert result.dependents == ()
-    assert result.notes == ("`fx` (fx): not searched, name too short", "`run` (run): not searched, name too common")
+    assert [(d.symbol, d.file, d.line, d.reason) for d in result.dependents] == [
+        ("fx", "u.py", 1, "imports removed symbol"),
+        ("fx", "u.py", 3, "calls removed symbol"),
+        ("run", "u.py", 1, "imports removed symbol"),
+        ("run", "u.py", 3, "calls removed symbol"),
+    ]
+    assert result.notes == ()
 
 
 def test_results_are_capped_per_symbol(repo: GitRepo) -> None:
@@ -373,3 +398,306 @@ def test_nothing_to_search() -> None:
     change = SymbolChange(name="f", kind="function", change="modified", file="m.py", line=1, detail="body changed")
     # No git call is needed when nothing is removed, so a missing repository is never touched.
     assert search_dependents(Path("/nonexistent"), "HEAD", [change]).dependents == ()
+
+
+# --------------------------------------------------------------------------- resolution to the definition
+
+OPS_BEFORE = "def launch(x, stream=None, use_pdl=False):\n    return x\n\n\ndef fused(x):\n    return x\n"
+OPS_AFTER = "def launch(x, stream=None):\n    return x\n"
+
+
+def ops_revert(repo: GitRepo, users: dict[str, str | bytes | None]) -> tuple[str, list[SymbolChange], list[str]]:
+    """pkg/kernels/ops.py loses ``fused`` and the ``use_pdl`` parameter of ``launch``; ``users`` land in between."""
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/kernels/__init__.py": "", "pkg/kernels/ops.py": OPS_AFTER})
+    original = repo.commit("Add fused and PDL (#7)", {"pkg/kernels/ops.py": OPS_BEFORE})
+    repo.commit("users", users)
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.change, c.removed_params) for c in changes] == [
+        ("launch", "modified", ("use_pdl",)), ("fused", "removed", ()),
+    ]
+    return rev, changes, removed
+
+
+def test_a_real_importer_elsewhere_is_one_dependent_with_its_line(repo: GitRepo) -> None:
+    model = "import torch\n\nfrom pkg.kernels.ops import fused as f\n"
+    rev, changes, removed = ops_revert(repo, {"pkg/model.py": model})
+    result = search_dependents(repo.path, rev, changes, removed)
+    assert result.dependents == (
+        Dependent("fused", "fused", "pkg/model.py", 3, "from pkg.kernels.ops import fused as f",
+                  "imports removed symbol"),
+    )  # fmt: skip
+    assert result.notes == ()
+
+
+def test_same_name_defined_in_another_module_is_not_a_dependent(repo: GitRepo) -> None:
+    rev, changes, removed = ops_revert(repo, {
+        "pkg/other/ops.py": "def fused(x):\n    return x\n\n\nY = fused(1)\n",
+        "pkg/a.py": "from pkg.other.ops import fused\n\nfused(2)\n",
+        "pkg/b.py": "from pkg.other import ops\nimport pkg.other.ops as kops\n\nops.fused(3)\nkops.fused(4)\n",
+        "pkg/c.py": "def fused(x):\n    return x\n\n\nfused(5)\nobj.fused(6)\n",
+    })  # fmt: skip
+    assert search_dependents(repo.path, rev, changes, removed) == DependentSearch(())
+
+
+def test_attribute_access_through_module_aliases(repo: GitRepo) -> None:
+    rev, changes, removed = ops_revert(repo, {
+        "pkg/a.py": "import pkg.kernels.ops as K\n\nK.fused(1)\n",
+        "pkg/b.py": "from pkg.kernels import ops as o\n\nfn = o.fused\n",
+        "pkg/c.py": "import pkg.kernels.ops\n\n\ndef g(x):\n    return pkg.kernels.ops.fused(x)\n",
+        "pkg/d.py": "import pkg\n\nprint(pkg.__name__)\n",
+    })  # fmt: skip
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/a.py", 3, "calls removed symbol"),
+        ("pkg/b.py", 3, "uses removed symbol"),
+        ("pkg/c.py", 5, "calls removed symbol"),
+    ]
+
+
+def test_relative_imports(repo: GitRepo) -> None:
+    rev, changes, removed = ops_revert(repo, {
+        "pkg/kernels/attention.py": "from .ops import fused\n\n\ndef attn(q):\n    return fused(q)\n",
+        "pkg/kernels/gemm.py": "from . import ops\n\nW = ops.fused(2)\n",
+        "pkg/layers/norm.py": "from ..kernels.ops import fused, launch\n\nlaunch(1)\n",
+        "pkg/layers/ops.py": "def fused(x):\n    return x\n",
+        "pkg/layers/act.py": "from .ops import fused\n\nfused(3)\n",  # the other ops module
+    })  # fmt: skip
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/kernels/attention.py", 1, "imports removed symbol"),
+        ("pkg/kernels/attention.py", 5, "calls removed symbol"),
+        ("pkg/kernels/gemm.py", 3, "calls removed symbol"),
+        ("pkg/layers/norm.py", 1, "imports removed symbol"),
+    ]
+
+
+def test_removed_keyword_and_too_many_positional_arguments(repo: GitRepo) -> None:
+    rev, changes, removed = ops_revert(repo, {"pkg/run.py": (
+        "from pkg.kernels.ops import launch\n"
+        "\n"
+        "launch(1)\n"                      # fine
+        "launch(1, None)\n"                # fine: stream is still there
+        "launch(1, use_pdl=True)\n"        # removed keyword
+        "launch(1, None, True)\n"          # three positional arguments, two accepted
+        "launch(*args)\n"                  # cannot tell
+        "launch(1, **options)\n"           # cannot tell
+    )})  # fmt: skip
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/run.py", 5, "uses removed parameter `use_pdl`"),
+        ("pkg/run.py", 6, "passes 3 positional arguments; `launch` now takes at most 2"),
+    ]
+
+
+RUNNER_WITH_WARMUP = '''\
+class Runner:
+    def __init__(self):
+        self.ready = False
+
+    def warmup(self, n):
+        self.ready = True
+
+    def run(self, x):
+        return x
+'''
+RUNNER_WITHOUT_WARMUP = '''\
+class Runner:
+    def __init__(self):
+        self.ready = False
+
+    def run(self, x):
+        return x
+'''
+
+
+def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo) -> None:
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": RUNNER_WITHOUT_WARMUP})
+    original = repo.commit("Add warmup", {"pkg/runner.py": RUNNER_WITH_WARMUP})
+    repo.commit("users", {
+        "pkg/use.py": (
+            "from pkg.runner import Runner\n"
+            "\n"
+            "r = Runner()\n"
+            "r.warmup(4)\n"                          # an instance of the class
+            "Runner.warmup(r, 4)\n"                  # through the class
+            "other.warmup(4)\n"                      # some other object
+            "\n"
+            "\n"
+            "class Fast(Runner):\n"
+            "    def go(self):\n"
+            "        return self.warmup(2)\n"        # inherited
+            "\n"
+            "\n"
+            "class Own(Runner):\n"
+            "    def warmup(self, n):\n"
+            "        return n\n"
+            "\n"
+            "    def go(self):\n"
+            "        return self.warmup(2)\n"        # its own warmup
+        ),
+        "pkg/unrelated.py": "class Runner:\n    def warmup(self):\n        pass\n\n\nRunner().warmup()\n",
+    })  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.change) for c in changes] == [("Runner.warmup", "removed")]
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/use.py", 4, "calls removed symbol"),
+        ("pkg/use.py", 5, "calls removed symbol"),
+        ("pkg/use.py", 11, "calls removed symbol"),
+    ]
+
+
+def test_own_remaining_code_that_the_revert_deletes_or_changes_is_not_a_dependent(repo: GitRepo) -> None:
+    base = "def run(x):\n    return x\n\n\ndef other(x):\n    return run(x)\n"
+    repo.commit("init", {"pkg/a.py": base, "pkg/b.py": "from pkg.a import run\n\nrun(1)\n"})
+    original = repo.commit("Add fast path", {
+        "pkg/a.py": ("def fast_path(x):\n    return x\n\n\ndef run(x):\n    return fast_path(x)\n\n\n"
+                     "def other(x):\n    return fast_path(x)  # fast\n"),
+        "pkg/b.py": "from pkg.a import fast_path, run\n\nrun(fast_path(1))\n",
+    })  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert ("fast_path", "removed") in [(c.name, c.change) for c in changes]
+    assert search_dependents(repo.path, rev, changes, removed) == DependentSearch(())
+
+
+def test_lines_the_revert_itself_changes_are_not_dependents(repo: GitRepo) -> None:
+    repo.commit("init", {"pkg/a.py": "def keep():\n    pass\n", "pkg/b.py": "X = 1\n"})
+    repo.commit("Add helper", {
+        "pkg/a.py": "def keep():\n    pass\n\n\ndef helper():\n    return 1\n",
+        "pkg/b.py": "from pkg.a import helper\n\nX = helper()\nY = helper()\n",
+    })  # fmt: skip
+    # A hand-made "revert" that removes the helper and rewrites one of the lines that call it.
+    rev = repo.commit("Revert helper", {
+        "pkg/a.py": "def keep():\n    pass\n",
+        "pkg/b.py": "from pkg.a import helper\n\nX = helper() + 0\nY = helper()\n",
+    })  # fmt: skip
+    changes, removed = revert_changes(repo, rev)
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/b.py", 1, "imports removed symbol"), ("pkg/b.py", 3, "calls removed symbol"),
+        ("pkg/b.py", 4, "calls removed symbol"),
+    ]
+    # Told what the revert was applied to, line 3 is the revert's own code.
+    result = search_dependents(repo.path, rev, changes, removed, before=f"{rev}^")
+    assert where(result.dependents) == [
+        ("pkg/b.py", 1, "imports removed symbol"), ("pkg/b.py", 4, "calls removed symbol"),
+    ]
+
+
+def test_a_name_the_tree_defines_again_is_not_removed(repo: GitRepo) -> None:
+    _, changes, removed = ops_revert(repo, {"pkg/model.py": "from pkg.kernels.ops import fused\n\nfused(1)\n"})
+    # Checked against a later tree where the change was re-landed, nothing breaks.
+    repo.commit("Reland fused", {"pkg/kernels/ops.py": OPS_BEFORE})
+    assert search_dependents(repo.path, repo.head(), changes, removed) == DependentSearch(())
+
+
+def test_reexport_removed_from_the_package_init(repo: GitRepo) -> None:
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/ops.py": "def keep():\n    pass\n"})
+    original = repo.commit("Export fused", {
+        "pkg/__init__.py": "from .ops import fused\n",
+        "pkg/ops.py": "def keep():\n    pass\n\n\ndef fused(x):\n    return x\n",
+    })  # fmt: skip
+    repo.commit("user", {"app.py": "import pkg\nfrom pkg import fused\n\npkg.fused(1)\n"})
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("app.py", 2, "imports removed symbol"),
+        ("app.py", 4, "calls removed symbol"),
+    ]
+
+
+def test_scripts_and_configs_that_name_a_removed_file(repo: GitRepo) -> None:
+    repo.commit("init", {"scripts/__init__.py": "", "scripts/run.sh": "echo\n"})
+    original = repo.commit("Add sharding", {"scripts/sharding/__init__.py": "", "scripts/sharding/plan.py": "N = 1\n"})
+    repo.commit("use it", {
+        "scripts/run.sh": "python -m scripts.sharding.plan --n 4\npython scripts/sharding/plan.py\n",
+        ".github/workflows/ci.yml": "run: python ./scripts/sharding/plan.py\n",
+        "docs/testing.md": "Run `python -m scripts.sharding.plan`.\n",
+        "tools/check.py": "from scripts.sharding import plan\nimport scripts.sharding.plan as p\n",
+    })  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    deps = find_dependents(repo.path, rev, changes, removed)
+    got = {(d.symbol, d.file, d.line, d.reason) for d in deps}
+    assert got == {
+        ("module:scripts/sharding/plan.py", ".github/workflows/ci.yml", 1, "references removed file"),
+        ("module:scripts/sharding/plan.py", "scripts/run.sh", 1, "references removed module"),
+        ("module:scripts/sharding/plan.py", "scripts/run.sh", 2, "references removed file"),
+        ("module:scripts/sharding/plan.py", "tools/check.py", 1, "imports removed module"),
+        ("module:scripts/sharding/plan.py", "tools/check.py", 2, "imports removed module"),
+        ("module:scripts/sharding/__init__.py", "tools/check.py", 1, "imports removed module"),
+    }
+
+
+def test_candidates_beyond_the_file_limit_are_named_in_a_note(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dependents, "MAX_FILES", 10)
+    users: dict[str, str | bytes | None] = {f"u/u{i:02}.py": "from pkg.kernels.ops import fused\n" for i in range(15)}
+    rev, changes, removed = ops_revert(repo, users)
+    result = search_dependents(repo.path, rev, changes, removed)
+    # The changed module itself is read first, then nine of the fifteen users.
+    assert len(result.dependents) == 9
+    assert any("parsing stopped at 10 files; 6 candidate file(s) not checked" in n for n in result.notes), result.notes
+
+
+def test_module_names_of_paths() -> None:
+    assert [dependents.module_of(p) for p in (
+        "pkg/ops.py", "pkg/__init__.py", "pkg/stubs.pyi", "3rdparty/cutlass/python/op.py", "tools/run-all.py", "a.txt",
+    )] == ["pkg.ops", "pkg", "pkg.stubs", "cutlass.python.op", "", ""]  # fmt: skip
+
+
+def test_a_callable_moved_elsewhere_in_the_tree_is_judged_by_its_new_definition(repo: GitRepo) -> None:
+    caller = "from pkg.kernels.ops import launch\n\nlaunch(1, use_pdl=True)\n"
+    _, changes, removed = ops_revert(repo, {"pkg/run.py": caller})
+    # Later, launch moves to its own module (keeping use_pdl) and ops re-exports it.
+    repo.commit("Move launch", {
+        "pkg/kernels/launchers.py": "def launch(x, stream=None, use_pdl=False):\n    return x\n",
+        "pkg/kernels/ops.py": "from .launchers import launch\n",
+    })  # fmt: skip
+    assert search_dependents(repo.path, repo.head(), changes, removed) == DependentSearch(())
+
+
+def test_a_removed_keyword_passed_inside_the_class_itself(repo: GitRepo) -> None:
+    def runner(extra: str, warm: str) -> str:
+        return f"class Runner:\n    def capture(self, n{extra}):\n        return n\n{warm}"
+
+    warm = "\n    def warm(self):\n        return self.capture(1, pin=True)\n"
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": runner("", "")})
+    original = repo.commit("pin", {"pkg/runner.py": runner(", pin=False", "")})
+    repo.commit("warm up pinned", {"pkg/runner.py": runner(", pin=False", warm)})
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.removed_params) for c in changes] == [("Runner.capture", ("pin",))]
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/runner.py", 6, "uses removed parameter `pin`"),
+    ]
+
+
+def test_a_call_that_omits_a_required_parameter_the_revert_restores(repo: GitRepo) -> None:
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/ops.py": "def launch(x, stream):\n    return x\n"})
+    original = repo.commit("stream is optional", {"pkg/ops.py": "def launch(x):\n    return x\n"})
+    repo.commit("callers", {"pkg/run.py": (
+        "from pkg.ops import launch\n"
+        "\n"
+        "launch(1)\n"              # breaks once stream is required again
+        "launch(1, s)\n"
+        "launch(1, stream=s)\n"
+        "launch(*args)\n"          # cannot tell
+        "launch(1, **kw)\n"        # cannot tell
+    )})  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.added_params) for c in changes] == [("launch", ("stream",))]
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/run.py", 3, "does not pass new required parameter `stream`"),
+    ]
+
+
+def test_a_changed_file_moved_away_since_is_not_searched_and_a_note_says_so(repo: GitRepo) -> None:
+    caller = "from pkg.kernels import ops\n\nops.launch(1, use_pdl=True)\n"
+    _, changes, removed = ops_revert(repo, {"pkg/run.py": caller})
+    # Later the module moves (keeping use_pdl); what the old path defines now cannot be told.
+    repo.git("mv", "pkg/kernels/ops.py", "pkg/kernels/ops_impl.py")
+    repo.commit("Move ops", {"pkg/run.py": "from pkg.kernels import ops_impl\n\nops_impl.launch(1, use_pdl=True)\n"})
+    result = search_dependents(repo.path, repo.head(), changes, removed)
+    assert result == DependentSearch((), (
+        "dependents: 1 changed file(s) not in the analysed tree (moved or deleted since), their changes not "
+        "searched: `pkg/kernels/ops.py`",
+    ))

@@ -11,6 +11,7 @@ import pytest
 
 from revertbot import gitops
 from revertbot.errors import EXIT_GIT, EXIT_NOT_FOUND, GitError, NotFoundError, UsageError
+from revertbot.purity import strip_raw
 from tests.gitrepo import GitRepo
 
 
@@ -274,7 +275,7 @@ def test_grep_words_ignores_a_users_column_setting(repo: GitRepo) -> None:
 
 
 def _single_diff(repo: GitRepo, sha: str) -> str:
-    out = repo.git("diff-tree", "-p", "--root", "--full-index", "--no-renames", sha)
+    out = repo.git("diff-tree", "-p", "--raw", "--no-abbrev", "--root", "--full-index", "--no-renames", sha)
     return out.split("\n", 1)[1]
 
 
@@ -292,7 +293,8 @@ def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> N
         repo.path, [(root, None), (empty, root), (side, None), (main, empty), (merge, None), (merge, None)]
     )
     assert errors == {}
-    assert patches[root].startswith("diff --git a/f b/f\nnew file mode 100644\n")
+    assert patches[root].startswith(f":000000 100644 {'0' * 40} ")  # the raw lines come first
+    assert strip_raw(patches[root]).startswith("diff --git a/f b/f\nnew file mode 100644\n")
     assert "+a" in patches[root]
     assert patches[empty] == ""
     assert patches[main] == _single_diff(repo, main)

@@ -126,7 +126,7 @@ def test_markdown_escapes_untrusted_names_and_json_round_trips(tmp_path: Path) -
     data = json.loads(json.dumps(merged.to_json()))
     assert data["schema"] == 1
     assert set(data) == {"schema", "suites", "hardware", "fixed", "broken", "failing_both", "flaky",
-                         "passed_both", "metrics", "infra", "not_run", "shards"}
+                         "passed_both", "metrics", "infra", "not_run", "cpu_only", "shards"}
     assert data["fixed"] == [{"name": evil, "before": "failed", "after": "passed"}]
     assert data["metrics"][0] == {"name": "gpu_memory_peak_allocated", "before": 10.0, "after": 20.0, "unit": "MiB",
                                   "threshold_pct": 5.0, "regressed": True}
@@ -163,3 +163,29 @@ def test_report_command_records_results_in_the_store(tmp_path: Path, capsys: pyt
         rows = conn.execute("SELECT revert_sha, status FROM gpu_results").fetchall()
     assert rows == [("b" * 40, "regressed")]  # peak memory +10% is past the 5% threshold
     assert load_history(db) is not None
+
+
+NO_GPU = {
+    "fields": {
+        "gpu_model": {"unavailable": "nvidia-smi is not on PATH; torch sees no CUDA device"},
+        "gpu_count": {"unavailable": "nvidia-smi is not on PATH; torch sees no CUDA device"},
+        "torch": {"value": "2.13.0+cpu", "source": "torch"},
+        "python": {"value": "3.11.7", "source": "python"},
+    },
+}
+
+
+@pytest.mark.parametrize(("manifest", "code", "level"), [(NO_GPU, "cpu-only", "medium"), (None, "cpu-only", "medium"),
+                                                          (H200, "green", "low")])  # fmt: skip
+def test_a_suite_that_ran_without_a_gpu_is_not_gpu_validation(
+    tmp_path: Path, manifest: dict[str, Any] | None, code: str, level: str
+) -> None:
+    write_job(tmp_path / "a", "graph", 1, 1, [_run("before", {"t::fix": "failed", "t::ok": "passed"})],
+              [_run("after", {"t::fix": "passed", "t::ok": "passed"})], manifest=manifest)  # fmt: skip
+    summary = merge_dirs([tmp_path / "a"]).summary
+    factor = gpu_factor(summary, critical=True)
+    assert (factor.code, factor.level) == (code, level)
+    assert summary_from_json(summary_to_json(summary)).cpu_only == summary.cpu_only
+    if code == "cpu-only":
+        assert summary.cpu_only == ("graph",)
+        assert any(line.startswith("no GPU: graph") for line in factor.evidence)

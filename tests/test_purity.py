@@ -239,8 +239,11 @@ def _link(revert: str, *originals: str, unresolved: tuple[Unresolved, ...] = (),
     )
 
 
-ORIG = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n+X\n b\n"
-INVERSE = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-X\n b\n"
+# Patches as gitops.commit_patches returns them: the raw lines (modes and object ids), then the diff.
+ORIG = f":100644 100644 {BLOB_A} {BLOB_B} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n+X\n b\n"
+INVERSE = (
+    f":100644 100644 {BLOB_B} {BLOB_A} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-X\n b\n"
+)
 
 
 def test_classify_never_pure_when_a_diff_failed() -> None:
@@ -267,13 +270,15 @@ def test_classify_without_originals_or_with_a_missing_one() -> None:
 def test_classify_empty_original_and_empty_revert() -> None:
     assert classify(_link("r" * 40, "o" * 40), {"r" * 40: INVERSE, "o" * 40: ""}).verdict == "unverifiable"
     res = classify(_link("r" * 40, "o" * 40), {"r" * 40: "", "o" * 40: ORIG})
-    assert (res.verdict, res.reason) == ("partial", "the change is empty")
+    assert (res.verdict, res.reason) == ("partial", "the change is empty: it undoes nothing on its parent")
 
 
 def test_classify_reland_direction() -> None:
     link = _link("r" * 40, "o" * 40, direction=-1)
     assert classify(link, {"r" * 40: ORIG, "o" * 40: ORIG}).verdict == "pure"
-    assert classify(link, {"r" * 40: INVERSE, "o" * 40: ORIG}).verdict == "modified"
+    # The revert's parent does not hold what the original started from: only a merge could tell.
+    assert classify(link, {"r" * 40: INVERSE, "o" * 40: ORIG}).verdict == "unverifiable"
+    assert classify(link, {"r" * 40: INVERSE, "o" * 40: ORIG}, proof="differs").verdict == "modified"
 
 
 def test_patch_requests_dedupes_and_uses_first_parents() -> None:
@@ -302,7 +307,7 @@ def test_pure_revert(repo: GitRepo) -> None:
     rev = repo.revert(orig)
     res = purity(repo, rev, orig)
     assert (res.verdict, res.files) == ("pure", ())
-    assert res.reason == "the change is exactly the inverse of the original"
+    assert res.reason == "the change is exactly the inverse of the original (proven on the trees)"
 
 
 def test_pure_although_later_commits_moved_the_context(repo: GitRepo) -> None:

@@ -45,3 +45,30 @@ def test_backports_learned_later_are_reassessed_with_the_same_rules() -> None:
     assert after.follow_ups == ("release/0.5",) and after.action == "merge_after_gpu"
     done = Backport("release/0.5", "b" * 40, "backport PR release/0.5#104", "c" * 40)
     assert with_backports(before, (done,), critical=True).follow_ups == ()
+
+
+def test_green_suites_that_ran_without_a_gpu_do_not_clear_critical_paths() -> None:
+    import dataclasses
+
+    from revertbot.models import GpuSummary, GpuTestFlip
+
+    cpu = GpuSummary(suites=("graph",), hardware="no GPU (nvidia-smi is not on PATH)", passed_both=3,
+                     fixed=(GpuTestFlip("t::fix", "failed", "passed"),), cpu_only=("graph",))  # fmt: skip
+    risk = assess(dataclasses.replace(_inputs(critical=True), gpu=cpu), RiskThresholds())
+    gpu = next(f for f in risk.factors if f.name == "gpu")
+    assert (gpu.code, gpu.level, risk.action) == ("cpu-only", "medium", "merge_after_gpu")
+    on_gpu = dataclasses.replace(cpu, hardware="1× NVIDIA H200", cpu_only=())
+    risk = assess(dataclasses.replace(_inputs(critical=True), gpu=on_gpu), RiskThresholds())
+    assert next(f for f in risk.factors if f.name == "gpu").code == "green"
+
+
+def test_no_op_and_merged_reverts_never_recommend_merge() -> None:
+    import dataclasses
+
+    base = _inputs(critical=False)
+    assert assess(dataclasses.replace(base, apply_note="no-op", apply_params=(("why", "never-had"),)),
+                  RiskThresholds()).action == "no_op"  # fmt: skip
+    assert assess(dataclasses.replace(base, apply_note="already-merged"), RiskThresholds()).action == "follow_up"
+    for verdict in ("partial", "extra", "modified", "unverifiable"):
+        risky = dataclasses.replace(base, purity=PurityResult(verdict, "x"))  # type: ignore[arg-type]
+        assert assess(risky, RiskThresholds()).action == "review"

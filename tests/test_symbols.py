@@ -398,3 +398,18 @@ def test_syntax_error_in_one_version_gives_a_note_and_no_symbol_changes() -> Non
     assert note is not None and "before version: syntax error at line 2" in note
     changes, note = diff_symbols("m.py", None, bad)
     assert changes == () and note is not None and "after version" in note
+
+
+def test_oversized_source_is_not_parsed() -> None:
+    big = "X = 1\n" * 200_000  # 1.2 MB of generated code
+    changes, note = diff_symbols("gen.py", big, None)
+    assert changes == ()
+    assert note == "1.2 MB of source: symbols not analysed (limit 1 MB); file-level change only"
+
+
+def test_body_hash_ignores_nested_definitions_without_copying_the_tree() -> None:
+    before = "def outer():\n    x = 1\n\n    def inner():\n        return 1\n\n    return inner\n"
+    after = "def outer():\n    x = 1\n\n    def inner():\n        return 2\n\n    return inner\n"
+    changes, _ = diff_symbols("m.py", before, after)
+    # Only the nested function changed; the enclosing one is not reported.
+    assert [(c.name, c.detail) for c in changes] == [("outer.<locals>.inner", "body changed")]

@@ -1,42 +1,80 @@
 """Code that still uses what a revert removes.
 
-Given the symbol changes of a revert and the tree that will exist after it (the base with the
-revert applied), find the lines that still refer to a removed symbol, still pass a removed
-parameter by keyword, or still import a removed module. All candidates come from one batched
-whole-word ``git grep`` over the tree; each hit is then confirmed with cheap per-line checks.
+A dependent is a use, in the tree after the revert, of a definition the revert removes (a
+module-level function, class or variable, a method or class attribute, a whole module) or of a
+callable whose parameters it removes, *resolved to that definition* through Python's imports:
+
+* ``from pkg.mod import name`` (absolute or relative, ``as`` aliases, ``*``), ``import pkg.mod``
+  then ``pkg.mod.name``, ``import pkg.mod as m`` / ``from pkg import mod`` then ``m.name``, and a
+  package ``__init__`` re-export that the same change removes (``from pkg import name``);
+* attribute access on the class: ``Cls.attr``, ``self.attr`` / ``cls.attr`` / ``super().attr``
+  inside the class or a subclass of it, ``obj.attr`` where ``obj = Cls(...)`` in the same file,
+  ``getattr(self, "attr")``;
+* calls to a callable whose parameters the revert changes that pass a removed one by keyword,
+  pass more positional arguments than the definition in the tree now accepts, or omit a
+  parameter it adds without a default (each only when no ``*args``/``**kwargs`` makes it
+  undecidable);
+* dotted paths in strings (``mock.patch("pkg.mod.name")``) and, in configuration files and
+  scripts (YAML, TOML, JSON, INI, shell), dotted paths and file paths of what was removed.
+
+Not dependents: removed imports (a revert that deletes ``import os`` breaks nobody), a same-named
+definition in another module or class, code in the module itself where the name is still
+defined, comments, docstrings and prose, documentation files, and, when the tree the revert was
+applied to is given, lines the revert itself adds or changes.
+
+How it stays cheap: the candidates come from one ``git grep -F`` over Python and configuration
+files for the word ``import`` plus a few dotted prefixes of the modules involved; the number of
+patterns never depends on the number of removed names, so thousands of removed names cost no
+more git work than one. Import lines are resolved in Python, and only files that import an
+affected module, a name from it or a package above it (plus the affected modules themselves)
+are parsed, after a check that they mention one of the names at all.
+
+Limits: there is no type inference, so ``obj.method()`` on an object whose class is not visible
+in the file (a parameter, a return value) is not found, nor are uses through a subclass defined
+in another file, ``importlib`` with computed names, nested functions, removed special methods
+(called implicitly; a note lists them), or a name re-exported by a package ``__init__`` the
+change leaves alone or by ``import *`` (the ``__init__``'s own import line is reported instead).
+Module names are matched by dotted suffix (``python/pkg/mod.py`` is ``pkg.mod``); a single-part
+name matches only from the same directory or below a ``python``/``src``/``lib`` root. Every bound
+(files read and parsed, bytes, grep patterns and lines, uses listed) is reported in
+``DependentSearch.notes`` when hit.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from .. import gitops
+from ..purity import unquote_path
 from .symbols import CALLABLE_KINDS, SymbolChange, bare_name
 
 MAX_PER_SYMBOL = 50
-MIN_NAME_LENGTH = 3
+MAX_DEPENDENTS = 1_000
 MAX_TEXT = 200
-MAX_CALL_CHARS = 20_000  # how far a call's argument list is followed across lines
+MAX_PATTERNS = 24  # dotted/path prefixes given to git grep besides "import"
+MAX_FILES = 600  # files parsed
+MAX_FILE_BYTES = 2_000_000  # a larger Python file is generated code: not parsed
+MAX_TOTAL_BYTES = 64_000_000
+MAX_GREP_LINES = 2_000_000
 PYTHON_SUFFIXES = (".py", ".pyi")
-#: Names so common that a tree-wide search would mostly find unrelated code.
-COMMON_NAMES = frozenset({
-    "main", "run", "forward", "get", "set", "update", "call", "apply", "build", "load", "save", "init",
-    "setup", "start", "stop", "close", "open", "reset", "step", "test", "name", "data", "config", "args",
-    "kwargs", "self", "cls", "value", "values", "items", "keys", "copy", "format", "wrapper", "inner",
-    "helper", "func", "result", "output", "input", "logger", "device", "dtype", "size", "shape",
-})  # fmt: skip
+#: Files where a dotted or file path can break something at run time (docs cannot).
+CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
+SOURCE_ROOTS = frozenset({"python", "src", "lib"})
 
-_Mode = Literal["name", "attribute", "local", "params", "module"]
-_KEYWORDS = frozenset({"return", "await", "yield", "in", "not", "and", "or", "is", "if", "elif", "else", "while",
-                       "for", "with", "as", "del", "raise", "assert", "lambda", "from", "import", "global"})
-_BEFORE_CODE = set("([{,=:+-*/%<>|&!~@")
-_AFTER_CODE = set(")]},.:=+-*/%<>|&;[")
-_IDENT_RE = re.compile(r"\w+")
-_IMPORT_RE = re.compile(r"\s*(?:from\s+(?P<module>\.*[\w.]*)\s+import\s+(?P<names>.*)|import\s+(?P<plain>.+))")
+_Kind = Literal["name", "attribute", "params", "module"]
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
+_PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
+_FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
+_ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_HUNK = re.compile(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -59,14 +97,35 @@ class DependentSearch:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Target:
-    symbol: str
-    word: str
+    symbol: str  # what Dependent.symbol shows
+    word: str  # the name code uses
     file: str
-    mode: _Mode
-    params: tuple[str, ...] = ()
-    module: str = ""  # dotted module path of a removed file
+    module: str  # dotted module of ``file``
+    kind: _Kind
+    owner: str = ""  # class path inside the module for methods and class attributes ("Runner")
+    params: tuple[str, ...] = ()  # removed parameters
+    added: tuple[str, ...] = ()  # added parameters (a call that omits a required one breaks)
+    seq: int = 0  # position among the changes: the report lists dependents in that order
+
+
+@dataclass(slots=True)
+class _Module:
+    """What one affected module loses."""
+
+    name: str
+    file: str
+    names: dict[str, list[_Target]] = field(default_factory=dict)  # module-level name -> targets
+    classes: dict[str, dict[str, list[_Target]]] = field(default_factory=dict)  # class path -> attr -> targets
+    removed: _Target | None = None  # the module itself, when its file is deleted
+
+    def words(self) -> set[str]:
+        out = set(self.names) | {c.split(".")[0] for c in self.classes}
+        out |= {a for attrs in self.classes.values() for a in attrs}
+        if self.removed:  # importing the module is itself a use
+            out.add(self.name.rsplit(".", 1)[-1])
+        return out
 
 
 def find_dependents(
@@ -77,338 +136,900 @@ def find_dependents(
 
 
 def search_dependents(
-    repo: Path, tree: str, changes: Sequence[SymbolChange], removed_files: Sequence[str] = ()
+    repo: Path,
+    tree: str,
+    changes: Sequence[SymbolChange],
+    removed_files: Sequence[str] = (),
+    *,
+    before: str | None = None,
 ) -> DependentSearch:
-    """Find code in ``tree`` (commit or tree sha of the base with the revert applied) that still uses
-    a symbol removed by ``changes``, passes a removed parameter by keyword, or imports a module in
-    ``removed_files``.
+    """Find code in ``tree`` (commit or tree sha of the result of the revert) that still uses a
+    symbol removed by ``changes``, calls a callable in a way its changed parameters no longer
+    allow, or imports a module in ``removed_files`` (see the module docstring for what counts).
 
-    What counts as a use, and how false positives are kept out:
-
-    * Comments never count. Words inside a string literal count only when the string is an
-      identifier or dotted path naming the symbol (``getattr(r, "_slice_output")``,
-      ``mock.patch("pkg.mod._slice_output")``), since those break at run time; prose in strings
-      and in docstrings does not.
-    * In Python files a bare occurrence must sit in code context: called (``name(``), accessed as an
-      attribute (``.name``), imported, or surrounded by operators/punctuation (``f(a, name)``).
-      Definition lines (``def name``, ``class name``, ``name = ...``) are not uses.
-    * Removed methods and class attributes only match attribute access (``.name``), so a module
-      function of the same name is not reported.
-    * Nested functions and removed imports are searched in their own file only.
-    * Files where the change adds or keeps a symbol of the same name (a move) are skipped, and so
-      are files that import the name from a different module.
-    * Other files count only through a dotted reference (``pkg.mod.name`` in YAML or docs).
-    * A removed parameter is found only when passed by keyword (``shared_output_buffer=...``)
-      inside the argument list of a call to that function; positional uses are not detected.
-
-    Names shorter than three characters, dunder names and very common names (``forward``,
-    ``run``, ...) are not searched tree-wide; a note says so. At most 50 uses are kept per symbol.
+    ``before``, when given, is the tree the revert was applied to: lines that differ between
+    ``before`` and ``tree`` are the revert's own code and are never dependents.
+    At most 50 uses are listed per symbol; notes say what was cut or not searched.
     """
-    targets, notes = _targets(changes, removed_files)
-    if not targets:
+    modules, notes = _index(changes, removed_files)
+    if not modules:
         return DependentSearch((), tuple(notes))
-    redefined = _redefined_in(changes)
-    by_word: dict[str, list[_Target]] = {}
-    for t in targets:
-        by_word.setdefault(t.word, []).append(t)
-
-    found: dict[_Target, dict[tuple[str, int], Dependent]] = {t: {} for t in targets}
-    calls: dict[_Target, list[tuple[str, int, int]]] = {}  # params targets: (path, line, column of "(")
-    elsewhere: set[tuple[_Target, str]] = set()  # files that import the name from another module
-    for path, lineno, text in gitops.grep_words(repo, tree, list(by_word)):
-        words = {w for w in _IDENT_RE.findall(text) if w in by_word}
-        for word in sorted(words):
-            for t in by_word[word]:
-                if t.mode == "params":  # confirmed below, from the whole argument list
-                    calls.setdefault(t, []).extend((path, lineno, col) for col in _call_columns(path, text, word))
-                    continue
-                if (t.mode == "local" and t.file != path) or path in redefined.get(word, ()):
-                    continue
-                if t.mode == "name" and _imports_from_elsewhere(t, path, text):
-                    elsewhere.add((t, path))
-                    continue
-                reason = _classify(t, path, text)
-                if reason:
-                    found[t].setdefault((path, lineno), _dependent(t, path, lineno, text, reason))
-    if calls:
-        _keyword_uses(repo, tree, calls, found)
-
-    result: list[Dependent] = []
-    for t in targets:
-        deps = sorted((d for d in found[t].values() if (t, d.file) not in elsewhere), key=lambda d: (d.file, d.line))
-        if len(deps) > MAX_PER_SYMBOL:
-            notes.append(f"`{t.word}` ({t.symbol}): {len(deps)} uses, only the first {MAX_PER_SYMBOL} listed")
-            deps = deps[:MAX_PER_SYMBOL]
-        result += deps
-    return DependentSearch(tuple(result), tuple(notes))
+    own = _own_files(repo, tree, modules, notes)
+    if not modules:
+        return DependentSearch((), tuple(notes))
+    search = _Search(repo, tree, modules, notes)
+    found = search.run(own)
+    if before is not None and found:
+        found = _outside_changed_lines(repo, before, tree, found)
+    return DependentSearch(_capped(found, modules, notes), tuple(notes))
 
 
 # --------------------------------------------------------------------------- what to search
 
 
-def _targets(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tuple[list[_Target], list[str]]:
-    targets: list[_Target] = []
+def module_of(path: str) -> str:
+    """Dotted module name of a Python file path (``pkg/__init__.py`` -> ``pkg``); "" otherwise.
+
+    Leading directories that cannot be part of a module name (``3rdparty/``) are dropped: such a
+    directory is a source root on ``sys.path``, not a package."""
+    for suffix in PYTHON_SUFFIXES:
+        if path.endswith(suffix):
+            parts = path[: -len(suffix)].split("/")
+            if parts[-1] == "__init__":
+                parts.pop()
+            keep: list[str] = []
+            for part in reversed(parts):
+                if not part.isidentifier():
+                    break
+                keep.append(part)
+            return ".".join(reversed(keep))
+    return ""
+
+
+def _index(changes: Sequence[SymbolChange], removed_files: Sequence[str]) -> tuple[dict[str, _Module], list[str]]:
+    modules: dict[str, _Module] = {}
     notes: list[str] = []
-    for c in changes:
+    skipped_special: list[str] = []
+
+    def module(path: str) -> _Module | None:
+        name = module_of(path)
+        if not name:
+            return None
+        return modules.setdefault(name, _Module(name, path))
+
+    for seq, c in enumerate(changes):
         word = bare_name(c)
+        if c.kind == "import" or ".<locals>." in c.name:
+            continue  # removed imports break nobody; nested functions are used only inside their function
+        m = module(c.file)
+        if m is None:
+            continue
+        owner = c.name.rsplit(".", 1)[0] if "." in c.name else ""
         if c.change == "removed":
-            if c.kind == "import" or ".<locals>." in c.name:
-                mode: _Mode = "local"
-            elif "." in c.name:
-                mode = "attribute"  # a method or class attribute
-            else:
-                mode = "name"
-            target = _Target(c.name, word, c.file, mode)
-        elif c.change == "modified" and c.removed_params and c.kind in CALLABLE_KINDS:
-            if word == "__init__" and "." in c.name:
-                word = c.name.rsplit(".", 2)[-2]  # callers construct the class
-            target = _Target(c.name, word, c.file, "params", params=c.removed_params)
+            if owner and word.startswith("__") and word.endswith("__"):
+                skipped_special.append(c.name)  # called implicitly (operators, protocols)
+                continue
+            target = _Target(c.name, word, c.file, m.name, "attribute" if owner else "name", owner, seq=seq)
+        elif c.change == "modified" and (c.removed_params or c.added_params) and c.kind in CALLABLE_KINDS:
+            # callers of __init__ name the class
+            shown = owner.rsplit(".", 1)[-1] if word == "__init__" and owner else word
+            target = _Target(c.name, shown, c.file, m.name, "params", owner, params=c.removed_params,
+                             added=c.added_params, seq=seq)  # fmt: skip
         else:
             continue
-        skip = _why_not_searched(target)
-        if skip:
-            notes.append(f"`{target.word}` ({target.symbol}): not searched, {skip}")
-        elif target not in targets:
-            targets.append(target)
-    for path in removed_files:
-        module = _module_of(path)
-        if module:
-            targets.append(_Target(f"module:{path}", module.rsplit(".", 1)[-1], path, "module", module=module))
-    return targets, notes
+        if owner:
+            m.classes.setdefault(owner, {}).setdefault(word, []).append(target)
+        else:
+            m.names.setdefault(word, []).append(target)
+    for seq, path in enumerate(removed_files, start=len(changes)):
+        m = module(path)
+        if m is not None:
+            m.removed = _Target(f"module:{path}", m.name.rsplit(".", 1)[-1], path, m.name, "module", seq=seq)
+    _add_reexports(changes, modules)
+    if skipped_special:
+        notes.append(f"dependents: {len(skipped_special)} removed special method(s) not searched (called implicitly): "
+                     + ", ".join(f"`{n}`" for n in skipped_special[:5]))  # fmt: skip
+    empty = [k for k, m in modules.items() if not (m.names or m.classes or m.removed)]
+    for k in empty:
+        del modules[k]
+    return modules, notes
 
 
-def _why_not_searched(t: _Target) -> str:
-    if t.mode == "local":
-        return ""  # one file only: cheap and precise even for short names
-    if len(t.word) < MIN_NAME_LENGTH:
-        return "name too short"
-    if t.word.startswith("__") and t.word.endswith("__"):
-        return "special method called implicitly"
-    if t.word in COMMON_NAMES:
-        return "name too common"
-    return ""
-
-
-def _redefined_in(changes: Sequence[SymbolChange]) -> dict[str, set[str]]:
-    """Files where a name is (still) defined after the change: uses there refer to that definition."""
-    result: dict[str, set[str]] = {}
+def _add_reexports(changes: Sequence[SymbolChange], modules: dict[str, _Module]) -> None:
+    """A package ``__init__`` whose re-export of a removed name the change also removes: code that
+    imports the name from the package breaks too."""
+    by_suffix: dict[str, _Module] = {}
+    for m in list(modules.values()):
+        parts = m.name.split(".")
+        for i in range(len(parts) - 1):
+            by_suffix.setdefault(".".join(parts[i:]), m)
+        by_suffix[m.name] = m
     for c in changes:
-        if c.change in ("added", "modified"):
-            result.setdefault(bare_name(c), set()).add(c.file)
-    return result
-
-
-def _module_of(path: str) -> str:
-    if not path.endswith(".py"):
-        return ""
-    parts = path[: -len(".py")].split("/")
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-# --------------------------------------------------------------------------- confirming a hit
-
-
-def _dependent(t: _Target, path: str, lineno: int, text: str, reason: str) -> Dependent:
-    return Dependent(symbol=t.symbol, name=t.word, file=path, line=lineno, text=text.strip()[:MAX_TEXT], reason=reason)
-
-
-def _classify(t: _Target, path: str, text: str) -> str:
-    """Why ``text`` uses the target, or "" when it does not."""
-    if not path.endswith(PYTHON_SUFFIXES):
-        if t.mode == "module":
-            return "references removed module" if _mentions_module(t, path, text) else ""
-        dotted = re.search(rf"\w\.{re.escape(t.word)}\b", text)
-        return "referenced in a non-Python file" if dotted and t.mode != "local" else ""
-    if t.mode == "module":
-        return "imports removed module" if _mentions_module(t, path, text) else ""
-    code, strings = _split_line(text)
-    if _is_definition(code, t.word):
-        return ""
-    for start, end in _occurrences(code, t.word):
-        literal = next((s for s in strings if s[0] <= start < s[1]), None)
-        if literal is not None:
-            content = text[literal[0] : literal[1]].strip("'\"")
-            if re.fullmatch(r"[\w.]+", content) and t.word in content.split("."):
-                return "names removed symbol in a string"
+        if c.kind != "import" or c.change != "removed" or not c.file.endswith("__init__.py"):
             continue
-        prev, nxt = code[:start].rstrip(), code[end:].lstrip()
-        if t.mode == "attribute" and not prev.endswith("."):
+        what = c.name.removeprefix("import:").split(" as ")[0]
+        source, _, name = what.rpartition(".")
+        if not source or source.strip(".") == "":
             continue
-        if nxt.startswith("("):
-            return "calls removed symbol"
-        if _IMPORT_RE.match(code) and t.mode == "name":
-            return "imports removed symbol"
-        if prev.endswith(".") or _code_context(prev, nxt):
-            return "uses name of removed import" if t.symbol.startswith("import:") else "uses removed symbol"
-    return ""
-
-
-def _occurrences(code: str, word: str) -> Iterator[tuple[int, int]]:
-    for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", code):
-        yield m.start(), m.end()
-
-
-def _is_definition(code: str, word: str) -> bool:
-    w = re.escape(word)
-    defines = re.match(rf"\s*(?:async\s+def|def|class)\s+{w}\b", code)
-    assigns = re.match(rf"\s*{w}\s*(?::[^=]*)?=(?!=)", code)
-    return bool(defines or assigns)
-
-
-def _code_context(prev: str, nxt: str) -> bool:
-    """Punctuation or a keyword on both sides: code, not prose in a docstring."""
-    last_word = prev.rsplit(None, 1)[-1] if prev else ""
-    before = not prev or prev[-1] in _BEFORE_CODE or last_word in _KEYWORDS
-    after = not nxt or nxt[0] in _AFTER_CODE
-    return before and after
-
-
-def _split_line(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """The line without its comment, and the spans of string literals on it (quotes included).
-
-    A string still open at the end of the line (a multi-line string) runs to the end of the line.
-    """
-    spans: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "#":
-            return text[:i], spans
-        if c in "'\"":
-            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else c
-            j = i + len(quote)
-            while j < n and not text.startswith(quote, j):
-                j += 2 if text[j] == "\\" else 1
-            end = min(j + len(quote), n)
-            spans.append((i, end))
-            i = end
+        target = by_suffix.get(_absolute(source, c.file))
+        if target is None or name not in target.names:
             continue
-        i += 1
-    return text, spans
+        package = module_of(c.file)
+        if package and package != target.name:
+            pm = modules.setdefault(package, _Module(package, c.file))
+            pm.names.setdefault(bare_name(c), []).extend(t for t in target.names[name] if t.kind != "params")
 
 
-def _mentions_module(t: _Target, path: str, text: str) -> bool:
-    """Whether the line imports or names the removed module by an (absolute or relative) dotted path."""
-    code = _split_line(text)[0] if path.endswith(PYTHON_SUFFIXES) else text
-    candidates: list[str] = []
-    m = _IMPORT_RE.match(code)
-    if m and m.group("plain"):
-        candidates += [part.split()[0] for part in m.group("plain").split(",") if part.strip()]
-    elif m and m.group("module") is not None:
-        base = _resolve_relative(m.group("module"), path)
-        candidates += [base] + [f"{base}.{n}" for n in _imported_names(m) if n != "*"]
-    else:
-        candidates += re.findall(r"\w+(?:\.\w+)+", code)
-    for cand in candidates:
-        if cand == t.module or (cand.count(".") >= 1 and t.module.endswith("." + cand)):
-            return True
-        # a longer dotted reference into the module: pkg.mod.func
-        if cand.count(".") >= 1 and any(t.module == p or t.module.endswith("." + p) for p in _prefixes(cand)):
-            return True
-    return False
-
-
-def _prefixes(dotted: str) -> Iterator[str]:
-    parts = dotted.split(".")
-    for i in range(2, len(parts)):
-        yield ".".join(parts[:i])
-
-
-def _imports_from_elsewhere(t: _Target, path: str, text: str) -> bool:
-    """Whether the line is ``from M import name`` with M another module than the removed symbol's."""
-    if not path.endswith(PYTHON_SUFFIXES):
-        return False
-    m = _IMPORT_RE.match(_split_line(text)[0])
-    if not m or m.group("module") is None:
-        return False
-    own = _module_of(t.file)
-    if not own or t.word not in _imported_names(m):
-        return False
-    source = _resolve_relative(m.group("module"), path)
-    return not (own == source or own.endswith("." + source))
-
-
-def _imported_names(m: re.Match[str]) -> list[str]:
-    """Names of a ``from M import a, b as c`` line (``a``, ``b``), without parentheses."""
-    names = (n.strip(" ()\\").split(" ")[0] for n in m.group("names").split(","))
-    return [n for n in names if n]
-
-
-def _resolve_relative(module: str, path: str) -> str:
+def _absolute(module: str, path: str) -> str:
+    """``module`` as written in an import in ``path``, with a relative prefix resolved."""
     level = len(module) - len(module.lstrip("."))
     if level == 0:
         return module
     package = path.split("/")[:-1]
-    package = package[: len(package) - (level - 1)] if level > 1 else package
+    if level > 1:
+        package = package[: max(0, len(package) - (level - 1))]
     rest = module[level:]
     return ".".join([*package, rest] if rest else package)
 
 
-# --------------------------------------------------------------------------- removed parameters
+def _same_module(written: str, module: str, importer: str = "") -> bool:
+    """Whether a dotted name written in code (``pkg.mod``) refers to ``module`` (``python.pkg.mod``)."""
+    if not written:
+        return False
+    if written == module:
+        return True
+    if not module.endswith("." + written):
+        return False
+    if "." in written:
+        return True
+    # A single name: a script next to the module, or a source root such as python/ or src/.
+    prefix = module[: -len(written) - 1]
+    module_dir = module.replace(".", "/").rsplit("/", 1)[0]
+    return prefix in SOURCE_ROOTS or (bool(importer) and importer.rsplit("/", 1)[0] == module_dir)
 
 
-def _call_columns(path: str, text: str, word: str) -> list[int]:
-    """Columns of the ``(`` of each call to ``word`` on a Python line (definitions excluded)."""
-    if not path.endswith(PYTHON_SUFFIXES):
-        return []
-    code, strings = _split_line(text)
-    if _is_definition(code, word):
-        return []
-    cols = []
-    for start, end in _occurrences(code, word):
-        if any(s <= start < e for s, e in strings):
+def _capped(found: Mapping[tuple[_Target, str, int], Dependent], modules: Mapping[str, _Module],
+            notes: list[str]) -> tuple[Dependent, ...]:  # fmt: skip
+    """Dependents grouped by target (in the order of the changes), at most MAX_PER_SYMBOL each."""
+    by_target: dict[_Target, list[Dependent]] = {}
+    for (t, _, _), dep in found.items():
+        by_target.setdefault(t, []).append(dep)
+    result: list[Dependent] = []
+    for t in _targets_in_order(modules):
+        deps = sorted(by_target.pop(t, ()), key=lambda d: (d.file, d.line))
+        if len(deps) > MAX_PER_SYMBOL:
+            notes.append(f"`{t.word}` ({t.symbol}): {len(deps)} uses, only the first {MAX_PER_SYMBOL} listed")
+            deps = deps[:MAX_PER_SYMBOL]
+        result += deps
+    if len(result) > MAX_DEPENDENTS:
+        notes.append(f"dependents: {len(result)} uses found, only the first {MAX_DEPENDENTS} listed")
+        result = result[:MAX_DEPENDENTS]
+    return tuple(result)
+
+
+def _targets_in_order(modules: Mapping[str, _Module]) -> list[_Target]:
+    seen: dict[_Target, None] = {}
+    for m in modules.values():
+        for ts in m.names.values():
+            seen.update(dict.fromkeys(ts))
+        for attrs in m.classes.values():
+            for ts in attrs.values():
+                seen.update(dict.fromkeys(ts))
+        if m.removed:
+            seen[m.removed] = None
+    return sorted(seen, key=lambda t: t.seq)
+
+
+def _outside_changed_lines(
+    repo: Path, before: str, tree: str, found: dict[tuple[_Target, str, int], Dependent]
+) -> dict[tuple[_Target, str, int], Dependent]:
+    """Drop uses on lines that differ between ``before`` and ``tree``: the revert's own code."""
+    paths = sorted({path for _, path, _ in found})
+    changed: dict[str, list[tuple[int, int]]] = {}
+    for raw, header in gitops.hunk_headers(repo, before, tree, paths):
+        m = _HUNK.match(header)
+        if not m:
             continue
-        rest = code[end:]
-        if rest.lstrip().startswith("("):
-            cols.append(end + len(rest) - len(rest.lstrip()))
-    return cols
+        path = unquote_path(raw)
+        path = path[2:] if path.startswith("b/") else path
+        start, count = int(m.group(1)), int(m.group(2)) if m.group(2) is not None else 1
+        if count:
+            changed.setdefault(path, []).append((start, start + count))
+    for ranges in changed.values():
+        ranges.sort()
+
+    def in_changed(path: str, line: int) -> bool:
+        ranges = changed.get(path, [])
+        i = bisect.bisect_right(ranges, (line, float("inf"))) - 1  # the last range starting at or before line
+        return i >= 0 and line < ranges[i][1]
+
+    return {k: d for k, d in found.items() if not in_changed(d.file, d.line)}
 
 
-def _keyword_uses(
-    repo: Path,
-    tree: str,
-    calls: dict[_Target, list[tuple[str, int, int]]],
-    found: dict[_Target, dict[tuple[str, int], Dependent]],
-) -> None:
-    """Follow each call's argument list (it may span lines) and look for removed keyword arguments."""
-    paths = sorted({path for sites in calls.values() for path, _, _ in sites})
-    contents = gitops.blobs(repo, [f"{tree}:{p}" for p in paths])
-    for t, sites in calls.items():
-        keyword = re.compile(rf"(?<![\w.])({'|'.join(map(re.escape, t.params))})\s*=(?!=)")
-        for path, lineno, col in sites:
-            blob = contents.get(f"{tree}:{path}")
-            if blob is None:
+def _own_files(repo: Path, tree: str, modules: dict[str, _Module], notes: list[str]) -> dict[str, _Module]:
+    """The affected modules whose file is in ``tree`` (they are parsed first, to see what they still
+    define). A deleted file that is there again is not removed. A changed file that is no longer
+    there has moved or gone since: what it defines now cannot be told, so it is not searched."""
+    by_file = {m.file: m for m in modules.values()}
+    sizes = gitops.blob_sizes(repo, [f"{tree}:{p}" for p in by_file])
+    present: dict[str, _Module] = {}
+    gone: list[str] = []
+    for p, m in by_file.items():
+        if sizes.get(f"{tree}:{p}") is not None:
+            m.removed = None
+            present[p] = m
+        elif m.removed is None:
+            gone.append(p)
+            del modules[m.name]
+    if gone:
+        notes.append(f"dependents: {len(gone)} changed file(s) not in the analysed tree (moved or deleted since), "
+                     f"their changes not searched: " + ", ".join(f"`{p}`" for p in gone[:5]))  # fmt: skip
+    return present
+
+
+# --------------------------------------------------------------------------- the search
+
+
+class _Search:
+    """Find candidate files with one grep, parse them, collect uses."""
+
+    def __init__(self, repo: Path, tree: str, modules: dict[str, _Module], notes: list[str]) -> None:
+        self.repo, self.tree, self.modules, self.notes = repo, tree, modules, notes
+        self.found: dict[tuple[_Target, str, int], Dependent] = {}
+        # every dotted suffix of an affected module, and every package above one, for O(1) lookups
+        self.suffixes: dict[str, list[_Module]] = {}
+        self.ancestors: set[str] = set()
+        for m in modules.values():
+            parts = m.name.split(".")
+            for i in range(len(parts)):
+                suffix = ".".join(parts[i:])
+                self.suffixes.setdefault(suffix, []).append(m)
+                sp = suffix.split(".")
+                self.ancestors.update(".".join(sp[:j]) for j in range(1, len(sp)))
+        self.words: set[str] = set().union(*(m.words() for m in modules.values()))
+        # A few names: one regex finds the first mention at C speed; many: a set of the file's words.
+        self.mentions = (re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.words))) + r")\b")
+                         if len(self.words) <= 200 else None)  # fmt: skip
+        self.signatures: dict[_Target, _Signature] = {}  # of changed callables, as the tree defines them
+        self.removed_paths: dict[str, list[_Module]] = {}  # removed files by each trailing part of their path
+        for m in modules.values():
+            fparts = m.file.split("/")
+            for i in range(len(fparts)):
+                if len(fparts) - i >= 2 or i == 0:
+                    self.removed_paths.setdefault("/".join(fparts[i:]), []).append(m)
+
+    def resolve(self, written: str, importer: str) -> list[_Module]:
+        return [m for m in self.suffixes.get(written, ()) if _same_module(written, m.name, importer)]
+
+    def run(self, own: dict[str, _Module]) -> dict[tuple[_Target, str, int], Dependent]:
+        candidates = self._grep()
+        ordered = list(own) + [p for p in candidates if p not in own]
+        self._scan(ordered, own)
+        return self.found
+
+    def _grep(self) -> list[str]:
+        patterns, pattern_note = self._patterns()
+        if pattern_note:
+            self.notes.append(pattern_note)
+        direct: dict[str, None] = {}
+        indirect: dict[str, None] = {}
+        lines = 0
+        for path, lineno, text in gitops.grep_fixed(self.repo, self.tree, ["import", *patterns],
+                                                    ["*.py", "*.pyi", *CONFIG_GLOBS]):  # fmt: skip
+            lines += 1
+            if lines > MAX_GREP_LINES:
+                self.notes.append(f"dependents: stopped reading search results after {MAX_GREP_LINES:,} lines; "
+                                  "files beyond were not checked")  # fmt: skip
+                break
+            if not path.endswith(PYTHON_SUFFIXES):
+                self._config_line(path, lineno, text)
                 continue
-            lines = blob.decode("utf-8", "replace").splitlines(keepends=True)
-            if lineno > len(lines):
+            if path in direct:
                 continue
-            start = sum(len(x) for x in lines[: lineno - 1]) + col
-            text = "".join(lines)
-            for pos, param in _top_level_keywords(text, start, keyword):
-                line = lineno + text.count("\n", start, pos)
-                dep = _dependent(t, path, line, lines[line - 1], f"uses removed parameter `{param}`")
-                found[t].setdefault((path, line), dep)
+            how = self._import_line(path, text)
+            if how == "direct" or (how != "indirect" and self._dotted_in(text)):
+                direct[path] = None
+                indirect.pop(path, None)
+            elif how == "indirect":
+                indirect[path] = None
+        return list(direct) + list(indirect)
 
+    def _patterns(self) -> tuple[list[str], str]:
+        """Fixed strings that find dotted and file-path references; a few, whatever the count of names."""
+        modules = [m.name.split(".") for m in self.modules.values()]
+        files = [m.file.split("/") for m in self.modules.values() if m.removed]
+        patterns: list[str] = []
+        for level in range(4):  # 0: each module; 1, 2, 3: the packages above, fewer and broader
+            dotted = {".".join(parts[: len(parts) - level][-2:]) for parts in modules if len(parts) - level >= 2}
+            paths = {"/".join(parts[: len(parts) - level][-2:]) + ("/" if level else "")
+                     for parts in files if len(parts) - level >= 2}  # fmt: skip
+            if not dotted and not paths and patterns:
+                break  # the names are too short to go up further
+            patterns = sorted(dotted) + sorted(paths)
+            if len(patterns) <= MAX_PATTERNS:
+                break
+        if len(patterns) > MAX_PATTERNS:
+            return patterns[:MAX_PATTERNS], (
+                f"dependents: dotted and file-path references searched for {MAX_PATTERNS} of {len(patterns)} "
+                "module prefixes; imports were searched for all")  # fmt: skip
+        return patterns, ""
 
-def _top_level_keywords(text: str, open_paren: int, keyword: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    """Keyword arguments directly inside the call whose ``(`` is at ``open_paren``."""
-    depth = 0
-    end = min(len(text), open_paren + MAX_CALL_CHARS)
-    i = open_paren
-    while i < end:
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return
-        elif depth == 1:
-            m = keyword.match(text, i)
+    def _import_line(self, path: str, text: str) -> str:
+        """How an import line relates to the affected modules: "direct" when it imports one or a name
+        from one, "indirect" when it imports a package above one (``import pkg`` then
+        ``pkg.mod.name``), else ""."""
+        result = ""
+        for stmt in text.split("#", 1)[0].split(";"):
+            stmt = stmt.strip()
+            m = _FROM.match(stmt)
             if m:
-                yield i, m.group(1)
-                i = m.end()
+                source = _absolute(m.group(1), path)
+                if self.resolve(source, path):
+                    return "direct"
+                names = [n.strip(" ()\\").split(" ")[0] for n in m.group(2).split(",")]
+                if any(self.resolve(f"{source}.{n}", path) for n in names if n) or source in self.ancestors:
+                    result = "indirect"  # "from pkg import (" continues on later lines
                 continue
-        i += 1
+            if stmt.startswith("import "):
+                for part in stmt[len("import ") :].split(","):
+                    dotted = part.split(" as ")[0].strip()
+                    if self.resolve(dotted, path):
+                        return "direct"
+                    if dotted in self.ancestors:
+                        result = "indirect"
+        return result
+
+    def _dotted_in(self, text: str) -> bool:
+        return any(self._dotted_ref(tok) is not None for tok in set(_DOTTED.findall(text)))
+
+    def _dotted_ref(self, dotted: str) -> tuple[_Module, list[str]] | None:
+        """The affected module a dotted path starts with (written with two parts or more) and the rest."""
+        parts = dotted.split(".")
+        for i in range(len(parts), 1, -1):
+            mods = self.suffixes.get(".".join(parts[:i]))
+            if mods:
+                return mods[0], parts[i:]
+        return None
+
+    def _config_line(self, path: str, lineno: int, text: str) -> None:
+        for tok in _DOTTED.findall(text):
+            ref = self._dotted_ref(tok)
+            if ref is None:
+                continue
+            m, rest = ref
+            if not rest and m.removed:
+                self._add(m.removed, path, lineno, text, "references removed module")
+            for t in self._targets_in(m, rest):
+                self._add(t, path, lineno, text, "referenced in a non-Python file")
+        for module, attr in _ENTRY_POINT.findall(text):  # "pkg.cli:main" in packaging metadata
+            ref = self._dotted_ref(module + "." + attr)
+            if ref is not None:
+                for t in self._targets_in(*ref):
+                    self._add(t, path, lineno, text, "referenced in a non-Python file")
+        for tok in _PATHISH.findall(text):
+            parts = tok.removeprefix("./").split("/")
+            if len(parts) < 2:
+                continue
+            for i in range(len(parts)):
+                suffix = "/".join(parts[i:])
+                for m in self.removed_paths.get(suffix, ()):
+                    # the token names the file (with or without its leading directories)
+                    if m.removed and (i == 0 or m.file == suffix):
+                        self._add(m.removed, path, lineno, text, "references removed file")
+
+    @staticmethod
+    def _targets_in(m: _Module, rest: Sequence[str]) -> list[_Target]:
+        """Targets named by the parts after a module: ``name`` or ``Class.attr``."""
+        if not rest:
+            return []
+        out = [t for t in m.names.get(rest[0], ()) if t.kind != "params"]
+        for k in range(1, len(rest)):
+            attrs = m.classes.get(".".join(rest[:k]))
+            if attrs:
+                out += [t for t in attrs.get(rest[k], ()) if t.kind != "params"]
+        return out
+
+    # ------------------------------------------------------------------ parsing candidates
+
+    def _scan(self, paths: list[str], own: dict[str, _Module]) -> None:
+        """Read candidates (within a byte budget), skip those that mention none of the names, and
+        parse the rest (within a file budget); say what a budget left unchecked."""
+        sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
+        readable: list[str] = []
+        total = 0
+        too_big: list[str] = []
+        for i, p in enumerate(paths):
+            size = sizes.get(f"{self.tree}:{p}")
+            if size is None:
+                continue
+            if size > MAX_FILE_BYTES:
+                too_big.append(p)
+                continue
+            if total + size > MAX_TOTAL_BYTES:
+                self.notes.append(f"dependents: {len(paths) - i} candidate file(s) not read (limit "
+                                  f"{MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{p}`")  # fmt: skip
+                break
+            readable.append(p)
+            total += size
+        if too_big:
+            self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
+                              f"e.g. `{too_big[0]}`")  # fmt: skip
+        parsed = 0
+        for batch in _slices(readable, sizes, self.tree):
+            contents = gitops.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
+            for p in batch:
+                blob = contents.get(f"{self.tree}:{p}")
+                if blob is None:
+                    continue
+                text = blob.decode("utf-8", "replace")
+                if p not in own and not self._mentions_a_name(text):
+                    continue
+                if parsed >= MAX_FILES:
+                    left = len(readable) - readable.index(p)
+                    self.notes.append(f"dependents: parsing stopped at {MAX_FILES} files; {left} candidate file(s) "
+                                      f"not checked, e.g. `{p}`")  # fmt: skip
+                    return
+                parsed += 1
+                self._scan_file(p, text, own.get(p))
+
+    def _mentions_a_name(self, text: str) -> bool:
+        if self.mentions is not None:
+            return self.mentions.search(text) is not None
+        return not self.words.isdisjoint(re.findall(r"\w+", text))
+
+    def _scan_file(self, path: str, text: str, own: _Module | None) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text.removeprefix("\ufeff"))
+        except (SyntaxError, ValueError, RecursionError):
+            self.notes.append(f"dependents: `{path}` does not parse; not checked")
+            return
+        lines = text.split("\n")
+        try:
+            _FileScan(self, path, lines, own).scan(tree, text)
+        except RecursionError:
+            self.notes.append(f"dependents: `{path}` is nested too deeply; not fully checked")
+
+    def _add(self, t: _Target, path: str, lineno: int, text: str, reason: str) -> None:
+        key = (t, path, lineno)
+        if key not in self.found:
+            self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason)
+
+
+def _slices(
+    paths: list[str], sizes: Mapping[str, int | None], tree: str, limit: int = 16_000_000
+) -> Iterator[list[str]]:
+    """Consecutive groups of paths of at most ``limit`` bytes together: memory holds one group at a time."""
+    batch: list[str] = []
+    total = 0
+    for p in paths:
+        size = sizes.get(f"{tree}:{p}") or 0
+        if batch and total + size > limit:
+            yield batch
+            batch, total = [], 0
+        batch.append(p)
+        total += size
+    if batch:
+        yield batch
+
+
+# --------------------------------------------------------------------------- one Python file
+
+
+@dataclass
+class _Signature:
+    positional: tuple[str, ...]  # parameters a bound call may pass by position, in order
+    varargs: bool
+    varkw: bool
+    accepted: frozenset[str]  # every named parameter
+    required: frozenset[str]  # parameters without a default
+
+
+@dataclass
+class _ClassCtx:
+    itself: list[tuple[_Module, str]]  # the affected class this class is (in the affected module)
+    bases: list[tuple[_Module, str]]  # affected classes it derives from
+    defines: set[str]  # names the class body defines itself
+
+
+_Ref = tuple[Literal["module", "name", "class", "package"], "_Module | None", str]
+
+
+class _FileScan(ast.NodeVisitor):
+    """Resolve one file's imports to affected modules, then report the uses they lead to."""
+
+    def __init__(self, search: _Search, path: str, lines: list[str], own: _Module | None) -> None:
+        self.s, self.path, self.lines, self.own = search, path, lines, own
+        self.env: dict[str, _Ref] = {}
+        self.instances: dict[str, tuple[_Module, str]] = {}
+        self.class_stack: list[_ClassCtx] = []
+        self.subclasses: dict[str, list[tuple[_Module, str]]] = {}  # local class -> affected classes above it
+        self.called: set[int] = set()
+        self.signatures: dict[_Target, _Signature | None] = {}
+
+    def _text(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+    def _add(self, t: _Target, lineno: int, reason: str) -> None:
+        self.s._add(t, self.path, lineno, self._text(lineno), reason)
+
+    # ---------------------------------------------------------------- bindings
+
+    def scan(self, node: ast.Module, text: str) -> None:
+        """Bind the file's imports; walk the whole tree only when a binding or a dotted path can lead
+        to an affected module (most candidates import something else from the same package)."""
+        if self.own is not None:
+            self._bind_own(node)
+        statements = list(_statements(node.body))
+        for stmt in statements:
+            if isinstance(stmt, ast.ImportFrom):
+                self._bind_from(stmt)
+            elif isinstance(stmt, ast.Import):
+                self._bind_import(stmt)
+        direct = any(kind != "package" for kind, _, _ in self.env.values())
+        if not (direct or self.own is not None or self.s._dotted_in(text)):
+            return
+        for stmt in statements:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                cls = self._class_of(stmt.value.func)
+                if isinstance(target, ast.Name) and cls is not None:
+                    self.instances[target.id] = cls
+        self.generic_visit(node)
+
+    def _bind_own(self, node: ast.Module) -> None:
+        """In the affected module itself, names it no longer defines refer to the removed definitions;
+        a name it defines again (a re-land) is not removed, and a changed callable is judged by the
+        definition the tree has now."""
+        own = self.own
+        assert own is not None
+        defined = _module_level_names(node.body)
+        classes = _class_bodies(node.body)
+
+        def keep(t: _Target, defined_again: bool) -> bool:
+            if t.kind != "params":
+                return not defined_again
+            sig = _signature_of(node.body, t.symbol.split("."))
+            if sig is None:
+                return False  # moved or gone: calls here reach another definition
+            self.s.signatures[t] = sig
+            return True
+
+        for name in list(own.names):
+            own.names[name] = [t for t in own.names[name] if keep(t, name in defined)]
+            if own.names[name]:
+                self.env.setdefault(name, ("name", own, name))
+        for cpath, attrs in own.classes.items():
+            body = classes.get(cpath)
+            for attr in list(attrs):
+                attrs[attr] = [t for t in attrs[attr] if keep(t, body is not None and attr in body)]
+            top = cpath.split(".")[0]
+            if top in classes and any(attrs.values()):
+                self.env.setdefault(top, ("class", own, top))
+
+    def _bind_from(self, node: ast.ImportFrom) -> None:
+        source = _absolute("." * node.level + (node.module or ""), self.path)
+        mods = self.s.resolve(source, self.path)
+        for m in mods:
+            if m.removed:
+                self._add(m.removed, node.lineno, "imports removed module")
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            lineno = getattr(alias, "lineno", node.lineno)
+            if alias.name == "*":
+                for m in mods:
+                    for n in m.names:
+                        self.env[n] = ("name", m, n)
+                    for c in m.classes:
+                        self.env[c.split(".")[0]] = ("class", m, c.split(".")[0])
+                continue
+            bound_here = False
+            for m in mods:
+                if alias.name in m.names:
+                    self.env[bound] = ("name", m, alias.name)
+                    bound_here = True
+                    for t in m.names[alias.name]:
+                        if t.kind != "params":
+                            self._add(t, lineno, "imports removed symbol")
+                if any(c.split(".")[0] == alias.name for c in m.classes):
+                    self.env[bound] = ("class", m, alias.name)
+                    bound_here = True
+            if bound_here:
+                continue
+            for m in self.s.resolve(f"{source}.{alias.name}" if source else alias.name, self.path):
+                self.env[bound] = ("module", m, "")
+                if m.removed:
+                    self._add(m.removed, lineno, "imports removed module")
+
+    def _bind_import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            for m in self.s.resolve(alias.name, self.path):
+                if m.removed:
+                    self._add(m.removed, node.lineno, "imports removed module")
+                if alias.asname:
+                    self.env[alias.asname] = ("module", m, "")
+            root = alias.name.split(".")[0]
+            if not alias.asname and (alias.name in self.s.ancestors or self.s.resolve(alias.name, self.path)):
+                self.env.setdefault(root, ("package", None, root))
+
+    # ---------------------------------------------------------------- resolution
+
+    def _chain(self, node: ast.expr) -> list[str] | None:
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(node.id)
+        return parts[::-1]
+
+    def _resolve(self, parts: list[str]) -> tuple[_Module, list[str]] | None:
+        """The affected module a name chain leads to, and the parts after it."""
+        ref = self.env.get(parts[0])
+        if ref is None:
+            return None
+        kind, m, name = ref
+        if kind == "package":
+            for i in range(len(parts), 0, -1):
+                mods = self.s.resolve(".".join(parts[:i]), self.path)
+                if mods:
+                    return mods[0], parts[i:]
+            return None
+        assert m is not None
+        if kind == "module":
+            return m, parts[1:]
+        return m, [name, *parts[1:]]
+
+    def _class_of(self, node: ast.expr) -> tuple[_Module, str] | None:
+        """The affected class an expression names (``Runner``, ``mod.Runner``)."""
+        parts = self._chain(node)
+        ref = self._resolve(parts) if parts else None
+        if ref is None:
+            return None
+        m, rest = ref
+        cpath = ".".join(rest)
+        return (m, cpath) if rest and cpath in m.classes else None
+
+    def _receiver_classes(self, value: ast.expr, attr: str) -> list[tuple[_Module, str]]:
+        """Affected classes whose attribute ``attr`` an access ``value.attr`` reaches."""
+        if isinstance(value, ast.Name) and value.id in ("self", "cls") and self.class_stack:
+            ctx = self.class_stack[-1]
+            # the class's own definition (a changed method) counts; a subclass's override hides the base's
+            return ctx.itself + ([] if attr in ctx.defines else ctx.bases)
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+                and self.class_stack):  # fmt: skip
+            return self.class_stack[-1].bases
+        if isinstance(value, ast.Name) and value.id in self.instances:
+            return [self.instances[value.id]]
+        if isinstance(value, ast.Call):
+            cls = self._class_of(value.func)
+            return [cls] if cls else []
+        cls = self._class_of(value)
+        return [cls] if cls else []
+
+    # ---------------------------------------------------------------- uses
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        itself: list[tuple[_Module, str]] = []
+        if self.own is not None and node.name in self.own.classes and not self.class_stack:
+            itself.append((self.own, node.name))
+        bases: list[tuple[_Module, str]] = []
+        for base in node.bases:
+            cls = self._class_of(base)
+            if cls is not None:
+                bases.append(cls)
+            elif isinstance(base, ast.Name) and base.id in self.subclasses:
+                bases += self.subclasses[base.id]
+        if itself or bases:
+            self.subclasses[node.name] = itself + bases
+        for d in node.decorator_list:
+            self.visit(d)
+        for b in (*node.bases, *node.keywords):
+            self.visit(b)
+        self.class_stack.append(_ClassCtx(itself, bases, _class_defines(node)))
+        for stmt in node.body:
+            self.visit(stmt)
+        self.class_stack.pop()
+
+    def visit_Import(self, node: ast.Import) -> None:
+        return  # already handled while binding
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        return
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            return
+        ref = self.env.get(node.id)
+        if ref is None or ref[0] != "name":
+            return
+        _, m, name = ref
+        assert m is not None
+        for t in m.names.get(name, ()):
+            if t.kind != "params":
+                self._add(t, node.lineno, "calls removed symbol" if id(node) in self.called else "uses removed symbol")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        reason = "calls removed symbol" if id(node) in self.called else "uses removed symbol"
+        parts = self._chain(node)
+        ref = self._resolve(parts) if parts else None
+        if ref is not None:
+            for t in self.s._targets_in(*ref):
+                self._add(t, node.lineno, reason)
+        elif isinstance(node.ctx, ast.Load):
+            for m, cpath in self._receiver_classes(node.value, node.attr):
+                for t in m.classes.get(cpath, {}).get(node.attr, ()):
+                    if t.kind != "params":
+                        self._add(t, node.lineno, reason)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        value = node.value
+        if isinstance(value, str) and 3 <= len(value) <= 300 and _DOTTED.fullmatch(value):
+            ref = self.s._dotted_ref(value)
+            if ref is not None:
+                m, rest = ref
+                for t in self.s._targets_in(m, rest):
+                    self._add(t, node.lineno, "names removed symbol in a string")
+                if not rest and m.removed:
+                    self._add(m.removed, node.lineno, "names removed module in a string")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.called.add(id(node.func))
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _ATTR_FUNCS and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                for m, cpath in self._receiver_classes(node.args[0], name.value):
+                    for t in m.classes.get(cpath, {}).get(name.value, ()):
+                        if t.kind != "params":
+                            self._add(t, node.lineno, "names removed symbol in a string")
+        for t, bound in self._callees(func):
+            self._check_call(t, node, bound)
+        self.generic_visit(node)
+
+    def _callees(self, func: ast.expr) -> Iterator[tuple[_Target, bool]]:
+        """Parameter-change targets a call reaches, and whether the call is bound (no explicit self)."""
+        cls = self._class_of(func)
+        if cls is not None:  # constructing the class calls __init__
+            m, cpath = cls
+            for t in m.classes.get(cpath, {}).get("__init__", ()):
+                if t.kind == "params":
+                    yield t, True
+            return
+        if isinstance(func, ast.Name):
+            ref = self.env.get(func.id)
+            if ref and ref[0] == "name" and ref[1] is not None:
+                yield from ((t, True) for t in ref[1].names.get(ref[2], ()) if t.kind == "params")
+            return
+        if not isinstance(func, ast.Attribute):
+            return
+        parts = self._chain(func)
+        found = self._resolve(parts) if parts else None
+        if found is not None:
+            m, rest = found
+            if len(rest) == 1:
+                yield from ((t, True) for t in m.names.get(rest[0], ()) if t.kind == "params")
+            elif len(rest) >= 2:  # Cls.method(obj, ...): unbound
+                yield from ((t, False) for t in m.classes.get(".".join(rest[:-1]), {}).get(rest[-1], ())
+                            if t.kind == "params")  # fmt: skip
+            return
+        for m, cpath in self._receiver_classes(func.value, func.attr):
+            yield from ((t, True) for t in m.classes.get(cpath, {}).get(func.attr, ()) if t.kind == "params")
+
+    def _check_call(self, t: _Target, call: ast.Call, bound: bool) -> None:
+        sig = self.s.signatures.get(t)
+        if sig is None or not sig.varkw:
+            for kw in call.keywords:
+                if kw.arg is not None and kw.arg in t.params and (sig is None or kw.arg not in sig.accepted):
+                    self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`")
+        if sig is None or not bound or any(isinstance(a, ast.Starred) for a in call.args):
+            return  # cannot tell which parameters the arguments fill
+        n = len(call.args)
+        if not sig.varargs and n > len(sig.positional):
+            self._add(t, call.lineno, f"passes {n} positional arguments; `{t.word}` now takes at most "
+                                      f"{len(sig.positional)}")  # fmt: skip
+        if t.added and all(kw.arg is not None for kw in call.keywords):
+            passed = set(sig.positional[:n]) | {kw.arg for kw in call.keywords if kw.arg}
+            missing = [p for p in t.added if p in sig.required and p not in passed]
+            if missing:
+                names = ", ".join(f"`{p}`" for p in missing)
+                self._add(t, call.lineno, f"does not pass new required parameter {names}")
+
+
+def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without descending into expressions (cheaper than ast.walk)."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from _statements(case.body)
+
+
+def _signature_of(body: Iterable[ast.stmt], qualname: list[str], in_class: bool = False) -> _Signature | None:
+    """How the definition ``qualname`` in ``body`` can be called, or None when it is not there."""
+    head, rest = qualname[0], qualname[1:]
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            found = _signature_of(_blocks(node), qualname, in_class)
+            if found is not None:
+                return found
+        elif isinstance(node, ast.ClassDef) and node.name == head and rest:
+            return _signature_of(node.body, rest, in_class=True)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == head and not rest:
+            a = node.args
+            positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+            # defaults belong to the last positional parameters
+            required = set(positional[: len(positional) - len(a.defaults)])
+            required |= {x.arg for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=False) if d is None}
+            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+            if in_class and not static and positional:
+                required.discard(positional.pop(0))  # self or cls is passed by the bound call
+            names = frozenset(x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+            return _Signature(tuple(positional), a.vararg is not None, a.kwarg is not None, names, frozenset(required))
+    return None
+
+
+def _module_level_names(body: Iterable[ast.stmt]) -> set[str]:
+    """Names a module or class body binds (definitions, assignments, imports), including inside if/try."""
+    out: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            out |= _module_level_names(_blocks(node))
+    return out
+
+
+def _class_defines(node: ast.ClassDef) -> set[str]:
+    """Attributes a class provides itself: its body's names and ``self.x = ...`` in its methods
+    (an instance attribute hides a removed property or method of a base class)."""
+    out = _module_level_names(node.body)
+    for sub in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(sub, ast.Assign):
+            targets = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
+            targets = [sub.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                    out.add(n.attr)
+    return out
+
+
+def _blocks(node: ast.If | ast.Try | ast.With) -> list[ast.stmt]:
+    stmts = list(node.body)
+    if isinstance(node, ast.If):
+        stmts += node.orelse
+    elif isinstance(node, ast.Try):
+        stmts += node.orelse + node.finalbody
+        for h in node.handlers:
+            stmts += h.body
+    return stmts
+
+
+def _class_bodies(body: Iterable[ast.stmt], prefix: str = "") -> dict[str, set[str]]:
+    """Class path -> names its body defines, for the classes of a module."""
+    out: dict[str, set[str]] = {}
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            path = prefix + node.name
+            out[path] = _class_defines(node)
+            out.update(_class_bodies(node.body, path + "."))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            out.update(_class_bodies(_blocks(node), prefix))
+    return out

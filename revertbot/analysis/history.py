@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .. import gitops
@@ -62,9 +62,16 @@ def title_key(subject: str) -> str:
     return strip_pr_suffix(_PICK_PREFIX_RE.sub("", subject)).strip()
 
 
-def patch_ids(repo: Path, rev_args: Sequence[str]) -> dict[str, str]:
-    """``commit sha -> stable patch-id`` for the commits ``git log`` lists for ``rev_args``."""
-    patch = gitops.run("log", "-p", "--no-merges", "--format=commit %H", *rev_args, cwd=repo)
+def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
+    """``commit sha -> stable patch-id`` of each commit (merges have none), two git processes.
+
+    With ``paths`` only those paths' part of each patch counts (a commit that touches none of
+    them gets no id): enough to find copies of a change to exactly those paths, and far less
+    text to diff on long release branches."""
+    if not shas:
+        return {}
+    patch = gitops.run("log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin", "--",
+                       *paths, cwd=repo, input="".join(f"{s}\n" for s in shas))  # fmt: skip
     if not patch.strip():
         return {}
     out = gitops.run("patch-id", "--stable", cwd=repo, input=patch)
@@ -83,7 +90,12 @@ def find_backports(
     branch_matches: Callable[[str], bool],
 ) -> list[Backport]:
     """Release branches that carry the original (picked or branched after it), and whether the
-    revert reached them too."""
+    revert reached them too.
+
+    A constant number of git processes, whatever the number of release branches: the refs that
+    contain the original and the revert come from ``for-each-ref --contains``, and the commits of
+    every release branch that the base lacks from one ``git log`` of all tips at once; which
+    branch has which commit is worked out from the parents, here."""
     if not originals:
         return []
     refs = [
@@ -96,48 +108,75 @@ def find_backports(
     orig = originals[-1]
     orig_shas = {o.sha for o in originals}
     orig_titles = {title_key(o.subject) for o in originals}
-    orig_pid = patch_ids(repo, ["-1", orig.sha]).get(orig.sha)
-    revert_pid = patch_ids(repo, ["-1", revert.sha]).get(revert.sha)
+    names = [name for name, _ in refs]
+    with_original = set(gitops.branches_containing(repo, orig.sha, *names))
+    with_revert = set(gitops.branches_containing(repo, revert.sha, *names))
+    tips = list(dict.fromkeys(tip for _, tip in refs))
+    by_sha = {c.sha: c for c in gitops.log_revs(repo, [*tips, f"^{base}"])}
+    pids: dict[str, str] | None = None  # patch ids, computed once and only when a branch needs them
+
+    def patch_id_of(sha: str) -> str | None:
+        nonlocal pids
+        if pids is None:
+            # A copy of the original (or of the revert) changes the original's files and no other.
+            span = [orig.parents[0], orig.sha] if orig.parents else ["--root", orig.sha]
+            names = gitops.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
+                               cwd=repo)  # fmt: skip
+            pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], [p for p in names.split("\0") if p])
+        return pids.get(sha)
+
     results = []
     seen_tips: set[str] = set()
     for name, tip in refs:
         if tip in seen_tips:
             continue  # a local branch and its remote-tracking twin
         seen_tips.add(tip)
-        if gitops.is_ancestor(repo, orig.sha, tip):
-            reverted = gitops.is_ancestor(repo, revert.sha, tip)
-            pick = revert.sha if reverted else None
-            if pick is None:
-                pick = _find_revert_pick(repo, gitops.log(repo, f"{orig.sha}..{tip}"), revert, orig_shas, revert_pid)
+        own = _reachable(tip, by_sha)  # newest first: what the branch has that the base (and orig) lacks
+        if name in with_original:
+            pick = revert.sha if name in with_revert else _find_revert_pick(own, revert, orig_shas, None, None)
             results.append(Backport(name, orig.sha, "branched after original", pick))
             continue
-        commits = gitops.log(repo, f"{base}..{tip}")
-        if not commits:
+        if not own:
             continue
-        pids = patch_ids(repo, [f"{base}..{tip}"]) if orig_pid else {}
         original_pick: str | None = None
         how = ""
-        for c in reversed(commits):  # oldest first
+        for c in reversed(own):  # oldest first
             trailer = set(_PICK_TRAILER_RE.findall(c.message))
             if trailer & orig_shas:
                 original_pick, how = c.sha, "cherry-pick trailer"
-            elif orig_pid and pids.get(c.sha) == orig_pid:
-                original_pick, how = c.sha, "same patch"
             elif parse_message(c.message).kind is None and title_key(c.subject) in orig_titles:
                 original_pick, how = c.sha, "title"
             if original_pick:
                 break
         if original_pick is None:
-            continue
+            orig_pid = patch_id_of(orig.sha)
+            same = [c for c in reversed(own) if orig_pid and patch_id_of(c.sha) == orig_pid]
+            if not same:
+                continue
+            original_pick, how = same[0].sha, "same patch"
         picks = {original_pick, *orig_shas}
-        later = [c for c in commits if c.sha != original_pick]
-        revert_pick = _find_revert_pick(repo, later, revert, picks, revert_pid, pids)
+        later = [c for c in own if c.sha != original_pick]
+        revert_pick = _find_revert_pick(later, revert, picks, patch_id_of(revert.sha) if pids is not None else None,
+                                        pids)  # fmt: skip
         results.append(Backport(name, original_pick, how, revert_pick))
     return results
 
 
+def _reachable(tip: str, commits: Mapping[str, Commit]) -> list[Commit]:
+    """The commits of ``commits`` reachable from ``tip`` through parents inside ``commits``,
+    newest first (in the order ``commits`` lists them)."""
+    seen: set[str] = set()
+    stack = [tip]
+    while stack:
+        sha = stack.pop()
+        if sha in seen or sha not in commits:
+            continue
+        seen.add(sha)
+        stack.extend(commits[sha].parents)
+    return [c for sha, c in commits.items() if sha in seen]
+
+
 def _find_revert_pick(
-    repo: Path,
     commits: Sequence[Commit],
     revert: Commit,
     originals: set[str],

@@ -39,6 +39,7 @@ class RiskInputs:
     backports: Sequence[Backport]
     chain_length: int
     age_days: float | None
+    apply_params: tuple[tuple[str, str], ...] = ()  # e.g. why a no-op is one
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,14 @@ def purity_factor(purity: PurityResult) -> RiskFactor:
     return RiskFactor("purity", level, purity.verdict, _p(reason=purity.reason), _cap(evidence))
 
 
-def apply_factor(apply: ApplyResult | None, note: str) -> RiskFactor:
+def apply_factor(apply: ApplyResult | None, note: str, params: tuple[tuple[str, str], ...] = ()) -> RiskFactor:
     if apply is None:
         return RiskFactor("applies", "medium", "not-checked", _p(reason=note or "not checked"))
     if note == "already-merged":
         return RiskFactor("applies", "low", "already-merged", _p(base=apply.base[:12]))
+    if note == "no-op":
+        # Merging it would change nothing: never a reason to merge, whatever else holds.
+        return RiskFactor("applies", "medium", "no-op", _p(base=apply.base[:12], **dict(params)))
     if apply.clean:
         return RiskFactor("applies", "low", "clean", _p(base=apply.base[:12]))
     evidence = []
@@ -135,6 +139,12 @@ def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
         return RiskFactor("gpu", "high", "broken", _p(count=len(gpu.broken)), _cap(evidence))
     if gpu.infra or gpu.not_run:
         return RiskFactor("gpu", "medium", "incomplete", _p(count=len(gpu.infra) + len(gpu.not_run)), _cap(evidence))
+    if gpu.cpu_only:
+        # A suite that did not run on a GPU is no GPU validation, whatever it passed: the bugs
+        # this is for (CUDA graph capture, memory) only show on the device.
+        evidence += [f"no GPU: {shard} ({gpu.hardware})" for shard in gpu.cpu_only]
+        level = "medium" if critical else "low"
+        return RiskFactor("gpu", level, "cpu-only", _p(count=len(gpu.cpu_only)), _cap(evidence))
     if regressed:
         return RiskFactor(
             "gpu", "medium", "regressed", _p(metrics=", ".join(m.name for m in regressed)), _cap(evidence)
@@ -187,7 +197,7 @@ def assess(inputs: RiskInputs, t: RiskThresholds) -> Risk:
     critical = any(f.critical for f in inputs.files)
     factors = (
         purity_factor(inputs.purity),
-        apply_factor(inputs.apply, inputs.apply_note),
+        apply_factor(inputs.apply, inputs.apply_note, inputs.apply_params),
         drift_factor(inputs.drift, t),
         dependents_factor(inputs.dependents, t),
         critical_factor(inputs.files),
@@ -212,9 +222,14 @@ def _conclude(factors: tuple[RiskFactor, ...], backports: Sequence[Backport], cr
     follow_ups = tuple(b.branch for b in backports if b.revert_pick is None)
     review = [n for n in open_items if n not in _GPU_PENDING and n != "backports"]
     gpu = next(f for f in factors if f.name == "gpu")
-    if level == "high" or review:
+    applies = next(f for f in factors if f.name == "applies")
+    if applies.code == "no-op":
+        action = "no_op"
+    elif applies.code == "already-merged":
+        action = "follow_up"  # history: what is left to do is backports or a reland, not merging
+    elif level == "high" or review:
         action = "review"
-    elif gpu.code == "not-run" and critical:
+    elif gpu.code in ("not-run", "cpu-only") and critical:
         action = "merge_after_gpu"
     elif gpu.level != "low":
         action = "review"

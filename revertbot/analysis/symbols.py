@@ -18,7 +18,6 @@ last definition wins, as it does at run time.
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 import warnings
 from collections.abc import Iterable, Iterator
@@ -28,6 +27,7 @@ from typing import Literal
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
 CALLABLE_KINDS: frozenset[str] = frozenset({"function", "async function", "method", "async method"})
+MAX_SOURCE_CHARS = 1_000_000  # per version of a file: parsing costs about 200 MB and seconds per MB
 
 _Scope = Literal["module", "class", "function"]
 
@@ -205,21 +205,7 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
     return tuple(names)
 
 
-class _HideNestedDefs(ast.NodeTransformer):
-    """Replace nested functions and classes by a marker: they are symbols of their own, so a change
-    inside a method must not also count as a change of its class or enclosing function."""
-
-    def _marker(self, name: str) -> ast.Expr:
-        return ast.Expr(value=ast.Constant(value=f"<def {name}>"))
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.Expr:
-        return self._marker(node.name)
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.Expr:
-        return self._marker(node.name)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.Expr:
-        return self._marker(node.name)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _body_hash(body: list[ast.stmt], drop_assignments: bool = False) -> str:
@@ -227,9 +213,39 @@ def _body_hash(body: list[ast.stmt], drop_assignments: bool = False) -> str:
     if drop_assignments:  # methods and class attributes are symbols of their own
         own = (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
         stmts = [s for s in stmts if not isinstance(s, own)]
-    hider = _HideNestedDefs()
-    # ast.dump without attributes ignores line numbers, formatting and comments.
-    return _hash_text("\n".join(ast.dump(hider.visit(copy.deepcopy(s))) for s in stmts))
+    out: list[str] = []
+    for s in stmts:
+        _dump(s, out)
+        out.append("\n")
+    return _hash_text("".join(out))
+
+
+def _dump(node: object, out: list[str]) -> None:
+    """Append a structural dump of ``node`` to ``out``: like ``ast.dump`` without positions (so
+    formatting and comments do not count), except that nested functions and classes appear as a
+    ``<def name>`` marker only. They are symbols of their own, so a change inside a method must not
+    also count as a change of its class or enclosing function. Reading the tree as it is, instead
+    of transforming a deep copy of it, keeps hashing linear and cheap on files with thousands of
+    functions."""
+    if isinstance(node, _DEFS):
+        out.append(f"<def {node.name}>")
+    elif isinstance(node, ast.AST):
+        out.append(type(node).__name__)
+        out.append("(")
+        for field in node._fields:
+            out.append(field)
+            out.append("=")
+            _dump(getattr(node, field, None), out)
+            out.append(",")
+        out.append(")")
+    elif isinstance(node, list):
+        out.append("[")
+        for item in node:
+            _dump(item, out)
+            out.append(",")
+        out.append("]")
+    else:
+        out.append(repr(node))
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -249,12 +265,17 @@ def diff_symbols(
     """Symbols added, removed or modified from ``before`` to ``after`` (None: the file is absent).
 
     Ordered by line (after version for added/modified, before version for removed). When one
-    version does not parse, no symbol changes are reported and the note (without the path, which
-    the caller knows) says why: comparing against an empty symbol table would claim every symbol
-    was removed or added.
+    version does not parse, or is larger than ``MAX_SOURCE_CHARS``, no symbol changes are reported
+    and the note (without the path, which the caller knows) says why: comparing against an empty
+    symbol table would claim every symbol was removed or added.
     """
     if before is None and after is None:
         return (), None
+    largest = max(len(before or ""), len(after or ""))
+    if largest > MAX_SOURCE_CHARS:
+        # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
+        limit = MAX_SOURCE_CHARS // 1_000_000
+        return (), f"{largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
     old, old_err = extract_symbols(before) if before is not None else ({}, None)
     new, new_err = extract_symbols(after) if after is not None else ({}, None)
     if old_err or new_err:

@@ -550,7 +550,8 @@ def _factors(report: Mapping[str, Any] | None) -> str:
 def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert], index: Index) -> str:
     ttr = time_to_revert(r)
     risk = r.risk_level or NOT_CHECKED
-    action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review"}
+    action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
+              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
     facts = _dl([
         ("repository", esc(r.repo)),
         ("commit", f"<code>{esc(r.sha)}</code>"),

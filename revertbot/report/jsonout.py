@@ -39,6 +39,7 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "linked_by": list(report.linked_by),
         "unresolved": to_jsonable(report.unresolved),
         "chain": to_jsonable(report.chain),
+        "scope": to_jsonable(report.scope),
         "base": {
             "ref": report.base_ref,
             "sha": report.apply.base if report.apply else None,

@@ -163,6 +163,9 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     facts = t["facts"].format(files=len(r.files), removed=removed, sig=changed_sig)
     if r.apply_note == "already-merged":
         applies = t["applies_merged"].format(base=code(r.base_ref, 80))
+    elif r.apply_note == "no-op":
+        why = next((f.param("why") for f in r.risk.factors if f.name == "applies"), "") or "already-undone"
+        applies = t[f"applies_noop_{why}"].format(base=code(r.base_ref, 80))
     elif r.apply is None:
         applies = t["applies_unknown"]
     elif r.apply.clean:
@@ -170,7 +173,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     else:
         applies = t["applies_conflict"].format(base=code(r.base_ref, 80), n=len(r.apply.conflicts))
     s.add(f"- **{t['in_one_sentence']}** {what}{t['sep']}{facts}{t['sep']}{applies}")
-    action = t[f"action_{r.risk.action}"]
+    action = t[f"action_{r.risk.action}"].format(base=code(r.base_ref, 80))
     if r.risk.action == "review":
         names = ", ".join(t[f"factor_{n}"] for n in r.risk.open_items)
         action += t["sep"] + t["needs_review_on"].format(items=names)
@@ -180,6 +183,9 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         )
     s.add(f"- **{t['recommended']}** {action}", joined=True)
     s.add(f"- **{t['risk_level']}** {t['level_' + r.risk.level]}", joined=True)
+    if r.scope:
+        commits = ", ".join(f"{_sha(c.sha)} {inline(c.subject, 80)}" for c in r.scope[:10])
+        s.add("- " + t["scope"].format(n=len(r.scope), commits=commits), joined=True)
     return s
 
 

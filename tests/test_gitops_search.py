@@ -1,0 +1,59 @@
+"""The search helpers the dependents analysis uses: grep_fixed, blob_sizes, hunk_headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from revertbot import gitops
+from revertbot.errors import GitError
+from tests.gitrepo import GitRepo
+
+
+def test_grep_fixed_streams_fixed_string_hits_with_odd_paths(repo: GitRepo) -> None:
+    repo.commit("init", {
+        "a.py": "import os\nx = 1\n",
+        "dir/new\nline.py": "from pkg.mod import f\n",
+        "b.bin": b"import\x00binary",
+        "c.yml": "run: pkg.mod.f\n",
+        "d.py": "a.b(c)\n",  # regex metacharacters in a pattern are plain characters
+    })  # fmt: skip
+    hits = list(gitops.grep_fixed(repo.path, repo.head(), ["import", "pkg.mod", "a.b("]))
+    assert sorted(hits) == [
+        ("a.py", 1, "import os"),
+        ("c.yml", 1, "run: pkg.mod.f"),
+        ("d.py", 1, "a.b(c)"),
+        ("dir/new\nline.py", 1, "from pkg.mod import f"),
+    ]
+    assert list(gitops.grep_fixed(repo.path, repo.head(), ["import"], ["*.yml"])) == []
+    assert list(gitops.grep_fixed(repo.path, repo.head(), [])) == []
+
+
+def test_grep_fixed_can_stop_early(repo: GitRepo) -> None:
+    repo.commit("init", {f"f{i}.py": "import os\n" * 50 for i in range(50)})
+    stream = gitops.grep_fixed(repo.path, repo.head(), ["import"])
+    first = next(stream)
+    stream.close()  # stops the git process
+    assert first[2] == "import os"
+
+
+def test_blob_sizes(repo: GitRepo) -> None:
+    sha = repo.commit("init", {"a.py": "12345", "d/b.py": ""})
+    assert gitops.blob_sizes(repo.path, [f"{sha}:a.py", f"{sha}:d/b.py", f"{sha}:missing.py", f"{sha}:d"]) == {
+        f"{sha}:a.py": 5, f"{sha}:d/b.py": 0, f"{sha}:missing.py": None, f"{sha}:d": None,
+    }  # fmt: skip
+
+
+def test_hunk_headers_skip_content_that_looks_like_a_header(repo: GitRepo) -> None:
+    old = repo.commit("init", {"a.py": "x = 1\ny = 2\n", "b.py": "keep\n", "c.py": "z\n"})
+    new = repo.commit("change", {"a.py": "x = 1\n++ not a header\n+++ b/c.py\ny = 3\n", "b.py": "keep\n",
+                                 "c.py": "z\nw\n"})  # fmt: skip
+    headers = [(p, h.split(" @@")[0]) for p, h in gitops.hunk_headers(repo.path, old, new, ["a.py", "b.py"])]
+    assert headers == [("b/a.py", "@@ -2 +2,3")]
+    assert [h.split(" @@")[0] for _, h in gitops.hunk_headers(repo.path, old, new, ["c.py"])] == ["@@ -1,0 +2"]
+
+
+def test_grep_fixed_reports_git_failures(repo: GitRepo) -> None:
+    repo.commit("init", {"a.py": "import os\n"})
+    with pytest.raises(GitError) as err:
+        list(gitops.grep_fixed(repo.path, "0" * 40, ["import"]))
+    assert err.value.returncode == 128 and err.value.stderr

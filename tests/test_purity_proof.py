@@ -1,0 +1,288 @@
+"""``pure`` is proven on the trees: adversarial histories where the diffs look like an exact inverse
+but the trees say otherwise (and the other way round), each verdict asserted exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from revertbot.models import Purity, ScanEntry
+from revertbot.scan import scan_repository
+from tests.gitrepo import GitRepo
+
+LINES = "".join(f"line {i}\n" for i in range(1, 21))
+
+
+def _entry(repo: GitRepo, revert: str) -> ScanEntry:
+    entries = {e.link.revert: e for e in scan_repository(repo.path).entries}
+    return entries[revert]
+
+
+def _verdict(repo: GitRepo, revert: str) -> Purity:
+    return _entry(repo, revert).purity.verdict
+
+
+def _hand_revert(repo: GitRepo, original: str, files: dict[str, str | bytes | None]) -> str:
+    subject = repo.git("log", "-1", "--format=%s", original).strip()
+    return repo.commit(f'Revert "{subject}"\n\nThis reverts commit {original}.\n', files)
+
+
+def test_a_move_left_in_place_is_partial_not_pure(repo: GitRepo) -> None:
+    # The original moves "b" below "c" and adds "new"; the "revert" only removes "new".
+    repo.commit("base", {"f.txt": "a\nb\nc\n"})
+    original = repo.commit("Move b and add new", {"f.txt": "a\nc\nb\nnew\n"})
+    revert = _hand_revert(repo, original, {"f.txt": "a\nc\nb\n"})
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict == "partial"
+    assert [f.path for f in entry.purity.files] == ["f.txt"]
+
+
+def test_exact_revert_is_pure_and_says_it_was_proven(repo: GitRepo) -> None:
+    repo.commit("base", {"f.txt": LINES})
+    original = repo.commit("Change", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    revert = repo.revert(original)
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict == "pure"
+    assert "proven" in entry.purity.reason
+
+
+def test_clean_revert_after_unrelated_edits_of_the_same_file_is_pure(repo: GitRepo) -> None:
+    # Later commits changed other lines of the file: only the merge proof can say it is exact.
+    repo.commit("base", {"f.txt": LINES})
+    original = repo.commit("Change five", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    repo.commit("Change eighteen", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 18\n", "18\n")})
+    revert = repo.revert(original)
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_revert_that_also_undoes_a_later_commit_is_not_pure(repo: GitRepo) -> None:
+    repo.commit("base", {"f.txt": LINES})
+    original = repo.commit("Change five", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    repo.commit("Change eighteen", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 18\n", "18\n")})
+    # Back to the base entirely: it also drops the later, unrelated change to line 18.
+    revert = _hand_revert(repo, original, {"f.txt": LINES})
+    assert _verdict(repo, revert) == "extra"
+
+
+def test_gitlink_bump_hidden_by_ignore_all_is_seen(repo: GitRepo, tmp_path: Path) -> None:
+    sub = GitRepo(tmp_path / "sub")
+    first = sub.commit("one", {"x": "1\n"})
+    second = sub.commit("two", {"x": "2\n"})
+    gitmodules = '[submodule "sub"]\n\tpath = sub\n\turl = ../sub\n\tignore = all\n'
+    repo.commit("base", {"README": "r\n", ".gitmodules": gitmodules})
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{first},sub")
+    repo.git("commit", "-q", "-m", "add sub")
+    # The original bumps the submodule and edits README; the revert only restores README.
+    repo.write("README", "r2\n")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{second},sub")
+    repo.git("add", "README")
+    repo.tick()
+    repo.git("commit", "-q", "-m", "Bump sub")
+    original = repo.head()
+    # Commit with "git add README" only: "add -A" would drop the gitlink, which has no checkout here.
+    repo.write("README", "r\n")
+    repo.git("add", "README")
+    repo.tick()
+    repo.git("commit", "-q", "-m", f'Revert "Bump sub"\n\nThis reverts commit {original}.')
+    entry = _entry(repo, repo.head())
+    assert entry.purity.verdict == "partial"
+    assert [f.path for f in entry.purity.files] == ["sub"]
+
+
+def test_mode_change_left_out_is_partial(repo: GitRepo) -> None:
+    repo.commit("base", {"run.sh": "echo hi\n"})
+    repo.write("run.sh", "echo hello\n")
+    os.chmod(repo.path / "run.sh", 0o755)
+    original = repo.commit("Make run.sh executable and say hello")
+    revert = _hand_revert(repo, original, {"run.sh": "echo hi\n"})  # the +x stays
+    assert _verdict(repo, revert) == "partial"
+
+
+def test_symlink_and_binary_reverted_exactly_are_pure(repo: GitRepo) -> None:
+    repo.commit("base", {"blob.bin": b"\x00\x01\x02", "keep.txt": "k\n"})
+    os.symlink("keep.txt", repo.path / "link")
+    original = repo.commit("Binary and link", {"blob.bin": b"\x00\x09\x09"})
+    revert = repo.revert(original)
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_no_diff_attribute_does_not_turn_a_clean_revert_into_modified(repo: GitRepo) -> None:
+    # Lock files are often marked -diff; later commits keep changing them.
+    lock = "".join(f"pkg{i}==1.{i}\n" for i in range(30))
+    repo.commit("base", {".gitattributes": "*.lock -diff\n", "deps.lock": lock})
+    original = repo.commit("Bump pkg3", {"deps.lock": lock.replace("pkg3==1.3", "pkg3==2.0")})
+    repo.commit("Bump pkg25", {"deps.lock": lock.replace("pkg3==1.3", "pkg3==2.0").replace("pkg25==1.25", "pkg25==9")})
+    revert = repo.revert(original)
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_user_diff_settings_do_not_change_verdicts(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.commit("base", {"f.txt": LINES, ".gitattributes": "*.txt diff=upper\n"})
+    original = repo.commit("Change", {"f.txt": LINES.replace("line 3\n", "three\n")})
+    revert = _hand_revert(repo, original, {"f.txt": LINES})
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text('[diff]\n\trelative = true\n\tnoprefix = true\n\tcontext = 0\n\talgorithm = patience\n'
+                   '[diff "upper"]\n\ttextconv = tr a-z A-Z <\n\texternal = false\n')  # fmt: skip
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_conflicting_history_resolved_by_hand_is_not_called_pure(repo: GitRepo) -> None:
+    repo.commit("base", {"f.txt": LINES})
+    original = repo.commit("Change five", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    repo.commit("Change five again", {"f.txt": LINES.replace("line 5\n", "FIVE\n")})
+    # git revert would conflict on line 5; the author resolved it back to the base text.
+    revert = _hand_revert(repo, original, {"f.txt": LINES})
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict != "pure"
+
+
+def test_merge_commit_original_reverted_with_m1_is_pure(repo: GitRepo) -> None:
+    repo.commit("base", {"a.txt": "a\n", "b.txt": "b\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("feature work", {"a.txt": "a2\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main work", {"b.txt": "b2\n"})
+    repo.tick()
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge feature", "feature")
+    merge = repo.head()
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "1", merge)
+    assert _verdict(repo, repo.head()) == "pure"
+
+
+def test_two_originals_one_left_out_is_partial(repo: GitRepo) -> None:
+    repo.commit("base", {"a.txt": "a\n", "b.txt": "b\n"})
+    first = repo.commit("First", {"a.txt": "a2\n"})
+    second = repo.commit("Second", {"b.txt": "b2\n"})
+    both = repo.revert(second, first)
+    assert _verdict(repo, both) == "pure"
+    only = repo.commit(f'Revert "First" and "Second"\n\nThis reverts commit {first}.\nThis reverts commit {second}.\n',
+                       {"a.txt": "a\n", "b.txt": "b\n"})  # already reverted: an empty change
+    entry = _entry(repo, only)
+    assert entry.purity.verdict == "partial"
+    assert entry.purity.reason == "the change is empty: it undoes nothing on its parent"
+
+
+def test_scratch_merges_write_nothing_into_the_repository(repo: GitRepo) -> None:
+    repo.commit("base", {"f.txt": LINES})
+    original = repo.commit("Change five", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    repo.commit("Change eighteen", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 18\n", "18\n")})
+    repo.revert(original)
+    before = repo.git("count-objects", "-v")
+    scan_repository(repo.path)
+    assert repo.git("count-objects", "-v") == before
+
+
+# --------------------------------------------------------------------------- pure iff the trees agree
+
+_EDIT = st.tuples(st.integers(0, 7), st.sampled_from(["replace", "delete", "insert"]))
+
+
+def _apply(lines: list[str], edits: list[tuple[int, str]], tag: str) -> list[str]:
+    out = list(lines)
+    for n, (pos, op) in enumerate(edits):
+        i = pos % max(len(out), 1)
+        if op == "replace" and out:
+            out[i] = f"{tag}{n}"
+        elif op == "delete" and out:
+            del out[i]
+        else:
+            out.insert(i, f"{tag}{n}")
+    return out
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    original=st.lists(_EDIT, min_size=1, max_size=3),
+    drift=st.lists(_EDIT, max_size=2),
+    tamper=st.lists(_EDIT, max_size=2),
+    drift_other_file=st.booleans(),
+)
+def test_pure_iff_the_revert_tree_equals_the_tree_git_revert_produces(
+    original: list[tuple[int, str]], drift: list[tuple[int, str]],
+    tamper: list[tuple[int, str]], drift_other_file: bool,
+) -> None:
+    path = Path(tempfile.mkdtemp(prefix="purity-prop-"))
+    repo = GitRepo(path)
+    base = [f"l{i}" for i in range(8)]
+    repo.commit("base", {"f.txt": _text(base), "g.txt": _text(base)})
+    changed = _apply(base, original, "o")
+    orig = repo.commit("Original", {"f.txt": _text(changed)})
+    if drift:
+        target = "g.txt" if drift_other_file else "f.txt"
+        current = base if drift_other_file else changed
+        repo.commit("Drift", {target: _text(_apply(current, drift, "d"))})
+    parent = repo.head()
+    # The truth: what git revert makes of the original on the parent (None when it conflicts).
+    truth: str | None = None
+    proc = subprocess.run(["git", "revert", "--no-commit", orig], cwd=path, capture_output=True, text=True)
+    if proc.returncode == 0:
+        truth = repo.git("write-tree").strip()
+    repo.git("reset", "-q", "--hard", parent)
+    candidate = (path / "f.txt").read_text().splitlines()
+    if truth is not None:
+        repo.git("read-tree", truth)
+        repo.git("checkout-index", "-f", "-a")
+        candidate = (path / "f.txt").read_text().splitlines()
+        repo.git("reset", "-q", "--hard", parent)
+    if tamper:
+        candidate = _apply(candidate, tamper, "t")
+    revert = _hand_revert(repo, orig, {"f.txt": _text(candidate)})
+    tree = repo.git("rev-parse", f"{revert}^{{tree}}").strip()
+    verdict = _verdict(repo, revert)
+    parent_tree = repo.git("rev-parse", f"{parent}^{{tree}}").strip()
+    exact = truth is not None and tree == truth and tree != parent_tree
+    assert (verdict == "pure") == exact, (verdict, truth, tree)
+
+
+def test_batched_merges_equal_one_by_one_merges(repo: GitRepo) -> None:
+    """Merges side by side in one composite tree give each merge's own result and conflicts."""
+    from revertbot import gitops
+
+    repo.commit("base", {"a.txt": LINES, "b.txt": LINES})
+    o1 = repo.commit("Change five", {"a.txt": LINES.replace("line 5\n", "five\n")})
+    o2 = repo.commit("Change b", {"b.txt": LINES.replace("line 2\n", "two\n")})
+    p1 = repo.commit("Drift far", {"a.txt": LINES.replace("line 5\n", "five\n").replace("line 19\n", "19\n")})
+    p2 = repo.commit("Drift on the same line", {"b.txt": LINES.replace("line 2\n", "TWO\n")})
+    trees = gitops.trees_of(repo.path, [o1, f"{o1}~1", o2, f"{o2}~1", p1, p2])
+    merges = [(trees[o1], trees[p1], trees[f"{o1}~1"]), (trees[o2], trees[p2], trees[f"{o2}~1"])]
+    with gitops.scratch_objects(repo.path) as env:
+        batched = gitops.merge_trees_without_renames(repo.path, merges, env)
+        single = gitops.merge_trees(repo.path, merges, env)
+    assert [r.clean for r in batched] == [r.clean for r in single] == [True, False]
+    assert batched[0].tree == single[0].tree  # a conflicted tree differs only in its markers' labels
+    assert batched[1].conflicts == single[1].conflicts == (("b.txt", frozenset({1, 2, 3})),)
+
+
+def test_revert_applied_to_a_file_renamed_since_is_pure(repo: GitRepo) -> None:
+    # git revert follows the rename: the undo lands in the file's new name.
+    repo.commit("base", {"pkg/a.py": LINES})
+    original = repo.commit("Change five", {"pkg/a.py": LINES.replace("line 5\n", "five\n")})
+    repo.tick()
+    repo.git("mv", "pkg/a.py", "pkg/b.py")
+    repo.git("commit", "-q", "-m", "Rename a to b")
+    revert = repo.revert(original)
+    assert repo.git("show", "--stat", "--format=", revert).strip().startswith("pkg/b.py")
+    assert _verdict(repo, revert) == "pure"
+
+
+def test_revert_that_changes_an_unrelated_file_is_extra(repo: GitRepo) -> None:
+    repo.commit("base", {"a.py": LINES, "b.py": LINES})
+    original = repo.commit("Change a", {"a.py": LINES.replace("line 5\n", "five\n")})
+    revert = _hand_revert(repo, original, {"a.py": LINES, "b.py": LINES + "more\n"})
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict == "extra"
+    assert [f.path for f in entry.purity.files] == ["b.py"]
