@@ -989,11 +989,10 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     for n in sorted(in_title) if not several else ():
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         agreeing = [i for i in cands if title_matches(i)]
-        if agreeing and not found:
-            i = choose(agreeing, f"#{n}")
-            if i is not None:
-                add(i, "pr")
+        if len(agreeing) == 1 and not found:
+            add(agreeing[0], "pr")  # several: the title step below chooses, or says it is ambiguous
     title_missing = ""
+    title_had_hits = False
     if several:
         # 'Revert "A" & "B"': each title is an original of its own (its PR number as a fallback).
         for t in pm.titles:
@@ -1017,6 +1016,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             matches = idx.older(idx.titled(t, pm.title_truncated), pos)
             if not matches:
                 continue
+            title_had_hits = True
             i = choose(matches, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
             if i is not None:
                 add(i, "title")
@@ -1030,6 +1030,8 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         cands = idx.older(idx.by_pr.get(n, ()), pos)
         if story_positions() & set(cands):
             continue
+        if not found and title_had_hits:
+            continue  # the title's commits were ambiguous: said once, under the title
         if not found:
             i = choose(cands, f"#{n}")
             if i is not None:

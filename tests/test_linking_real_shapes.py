@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from revertbot import gitops
 from revertbot.cli import run_cli
-from revertbot.detect import MAX_SUBJECT, link_reverts, parse_message
+from revertbot.detect import MAX_SUBJECT, link_reverts, parse_message, strip_pr_suffix
 from revertbot.models import Link, Unresolved
 from tests.gitrepo import GitRepo
 
@@ -451,3 +453,47 @@ def test_reworded_reland_falls_back_to_its_first_squashed_commit(base: GitRepo) 
     )
     link = links_on(base)[reland]
     assert (link.originals, link.linked_by, link.direction, link.unresolved) == ((orig,), ("title",), -1, ())
+
+
+# --------------------------------------------------------------------------- property: no wrong link
+
+_TITLES = ["Fix lint", "Add fused kernel", "Tune scheduler", "Add fused kernel (#7)", "Bump version"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["commit", "git-revert", "title-revert"]), st.integers(0, 10**6)),
+                min_size=3, max_size=12))  # fmt: skip
+def test_random_histories_never_link_wrongly(tmp_path_factory: pytest.TempPathFactory,
+                                             steps: list[tuple[str, int]]) -> None:  # fmt: skip
+    repo = GitRepo(tmp_path_factory.mktemp("h") / "repo")
+    repo.commit("init", {"README": "x\n"})
+    plain: list[tuple[str, str]] = []  # (sha, title) of commits that are not reverts
+    expected: dict[str, str | None] = {}  # revert -> the original it must link to (None: any same-titled one)
+    titles: dict[str, str] = {}
+    for n, (action, pick) in enumerate(steps):
+        if action == "commit" or not plain:
+            title = _TITLES[pick % len(_TITLES)]
+            sha = repo.commit(title, {f"f{n}.py": f"{n}\n"})
+            plain.append((sha, title))
+            continue
+        orig, title = plain[pick % len(plain)]
+        if action == "git-revert":
+            rev = repo.commit(f'Revert "{title}"\n\nThis reverts commit {orig}.\n', {f"r{n}.py": "r\n"})
+            expected[rev] = orig
+        else:
+            rev = repo.commit(f'Revert "{title}"', {f"r{n}.py": "r\n"})
+            expected[rev] = None
+        titles[rev] = title
+    links = links_on(repo)
+    order = repo.git("rev-list", "HEAD").split()
+    for rev, orig in expected.items():
+        link = links[rev]
+        if orig is not None:
+            assert (link.originals, link.unresolved) == ((orig,), ())
+            continue
+        for o in link.originals:
+            subject = repo.git("log", "-1", "--format=%s", o).strip()
+            assert strip_pr_suffix(subject) == strip_pr_suffix(titles[rev])  # the named title, never another
+            assert order.index(o) > order.index(rev)  # an earlier commit, never a later one
+        if not link.originals:  # the title is missing or ambiguous, and said once
+            assert [u.ref for u in link.unresolved] == [titles[rev]]
