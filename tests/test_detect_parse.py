@@ -661,7 +661,7 @@ def test_real_history_shapes(message: str, expected: ParsedMessage) -> None:
     "message",
     [
         # GitHub squash merges of branches that happened to contain a revert commit.
-        f"Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing.\n\n* Revert \"Modifying this\"\n\n"
+        f"Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing.\n\n* Revert \"Try a cache change\"\n\n"
         f"This reverts commit {A}.\n\n* Unwanted files.\n",
         f"Skip template handling (#3204)\n\n* Add .DS_Store\n\n* Revert \"Add .DS_Store\"\n\n"
         f"This reverts commit {A}.\n",

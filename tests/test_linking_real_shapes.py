@@ -336,12 +336,12 @@ def test_subject_longer_than_the_bound_links_by_title_and_says_so(base: GitRepo)
 
 def test_squashed_branch_containing_a_revert_is_not_a_revert(base: GitRepo) -> None:
     base.git("checkout", "-q", "-b", "pr")
-    step = base.commit("Modifying this should cache hit.", {"Dockerfile": "RUN x\n"})
+    step = base.commit("Try a cache change.", {"Dockerfile": "RUN x\n"})
     base.revert(step)
     base.git("checkout", "-q", "main")
     squash = base.commit(
-        "Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing TRTLLM dockerfile.\n\n* Modifying this should cache hit.\n\n"
-        f'* Revert "Modifying this should cache hit."\n\nThis reverts commit {step}.\n\n* Unwanted files.\n',
+        "Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing TRTLLM dockerfile.\n\n* Try a cache change.\n\n"
+        f'* Revert "Try a cache change."\n\nThis reverts commit {step}.\n\n* Unwanted files.\n',
         {"Dockerfile": "RUN y\n"},
     )
     assert squash not in links_on(base, off_ref=True)
