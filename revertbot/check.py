@@ -17,7 +17,7 @@ from .analysis.symbols import SymbolChange, diff_symbols
 from .config import Config, categorize, load_config_file, module_for
 from .detect import link_reverts, parse_message
 from .errors import NotFoundError
-from .globs import match_glob
+from .globs import match_branch, match_glob
 from .models import (
     ApplyResult,
     CodeExcerpt,
@@ -133,7 +133,7 @@ def check_revert(
         exclude = {*scope, *link.chain}
         drift = find_drift(root, originals[-1].sha, drift_end, [f.path for f in files], sorted(exclude))
     backports = find_backports(
-        root, originals, revert, base_sha, lambda name: any(match_glob(name, g) for g in cfg.release_branches)
+        root, originals, revert, base_sha, lambda name: any(match_branch(name, g) for g in cfg.release_branches)
     )
     age = None
     if originals:

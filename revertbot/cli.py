@@ -95,8 +95,9 @@ def cli() -> None:
 @click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Path of the git repository to scan.")
 @click.option("--ref", default=None, help="Branch, tag or commit to scan (default: the checked-out branch).")
-@click.option("--since", default=None, help="Only report reverts committed after this date (any git date, "
-              "e.g. 2026-01-01 or '3 months ago'). Originals are still looked up in the whole history.")
+@click.option("--since", default=None, help="Only report reverts committed after this date: an ISO date "
+              "(2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), 'last week', yesterday or "
+              "@<unix time>; anything else is an error. Originals are still looked up in the whole history.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output format.")
 @click.option("--allow-shallow", is_flag=True, help="Scan a shallow clone anyway; reverts of commits outside "

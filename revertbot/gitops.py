@@ -7,6 +7,7 @@ Nothing here modifies the user's working tree: applying a revert happens in a te
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import io
 import os
@@ -156,22 +157,79 @@ def shallow_commits(repo: Path) -> set[str]:
         return set()
 
 
+_DATE_UNITS = "second|minute|hour|day|week|month|year"
+# The forms --since accepts (git's approxidate takes any text and silently makes a date of it).
+_ISO_DATE_RE = re.compile(
+    r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+    r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?(?:[ ]?(?:Z|[+-]\d{2}:?\d{2}))?)?"
+)
+_RELATIVE_DATE_RE = re.compile(
+    rf"(?:\d{{1,6}}[ .]+(?:{_DATE_UNITS})s?[ .,]*){{1,6}}(?:ago)?|(?:last[ .]+(?:{_DATE_UNITS}))",
+    re.IGNORECASE,
+)
+_NAMED_DATES = ("now", "today", "yesterday")
+DATE_FORMS = "an ISO date (2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), yesterday, or @<unix time>"
+
+
 def approxidate(repo: Path, date: str) -> int:
-    """A git date ('2026-01-01', '3 months ago') as a Unix timestamp, parsed the way ``git log --since`` does."""
-    if date.startswith("-") or any(c in date for c in "\x00\n\r"):
-        raise UsageError(f"invalid date: {date!r}")
-    out = run("rev-parse", f"--since={date}", cwd=repo).strip()
+    """A date given to ``--since`` as a Unix timestamp, parsed the way ``git log --since`` does.
+
+    Only the documented forms are accepted (ISO dates, "N units ago", "last week", today,
+    yesterday, ``@<unix time>``): git reads anything, "3 mnths ago" included, as some date."""
+    text = date.strip()
+    if not text or date.startswith("-") or any(c in date for c in "\x00\n\r"):
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
+    iso = _ISO_DATE_RE.fullmatch(text)
+    if iso:
+        try:
+            datetime.datetime(
+                int(iso["y"]), int(iso["m"]), int(iso["d"]), int(iso["H"] or 0), int(iso["M"] or 0), int(iso["S"] or 0)
+            )
+        except ValueError as exc:
+            raise UsageError(f"invalid date: {date!r} ({exc})", hint=f"use {DATE_FORMS}") from exc
+    elif not (
+        _RELATIVE_DATE_RE.fullmatch(text)
+        or text.lower() in _NAMED_DATES
+        or (text.startswith("@") and text[1:].isdigit() and text[1:].isascii())
+    ):
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
+    out = run("rev-parse", f"--since={text}", cwd=repo).strip()
     if not out.startswith("--max-age="):
-        raise UsageError(f"invalid date: {date!r}")
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
     return int(out[len("--max-age=") :])
+
+
+# What git's check-ref-format forbids in a ref name (the part before ~, ^, :, @{ of a revision).
+_BAD_REF_CHARS_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def _invalid_ref_name(name: str) -> str | None:
+    """Why ``name`` cannot be a ref name, or None."""
+    if name in ("", "@"):
+        return None
+    if _BAD_REF_CHARS_RE.search(name):
+        return "it contains a space, a control character or one of ~ ^ : ? * [ \\"
+    if ".." in name or "@{" in name or "//" in name:
+        return "it contains '..', '@{' or '//'"
+    if name.endswith(("/", ".")) or name.startswith("/"):
+        return "it starts with '/' or ends with '/' or '.'"
+    if any(part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
+    return None
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
     """Full sha of ``ref``. Branch names are tried as ``refs/heads/<ref>`` first, so a branch
-    literally named ``HEAD`` or one that looks like a sha cannot be confused with either."""
+    literally named ``HEAD`` or one that looks like a sha cannot be confused with either.
+
+    A malformed name is a usage error; an object that exists but is not a commit (a tree, a
+    blob) says what it is."""
     if not ref or ref.startswith("-") or any(c in ref for c in "\x00\n\r"):
         raise UsageError(f"invalid ref: {ref!r}")
     name = re.split(r"[~^:]|@\{", ref, maxsplit=1)[0]
+    why = _invalid_ref_name(name)
+    if why:
+        raise UsageError(f"invalid ref name: {ref!r} ({why})", hint="pass a branch, tag or commit sha")
     if ref.startswith("refs/") or name in ("HEAD", "@"):
         # Full ref names, and HEAD (the checked-out commit, also in 'HEAD~2'), never a branch named HEAD.
         candidates = [ref]
@@ -186,6 +244,14 @@ def resolve_commit(repo: Path, ref: str) -> str:
             return proc.stdout.decode().strip()
     if not has_commits(repo):
         raise NotFoundError(f"repository has no commits: {repo}")
+    for cand in candidates:
+        # It may name an object that is not a commit (a tree or blob id, 'main:path', a tag of a tree).
+        peeled = cand if ":" in cand else f"{cand}^{{}}"  # after 'rev:', '^{}' would be part of the path
+        proc = run_bytes("rev-parse", "--verify", "--quiet", peeled, cwd=repo, check=False)
+        if proc.returncode == 0:
+            sha = proc.stdout.decode().strip()
+            kind = run("cat-file", "-t", sha, cwd=repo).strip()
+            raise UsageError(f"{ref!r} is a {kind}, not a commit", hint="pass a branch, tag or commit sha")
     raise NotFoundError(
         f"unknown ref or commit: {ref!r}", hint="check the spelling, or fetch it (git fetch origin <ref>)"
     )
