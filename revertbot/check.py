@@ -32,7 +32,7 @@ from .models import (
     Unresolved,
 )
 from .proof import judge
-from .purity import patch_stats, strip_raw, unquote_path
+from .purity import hunks, patch_stats, strip_raw
 from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
@@ -262,42 +262,6 @@ def _symbol_changes(
     return changes, notes
 
 
-_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
-def split_hunks(patch: str) -> list[tuple[str, str, list[str]]]:
-    """``(path, hunk header, lines)`` for each hunk of a unified diff."""
-    hunks: list[tuple[str, str, list[str]]] = []
-    path = ""
-    old_left = new_left = 0
-    for line in patch.split("\n"):
-        if old_left > 0 or new_left > 0:
-            hunks[-1][2].append(line)
-            tag = line[:1]
-            if tag in (" ", ""):
-                old_left, new_left = old_left - 1, new_left - 1
-            elif tag == "-":
-                old_left -= 1
-            elif tag == "+":
-                new_left -= 1
-            continue
-        if line.startswith("+++ ") or line.startswith("--- "):
-            rest = line[4:].rstrip("\t")
-            if rest != "/dev/null":
-                p = unquote_path(rest)
-                path = p[2:] if p[:2] in ("a/", "b/") else p
-            continue
-        if line.startswith("\\") and hunks:
-            hunks[-1][2].append(line)
-            continue
-        m = _HUNK_HEADER.match(line)
-        if m:
-            old_left = int(m.group(1)) if m.group(1) is not None else 1
-            new_left = int(m.group(2)) if m.group(2) is not None else 1
-            hunks.append((path, line, []))
-    return hunks
-
-
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -320,7 +284,7 @@ def select_excerpts(
         return found + sum(k for rx, k in others if rx.search(line))
 
     scored = []
-    for i, (path, header, lines) in enumerate(split_hunks(patch)):
+    for i, (path, header, lines, _old, _new) in enumerate(hunks(patch)):
         changed = [ln for ln in lines if ln[:1] in "+-"]
         mentions = sum(mentions_in(ln) for ln in changed)
         score = (path in critical, category.get(path) == "source", mentions, len(changed), -i)

@@ -427,7 +427,7 @@ def _positional_edits(patch: str, inverse: bool) -> Counter[tuple[str, str, int,
     """Edits of a patch as ``(path, sign, position, text)`` against one fixed side: the old side,
     or with ``inverse`` the new side of the patch undone (as a revert of it would do)."""
     edits: Counter[tuple[str, str, int, str]] = Counter()
-    for path, _header, lines, old_start, new_start in _hunks(patch):
+    for path, _header, lines, old_start, new_start in hunks(patch):
         old_pos, new_pos = old_start, new_start
         for line in lines:
             tag, text = line[:1], line[1:]
@@ -443,15 +443,15 @@ def _positional_edits(patch: str, inverse: bool) -> Counter[tuple[str, str, int,
     return edits
 
 
-def _hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
-    """``(path, header, lines, first old line, first new line)`` of each hunk."""
-    hunks: list[tuple[str, str, list[str], int, int]] = []
+def hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
+    """``(path, header, lines, first old line, first new line)`` of each hunk of a unified diff;
+    a ``\\ No newline at end of file`` marker stays with its hunk."""
+    found: list[tuple[str, str, list[str], int, int]] = []
     path = ""
     old_left = new_left = 0
-    current: list[str] = []
     for line in patch.split("\n"):
         if old_left > 0 or new_left > 0:
-            current.append(line)
+            found[-1][2].append(line)
             tag = line[:1]
             if tag in (" ", ""):
                 old_left, new_left = old_left - 1, new_left - 1
@@ -462,17 +462,16 @@ def _hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
             continue
         if line.startswith("diff --git "):
             path = _path_from_diff_line(line[len("diff --git ") :])
-            continue
-        m = _HUNK_RE.match(line)
-        if m:
+        elif line.startswith("\\") and found:
+            found[-1][2].append(line)
+        elif m := _HUNK_RE.match(line):
             old_left = int(m.group(2)) if m.group(2) is not None else 1
             new_left = int(m.group(4)) if m.group(4) is not None else 1
-            current = []
             # An empty side starts one line early ("-0,0" inserts before line 1).
             old_start = int(m.group(1)) + (1 if old_left == 0 else 0)
             new_start = int(m.group(3)) + (1 if new_left == 0 else 0)
-            hunks.append((path, line, current, old_start, new_start))
-    return hunks
+            found.append((path, line, [], old_start, new_start))
+    return found
 
 
 def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tuple[Purity, tuple[FileDifference, ...]]:
