@@ -108,9 +108,10 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
          store_path: str | None) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
 
-    Purity is one of: pure (exact inverse of the original), partial (a strict subset),
-    extra (the inverse plus more), modified (differs both ways) and unverifiable
-    (original missing or diff failed).
+    Purity is one of: pure (proven: the revert's tree is what undoing the original on its
+    parent produces), partial (a strict subset), extra (the inverse plus more), modified
+    (differs both ways) and unverifiable (cannot tell: an original or object missing, a
+    reference not resolved, a conflict resolved by hand; never pure).
     """
     progress = _Progress()
     try:
