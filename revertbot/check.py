@@ -66,7 +66,10 @@ def check_revert(
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)
-    commits = gitops.log(root, head_sha)
+    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
+    merged = gitops.is_ancestor(root, head_sha, base_sha)
+    # A merged revert is read in the base's history, so that later relands of it are seen too.
+    commits = gitops.log(root, base_sha if merged else head_sha)
     by_sha = {c.sha: c for c in commits}
     head = by_sha[head_sha]
     since_sha = gitops.resolve_commit(root, since) if since else None
@@ -99,9 +102,8 @@ def check_revert(
     # Base: the branch the revert is meant for. A revert that is already part of it is judged as
     # of its own time: at its parent, not at today's branch.
     base_name = base_ref or gitops.current_branch_ref(root).removeprefix("refs/heads/")
-    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     apply_params: tuple[tuple[str, str], ...] = ()
-    if gitops.is_ancestor(root, head_sha, base_sha):
+    if merged:
         apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
         apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
     else:
@@ -180,6 +182,7 @@ def check_revert(
         language=language or cfg.language,
         max_files_listed=cfg.report.max_files_listed,
         scope=tuple(commit_ref(by_sha[s]) for s in scope) if len(scope) > 1 else (),
+        later=tuple(commit_ref(by_sha[s]) for s in link.later if s in by_sha),
     )
 
 
@@ -199,8 +202,9 @@ def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Com
     if len({link.direction for link in links}) > 1:
         unresolved += (Unresolved("the pull request", "it both reverts and re-lands changes"),)
     newest = links[0]
+    later = tuple(dict.fromkeys(s for link in links for s in link.later))
     return Link(head_sha, newest.subject, newest.kind, tuple(ordered), tuple(originals[s] for s in ordered),
-                unresolved, chain, newest.direction)  # fmt: skip
+                unresolved, chain, newest.direction, later=later)  # fmt: skip
 
 
 def _refuse_cut_history(root: Path, link: Link) -> None:

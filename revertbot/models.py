@@ -306,3 +306,4 @@ class RevertReport:
     language: str = "en"
     max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
     scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several
+    later: tuple[CommitRef, ...] = ()  # later relands (or reverts again) of the same change on the base

@@ -371,6 +371,9 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
         items.append(f"- {t['chain']}: {chain} → {_sha(r.revert.sha)}")
     else:
         items.append(f"- {t['chain']}: {t['chain_none']}")
+    for later in r.later:
+        days = max(0, round((later.date - r.revert.date) / 86400))
+        items.append("- " + t["relanded"].format(days=days, sha=_sha(later.sha), subject=inline(later.subject, 120)))
     if r.backports:
         for b in r.backports:
             state = t["backport_reverted"].format(sha=_sha(b.revert_pick)) if b.revert_pick else t["backport_missing"]
