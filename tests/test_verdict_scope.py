@@ -207,3 +207,15 @@ def test_merged_revert_shows_its_later_reland(repo: GitRepo) -> None:
     assert data["risk"]["action"] == "follow_up"
     md = render_markdown(report)
     assert f"Later: 5 day(s) after this revert, `{reland[:10]}` Reland clamp helper" in md
+
+
+def test_every_file_of_a_large_change_is_named_in_the_comment(repo: GitRepo) -> None:
+    files: dict[str, str | bytes | None] = {f"gen/f{i:03d}.py": f"x = {i}\n" for i in range(80)}
+    repo.commit("Initial import", {"README.md": "r\n"})
+    original = repo.commit("Generate modules (#3)", files)
+    repo.checkout("-b", "revert-3")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    md = render_markdown(check_revert(repo.path, revert))
+    assert "<details><summary>… and 30 more file(s)</summary>" in md
+    assert all(f"gen/f{i:03d}.py" in md for i in range(80))

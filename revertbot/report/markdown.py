@@ -234,7 +234,10 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
             lines.append(line)
         s.add("\n".join(lines), joined=n > 1)
     if len(r.files) > r.max_files_listed:
-        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
+        # Every file the change touches stays visible (folded), so nothing can hide behind the cap.
+        rest = r.files[r.max_files_listed :]
+        listing = ", ".join(f"{code(f.path)} (+{f.added} −{f.removed})" for f in rest)
+        s.add(f"<details><summary>{t['more_files'].format(n=len(rest))}</summary>\n\n{listing}\n\n</details>")
     for note in r.symbol_notes:
         s.add(f"- {inline(note, 300)}")
     if not r.files:
@@ -254,7 +257,7 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
             joined=True,
         )
     if len(r.files) > r.max_files_listed:
-        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
+        s.add("_" + t["more_files"].format(n=len(r.files) - r.max_files_listed) + "_")
     key_syms = [sym for sym in r.symbols if sym.change in ("removed", "added") or sym.signature_changed]
     if key_syms:
         s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
