@@ -8,6 +8,11 @@ accuracy figure is below its threshold.
 
     python -m bench.scan                     # from the repository root
     python -m bench.scan --commits 2000 --reverts 60 --runs 5
+    python -m bench.scan --repo ~/src/executorch [--ref refs/heads/main]   # a real clone
+
+With ``--repo`` the same timing runs over an existing repository (no ground truth there): the
+ratio, the scan's peak memory and its stages (reading history, linking, diffing, proving) are
+printed, and nothing is checked but the ratio.
 """
 
 from __future__ import annotations
@@ -105,6 +110,83 @@ def accuracy(truth: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, 
     }
 
 
+def _peak_rss_mib(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Peak resident memory of one run of ``cmd`` (its own process, measured by the kernel)."""
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, *cmd], cwd=cwd, env=env, capture_output=True, check=True)
+    return int(out.stdout.decode().split()[-1]) / 1024
+
+
+def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
+    """Seconds per stage of one in-process scan: where the time goes."""
+    from revertbot import gitops, proof, scan
+
+    times: dict[str, float] = {}
+
+    def timing(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                times[name] = times.get(name, 0.0) + time.perf_counter() - start
+        return wrapper
+
+    patched = [
+        (gitops, "log", "read history (git log)"),
+        (scan, "link_reverts", "link"),
+        (gitops, "commit_patches", "diff reverts and originals (diff-tree)"),
+        (proof, "_merge_proofs", "merge proof"),
+        (scan, "judge", "judge (fast proof, merges, explanations)"),
+    ]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patched]
+    for mod, name, label in patched:
+        setattr(mod, name, timing(label, getattr(mod, name)))
+    try:
+        start = time.perf_counter()
+        scan.scan_repository(repo, ref=ref)
+        total = time.perf_counter() - start
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+    return [*times.items(), ("whole scan, in process", total)]
+
+
+def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) -> int:
+    """Scan vs git log on an existing repository: ratio, memory, stages."""
+    env = bench_env()
+    target = ref or subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=env, capture_output=True,
+                                   text=True).stdout.strip() or "HEAD"  # fmt: skip
+    log_cmd = ["git", "log", "--format=%H%x00%B", target]
+    scan_cmd = [*revertbot_command(), "scan", "--repo", str(repo), "--ref", target, "--format", "json"]
+    timed(log_cmd, repo, env)
+    timed(scan_cmd, repo, env)
+    log_times, scan_times = [], []
+    output = b""
+    for _ in range(runs):
+        log_times.append(timed(log_cmd, repo, env)[0])
+        elapsed, output = timed(scan_cmd, repo, env)
+        scan_times.append(elapsed)
+    entries = json.loads(output)
+    commits = int(subprocess.run(["git", "rev-list", "--count", target], cwd=repo, env=env, capture_output=True,
+                                 text=True).stdout.strip() or 0)  # fmt: skip
+    log_s, scan_s = statistics.median(log_times), statistics.median(scan_times)
+    print(f"{repo} {target}: {commits} commits, {len(entries)} reverts, "
+          + ", ".join(f"{k} {n}" for k, n in Counter(e["purity"] for e in entries).most_common()))  # fmt: skip
+    print(f"git log runs: {', '.join(f'{t:.3f}s' for t in log_times)}")
+    print(f"scan runs:    {', '.join(f'{t:.3f}s' for t in scan_times)}")
+    print(f"scan peak memory: {_peak_rss_mib(scan_cmd, repo, env):.1f} MiB")
+    for name, seconds in _stages(repo, target):
+        print(f"  {name}: {seconds:.3f}s")
+    ratio = scan_s / log_s
+    print(f"scan/git-log ratio: {ratio:.1f}x (scan {scan_s:.2f}s, git log {log_s:.2f}s)")
+    if ratio > max_ratio:
+        print(f"FAIL: ratio {ratio:.1f}x is above {max_ratio:g}x")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scan",
@@ -143,9 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         help="build the repository in DIR (must not exist) and keep it, with DIR-truth.json beside it",
     )
     parser.add_argument("--show", type=int, default=20, metavar="N", help="print up to N mismatches (default 20)")
+    parser.add_argument("--repo", type=Path, metavar="DIR",
+                        help="time an existing repository instead of a synthetic one")  # fmt: skip
+    parser.add_argument("--ref", default=None, help="with --repo: the ref to scan (default: its checked-out branch)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.repo is not None:
+        return real_repository(args.repo.resolve(), args.ref, args.runs, args.max_ratio)
     if args.keep is not None and args.keep.exists():
         parser.error(f"--keep {args.keep}: already exists")
 

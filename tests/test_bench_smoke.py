@@ -35,3 +35,26 @@ def test_synthetic_history_is_deterministic(tmp_path: Path) -> None:
     assert a["head"] == b["head"]
     assert a["reverts"] == b["reverts"]
     assert c["head"] != a["head"]
+
+
+def test_real_repository_modes_of_the_scan_and_check_benchmarks(tmp_path: Path, capsys: object) -> None:
+    """`bench.scan --repo` and `bench.check` run on any clone: ratio, memory, stages, processes."""
+    import pytest
+
+    from bench import check as bench_check
+    from bench import scan as bench_scan
+    from tests.gitrepo import GitRepo
+
+    assert isinstance(capsys, pytest.CaptureFixture)
+    repo = GitRepo(tmp_path / "r")
+    repo.commit("base", {"a.py": "def f():\n    return 1\n"})
+    original = repo.commit("Add g (#2)", {"a.py": "def f():\n    return 1\n\n\ndef g():\n    return 2\n"})
+    revert = repo.revert(original)
+    assert bench_scan.main(["--repo", str(repo.path), "--runs", "1", "--max-ratio", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "1 reverts, pure 1" in out and "scan peak memory:" in out and "merge proof" not in out
+    assert "read history (git log):" in out and "scan/git-log ratio:" in out
+    assert bench_check.main(["--repo", str(repo.path), "--shas", revert, "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{revert[:12]} pure, risk low, follow_up: CLI" in out
+    assert "git processes" in out and "  backports:" in out and "  purity proof:" in out

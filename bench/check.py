@@ -1,0 +1,126 @@
+"""Benchmark: `revertbot check` of given reverts in an existing repository, with per-stage times.
+
+    python -m bench.check --repo ~/src/executorch --shas 1c64a66da3 d827cf701f [--base refs/heads/main]
+
+For each sha: the CLI's wall time (median of ``--runs``, interpreter start-up included, as a
+maintainer waits for it), the number of git processes one check starts, and where the time goes
+in one in-process run (history, linking, diffs and proof, applying to the base, symbols,
+dependents, drift, backports). The baseline printed beside it is `git log` of the base, the one
+pass over the history a check cannot avoid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.scan import bench_env, revertbot_command, timed
+
+
+@contextmanager
+def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
+    """Stage timers around the check's stage functions, and a count of git processes."""
+    from revertbot import check, gitops
+
+    times: dict[str, float] = {}
+    processes = [0]
+
+    def timing(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                times[label] = times.get(label, 0.0) + time.perf_counter() - start
+        return wrapper
+
+    def counting(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            processes[0] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    stages = [
+        (gitops, "log", "history (git log)"),
+        (check, "link_reverts", "linking"),
+        (gitops, "commit_patches", "diffs (diff-tree)"),
+        (check, "judge", "purity proof"),
+        (gitops, "apply_revert", "apply to the base (in memory)"),
+        (check, "_symbol_changes", "Python symbols"),
+        (check, "search_dependents", "dependents"),
+        (check, "find_drift", "drift"),
+        (check, "find_backports", "backports"),
+    ]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
+    saved += [(gitops, "run_bytes", gitops.run_bytes), (gitops.subprocess, "Popen", gitops.subprocess.Popen)]
+    for mod, name, label in stages:
+        setattr(mod, name, timing(label, getattr(mod, name)))
+    gitops.run_bytes = counting(gitops.run_bytes)  # type: ignore[method-assign]
+    popen = gitops.subprocess.Popen
+
+    class CountingPopen(popen):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            if args and isinstance(args[0], list) and args[0][:1] == ["git"]:
+                processes[0] += 1
+            super().__init__(*args, **kwargs)
+
+    gitops.subprocess.Popen = CountingPopen  # type: ignore[misc]
+    try:
+        yield times, processes
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.check", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repo", type=Path, required=True, help="an existing repository (a clone or a bare mirror)")
+    parser.add_argument("--shas", nargs="+", required=True, help="revert commits to check")
+    parser.add_argument("--base", default=None, help="the base branch (default: the checked-out branch)")
+    parser.add_argument("--runs", type=int, default=3, help="timed CLI runs per sha; the median counts (default 3)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="fail when a check's median is above this")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    from revertbot.check import check_revert
+
+    repo = args.repo.resolve()
+    env = bench_env()
+    base = args.base or subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=env, capture_output=True,
+                                       text=True).stdout.strip() or "HEAD"  # fmt: skip
+    log_cmd = ["git", "log", "--format=%H%x00%B", base]
+    timed(log_cmd, repo, env)
+    log_s = statistics.median(timed(log_cmd, repo, env)[0] for _ in range(args.runs))
+    print(f"{repo} base {base}: git log {log_s:.3f}s")
+    failures = []
+    for sha in args.shas:
+        cmd = [*revertbot_command(), "check", "--repo", str(repo), sha, "--base", base, "--format", "json"]
+        timed(cmd, repo, env)
+        wall = statistics.median(timed(cmd, repo, env)[0] for _ in range(args.runs))
+        with _instrumented() as (times, processes):
+            start = time.perf_counter()
+            report = check_revert(repo, sha, base_ref=base)
+            total = time.perf_counter() - start
+        print(f"{sha[:12]} {report.purity.verdict}, risk {report.risk.level}, {report.risk.action}: CLI {wall:.2f}s "
+              f"({wall / log_s:.1f}x git log), in process {total:.2f}s, {processes[0]} git processes")  # fmt: skip
+        for label, seconds in sorted(times.items(), key=lambda kv: -kv[1]):
+            print(f"  {label}: {seconds:.3f}s")
+        if args.max_seconds is not None and wall > args.max_seconds:
+            failures.append(f"{sha[:12]}: {wall:.2f}s is above {args.max_seconds:g}s")
+    for line in failures:
+        print(f"FAIL: {line}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
