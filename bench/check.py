@@ -44,12 +44,6 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
                 times[label] = times.get(label, 0.0) + time.perf_counter() - start
         return wrapper
 
-    def counting(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            processes[0] += 1
-            return fn(*args, **kwargs)
-        return wrapper
-
     stages = [
         (gitops, "log", "history (git log)"),
         (check, "link_reverts", "linking"),
@@ -62,10 +56,10 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "find_backports", "backports"),
     ]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
-    saved += [(gitops, "run_bytes", gitops.run_bytes), (gitops.subprocess, "Popen", gitops.subprocess.Popen)]
+    saved.append((gitops.subprocess, "Popen", gitops.subprocess.Popen))
     for mod, name, label in stages:
         setattr(mod, name, timing(label, getattr(mod, name)))
-    gitops.run_bytes = counting(gitops.run_bytes)  # type: ignore[method-assign]
+    # Every git process starts through Popen (subprocess.run uses it too): count those.
     popen = gitops.subprocess.Popen
 
     class CountingPopen(popen):  # type: ignore[misc, valid-type]
