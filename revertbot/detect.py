@@ -220,7 +220,9 @@ def title_key(title: str) -> str:
     return " ".join(title.split()).casefold()
 
 
-_CHEAP_WORDS = ("revert", "reapply", "land", "back")
+# Every verb the patterns accept, as plain substrings ("reappl" covers reapply/reapplies; a bare
+# "back" or "land" would also let every "backend", "callback" and "island" through).
+_CHEAP_WORDS = ("revert", "reappl", "reland", "re-land", "backout", "back out", "back\tout", "backed")
 
 
 def might_be_revert(message: str) -> bool:

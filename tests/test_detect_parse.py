@@ -679,3 +679,23 @@ def test_squash_with_a_checklist_still_reads_its_body() -> None:
         "Re-land https://github.com/o/r/pull/3058, after revert https://github.com/o/r/pull/3079.\n"
     )
     assert parse_message(message) == pm("reland", prs=(3058,), own_pr=3116)
+
+
+@pytest.mark.parametrize("message", [
+    'Revert "X"', "REVERT #12", "Reapply \"X\"", "[reland] Faster capture", "Re-Land the capture change",
+    "Relands #12", "Back out \"X\"", "Backed out changeset 0123456789ab (bug 1) for leaks", "Partially revert X",
+    "Reverts org/repo#5",
+])  # fmt: skip
+def test_the_cheap_prefilter_never_drops_a_revert(message: str) -> None:
+    from revertbot.detect import might_be_revert
+
+    assert parse_message(message).is_revert_like
+    assert might_be_revert(message)
+
+
+@pytest.mark.parametrize("message", ["Add a CUDA backend", "Fix the callback", "Island of calm", "Move back to main"])
+def test_the_cheap_prefilter_lets_ordinary_words_pass_by(message: str) -> None:
+    from revertbot.detect import might_be_revert
+
+    assert not might_be_revert(message)
+    assert not parse_message(message).is_revert_like
