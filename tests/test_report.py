@@ -443,3 +443,18 @@ def test_small_report_is_not_truncated(tmp_path: Path) -> None:
     md = render_markdown(_demo_report(tmp_path), "en")
     assert "omitted" not in md
     assert len(md) < 20_000
+
+
+def test_summary_grammar_an_before_a_vowel_and_same_day_age(tmp_path: Path) -> None:
+    import dataclasses
+
+    from revertbot.analysis.risk import RiskThresholds, age_factor
+    from revertbot.report.i18n import factor_summary_en
+
+    same_day = "the original landed less than a day before the revert"
+    assert factor_summary_en(age_factor(0.2, RiskThresholds())) == same_day
+    assert factor_summary_en(age_factor(3.5, RiskThresholds())) == "the original landed 3 day(s) before the revert"
+    report = _demo_report(tmp_path)
+    for verdict, article in (("extra", "An extended"), ("unverifiable", "An unverified"), ("pure", "A pure")):
+        md = render_markdown(dataclasses.replace(report, purity=PurityResult(verdict, "x")))  # type: ignore[arg-type]
+        assert f"** {article} revert of" in md

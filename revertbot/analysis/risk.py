@@ -185,6 +185,8 @@ def age_factor(age_days: float | None, t: RiskThresholds) -> RiskFactor:
     if age_days is None:
         return RiskFactor("age", "low", "unknown")
     level: RiskLevel = "high" if age_days >= t.age_days_high else "medium" if age_days >= t.age_days_medium else "low"
+    if age_days < 1:
+        return RiskFactor("age", level, "same-day", _p(days=0))
     return RiskFactor("age", level, "age", _p(days=int(age_days)))
 
 

@@ -19,7 +19,7 @@ EN: dict[str, str] = {
     "level_high": "🔴 high",
     "h_summary": "Executive summary",
     "in_one_sentence": "In one sentence:",
-    "one_line": "A {purity} {kind} of {sha} {subject}{more}.",
+    "one_line": "{article} {purity} {kind} of {sha} {subject}{more}.",
     "one_line_unlinked": "A {kind} whose original could not be identified.",
     "and_more": " (and {n} more)",
     "kind_revert": "revert",
@@ -315,7 +315,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("history", "first"): "first revert of this change",
         ("history", "chain"): "{count} earlier revert/reland step(s) of the same change",
         ("age", "unknown"): "original date unknown",
-        ("age", "age"): "the original is {days} day(s) old",
+        ("age", "age"): "the original landed {days} day(s) before the revert",
+        ("age", "same-day"): "the original landed less than a day before the revert",
     },
     "zh": {
         ("purity", "pure"): "纯净：与原始提交完全互逆",
@@ -347,7 +348,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("history", "first"): "该改动首次被回退",
         ("history", "chain"): "同一改动此前已有 {count} 次回退/重新合入",
         ("age", "unknown"): "原始提交日期未知",
-        ("age", "age"): "原始提交已合入 {days} 天",
+        ("age", "age"): "原始提交合入 {days} 天后被回退",
+        ("age", "same-day"): "原始提交合入不到一天即被回退",
     },
 }
 

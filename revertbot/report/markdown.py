@@ -149,9 +149,11 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_summary"])
     if r.originals:
         orig = r.originals[-1]
+        purity = t[f"purity_{r.purity.verdict}"]
         what = t["one_line"].format(
+            article="An" if purity[:1] in "aeiou" else "A",  # "An extended revert", "A pure revert"
             kind=t[f"kind_{r.kind}"],
-            purity=t[f"purity_{r.purity.verdict}"],
+            purity=purity,
             sha=_sha(orig.sha),
             subject=inline(orig.subject, 120),
             more=t["and_more"].format(n=len(r.originals) - 1) if len(r.originals) > 1 else "",
