@@ -458,3 +458,18 @@ def test_summary_grammar_an_before_a_vowel_and_same_day_age(tmp_path: Path) -> N
     for verdict, article in (("extra", "An extended"), ("unverifiable", "An unverified"), ("pure", "A pure")):
         md = render_markdown(dataclasses.replace(report, purity=PurityResult(verdict, "x")))  # type: ignore[arg-type]
         assert f"** {article} revert of" in md
+
+
+def test_removed_imports_fold_into_one_line_and_are_not_key_symbols(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/m.py": "def keep():\n    return 1\n"})
+    body = "import copy\nimport os\nfrom typing import Sequence\n\n\ndef keep():\n    return 1\n\n\ndef helper():\n"
+    original = repo.commit("Add helpers (#4)", {"pkg/m.py": body + "    return 2\n"})
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    en, zh = render_markdown(report), render_markdown(report, "zh")
+    assert "   - removes imports: `copy`, `os`, `typing.Sequence`" in en
+    assert "   - 删除导入：`copy`、`os`、`typing.Sequence`" in zh
+    key_files = section(en, "Key files and symbols")
+    assert "**Key symbols**: `helper`" in key_files and "copy" not in key_files

@@ -228,12 +228,18 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
         status = t["status_" + f.status]
         head = f"{n}. {code(f.path)} ({inline(f.module, 80)}, {category}): {status}, +{f.added} −{f.removed}"
         lines = [head]
+        imports: dict[str, list[str]] = {}  # imports are folded into one line per file and change
         for sym in by_file.get(f.path, []):
             verb = t["sym_" + sym.change]
+            if sym.kind == "import":
+                imports.setdefault(verb, []).append(code(sym.name.removeprefix("import:"), 80))
+                continue
             line = f"   - {verb} {symbol_name(sym.name)}"
             if sym.detail:
                 line += f": {rich(translate_detail(sym.detail, t['lang']), 300)}"
             lines.append(line)
+        for verb, names in imports.items():
+            lines.append(f"   - {t['imports_line'].format(verb=verb, names=t['list_sep'].join(names))}")
         s.add("\n".join(lines), joined=n > 1)
     if len(r.files) > r.max_files_listed:
         # Every file the change touches stays visible (folded), so nothing can hide behind the cap.
@@ -260,7 +266,8 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
         )
     if len(r.files) > r.max_files_listed:
         s.add("_" + t["more_files"].format(n=len(r.files) - r.max_files_listed) + "_")
-    key_syms = [sym for sym in r.symbols if sym.change in ("removed", "added") or sym.signature_changed]
+    key_syms = [sym for sym in r.symbols
+                if sym.kind != "import" and (sym.change in ("removed", "added") or sym.signature_changed)]  # fmt: skip
     if key_syms:
         s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
     return s
