@@ -37,7 +37,6 @@ _TEXT = {
         "no_gpu": "not validated on a GPU",
         "graph_memory": "graph memory",
         "peak_memory": "peak GPU memory",
-        "memory": "{name}",
         "capture_time": "capture time",
         "at_sizes": " at {n} capture sizes",
         "past": ", past the {t:g} % threshold",
@@ -55,7 +54,6 @@ _TEXT = {
         "no_gpu": "未经 GPU 验证",
         "graph_memory": "图显存",
         "peak_memory": "GPU 峰值显存",
-        "memory": "{name}",
         "capture_time": "捕获时间",
         "at_sizes": "，共 {n} 个捕获尺寸",
         "past": "，超过 {t:g} % 阈值",
@@ -132,8 +130,11 @@ def gpu_sentence(summary: GpuSummary, lang: str = "en") -> str:
         parts.append(t["no_gpu"])
     mem, cap, sizes = headline_metrics(summary.metrics)
     if mem is not None:
-        label = (t["graph_memory"] if _ends(mem.name, "graph_memory")
-                 else t["peak_memory"] if _ends(mem.name, "gpu_memory_peak_allocated") else _base(mem.name))  # fmt: skip
+        label = _base(mem.name)
+        if _ends(mem.name, "graph_memory"):
+            label = t["graph_memory"]
+        elif _ends(mem.name, "gpu_memory_peak_allocated"):
+            label = t["peak_memory"]
         pct = _pct(mem)
         text = f"{label} {_signed(mem.after - mem.before)} {mem.unit}"
         if pct is not None:
