@@ -104,6 +104,6 @@ def test_risk_factor_uses_the_demo_threshold(demo, tmp_path: Path) -> None:  # t
     text = render_markdown(report)
     assert ("**In one sentence**: the revert fixes 2 test(s); graph memory +28.0 MiB (+4.0 %) at 14 capture "
             "sizes, past the 3 % threshold; capture time +0.0 %") in text
-    assert "**一句话**：回退修复了 2 个测试；图显存 +28.0 MiB（+4.0 %），共 14 个捕获尺寸，超过 3 % 阈值" in render_markdown(
-        report, "zh")
+    zh = render_markdown(report, "zh")
+    assert "**一句话**：回退修复了 2 个测试；图显存 +28.0 MiB（+4.0 %），共 14 个捕获尺寸，超过 3 % 阈值" in zh
     assert "+28.0 MiB (+4.0 %)" in render_gpu_markdown(summary)
