@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from gpu_jobs.suites.graph_capture.capture import STRATEGIES, CaptureEngine, build_stack
+from gpu_jobs.suites.graph_capture.capture import STRATEGIES, CaptureEngine, LayerStack, build_stack
 
 SCALE_ENV = "REVERTBOT_GC_SCALE"
 HIDDEN_ENV = "REVERTBOT_GC_HIDDEN"
@@ -167,7 +167,7 @@ class Measurement:
     capture_ms_per_graph: float
     replay_us: dict[str, float]  # capture size -> median latency of one replay
     output_bytes: int
-    peak_allocated_mib: float | None = None  # weights, static input, graphs and outputs
+    peak_allocated_mib: float | None = None  # static input, capture working set and outputs (not shared weights)
     peak_reserved_mib: float | None = None
     allocated_after_capture_mib: float | None = None  # what capture leaves allocated: outputs in the pool
     pool_mib: float | None = None
@@ -252,13 +252,26 @@ def _free(device: str) -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def measure(config: ScaleConfig, hidden: int, strategy: str, repeat: int, device: str) -> Measurement:
-    """Build the stack, capture every size with ``strategy``, measure, check against eager."""
+def build_scale_stack(config: ScaleConfig, hidden: int, device: str, seed: int = 0) -> torch.nn.Module:
+    """The layer stack, initialised on ``device`` itself: an 8192-wide stack has 1.6 G parameters,
+    too many to initialise on the CPU for every measurement."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        stack = LayerStack(hidden, config.layers)
+    return stack.to(dtype=config.dtype).eval()
+
+
+def measure(config: ScaleConfig, hidden: int, strategy: str, repeat: int, device: str,
+            stack: torch.nn.Module | None = None) -> Measurement:
+    """Capture every size with ``strategy``, measure, check against eager. ``stack`` (built once
+    per hidden size and shared by all measurements) is built here when not given. Memory figures
+    are counted above what was allocated before (the weights, when the stack is shared)."""
     cuda = device.startswith("cuda")
     _free(device)
     base_alloc = torch.cuda.memory_allocated() if cuda else 0
     base_reserved = torch.cuda.memory_reserved() if cuda else 0
-    stack = build_stack(hidden, config.layers, device, config.dtype, seed=repeat)
+    if stack is None:
+        stack = build_stack(hidden, config.layers, device, config.dtype, seed=repeat)
     engine = CaptureEngine(stack, config.capture_sizes, (hidden,), device=device, dtype=config.dtype,
                            strategy=strategy)
     before_capture = torch.cuda.memory_allocated() if cuda else 0

@@ -10,12 +10,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+import torch
 
 from gpu_jobs.suites.graph_capture.capture import STRATEGIES
 from gpu_jobs.suites.graph_capture.conftest import HAS_CUDA, METRICS_DEVICE, NEEDS_CUDA
 from gpu_jobs.suites.graph_capture.scale import (
     Measurement,
     MiB,
+    build_scale_stack,
     interleaved_order,
     measure,
     scale_config,
@@ -31,11 +33,17 @@ needs_cuda_at_scale = pytest.mark.skipif(CONFIG.mode == "production" and not HAS
 
 @pytest.fixture(scope="module")
 def results() -> Iterator[list[Measurement]]:
-    """Every measurement of the module, written to REVERTBOT_GC_RESULTS (when set) at the end."""
+    """Every measurement of the module; each test rewrites REVERTBOT_GC_RESULTS (when set) with all
+    so far, so a run stopped at its time limit keeps the hidden sizes it finished."""
     collected: list[Measurement] = []
     yield collected
-    if CONFIG.results and collected:
-        write_results(CONFIG.results, CONFIG, collected, {"device": DEVICE})
+
+
+def _environment() -> dict[str, str]:
+    env = {"device": DEVICE, "torch": torch.__version__, "cuda": str(torch.version.cuda)}
+    if DEVICE == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
 
 
 @needs_cuda_at_scale
@@ -43,10 +51,14 @@ def results() -> Iterator[list[Measurement]]:
 def test_strategies_at_scale(hidden: int, results: list[Measurement], record_metric) -> None:  # type: ignore[no-untyped-def]
     print(CONFIG.describe())
     runs: list[Measurement] = []
+    stack = build_scale_stack(CONFIG, hidden, DEVICE)
     for repeat in range(CONFIG.repeats):
         for strategy in interleaved_order(STRATEGIES, repeat):
-            runs.append(measure(CONFIG, hidden, strategy, repeat, DEVICE))
+            runs.append(measure(CONFIG, hidden, strategy, repeat, DEVICE, stack))
+    del stack
     results.extend(runs)
+    if CONFIG.results:
+        write_results(CONFIG.results, CONFIG, results, _environment())
     summary = summarize(runs)
     # Record before asserting: a failed check must not lose the measurements.
     for strategy in STRATEGIES:
