@@ -67,6 +67,11 @@ def test_past_threshold_but_within_noise_says_so() -> None:
     assert gpu_sentence(summary(noisy)).endswith(
         "graph memory +10.0 MiB (+10.0 %), within run-to-run noise (±15.0 MiB)")
     assert "在运行间波动范围内（±15.0 MiB）" in gpu_sentence(summary(noisy), "zh")
+    # An improvement smaller than the spread is noise too; one larger than it is not.
+    faster = GpuMetricDelta("capture_time", 100.0, 90.0, "ms", 20.0, False, 10.0)
+    assert gpu_sentence(summary(faster)).endswith("capture time −10.0 %, within run-to-run noise (±5.0 ms)")
+    clear = GpuMetricDelta("capture_time", 100.0, 80.0, "ms", 20.0, False, 10.0)
+    assert gpu_sentence(summary(clear)).endswith("capture time −20.0 %")
 
 
 def test_the_sentence_line_is_escaped() -> None:

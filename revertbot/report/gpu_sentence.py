@@ -11,8 +11,9 @@ recorded them. Which metric is the headline, in order of preference:
   name mentions capture;
 * ``capture_sizes`` (a count) adds "at N capture sizes".
 
-A metric past its threshold says so; one past the threshold but not past the run-to-run spread
-says it is within the noise. Nothing is inferred that the summary does not hold.
+A metric past its threshold says so; a change no larger than the run-to-run spread (max - min
+over one side's repeats) says it is within the noise, whichever its direction. Nothing is
+inferred that the summary does not hold.
 """
 
 from __future__ import annotations
@@ -101,9 +102,8 @@ def _cost(m: GpuMetricDelta, t: dict[str, str]) -> str:
     """', past the 5 % threshold' / ', within run-to-run noise (±x unit)' / ''."""
     if m.regressed and m.threshold_pct is not None:
         return t["past"].format(t=m.threshold_pct)
-    pct = _pct(m)
-    past = m.threshold_pct is not None and pct is not None and pct > m.threshold_pct
-    if past and m.spread is not None:
+    # A change (either way) no larger than what the repeats of one side already vary by is noise.
+    if m.spread is not None and abs(m.after - m.before) <= m.spread:
         return t["noise"].format(s=f"{m.spread / 2:,.1f}", unit=m.unit)
     return ""
 
