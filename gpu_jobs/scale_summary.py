@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_summary", "main"]
+__all__ = ["main", "render_summary"]
 
 
 def _json(path: Path) -> Any:
@@ -31,7 +31,7 @@ def _steps(path: Path) -> list[tuple[str, str, str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    return [tuple((line.split("\t") + ["", "", ""])[:3]) for line in lines if line.strip()]  # type: ignore[misc]
+    return [tuple([*line.split("\t"), "", "", ""][:3]) for line in lines if line.strip()]  # type: ignore[misc]
 
 
 def _demo_lines(data: Mapping[str, Any]) -> list[str]:
