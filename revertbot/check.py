@@ -17,7 +17,7 @@ from .analysis.symbols import SymbolChange, diff_symbols
 from .config import Config, categorize, load_config_file, module_for
 from .detect import link_reverts, parse_message
 from .errors import NotFoundError
-from .globs import match_glob
+from .globs import match_branch, match_glob
 from .models import (
     ApplyResult,
     CodeExcerpt,
@@ -32,7 +32,7 @@ from .models import (
     Unresolved,
 )
 from .proof import judge
-from .purity import patch_stats, strip_raw, unquote_path
+from .purity import hunks, patch_stats, strip_raw
 from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
@@ -66,7 +66,10 @@ def check_revert(
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)
-    commits = gitops.log(root, head_sha)
+    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
+    merged = gitops.is_ancestor(root, head_sha, base_sha)
+    # A merged revert is read in the base's history, so that later relands of it are seen too.
+    commits = gitops.log(root, base_sha if merged else head_sha)
     by_sha = {c.sha: c for c in commits}
     head = by_sha[head_sha]
     since_sha = gitops.resolve_commit(root, since) if since else None
@@ -92,16 +95,15 @@ def check_revert(
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
     wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
-    patches, errors = gitops.commit_patches(root, wanted)
-    purity = judge(root, [link], patches, errors, dict(wanted))[head_sha]
+    patches, errors, truncated = gitops.commit_patches(root, wanted)
+    purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
     revert_patch = strip_raw(patches.get(head_sha, ""))
 
     # Base: the branch the revert is meant for. A revert that is already part of it is judged as
     # of its own time: at its parent, not at today's branch.
     base_name = base_ref or gitops.current_branch_ref(root).removeprefix("refs/heads/")
-    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     apply_params: tuple[tuple[str, str], ...] = ()
-    if gitops.is_ancestor(root, head_sha, base_sha):
+    if merged:
         apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
         apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
     else:
@@ -113,7 +115,7 @@ def check_revert(
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
             apply_params = (("why", "already-undone" if had else "never-had"),)
 
-    files = _file_changes(revert_patch, cfg)
+    files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
     symbols: list[SymbolChange] = []
     notes: list[str] = []
     dependents = []
@@ -133,7 +135,7 @@ def check_revert(
         exclude = {*scope, *link.chain}
         drift = find_drift(root, originals[-1].sha, drift_end, [f.path for f in files], sorted(exclude))
     backports = find_backports(
-        root, originals, revert, base_sha, lambda name: any(match_glob(name, g) for g in cfg.release_branches)
+        root, originals, revert, base_sha, lambda name: any(match_branch(name, g) for g in cfg.release_branches)
     )
     age = None
     if originals:
@@ -180,6 +182,7 @@ def check_revert(
         language=language or cfg.language,
         max_files_listed=cfg.report.max_files_listed,
         scope=tuple(commit_ref(by_sha[s]) for s in scope) if len(scope) > 1 else (),
+        later=tuple(commit_ref(by_sha[s]) for s in link.later if s in by_sha),
     )
 
 
@@ -199,8 +202,9 @@ def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Com
     if len({link.direction for link in links}) > 1:
         unresolved += (Unresolved("the pull request", "it both reverts and re-lands changes"),)
     newest = links[0]
+    later = tuple(dict.fromkeys(s for link in links for s in link.later))
     return Link(head_sha, newest.subject, newest.kind, tuple(ordered), tuple(originals[s] for s in ordered),
-                unresolved, chain, newest.direction)  # fmt: skip
+                unresolved, chain, newest.direction, later=later)  # fmt: skip
 
 
 def _refuse_cut_history(root: Path, link: Link) -> None:
@@ -262,42 +266,6 @@ def _symbol_changes(
     return changes, notes
 
 
-_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
-def split_hunks(patch: str) -> list[tuple[str, str, list[str]]]:
-    """``(path, hunk header, lines)`` for each hunk of a unified diff."""
-    hunks: list[tuple[str, str, list[str]]] = []
-    path = ""
-    old_left = new_left = 0
-    for line in patch.split("\n"):
-        if old_left > 0 or new_left > 0:
-            hunks[-1][2].append(line)
-            tag = line[:1]
-            if tag in (" ", ""):
-                old_left, new_left = old_left - 1, new_left - 1
-            elif tag == "-":
-                old_left -= 1
-            elif tag == "+":
-                new_left -= 1
-            continue
-        if line.startswith("+++ ") or line.startswith("--- "):
-            rest = line[4:].rstrip("\t")
-            if rest != "/dev/null":
-                p = unquote_path(rest)
-                path = p[2:] if p[:2] in ("a/", "b/") else p
-            continue
-        if line.startswith("\\") and hunks:
-            hunks[-1][2].append(line)
-            continue
-        m = _HUNK_HEADER.match(line)
-        if m:
-            old_left = int(m.group(1)) if m.group(1) is not None else 1
-            new_left = int(m.group(2)) if m.group(2) is not None else 1
-            hunks.append((path, line, []))
-    return hunks
-
-
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -320,7 +288,7 @@ def select_excerpts(
         return found + sum(k for rx, k in others if rx.search(line))
 
     scored = []
-    for i, (path, header, lines) in enumerate(split_hunks(patch)):
+    for i, (path, header, lines, _old, _new) in enumerate(hunks(patch)):
         changed = [ln for ln in lines if ln[:1] in "+-"]
         mentions = sum(mentions_in(ln) for ln in changed)
         score = (path in critical, category.get(path) == "source", mentions, len(changed), -i)

@@ -7,6 +7,7 @@ import datetime as _dt
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -50,6 +51,10 @@ class _Progress:
             self.bar = None
 
 
+#: A pull request named on the command line: ``owner/repo#N``.
+PR_SPEC = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<n>\d+)$")
+
+
 class _LazyGroup(click.Group):
     """Loads heavy subcommand groups (GitHub, GPU, dashboard) only when they are used, so that
     `scan` and `--help` start fast."""
@@ -90,8 +95,9 @@ def cli() -> None:
 @click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Path of the git repository to scan.")
 @click.option("--ref", default=None, help="Branch, tag or commit to scan (default: the checked-out branch).")
-@click.option("--since", default=None, help="Only report reverts committed after this date (any git date, "
-              "e.g. 2026-01-01 or '3 months ago'). Originals are still looked up in the whole history.")
+@click.option("--since", default=None, help="Only report reverts committed after this date: an ISO date "
+              "(2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), 'last week', yesterday or "
+              "@<unix time>; anything else is an error. Originals are still looked up in the whole history.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output format.")
 @click.option("--allow-shallow", is_flag=True, help="Scan a shallow clone anyway; reverts of commits outside "
@@ -102,9 +108,10 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
          store_path: str | None) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
 
-    Purity is one of: pure (exact inverse of the original), partial (a strict subset),
-    extra (the inverse plus more), modified (differs both ways) and unverifiable
-    (original missing or diff failed).
+    Purity is one of: pure (proven: the revert's tree is what undoing the original on its
+    parent produces), partial (a strict subset), extra (the inverse plus more), modified
+    (differs both ways) and unverifiable (cannot tell: an original or object missing, a
+    reference not resolved, a conflict resolved by hand; never pure).
     """
     progress = _Progress()
     try:
@@ -162,10 +169,12 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     without --post.
     """
     from .check import check_revert
-    from .cli_github import check_pr, is_pr_spec
     from .config import load_config_file
 
-    if is_pr_spec(revert):
+    if PR_SPEC.match(revert):
+        # owner/repo#N: only then the GitHub client (PyGithub and its dependencies) is loaded.
+        from .cli_github import check_pr
+
         given = ctx.get_parameter_source("repo") != click.core.ParameterSource.DEFAULT
         check_pr(revert, repo=repo if given else None, fmt=fmt, lang=lang, output=output, config_path=config_path,
                  post=post, dry_run=dry_run, verbose=verbose, token_env=token_env, gpu_summary=gpu_summary,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import click
@@ -23,19 +22,13 @@ from .action import (
     wanted_labels,
 )
 from .approval import is_full_sha
+from .cli import PR_SPEC
 from .cli_gpu import load_gpu_summary
 from .config import load_config_file
 from .errors import ConflictError, NotFoundError, UsageError
 from .github import GitHubClient, GitHubError
 from .pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull
 from .report import render_markdown, report_to_json
-
-PR_SPEC = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<n>\d+)$")
-
-
-def is_pr_spec(text: str) -> bool:
-    """``owner/repo#N``."""
-    return PR_SPEC.match(text) is not None
 
 
 def _err(msg: str) -> None:

@@ -34,7 +34,7 @@ def gpu() -> None:
 
 def _changed_paths(repo: Path, revert: str) -> list[str]:
     sha = gitops.resolve_commit(repo, revert)
-    patches, errors = gitops.commit_patches(repo, [(sha, None)])
+    patches, errors, _ = gitops.commit_patches(repo, [(sha, None)])
     if sha in errors:
         raise UsageError(f"cannot read the change of {revert}: {errors[sha]}")
     return sorted(patch_stats(patches.get(sha, "")))

@@ -1,16 +1,31 @@
 """Recognise reverts in commit messages and link them to the commits they undo.
 
 Two layers: :func:`parse_message` is a pure function from text to :class:`ParsedMessage` (it never
-raises, whatever the input), and :func:`link_reverts` resolves what a message names against the
+raises, whatever the input, and runs in time linear in its length: no pattern lets two runs of the
+same characters compete), and :func:`link_reverts` resolves what a message names against the
 commits of one ref, recording how each original was found and why others could not be.
+
+Linking rules, in order of trust: commit ids (a Phabricator "D123" is never one), PR numbers and
+Phabricator revisions, then titles. Every reference the message names either resolves to an
+original, agrees with one (a PR number carried by the titled commit, a revert in the story of the
+found change, an exporter's changeset id beside a resolved revision), or is kept in
+``Link.unresolved`` with the reason; nothing is dropped silently. Titles are descriptions once a
+stronger reference found the original. When several commits match one reference equally, history
+chooses (a revert undoes a commit no earlier revert undid; a reland redoes one that was undone),
+else the reference stays ambiguous and ``Link.candidates`` lets a caller with diffs choose.
+"Earlier" is ancestry (topological order), never commit dates. Limits: only the scanned ref's
+history is indexed (a revision or title found only on another branch is not found), and prose
+that names no id and no existing title cannot be linked.
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from .models import Commit, Link, LinkMethod, ParsedMessage, RevertKind, Unresolved
 
@@ -26,14 +41,15 @@ _HEX = r"[0-9a-fA-F]"
 # A hex id that is not part of a longer word or hex run.
 _SHA = rf"(?<![0-9A-Za-z]){_HEX}{{7,64}}(?![0-9A-Za-z])"
 _SHA_RE = re.compile(_SHA)
+_FULL_SHA_RE = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?(?![0-9A-Za-z])")
 
 # Quick filter: messages that cannot be reverts skip the full parser (most of a history).
 _CANDIDATE_RE = re.compile(r"revert|reapply|re-?land|back(?:ed)?[ \t]?out", re.IGNORECASE)
 
 _MERGE_PR_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)", re.IGNORECASE)
 _REVERT_BRANCH_RE = re.compile(r"(?:^|/)revert-(\d+)-")
-_OWN_PR_SUFFIX_RE = re.compile(r"[ \t]*\(#(\d+)\)[ \t]*$")
-_PR_REF_RE = re.compile(r"#(\d+)\b")
+# Linear: the PR number is anchored at the end, so no two whitespace runs compete for one space.
+_OWN_PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)[ \t]*$")
 
 # The verb that opens a revert-like subject, after optional "[tag]" prefixes ("[mlir] Revert ...").
 _TAGS = r"(?:\[[^\]\n]{0,60}\][ \t]*){0,5}"
@@ -45,24 +61,48 @@ _SUBJECT_RE = re.compile(
     r"|reapply"
     r"|re-?land(?:s|ed|ing)?(?:[ \t]+of)?"
     r"|backed[ \t]+out|back[ \t]?out"
-    r")(?![\w-])[ \t]*(?P<colon>:?)[ \t]*",
+    r")(?![\w-])[ \t]*(?P<colon>:?)",
     re.IGNORECASE,
 )
-_TAG_VERB_RE = re.compile(r"^\[(revert|reland)\][ \t]*", re.IGNORECASE)
+_TAG_VERB_RE = re.compile(r"^\[(revert|reland|re-land|reapply)\][ \t]*", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”"}
-_SUBJECT_SHA_RE = re.compile(rf"^(?:commit[ \t]+)?(?:rG)?(?P<sha>{_HEX}{{7,64}})(?![0-9A-Za-z])(?P<rest>.*)$", re.I)
-_SUBJECT_PRS_RE = re.compile(
-    r"^(?:PR[ \t]*)?#\d+(?:[ \t]*(?:,|&|and|,[ \t]*and)[ \t]*(?:PR[ \t]*)?#\d+)*(?![\w])(?P<rest>.*)$", re.I
-)
-_SUBJECT_DIFF_RE = re.compile(r"^(?P<diff>D\d+)(?![\w])(?P<rest>.*)$")
 _MOZ_SUBJECT_RE = re.compile(r"^(?:changeset|\d+[ \t]+changesets)\b", re.IGNORECASE)
 # "Revert button: add tooltip" names a component, not a commit; "Revert to X" restores a state.
 _NOT_A_TITLE_RE = re.compile(r"^(?:[\w.-]+:|to\b|back\b)", re.IGNORECASE)
 _NESTED_RE = re.compile(r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>.*)"(?:[ \t]*\(#\d+\))?$', re.IGNORECASE)
+# What lies between the first quote and the last one when the closing quotes were cut off.
+_ONLY_VERBS_RE = re.compile(r'(?:(?:revert|reapply)[ \t]*"[ \t]*){0,50}(?:revert|reapply)[ \t]*', re.IGNORECASE)
+# A nested title cut short: 'Revert "Revert "X…' (no closing quotes left).
+_NESTED_OPEN_RE = re.compile(
+    r'^(?P<verb>revert|reapply)[ \t]*"(?P<title>(?:(?:revert|reapply)[ \t]*"){0,50}[^"]*)$', re.IGNORECASE
+)
+
+# One reference in a subject list ("#12", "PR 12", "o/r#12", "D123", a sha). Digits-only ids after
+# "D" are Phabricator revisions, never abbreviated shas.
+_ITEM_RE = re.compile(
+    r"(?:PRs?[ \t]*)?(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
+    r"|PR[ \t]*(?P<prn>\d{1,9})(?![\w])"
+    r"|(?P<diff>D\d{3,12})(?![\w])"
+    r"|(?:commit[ \t]+)?(?:rG)?(?P<sha>[0-9a-fA-F]{7,64})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
+_ITEM_SEP_RE = re.compile(r"[ \t]*(?:(?:,|&|\+)[ \t]*(?:and[ \t]+)?|and[ \t]+)?")
+# A bare PR number right after the verb ("Reland 17206", "Revert 11294 v2"), nothing else after it.
+_BARE_PR_RE = re.compile(r"^(?P<num>\d{2,7})(?:[ \t]+v\d{1,2})?$")
+# References inside prose ("Revert Android PRs #1, #2", "... from #14234", "(backout D104906625)").
+_EMBEDDED_RE = re.compile(
+    r"(?<![\w/#&])(?:(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
+    r"|(?P<diff>D\d{6,12})(?![\w])"
+    r"|(?P<sha>[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?)(?![0-9A-Za-z]))"
+)
+_QUOTED_ITEM_RE = re.compile(r'"([^"]+)"')
+_QUOTED_LIST_RE = re.compile(r'"[^"]+"(?:[ \t]*(?:,|&|\+|and)[ \t]*(?:and[ \t]+)?"[^"]+")+')
+_EMBEDDED_QUOTE_RE = re.compile(r'(?:^|[ \t(])"(?P<title>[^"]{3,})"')
 
 # Body lines. "reversing changes made to <sha>" (merge reverts) names the mainline parent and
 # is deliberately not matched: only ids right after "commit(s)" and joined by and/,/& count.
-_SEP = r"[ \t]*(?:,[ \t]*(?:and[ \t\n]+)?|&[ \t\n]*|\n?[ \t]*and[ \t\n]+|,\n[ \t]*)[ \t]*"
+# Each alternative starts with a mandatory character, so no two whitespace runs are adjacent.
+_SEP = r"[ \t]*(?:,[ \t]*(?:\n[ \t]*)?(?:and[ \t\n]+)?|&[ \t\n]*|(?:\n[ \t]*)?and[ \t\n]+)"
 _THIS_REVERTS_RE = re.compile(
     r"This[ \t]+(?:partially[ \t]+)?(?P<verb>reverts?|reapplies|relands?)[ \t]+commits?[ \t]+"
     rf"(?P<list>{_SHA}(?:{_SEP}{_SHA})*)",
@@ -71,23 +111,46 @@ _THIS_REVERTS_RE = re.compile(
 _RELAND_OF_RE = re.compile(rf"This[ \t]+is[ \t]+a[ \t]+re-?land[ \t]+of[ \t]+(?:commit[ \t]+)?(?P<sha>{_SHA})", re.I)
 _BACKED_OUT_RE = re.compile(r"Backed[ \t]+out[ \t]+changeset[ \t]+(?P<sha>[0-9a-fA-F]{12,64})(?![0-9A-Za-z])", re.I)
 _ORIGINAL_CHANGESET_RE = re.compile(rf"^Original[ \t]+commit[ \t]+changeset:[ \t]*(?P<sha>{_SHA})", re.I | re.M)
+_BODY_VERB = r"(?:reverts?|relands?|re-lands?|reapplies|reapply|revert[ \t]+of|re-?land[ \t]+of)"
 _REVERTS_PR_RE = re.compile(
-    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+(?:PR[ \t]+)?"
-    r"(?P<list>(?:[\w.-]+/[\w.-]+)?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]+/[\w.-]+)?#\d+)*)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?(?:PR[ \t]+)?"
+    r"(?P<list>(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+(?:[ \t]*(?:,|&|and)[ \t]*(?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+)*)",
     re.IGNORECASE | re.MULTILINE,
 )
+_PULL_URL = r"<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/\d+"
 _REVERTS_URL_RE = re.compile(
-    r"^[ \t]*(?:This[ \t]+)?(?P<verb>reverts?|relands?|reapplies)[ \t]+<?https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(?P<num>\d+)",
+    rf"^[ \t]*(?:This[ \t]+(?:PR[ \t]+)?)?(?P<verb>{_BODY_VERB})[ \t]*(?::[ \t]*)?"
+    rf"(?P<list>{_PULL_URL}(?:>?[ \t]*(?:\n[ \t]*)?(?:,|&|and)[ \t]*(?:\n[ \t]*)?(?:and[ \t]+)?{_PULL_URL})*)",
     re.IGNORECASE | re.MULTILINE,
 )
+_PULL_NUM_RE = re.compile(r"/pull/(\d+)")
 _REVERTS_DIFF_RE = re.compile(
-    r"^[ \t]*(?:(?:This[ \t]+)?reverts?[ \t]+(?:revision[ \t]+)?|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
+    r"^[ \t]*(?:(?:This[ \t]+(?:diff[ \t]+|commit[ \t]+)?)?reverts?[ \t]+(?:revision[ \t]+)?"
+    r"|Original[ \t]+Phabricator[ \t]+Diff:[ \t]*)"
     r"(?:\S*/)?(?P<diff>D\d+)\b",
     re.IGNORECASE | re.MULTILINE,
 )
-_DIFF_REV_RE = re.compile(r"^Differential Revision:[ \t]*(?:\S*/)?(?P<diff>D\d+)[ \t]*$", re.MULTILINE)
+# A body line that starts with the verb and a commit id: "Revert 636daf1547b5, which added ...",
+# "- Reland ebab7bb". The id needs a digit and a letter, so words ("Revert deadbeef") do not count.
+_BODY_VERB_SHA_RE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?P<verb>revert|reland|re-land|reapply|back[ \t]?out)[ \t]+(?:commit[ \t]+)?"
+    rf"(?P<sha>{_SHA})",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A reland saying which change reverted the original: "Was reverted by D78689027", "reverted in #12".
+_REVERTED_BY_RE = re.compile(
+    r"\breverted[ \t]+(?:by|in)[ \t]+(?:(?P<diff>D\d{3,12})|#(?P<pr>\d{1,9})|(?P<sha>[0-9a-fA-F]{7,64}))(?![\w])",
+    re.IGNORECASE,
+)
+_DIFF_REV_RE = re.compile(
+    r"^Differential Revision:[ \t]*(?:\n[ \t]*)?\[?(?:\S*/)?(?P<diff>D\d+)(?:\]\S*)?[ \t]*$", re.MULTILINE
+)
 _PULL_RESOLVED_RE = re.compile(r"^Pull Request resolved:[ \t]*\S*/pull/(?P<num>\d+)", re.MULTILINE)
 _CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{40,64})\)")
+# GitHub's squash message lists the branch's commits as "* subject" items; a revert among them
+# is history of the branch, not what the squashed commit does.
+_SQUASH_ITEM_RE = re.compile(r"^\* \S", re.MULTILINE)
+_FIRST_SQUASH_ITEM_RE = re.compile(r"\* (?P<subject>[^\n]{1,1000})")
 
 
 def _verb_kind(verb: str) -> RevertKind:
@@ -105,12 +168,19 @@ def _unquote_nested(title: str) -> tuple[str, int]:
     """``Revert "X"`` inside a title is one more undo layer, ``Reapply "X"`` two: (innermost, layers)."""
     layers = 0
     for _ in range(_MAX_NESTING):
-        m = _NESTED_RE.match(title)
+        m = _NESTED_RE.match(title) or _NESTED_OPEN_RE.match(title)
         if not m:
             break
         layers += 2 if m.group("verb").lower() == "reapply" else 1
         title = m.group("title")
     return title, layers
+
+
+def _strip_ellipsis(text: str) -> tuple[str, bool]:
+    for mark in ELLIPSIS:
+        if text.endswith(mark):
+            return text[: -len(mark)].rstrip(), True
+    return text, False
 
 
 def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
@@ -124,18 +194,30 @@ def _untruncate(subject: str, body: str) -> tuple[str, str, bool]:
     return subject, body, False
 
 
-def _unquote(rest: str) -> tuple[str, bool]:
-    """(title, was quoted). A quote that is never closed means the title was cut."""
+def _unquote(rest: str) -> tuple[str, bool, bool]:
+    """(title, was quoted, was cut). A quote that is never closed means the title was cut; so do
+    quotes that only open nested verbs ('Revert "Revert "X' lost its closing quotes)."""
     close = _QUOTES.get(rest[:1])
     if close is None:
-        return rest.strip(), False
+        return rest.strip(), False, False
     end = rest.rfind(close)
-    return (rest[1:end] if end > 0 else rest[1:]).strip(), True
+    if end <= 0:
+        return rest[1:].strip(), True, True
+    inner = rest[1:end].strip()
+    if _ONLY_VERBS_RE.fullmatch(inner) and rest[end + 1 :].strip():
+        return rest[1:].strip(), True, True  # 'Revert "Revert "X…': both closing quotes were cut
+    return inner, True, False
 
 
 def strip_pr_suffix(subject: str) -> str:
     """``"Add X (#12)"`` -> ``"Add X"``."""
-    return _OWN_PR_SUFFIX_RE.sub("", subject).strip()
+    m = _OWN_PR_SUFFIX_RE.search(subject)
+    return (subject[: m.start()] if m else subject).strip()
+
+
+def title_key(title: str) -> str:
+    """A title for matching: case and runs of whitespace do not matter."""
+    return " ".join(title.split()).casefold()
 
 
 _CHEAP_WORDS = ("revert", "reapply", "land", "back")
@@ -163,10 +245,99 @@ class _Subject:
     kind: RevertKind | None = None
     strong: bool = False  # the subject alone is enough to call it a revert
     titles: list[str] = field(default_factory=list)
+    outer_title: str = ""
+    truncated: bool = False
     shas: list[str] = field(default_factory=list)
     prs: list[int] = field(default_factory=list)
+    qualified: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     depth: int = 1
+
+
+_PHAB_ID_RE = re.compile(r"D\d+")
+
+
+def _is_subject_sha(sha: str) -> bool:
+    # Words made of hex letters ("facade"), digits-only numbers and Phabricator ids ("D123") are
+    # not commit ids in prose.
+    if _PHAB_ID_RE.fullmatch(sha):
+        return False
+    has_digit = any(c.isdigit() for c in sha)
+    has_letter = any(c.isalpha() for c in sha)
+    return (has_digit and has_letter) or (len(sha) >= 12 and has_letter)
+
+
+def _reference_list(rest: str, out: _Subject) -> str | None:
+    """Read the references that open ``rest`` ("#12, #34", "D123", "PR 12", a sha) into ``out``.
+
+    Returns what follows them (a title, or ""), or None when ``rest`` does not open with a list
+    of references followed by a separator (then it is prose and nothing is recorded)."""
+    pos, n = 0, len(rest)
+    shas: list[str] = []
+    prs: list[int] = []
+    qualified: list[str] = []
+    diffs: list[str] = []
+    while pos < n:
+        m = _ITEM_RE.match(rest, pos)
+        if not m:
+            break
+        if m.group("pr") or m.group("prn"):
+            num = int(m.group("pr") or m.group("prn"))
+            if m.group("slug"):
+                qualified.append(f"{m.group('slug')}#{num}")
+            else:
+                prs.append(num)
+        elif m.group("diff") and m.group("diff")[0] == "D":
+            diffs.append(m.group("diff"))
+        elif m.group("sha") and _is_subject_sha(m.group("sha")):
+            shas.append(m.group("sha"))
+        else:
+            break
+        pos = m.end()
+        sep = _ITEM_SEP_RE.match(rest, pos)
+        if sep is None or sep.end() == pos:
+            break
+        pos = sep.end()
+    if not (shas or prs or qualified or diffs):
+        bare = _BARE_PR_RE.match(rest)
+        if bare:
+            out.prs.append(int(bare.group("num")))
+            return ""
+        return None
+    after = _after_ref(rest[pos:])
+    if after is None:
+        # Words go on without a separator: only a full sha is unmistakable ("revert <sha> and ...").
+        if not any(_FULL_SHA_RE.fullmatch(s) for s in shas):
+            return None
+        after = ""
+    out.shas += shas
+    out.prs += prs
+    out.qualified += qualified
+    out.diffs += diffs
+    return after
+
+
+def _embedded_references(prose: str, out: _Subject) -> bool:
+    """References inside prose ("Revert Android PRs #1, #2", "Revert X from #14234"); True if any."""
+    found = False
+    for m in _EMBEDDED_RE.finditer(prose):
+        found = True
+        if m.group("pr"):
+            if m.group("slug"):
+                out.qualified.append(f"{m.group('slug')}#{m.group('pr')}")
+            else:
+                out.prs.append(int(m.group("pr")))
+        elif m.group("diff"):
+            out.diffs.append(m.group("diff"))
+        else:
+            out.shas.append(m.group("sha"))
+    if not found:
+        q = _EMBEDDED_QUOTE_RE.search(prose)
+        if q:
+            # 'Re-land the PR of "Add X"': the quoted part is the title.
+            out.titles.append(q.group("title").strip())
+            found = True
+    return found
 
 
 def _parse_subject(subject: str) -> _Subject:
@@ -180,6 +351,7 @@ def _parse_subject(subject: str) -> _Subject:
         explicit = bool(m.group("colon")) or bool(tag_verb)
     else:
         return out
+    rest = rest.strip()
     out.kind = _verb_kind(verb)
     if out.kind == "reland" and verb.lower() == "reapply":
         out.depth = 2  # git's message for reverting a revert
@@ -191,63 +363,73 @@ def _parse_subject(subject: str) -> _Subject:
         out.strong = not descriptive and out.kind != "backout"
         return out
 
-    sha_m = _SUBJECT_SHA_RE.match(rest)
-    prs_m = _SUBJECT_PRS_RE.match(rest)
-    diff_m = _SUBJECT_DIFF_RE.match(rest)
-    if (
-        sha_m
-        and (re.search(r"\d", sha_m.group("sha")) or len(sha_m.group("sha")) >= 12)
-        and (_after_ref(sha_m.group("rest")) is not None)
-    ):
-        out.shas.append(sha_m.group("sha"))
-        rest = _after_ref(sha_m.group("rest")) or ""
+    after = _reference_list(rest, out)
+    if after is not None:
         out.strong = True
-    elif prs_m and _after_ref(prs_m.group("rest")) is not None:
-        out.prs += [int(n) for n in _PR_REF_RE.findall(rest[: prs_m.start("rest")])]
-        rest = _after_ref(prs_m.group("rest")) or ""
-        out.strong = True
-    elif diff_m and _after_ref(diff_m.group("rest")) is not None:
-        out.diffs.append(diff_m.group("diff"))
-        rest = _after_ref(diff_m.group("rest")) or ""
-        out.strong = True
-    if not rest:
-        return out
+        rest = after
+        if not rest or rest[0] == "(":
+            return out  # "Reapply #1 and #2 (what they did)": the parenthesis describes them
 
-    title, quoted = _unquote(rest)
+    rest, cut = _strip_ellipsis(rest)
+    out.truncated = out.truncated or cut
+    several = _QUOTED_LIST_RE.match(rest)
+    if several:
+        # 'Revert "A" & "B"': one title per original; what follows may name more ("..., #12").
+        out.strong = True
+        for t in _QUOTED_ITEM_RE.findall(several.group(0)):
+            t, cut = _strip_ellipsis(t.strip())
+            out.truncated = out.truncated or cut
+            inner_pr = _OWN_PR_SUFFIX_RE.search(t)
+            if inner_pr:
+                out.prs.append(int(inner_pr.group(1)))
+            if t:
+                out.titles.append(t)
+        _embedded_references(rest[several.end() :], out)
+        return out
+    title, quoted, cut = _unquote(rest)
+    out.truncated = out.truncated or cut
     if not quoted and not out.strong:
         # An unquoted title is a revert only in the imperative, and not "Revert button: ...".
         out.strong = explicit or (not descriptive and out.kind != "backout" and not _NOT_A_TITLE_RE.match(title))
+        # A trailing "(#N)" is the title's own PR number (handled below), not prose around a reference.
+        if out.strong and _embedded_references(strip_pr_suffix(title), out):
+            return out  # prose around references is not a title
     else:
         out.strong = True
     if quoted:
-        # A squash-merged original keeps its PR number in the quoted title; in a nested title
-        # ('Revert "Revert "X (#1)" (#2)"') that number is the inner revert's.
-        inner_pr = _OWN_PR_SUFFIX_RE.search(title)
-        if inner_pr and not out.prs:
-            out.prs.append(int(inner_pr.group(1)))
-        if out.kind in ("revert", "reland"):
-            # Backing out or partially reverting a revert keeps the full title: its original is
-            # the revert commit itself.
-            inner, layers = _unquote_nested(title)
-            if layers:
-                base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
-                out.depth = base + layers
-                out.kind = "revert" if out.depth % 2 else "reland"
-                title = inner.strip()
+        title, cut = _strip_ellipsis(title)
+        out.truncated = out.truncated or cut
+    # A squash-merged original keeps its PR number in its title; in a nested title
+    # ('Revert "Revert "X (#1)" (#2)"') that number is the inner revert's.
+    inner_pr = _OWN_PR_SUFFIX_RE.search(title)
+    if inner_pr and not out.prs:
+        out.prs.append(int(inner_pr.group(1)))
+    if quoted and out.kind in ("revert", "reland"):
+        # Backing out or partially reverting a revert keeps the full title: its original is
+        # the revert commit itself.
+        inner, layers = _unquote_nested(title)
+        if layers:
+            base = 2 if verb.lower() == "reapply" else 0 if out.kind == "reland" else 1
+            out.depth = base + layers
+            out.kind = "revert" if out.depth % 2 else "reland"
+            outer, cut_outer = _strip_ellipsis(title.rstrip('"').rstrip())
+            out.outer_title = outer if cut_outer else title
+            title, cut = _strip_ellipsis(inner.strip())
+            out.truncated = out.truncated or cut or cut_outer
     if title:
         out.titles.append(title)
     return out
 
 
 def _after_ref(rest: str) -> str | None:
-    """What follows a sha/PR/diff named in a subject: a title after ':' or '-', a quoted title, or
-    nothing. None when the words go on without a separator ("Revert D12 support")."""
+    """What follows a sha/PR/diff named in a subject: a title after ':' or '-', a quoted title, a
+    parenthesis, or nothing. None when the words go on without a separator ("Revert D12 support")."""
     rest = rest.strip()
     if not rest:
         return ""
     if rest[0] in ":-–":
         return rest[1:].strip()
-    if rest[0] in _QUOTES:
+    if rest[0] in _QUOTES or rest[0] == "(":
         return rest
     return None
 
@@ -255,6 +437,11 @@ def _after_ref(rest: str) -> str | None:
 def _body_lines(body: str) -> str:
     # Quoted lines ("> This reverts commit ...") belong to a cited message, not to this one.
     return "\n".join(line for line in body[:MAX_BODY].split("\n") if not line.lstrip().startswith(">"))
+
+
+def _body_kind(verb: str) -> RevertKind:
+    v = verb.lower()
+    return "revert" if v.startswith("revert") else "backout" if v.startswith("back") else "reland"
 
 
 def _parse_message(message: str) -> ParsedMessage:
@@ -273,6 +460,8 @@ def _parse_message(message: str) -> ParsedMessage:
             branch_prs.append(int(branch_pr.group(1)))
         subject, _, body = body.strip("\n").partition("\n")
         subject = subject.strip()
+    # A subject longer than the bound is cut; its title still matches by prefix.
+    cut = len(subject) > MAX_SUBJECT
     subject, body, truncated = _untruncate(subject[:MAX_SUBJECT], body)
     own = _OWN_PR_SUFFIX_RE.search(subject)
     if own and own_pr is None:
@@ -286,9 +475,26 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
 
     subj = _parse_subject(subject)
+    truncated = truncated or cut or subj.truncated
+    squashed_shas: list[str] = []
+    if subj.kind is None and not branch_prs and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
+        # A squash merge lists the branch's commits as "* subject" items. A revert among them is
+        # history of the branch: its ids are kept apart, and count only if they name commits
+        # of the ref (the linker decides); the rest of the body is read as usual.
+        kept: list[str] = []
+        for item in _split_squash_items(body):
+            first = item[2:].partition("\n")[0] if item.startswith("* ") else ""
+            if first and _parse_subject(first.strip()).kind is not None:
+                for m in _THIS_REVERTS_RE.finditer(item):
+                    squashed_shas += _SHA_RE.findall(m.group("list"))
+            else:
+                kept.append(item)
+        body = "\n".join(kept)
     shas = list(subj.shas)
     prs = list(branch_prs) + subj.prs
+    qualified = list(subj.qualified)
     diffs = list(subj.diffs)
+    changesets: list[str] = []
     body_kind: RevertKind | None = None
     for m in _THIS_REVERTS_RE.finditer(body):
         shas += _SHA_RE.findall(m.group("list"))
@@ -300,18 +506,37 @@ def _parse_message(message: str) -> ParsedMessage:
         shas.append(m.group("sha"))
         body_kind = body_kind or "backout"
     for m in _ORIGINAL_CHANGESET_RE.finditer(body):
-        shas.append(m.group("sha"))
+        changesets.append(m.group("sha"))
     for m in _REVERTS_PR_RE.finditer(body):
-        prs += [int(n) for n in _PR_REF_RE.findall(m.group("list"))]
-        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+        for item in re.findall(r"(?:[\w.-]+/[\w.-]+)?#\d+", m.group("list")):
+            if "/" in item:
+                qualified.append(item)
+            else:
+                prs.append(int(item[1:]))
+        body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_URL_RE.finditer(body):
-        prs.append(int(m.group("num")))
-        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+        prs += [int(n) for n in _PULL_NUM_RE.findall(m.group("list"))]
+        body_kind = body_kind or _body_kind(m.group("verb"))
     for m in _REVERTS_DIFF_RE.finditer(body):
         diffs.append(m.group("diff"))
         body_kind = body_kind or "revert"
+    if subj.kind is not None:
+        for m in _BODY_VERB_SHA_RE.finditer(body):
+            if _is_subject_sha(m.group("sha")):
+                shas.append(m.group("sha"))
+    if subj.kind == "reland":
+        for m in _REVERTED_BY_RE.finditer(body):
+            if m.group("diff"):
+                diffs.append(m.group("diff"))
+            elif m.group("pr"):
+                prs.append(int(m.group("pr")))
+            elif _is_subject_sha(m.group("sha")):
+                shas.append(m.group("sha"))
     kind = subj.kind
-    evidence = bool(shas or branch_prs or subj.prs or body_kind or subj.diffs)
+    squashed = False
+    if squashed_shas and not (shas or prs or qualified or diffs or body_kind):
+        shas, body_kind, squashed = squashed_shas, "revert", True
+    evidence = bool(shas or branch_prs or subj.prs or subj.qualified or body_kind or subj.diffs)
     if kind is None or not (subj.strong or evidence):
         # No revert verb in the subject, or only a descriptive one: the body has to say it.
         kind = body_kind if body_kind else ("revert" if branch_prs else None)
@@ -319,59 +544,132 @@ def _parse_message(message: str) -> ParsedMessage:
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
     # A descriptive subject ("Reverts the cache change") is prose, not the original's title.
     titles = subj.titles if subj.strong else []
+    fallback: list[str] = []
+    if subj.kind is not None and not (shas or prs or diffs or subj.qualified):
+        # A squash merge whose PR title was reworded ("[CPU] Reland qconv passes (#3433)") starts
+        # its body with the first commit: when that one names the change, its title is a fallback.
+        first_item = _FIRST_SQUASH_ITEM_RE.match(body.lstrip("\n"))
+        if first_item:
+            named = _parse_subject(first_item.group("subject").strip())
+            if named.kind is not None and named.strong:
+                fallback = [t for t in named.titles if t not in titles]
+                prs += named.prs
+    own_repo_pr = {own_pr}
+    # Numbers written as "owner/repo#N" count as PR numbers too (callers that know the repository
+    # look them up); those never written without their repository are listed in qualified_prs.
+    local_prs = set(prs)
+    prs += [int(q.rpartition("#")[2]) for q in qualified]
     return ParsedMessage(
         kind=kind,
         titles=tuple(dict.fromkeys(t for t in titles if t)),
         title_truncated=truncated,
         shas=tuple(dict.fromkeys(s.lower() for s in shas)),
-        prs=tuple(dict.fromkeys(p for p in prs if p != own_pr)),
-        diffs=tuple(dict.fromkeys(d for d in diffs if d != own_diff)),
+        prs=tuple(dict.fromkeys(p for p in prs if p not in own_repo_pr)),
+        diffs=tuple(dict.fromkeys(diffs)),
         own_pr=own_pr,
         own_diff=own_diff,
         depth=subj.depth,
+        outer_title=subj.outer_title if subj.strong else "",
+        changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
+        qualified_prs=tuple(dict.fromkeys(q for q in qualified if int(q.rpartition("#")[2]) not in local_prs)),
+        squashed=squashed,
+        fallback_titles=tuple(fallback),
     )
+
+
+def _split_squash_items(body: str) -> list[str]:
+    """The body cut before each "* " item line (the text before the first item is kept too)."""
+    starts = [m.start() for m in _SQUASH_ITEM_RE.finditer(body)]
+    bounds = [0, *starts, len(body)]
+    return [body[a:b] for a, b in pairwise(bounds) if a < b]
 
 
 # --------------------------------------------------------------------------- linking
 
 
+def _topological(commits: Sequence[Commit]) -> list[Commit]:
+    """``commits`` reordered so that no commit comes after one of its parents (newest first).
+
+    ``git log`` orders by commit date, so a committer clock that ran ahead can list a parent
+    before its child; ancestry, not dates, says which commit is earlier. Otherwise the input
+    order is kept (a heap on the input index)."""
+    index = {c.sha: i for i, c in enumerate(commits)}
+    children = [0] * len(commits)
+    for c in commits:
+        for p in c.parents:
+            j = index.get(p)
+            if j is not None:
+                children[j] += 1
+    ready = [i for i, n in enumerate(children) if n == 0]
+    heapq.heapify(ready)
+    out: list[Commit] = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(commits[i])
+        for p in commits[i].parents:
+            j = index.get(p)
+            if j is not None:
+                children[j] -= 1
+                if children[j] == 0:
+                    heapq.heappush(ready, j)
+    if len(out) != len(commits):  # a cycle cannot happen in git; keep the input rather than lose commits
+        return list(commits)
+    return out
+
+
+def _commit_title(c: Commit) -> str:
+    """The title a change is known by: a GitHub merge commit's is the first body line."""
+    if _MERGE_PR_RE.match(c.subject):
+        return c.body.strip("\n").partition("\n")[0].strip()
+    return c.subject
+
+
 @dataclass
 class HistoryIndex:
-    """Lookups over the commits of one ref, built once per scan."""
+    """Lookups over the commits of one ref, built once per scan.
+
+    ``commits`` is in topological order, newest first; a position is an index into it."""
 
     commits: Sequence[Commit]
     position: dict[str, int] = field(default_factory=dict)  # sha -> index (0 = newest)
     sorted_shas: list[str] = field(default_factory=list)
     by_pr: dict[int, list[int]] = field(default_factory=dict)
     by_diff: dict[str, list[int]] = field(default_factory=dict)
-    by_title: dict[str, list[int]] = field(default_factory=dict)
+    by_title: dict[str, list[int]] = field(default_factory=dict)  # title_key -> positions
+    sorted_titles: list[str] = field(default_factory=list)  # for prefix lookups of cut titles
     by_cherry_source: dict[str, list[int]] = field(default_factory=dict)
+    prs_of: dict[int, set[int]] = field(default_factory=dict)
+    diffs_of: dict[int, set[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
-        idx = cls(commits=commits)
-        for i, c in enumerate(commits):
+        idx = cls(commits=_topological(commits))
+        for i, c in enumerate(idx.commits):
             idx.position[c.sha.lower()] = i
             subject = c.subject
             merge = _MERGE_PR_RE.match(subject)
+            prs: set[int] = set()
             if merge:
-                idx.by_pr.setdefault(int(merge.group(1)), []).append(i)
-                title = c.body.strip("\n").partition("\n")[0].strip()
-            else:
-                title = subject
-                own = _OWN_PR_SUFFIX_RE.search(subject)
-                if own:
-                    idx.by_pr.setdefault(int(own.group(1)), []).append(i)
+                prs.add(int(merge.group(1)))
+            title = _commit_title(c)
+            own = _OWN_PR_SUFFIX_RE.search(title)
+            if own:
+                prs.add(int(own.group(1)))
             pulled = _PULL_RESOLVED_RE.search(c.message) if "Pull Request resolved" in c.message else None
             if pulled:
-                idx.by_pr.setdefault(int(pulled.group("num")), []).append(i)
-            for key in {title, strip_pr_suffix(title)}:
+                prs.add(int(pulled.group("num")))
+            for n in prs:
+                idx.by_pr.setdefault(n, []).append(i)
+            if prs:
+                idx.prs_of[i] = prs
+            for key in {title_key(title), title_key(strip_pr_suffix(title))}:
                 if key:
                     idx.by_title.setdefault(key, []).append(i)
             if "Differential Revision" in c.message:
                 d = _DIFF_REV_RE.search(c.message)
                 if d:
                     idx.by_diff.setdefault(d.group("diff"), []).append(i)
+                    idx.diffs_of[i] = {d.group("diff")}
             if "cherry picked from" in c.message:
                 for m in _CHERRY_PICK_RE.finditer(c.message):
                     idx.by_cherry_source.setdefault(m.group("sha").lower(), []).append(i)
@@ -394,6 +692,20 @@ class HistoryIndex:
         """Candidates older than position ``than`` (later in newest-first order), nearest first."""
         return sorted(i for i in set(candidates) if i > than)
 
+    def titled(self, title: str, truncated: bool = False) -> list[int]:
+        """Positions of commits with this title (with or without its PR suffix); by prefix when cut."""
+        keys = {title_key(title), title_key(strip_pr_suffix(title))}
+        hits = [i for key in keys if key for i in self.by_title.get(key, ())]
+        if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
+            prefix = title_key(title)
+            if len(self.sorted_titles) != len(self.by_title):
+                self.sorted_titles = sorted(self.by_title)
+            k = bisect_left(self.sorted_titles, prefix)
+            while k < len(self.sorted_titles) and self.sorted_titles[k].startswith(prefix):
+                hits += self.by_title[self.sorted_titles[k]]
+                k += 1
+        return hits
+
 
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
@@ -407,16 +719,22 @@ def link_reverts(
     lookup_objects: ObjectLookup | None = None,
     index: HistoryIndex | None = None,
     select: Callable[[Commit], bool] | None = None,
+    link_off_ref: bool = False,
+    repo_slug: str | None = None,
 ) -> list[Link]:
     """Find every revert/reland among ``commits`` (newest first) and link it to its originals.
 
     ``lookup_objects`` is asked, in one batch, about shas that are not on the ref, to tell
-    "not in repository" from "on another branch". ``select`` limits which commits are reported
-    (e.g. by date) while the whole history is still used to resolve originals and chains.
+    "not in repository" from "on another branch". With ``link_off_ref`` a commit that is in the
+    object store but not on the ref is linked (its diff is as good as any) and listed in
+    ``Link.off_ref``; without it, it stays unresolved. ``repo_slug`` ("owner/name") says which
+    ``owner/repo#N`` references are this repository's. ``select`` limits which commits are
+    reported (e.g. by date) while the whole history is still used to resolve originals and chains.
+    Links come newest first, in topological order.
     """
     idx = index or HistoryIndex.build(commits)
     parsed: dict[int, ParsedMessage] = {}
-    for i, c in enumerate(commits):
+    for i, c in enumerate(idx.commits):
         if not might_be_revert(c.message):
             continue
         pm = parse_message(c.message)
@@ -424,98 +742,342 @@ def link_reverts(
             parsed[i] = pm
 
     # Shas that are not on the ref are looked up in one batch.
-    off_ref = [s for pm in parsed.values() for s in pm.shas if not idx.find_prefix(s)]
+    off_ref = [s for pm in parsed.values() for s in (*pm.shas, *pm.changesets) if not idx.find_prefix(s)]
     objects = lookup_objects(list(dict.fromkeys(off_ref))) if (lookup_objects and off_ref) else {}
 
-    links = {commits[i].sha: _link_one(commits[i], i, pm, idx, ref_name, objects, parsed) for i, pm in parsed.items()}
+    ctx = _Context(idx, ref_name, objects, parsed, link_off_ref, (repo_slug or "").lower())
+    links: dict[int, Link] = {}
+    # Oldest first, so that what earlier reverts undid is known when choosing among candidates.
+    for i in sorted(parsed, reverse=True):
+        link = _link_one(idx.commits[i], i, parsed[i], ctx)
+        if parsed[i].squashed:
+            if not link.originals:
+                continue  # the squashed branch only reverted its own commits: not a revert
+            dropped = len(link.unresolved)
+            link = replace(link, unresolved=(), off_ref=())
+            if dropped:
+                link = replace(link, notes=(*link.notes, f"{dropped} revert(s) inside the squashed branch name "
+                                            f"commits that never reached {ref_name}; not counted"))
+        links[i] = link
+        ctx.record(i, link)
     naming: dict[str, list[Link]] = {}
     for link in links.values():
         for orig in link.originals:
             naming.setdefault(orig, []).append(link)
+    by_sha = {link.revert: link for link in links.values()}
     return [
-        _with_chain(link, links, naming, idx)
-        for i, link in zip(parsed, links.values(), strict=True)
-        if select is None or select(commits[i])
+        _with_chain(links[i], by_sha, naming, idx)
+        for i in sorted(links)
+        if select is None or select(idx.commits[i])
     ]
 
 
-def _link_one(
-    commit: Commit,
-    pos: int,
-    pm: ParsedMessage,
-    idx: HistoryIndex,
-    ref_name: str,
-    objects: Mapping[str, str | None],
-    parsed: Mapping[int, ParsedMessage],
-) -> Link:
-    found: list[tuple[int, LinkMethod]] = []
-    sha_unresolved: list[Unresolved] = []
+@dataclass
+class _Context:
+    idx: HistoryIndex
+    ref_name: str
+    objects: Mapping[str, str | None]
+    parsed: Mapping[int, ParsedMessage]
+    link_off_ref: bool
+    slug: str
+    links: dict[int, Link] = field(default_factory=dict)  # position -> its link, once made (oldest first)
+    undone_at: dict[int, int] = field(default_factory=dict)  # position -> position of the revert that undid it
+    redone_at: dict[int, int] = field(default_factory=dict)
+
+    def record(self, pos: int, link: Link) -> None:
+        self.links[pos] = link
+        undoes = (link.kind in _UNDOES or link.kind == "revert") and link.direction == 1
+        for sha in link.originals:
+            j = self.idx.position.get(sha.lower())
+            if j is None:
+                continue
+            if undoes and self.parsed.get(j, _NOT_REVERT).kind is None:
+                self.undone_at[j] = pos
+            elif link.direction == -1:
+                self.redone_at[j] = pos
+            elif link.kind == "reland":
+                # A reland that undoes a revert redoes what that revert undid.
+                for k, at in list(self.undone_at.items()):
+                    if at == j:
+                        self.redone_at[k] = pos
+
+    def is_undone(self, j: int) -> bool:
+        """Whether an earlier revert undid the commit at ``j`` (and no reland redid it since)."""
+        at = self.undone_at.get(j)
+        return at is not None and (self.redone_at.get(j) is None or self.redone_at[j] > at)
+
+
+_NOT_REVERT = ParsedMessage(kind=None)
+
+
+def _short(sha: str) -> str:
+    return sha[:10]
+
+
+def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Link:
+    idx = ctx.idx
+    found: list[tuple[int, str, LinkMethod]] = []  # (order key, sha, how); larger key = older
+    unresolved: list[Unresolved] = []
+    notes: list[str] = []
+    off_ref: list[str] = []
+    titles = [t for t in (pm.outer_title, *pm.titles, *pm.fallback_titles) if t]
+    ambiguous: list[list[int]] = []
+
+    def found_positions() -> set[int]:
+        return {k for k, _, _ in found if k < len(idx.commits)}
+
+    def story_positions() -> set[int]:
+        """What was found, and what those commits undo or redo in turn: a reland naming the revert
+        by sha may name the original change by its PR number too."""
+        return story_of(*found_positions())
+
+    def story_of(*start: int) -> set[int]:
+        seen = set(start)
+        todo = list(seen)
+        while todo:
+            link = ctx.links.get(todo.pop())
+            for sha in link.originals if link else ():
+                j = idx.position.get(sha.lower())
+                if j is not None and j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        return seen
 
     def add(i: int, how: LinkMethod) -> None:
-        if i != pos and all(i != j for j, _ in found):
-            found.append((i, how))
+        sha = idx.commits[i].sha
+        if i != pos and all(sha != s for _, s, _ in found):
+            found.append((i, sha, how))
 
+    def add_off_ref(full: str, name: str) -> None:
+        if all(full != s for _, s, _ in found):
+            # Not on the ref: no position; listed first (as the oldest).
+            found.append((len(idx.commits) + len(off_ref), full, "sha"))
+            off_ref.append(full)
+            notes.append(
+                f"{_short(full)} is not reachable from {ctx.ref_name}; its diff was read from the object store"
+            )
+
+    def title_matches(i: int) -> bool:
+        # A revert's PR number may be named by a reland with the reverted change's title.
+        other = ctx.parsed.get(i, _NOT_REVERT)
+        owns = {title_key(strip_pr_suffix(t)) for t in (_commit_title(idx.commits[i]), *other.titles) if t}
+        for t in titles:
+            key = title_key(strip_pr_suffix(t))
+            if key in owns or (
+                pm.title_truncated and len(key) >= _MIN_TRUNCATED_TITLE and any(o.startswith(key) for o in owns)
+            ):
+                return True
+        return False
+
+    def choose(cands: list[int], what: str, prefer_reverts: bool = False) -> int | None:
+        """One candidate, or None after recording why (none, or several that history cannot tell apart)."""
+        if len(cands) > 1:
+            # Prefer the change itself over earlier reverts/relands that carry its title ...
+            kinds = [ctx.parsed.get(i, _NOT_REVERT).kind for i in cands]
+            plain = [i for i, k in zip(cands, kinds, strict=True) if (k is not None) == prefer_reverts]
+            cands = plain or cands
+        if len(cands) > 1:
+            # ... and a reland redoes a reverted commit, a revert undoes one that is not.
+            want_undone = pm.kind == "reland" and not prefer_reverts
+            fits = [i for i in cands if ctx.is_undone(i) == want_undone]
+            if len(fits) == 1:
+                notes.append(
+                    f"{len(cands)} earlier commits match {what}; chose {_short(idx.commits[fits[0]].sha)}, the one "
+                    + ("an earlier revert undid" if want_undone else "no earlier revert undid")
+                )
+            cands = fits or cands
+        if len(cands) > 1:
+            listed = ", ".join(_short(idx.commits[i].sha) for i in cands[:5])
+            unresolved.append(Unresolved(what, f"ambiguous: {len(cands)} earlier commits match ({listed})"))
+            ambiguous.append(cands)
+            return None
+        return cands[0] if cands else None
+
+    # 1. Commit ids.
     for sha in pm.shas:
         hits = idx.find_prefix(sha)
         if len(hits) == 1 and idx.position[hits[0]] > pos:
             add(idx.position[hits[0]], "sha")
             continue
         if len(hits) == 1:
-            sha_unresolved.append(Unresolved(sha, "names this commit or a later one, not an earlier one"))
+            unresolved.append(Unresolved(sha, "names this commit or a later one, not an earlier one"))
             continue
         if len(hits) > 1:
-            sha_unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
+            unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
             continue
         # The revert names the upstream commit; this ref (a release branch) has its cherry-pick.
         picked = idx.older((j for full, js in idx.by_cherry_source.items() if full.startswith(sha) for j in js), pos)
         if picked:
             add(picked[0], "sha")
             continue
-        info = objects.get(sha)
-        if info is None:
-            reason = "not in repository (fetch more history or the branch that has it)"
-        elif info == "ambiguous":
-            reason = "ambiguous abbreviation"
-        elif not info.endswith(" commit"):
-            reason = f"names a {info.split()[-1]}, not a commit"
-        else:
-            reason = f"on another branch (not reachable from {ref_name})"
-        sha_unresolved.append(Unresolved(sha, reason))
+        info = ctx.objects.get(sha)
+        if info is not None and info.endswith(" commit") and ctx.link_off_ref and not pm.squashed:
+            add_off_ref(info.split()[0], sha)
+            continue
+        unresolved.append(Unresolved(sha, _missing_reason(info, ctx.ref_name)))
 
-    # Weaker references are tried only when the stronger ones found nothing. When a level finds
-    # the original, failures at the levels above it are noise, except sha failures, which point
-    # at a real gap; when nothing is found every failure is kept.
-    failed: list[Unresolved] = []
-    if not found:
-        for pr in pm.prs:
-            pr_hits = idx.older(idx.by_pr.get(pr, ()), pos)
-            if pr_hits:
-                add(pr_hits[0], "pr")
-            else:
-                failed.append(Unresolved(f"#{pr}", f"no commit for PR #{pr} on {ref_name}"))
-    if not found:
-        level: list[Unresolved] = []
-        for diff in pm.diffs:
-            diff_hits = idx.older(idx.by_diff.get(diff, ()), pos)
-            if diff_hits:
-                add(diff_hits[0], "diff")
-            else:
-                level.append(Unresolved(diff, f"no commit with 'Differential Revision: {diff}' on {ref_name}"))
-        failed = level if found else failed + level
-    if not found:
-        level = []
-        for title in pm.titles:
-            title_hits = _title_hits(idx, title, pos, pm.title_truncated, parsed)
-            if title_hits:
-                add(title_hits[0], "title")
-            else:
-                what = "starting with" if pm.title_truncated else "titled"
-                level.append(Unresolved(title, f"no earlier commit {what} {title!r} on {ref_name}"))
-        failed = level if found else failed + level
+    # 2. PR numbers and Phabricator revisions. A PR number written inside the quoted title is part
+    # of that title: it is checked against what the title finds, never linked on its own when
+    # stronger references found the original (a fork's upstream-sync commit may carry it too).
+    several = len(pm.titles) > 1 and not pm.outer_title
+    in_title = {n for n in pm.prs if any(f"(#{n})" in t for t in titles)}
+    qualified = {int(q.rpartition("#")[2]): q for q in pm.qualified_prs}
+    prs: list[int] = []
+    foreign: list[str] = []  # another repository's, by name
+    unsure: list[int] = []  # qualified, and this repository's name is unknown
+    for n in pm.prs:
+        q = qualified.get(n)
+        if q is None or (ctx.slug and q.rpartition("#")[0].lower() == ctx.slug):
+            prs.append(n)
+        elif ctx.slug:
+            foreign.append(q)
+        else:
+            unsure.append(n)
+    title_hits = [i for t in titles for i in idx.older(idx.titled(t, pm.title_truncated), pos)]
+    for n in dict.fromkeys(prs):
+        if n in in_title:
+            continue  # settled with the title it came with (below)
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if story_positions() & set(cands):
+            continue  # the same original, also named by its PR number
+        if titles and cands and not several:
+            agreeing = [i for i in cands if title_matches(i)]
+            if agreeing:
+                cands = agreeing
+            elif title_hits and any(story_of(i) & set(title_hits) for i in cands):
+                continue  # the PR is a revert in the story of the titled change ("Reverts #2 and relands #1")
+            elif title_hits:
+                # An exact title beats a PR number that belongs to another commit (a fork's sync).
+                other = _short(idx.commits[cands[0]].sha)
+                unresolved.append(
+                    Unresolved(f"#{n}", f"PR #{n} on {ctx.ref_name} is {other}, not the commit with the named title")
+                )
+                continue
+        i = choose(cands, f"#{n}")
+        if i is not None:
+            add(i, "pr")
+        elif not cands:
+            unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+    for n in unsure:
+        # "owner/repo#N" where this repository's name is unknown: its own PR N counts only when
+        # it is the commit the title names.
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if story_positions() & set(cands):
+            continue
+        agreeing = [i for i in cands if titles and title_matches(i)]
+        i = choose(agreeing, f"#{n}") if agreeing else None
+        if i is not None:
+            add(i, "pr")
+        elif not cands:
+            unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+        elif not agreeing:
+            unsure_q = qualified[n]
+            unresolved.append(Unresolved(unsure_q, f"names {unsure_q}; this repository's name is unknown, so PR #{n} "
+                                                   f"here ({_short(idx.commits[cands[0]].sha)}) may be another change"))
+    for d in pm.diffs:
+        cands = idx.older(idx.by_diff.get(d, ()), pos)
+        if story_positions() & set(cands):
+            continue
+        i = choose(cands, d)
+        if i is not None:
+            add(i, "diff")
+        elif not cands:
+            unresolved.append(Unresolved(d, f"no commit with 'Differential Revision: {d}' on {ctx.ref_name}"))
+
+    # 3. Titles, with the PR numbers written inside them: a PR whose commit has the title first,
+    # then the title alone, then the PR number alone (the title was reworded).
+    for n in sorted(in_title) if not several else ():
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        agreeing = [i for i in cands if title_matches(i)]
+        if len(agreeing) == 1 and not found:
+            add(agreeing[0], "pr")  # several: the title step below chooses, or says it is ambiguous
+    title_missing = ""
+    title_had_hits = False
+    if several:
+        # 'Revert "A" & "B"': each title is an original of its own (its PR number as a fallback).
+        for t in pm.titles:
+            matches = idx.older(idx.titled(t, pm.title_truncated), pos)
+            if story_positions() & set(matches):
+                continue
+            if not matches:
+                own = _OWN_PR_SUFFIX_RE.search(t)
+                by_pr = idx.older(idx.by_pr.get(int(own.group(1)), ()), pos) if own else []
+                i = choose(by_pr, t)
+                if i is not None:
+                    add(i, "pr")
+                elif not by_pr:
+                    unresolved.append(Unresolved(t, f"no earlier commit titled {t!r} on {ctx.ref_name}"))
+                continue
+            i = choose(matches, t)
+            if i is not None:
+                add(i, "title")
+    elif not found:
+        for t in titles:
+            matches = idx.older(idx.titled(t, pm.title_truncated), pos)
+            if not matches:
+                continue
+            title_had_hits = True
+            i = choose(matches, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
+            if i is not None:
+                add(i, "title")
+                matched = title_key(strip_pr_suffix(_commit_title(idx.commits[i])))
+                if pm.title_truncated and matched != title_key(strip_pr_suffix(t)):
+                    notes.append(f"the subject was cut; {_short(idx.commits[i].sha)} matched by the start of its title")
+            break
+        else:
+            title_missing = titles[-1] if titles else ""
+    for n in sorted(in_title) if not several else ():
+        cands = idx.older(idx.by_pr.get(n, ()), pos)
+        if story_positions() & set(cands):
+            continue
+        if not found and title_had_hits:
+            continue  # the title's commits were ambiguous: said once, under the title
+        if not found:
+            i = choose(cands, f"#{n}")
+            if i is not None:
+                add(i, "pr")
+            elif not cands:
+                unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
+        elif cands:
+            other = _short(idx.commits[cands[0]].sha)
+            unresolved.append(Unresolved(f"#{n}", f"PR #{n} on {ctx.ref_name} is {other}, not the original found"))
+        # else: the original on this ref carries no PR number (a cherry-pick): the same change
+    if title_missing and not found:
+        # Reported under the title the subject gives (the innermost when nested).
+        title_missing = pm.titles[0] if pm.titles else title_missing
+        what = "starting with" if pm.title_truncated else "titled"
+        unresolved.append(Unresolved(title_missing, f"no earlier commit {what} {title_missing!r} on {ctx.ref_name}"))
+
+    # 4. Names that only say which commit in another system or repository it was.
+    for cs in pm.changesets:
+        hits = idx.find_prefix(cs)
+        if len(hits) == 1 and idx.position[hits[0]] > pos:
+            add(idx.position[hits[0]], "sha")
+        elif not found:
+            unresolved.append(Unresolved(cs, _missing_reason(ctx.objects.get(cs), ctx.ref_name)))
+        # else: the exporting repository's id of the original found by its revision or title
+    found_prs = {m for i in story_positions() for m in idx.prs_of.get(i, ())}
+    for q in foreign:
+        if int(q.rpartition("#")[2]) not in found_prs:
+            unresolved.append(Unresolved(q, f"refers to another repository ({q.rpartition('#')[0]})"))
+
     found.sort(key=lambda t: -t[0])  # oldest first (largest position)
     kind = pm.kind or "revert"
+    if kind == "reland" and len(found) > 1:
+        # "Re-land #1 after revert #2": the revert is the story, not a second change to redo.
+        have = found_positions()
+        for k, sha, how in list(found):
+            undo = ctx.links.get(k)
+            if undo and undo.direction == 1 and undo.kind in _UNDOES and undo.originals and all(
+                idx.position.get(o.lower(), -1) in have for o in undo.originals
+            ):
+                found.remove((k, sha, how))
+    candidates: tuple[str, ...] = ()
+    if not found and len(unresolved) == 1 and len(ambiguous) == 1:
+        candidates = tuple(idx.commits[i].sha for i in ambiguous[0])
     direction = 1
-    if kind == "reland" and any(parsed.get(i, _NOT_REVERT).kind not in _UNDOES for i, _ in found):
+    deciding = [k for k, _, _ in found if k < len(idx.commits)] or (ambiguous[0] if candidates else [])
+    if kind == "reland" and any(ctx.parsed.get(k, _NOT_REVERT).kind not in _UNDOES for k in deciding):
         # A reland that names the change itself should redo it; one that names the revert
         # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1
@@ -523,35 +1085,44 @@ def _link_one(
         revert=commit.sha,
         subject=commit.subject,
         kind=kind,
-        originals=tuple(idx.commits[i].sha for i, _ in found),
-        linked_by=tuple(how for _, how in found),
-        unresolved=tuple(sha_unresolved + failed),
+        originals=tuple(sha for _, sha, _ in found),
+        linked_by=tuple(how for _, _, how in found),
+        unresolved=tuple(dict.fromkeys(unresolved)),
         direction=direction,
+        off_ref=tuple(off_ref),
+        notes=tuple(notes),
+        candidates=candidates,
     )
 
 
-_NOT_REVERT = ParsedMessage(kind=None)
+def choose_candidate(link: Link, sha: str, why: str) -> Link:
+    """``link`` with its ambiguous reference settled on ``sha`` (one of ``link.candidates``)."""
+    ref = link.unresolved[0].ref if link.unresolved else ""
+    how: LinkMethod = "pr" if ref.startswith("#") else "diff" if _PHAB_ID_RE.fullmatch(ref) else "title"
+    n = len(link.candidates)
+    return replace(
+        link,
+        originals=(sha,),
+        linked_by=(how,),
+        unresolved=(),
+        candidates=(),
+        notes=(*link.notes, f"{n} earlier commits match {ref}; chose {_short(sha)}, {why}"),
+    )
 
 
-def _title_hits(
-    idx: HistoryIndex,
-    title: str,
-    pos: int,
-    truncated: bool,
-    parsed: Mapping[int, ParsedMessage],
-) -> list[int]:
-    keys = {title, strip_pr_suffix(title)}
-    hits = [i for key in keys for i in idx.by_title.get(key, ())]
-    if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
-        hits = [i for key, js in idx.by_title.items() if key.startswith(title) for i in js]
-    hits = idx.older(hits, pos)
-    # Prefer the change itself over earlier reverts/relands that happen to carry its title.
-    plain = [i for i in hits if i not in parsed]
-    return plain or hits
+def _missing_reason(info: str | None, ref_name: str) -> str:
+    if info is None:
+        return "not in repository (fetch more history or the branch that has it)"
+    if info == "ambiguous":
+        return "ambiguous abbreviation"
+    if not info.endswith(" commit"):
+        return f"names a {info.split()[-1]}, not a commit"
+    return f"on another branch (not reachable from {ref_name})"
 
 
 def _with_chain(link: Link, links: Mapping[str, Link], naming: Mapping[str, list[Link]], idx: HistoryIndex) -> Link:
-    """The story of the change: earlier links reachable from this one through what they undo or redo.
+    """The story of the change: earlier links reachable from this one through what they undo or
+    redo (``chain``), and later links that act on it again (``later``: relands, second reverts).
 
     ``naming`` maps a sha to the links that have it among their originals.
     """
@@ -575,16 +1146,15 @@ def _with_chain(link: Link, links: Mapping[str, Link], naming: Mapping[str, list
         for other in related:
             involved = True
             todo += [other.revert, *other.originals]
-    if not involved:
+    chain = tuple(sorted(story, key=lambda s: -idx.position.get(s.lower(), 1 << 60))) if involved else ()
+    # Later: links that name this one, or name what this one names, newer than it.
+    later_set: set[str] = set()
+    for sha in (link.revert, *link.originals):
+        for other in naming.get(sha, ()):
+            p = idx.position.get(other.revert.lower(), -1)
+            if 0 <= p < pos and other.revert != link.revert:
+                later_set.add(other.revert)
+    later = tuple(sorted(later_set, key=lambda s: -idx.position.get(s.lower(), -1)))
+    if not chain and not later:
         return link
-    ordered = sorted(story, key=lambda s: -idx.position.get(s.lower(), -1))
-    return Link(
-        revert=link.revert,
-        subject=link.subject,
-        kind=link.kind,
-        originals=link.originals,
-        linked_by=link.linked_by,
-        unresolved=link.unresolved,
-        chain=tuple(ordered),
-        direction=link.direction,
-    )
+    return replace(link, chain=chain, later=later)

@@ -7,6 +7,7 @@ Nothing here modifies the user's working tree: applying a revert happens in a te
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import io
 import os
@@ -156,22 +157,79 @@ def shallow_commits(repo: Path) -> set[str]:
         return set()
 
 
+_DATE_UNITS = "second|minute|hour|day|week|month|year"
+# The forms --since accepts (git's approxidate takes any text and silently makes a date of it).
+_ISO_DATE_RE = re.compile(
+    r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+    r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?(?:[ ]?(?:Z|[+-]\d{2}:?\d{2}))?)?"
+)
+_RELATIVE_DATE_RE = re.compile(
+    rf"(?:\d{{1,6}}[ .]+(?:{_DATE_UNITS})s?[ .,]*){{1,6}}(?:ago)?|(?:last[ .]+(?:{_DATE_UNITS}))",
+    re.IGNORECASE,
+)
+_NAMED_DATES = ("now", "today", "yesterday")
+DATE_FORMS = "an ISO date (2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), yesterday, or @<unix time>"
+
+
 def approxidate(repo: Path, date: str) -> int:
-    """A git date ('2026-01-01', '3 months ago') as a Unix timestamp, parsed the way ``git log --since`` does."""
-    if date.startswith("-") or any(c in date for c in "\x00\n\r"):
-        raise UsageError(f"invalid date: {date!r}")
-    out = run("rev-parse", f"--since={date}", cwd=repo).strip()
+    """A date given to ``--since`` as a Unix timestamp, parsed the way ``git log --since`` does.
+
+    Only the documented forms are accepted (ISO dates, "N units ago", "last week", today,
+    yesterday, ``@<unix time>``): git reads anything, "3 mnths ago" included, as some date."""
+    text = date.strip()
+    if not text or date.startswith("-") or any(c in date for c in "\x00\n\r"):
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
+    iso = _ISO_DATE_RE.fullmatch(text)
+    if iso:
+        try:
+            datetime.datetime(
+                int(iso["y"]), int(iso["m"]), int(iso["d"]), int(iso["H"] or 0), int(iso["M"] or 0), int(iso["S"] or 0)
+            )
+        except ValueError as exc:
+            raise UsageError(f"invalid date: {date!r} ({exc})", hint=f"use {DATE_FORMS}") from exc
+    elif not (
+        _RELATIVE_DATE_RE.fullmatch(text)
+        or text.lower() in _NAMED_DATES
+        or (text.startswith("@") and text[1:].isdigit() and text[1:].isascii())
+    ):
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
+    out = run("rev-parse", f"--since={text}", cwd=repo).strip()
     if not out.startswith("--max-age="):
-        raise UsageError(f"invalid date: {date!r}")
+        raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
     return int(out[len("--max-age=") :])
+
+
+# What git's check-ref-format forbids in a ref name (the part before ~, ^, :, @{ of a revision).
+_BAD_REF_CHARS_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def _invalid_ref_name(name: str) -> str | None:
+    """Why ``name`` cannot be a ref name, or None."""
+    if name in ("", "@"):
+        return None
+    if _BAD_REF_CHARS_RE.search(name):
+        return "it contains a space, a control character or one of ~ ^ : ? * [ \\"
+    if ".." in name or "@{" in name or "//" in name:
+        return "it contains '..', '@{' or '//'"
+    if name.endswith(("/", ".")) or name.startswith("/"):
+        return "it starts with '/' or ends with '/' or '.'"
+    if any(part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
+    return None
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
     """Full sha of ``ref``. Branch names are tried as ``refs/heads/<ref>`` first, so a branch
-    literally named ``HEAD`` or one that looks like a sha cannot be confused with either."""
+    literally named ``HEAD`` or one that looks like a sha cannot be confused with either.
+
+    A malformed name is a usage error; an object that exists but is not a commit (a tree, a
+    blob) says what it is."""
     if not ref or ref.startswith("-") or any(c in ref for c in "\x00\n\r"):
         raise UsageError(f"invalid ref: {ref!r}")
     name = re.split(r"[~^:]|@\{", ref, maxsplit=1)[0]
+    why = _invalid_ref_name(name)
+    if why:
+        raise UsageError(f"invalid ref name: {ref!r} ({why})", hint="pass a branch, tag or commit sha")
     if ref.startswith("refs/") or name in ("HEAD", "@"):
         # Full ref names, and HEAD (the checked-out commit, also in 'HEAD~2'), never a branch named HEAD.
         candidates = [ref]
@@ -186,6 +244,14 @@ def resolve_commit(repo: Path, ref: str) -> str:
             return proc.stdout.decode().strip()
     if not has_commits(repo):
         raise NotFoundError(f"repository has no commits: {repo}")
+    for cand in candidates:
+        # It may name an object that is not a commit (a tree or blob id, 'main:path', a tag of a tree).
+        peeled = cand if ":" in cand else f"{cand}^{{}}"  # after 'rev:', '^{}' would be part of the path
+        proc = run_bytes("rev-parse", "--verify", "--quiet", peeled, cwd=repo, check=False)
+        if proc.returncode == 0:
+            sha = proc.stdout.decode().strip()
+            kind = run("cat-file", "-t", sha, cwd=repo).strip()
+            raise UsageError(f"{ref!r} is a {kind}, not a commit", hint="pass a branch, tag or commit sha")
     raise NotFoundError(
         f"unknown ref or commit: {ref!r}", hint="check the spelling, or fetch it (git fetch origin <ref>)"
     )
@@ -372,17 +438,25 @@ def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
 PatchProgress = Callable[[int], None]
 
 
+#: Diff text kept per commit; beyond it only the raw lines (modes and ids of every path) are kept,
+#: which still prove a verdict, and the explanation says the diff was too large.
+MAX_PATCH_BYTES = 8 << 20
+
+
 def commit_patches(
     repo: Path,
     commits: Sequence[tuple[str, str | None]],
     paths: Sequence[str] = (),
-) -> tuple[dict[str, str], dict[str, str]]:
+    max_bytes: int = MAX_PATCH_BYTES,
+) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """Patches of many commits against the given parent in one ``git diff-tree --stdin`` process.
 
     A parent of None means the commit's own first parent (or the empty tree for a root commit).
-    Returns ``(patches, errors)``: ``patches[sha]`` is the unified diff text ("" for an empty
-    change), ``errors[sha]`` says why a commit's patch could not be produced (missing objects).
-    Bytes that are not UTF-8 are kept distinct as ``\\xNN`` escapes.
+    Returns ``(patches, errors, truncated)``: ``patches[sha]`` is the raw lines then the unified
+    diff text ("" for an empty change), ``errors[sha]`` says why a commit's patch could not be
+    produced (missing objects), ``truncated`` names the commits whose diff text was cut after
+    ``max_bytes`` (their raw lines are complete). Bytes that are not UTF-8 are kept distinct as
+    ``\\xNN`` escapes.
 
     git stops at the first unreadable object. Commits are diffed in input order and each one's
     header is printed before its diff, so everything before the last header is complete; the
@@ -392,12 +466,13 @@ def commit_patches(
     wanted = list(dict.fromkeys(commits))
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
+    truncated: set[str] = set()
     tail = ["--", *paths] if paths else []
     pending = wanted
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
         proc = run_bytes("diff-tree", "--stdin", *_PATCH_OPTS, *tail, cwd=repo, input=lines.encode(), check=False)
-        parsed = split_patch_stream(_decode(proc.stdout))
+        parsed = _split_patch_bytes(proc.stdout, [sha for sha, _ in pending], max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:
                 patches[sha] = parsed.get(sha, "")
@@ -408,19 +483,63 @@ def commit_patches(
         for sha, _ in pending[:cut]:
             patches[sha] = parsed.get(sha, "")
         sha, parent = pending[cut]
+        truncated.discard(sha)
         rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
         single = run_bytes("diff-tree", *_PATCH_OPTS, *rev_args, *tail, cwd=repo, check=False)
         if single.returncode == 0:
-            patches[sha] = _strip_header(_decode(single.stdout))
+            body = single.stdout
+            first, _, rest = body.partition(b"\n")
+            body = rest if HEX_RE.match(first.split(b" ", 1)[0].decode("ascii", "replace")) else body
+            patches[sha] = _cap_patch(body, max_bytes, sha, truncated)
         else:
             stderr = single.stderr.decode("utf-8", "replace").strip().splitlines()
             errors[sha] = stderr[-1] if stderr else f"git diff-tree exited {single.returncode}"
         pending = pending[cut + 1 :]
-    return patches, errors
+    return patches, errors, truncated
+
+
+def _split_patch_bytes(data: bytes, order: Sequence[str], max_bytes: int, truncated: set[str]) -> dict[str, str]:
+    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha, each
+    decoded on its own and cut after ``max_bytes`` (recorded in ``truncated``).
+
+    git prints the commits in input order (``order``), a header line each unless the diff is
+    empty, so each header is looked up as a whole line from where the previous one was found:
+    ``bytes.find`` instead of a per-line pattern over what can be hundreds of megabytes."""
+    found: list[tuple[str, int, int]] = []  # sha, header start, body start
+    pos = 0
+    for sha in order:
+        key = sha.encode("ascii")
+        at = pos
+        while (at := data.find(key, at)) >= 0:
+            end = at + len(key)
+            if (at == 0 or data[at - 1] == 0x0A) and data[end : end + 1] in (b"\n", b" ", b""):
+                break
+            at = end
+        if at < 0:
+            continue  # an empty diff prints no header
+        line_end = data.find(b"\n", at)
+        found.append((sha, at, len(data) if line_end < 0 else line_end + 1))
+        pos = found[-1][2]
+    result: dict[str, str] = {}
+    for n, (sha, _start, body) in enumerate(found):
+        end = found[n + 1][1] if n + 1 < len(found) else len(data)
+        result[sha] = _cap_patch(data[body:end], max_bytes, sha, truncated)
+    return result
+
+
+def _cap_patch(body: bytes, max_bytes: int, sha: str, truncated: set[str]) -> str:
+    """The raw lines whole, then the diff text up to ``max_bytes`` (cut at a line end)."""
+    diff_at = body.find(b"\ndiff --git ")
+    raw_end = diff_at + 1 if diff_at >= 0 else 0
+    if len(body) - raw_end > max_bytes:
+        cut = body.rfind(b"\n", raw_end, raw_end + max_bytes)
+        body = body[: cut + 1 if cut > raw_end else raw_end]
+        truncated.add(sha)
+    return _decode(body)
 
 
 _PATCH_OPTS = (
-    "-p", "--raw", "--no-abbrev", "--ignore-submodules=none",
+    "-p", "--raw", "--numstat", "--no-abbrev", "--ignore-submodules=none",
     "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
@@ -429,35 +548,6 @@ _PATCH_OPTS = (
 def _decode(data: bytes) -> str:
     # Not "replace": two different non-UTF-8 lines must not decode to the same text.
     return data.decode("utf-8", "backslashreplace")
-
-
-def _strip_header(text: str) -> str:
-    first, _, rest = text.partition("\n")
-    return rest if HEX_RE.match(first.split(" ", 1)[0]) else text
-
-
-def split_patch_stream(text: str) -> dict[str, str]:
-    """Split ``diff-tree --stdin`` output into per-commit patches keyed by the header sha.
-
-    Every patch ends with a newline, like the output of a single ``git diff-tree``.
-    """
-    result: dict[str, str] = {}
-    current: str | None = None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the output's final newline, not an empty line of the last patch
-    buf: list[str] = []
-    for line in lines:
-        head = line.split(" ", 1)[0]
-        if HEX_RE.match(head) and (line == head or line.startswith(head + " (from")):
-            if current is not None:
-                result[current] = "".join(f"{b}\n" for b in buf)
-            current, buf = head, []
-        elif current is not None:
-            buf.append(line)
-    if current is not None:
-        result[current] = "".join(f"{b}\n" for b in buf)
-    return result
 
 
 # --------------------------------------------------------------------------- applying a revert

@@ -27,7 +27,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["compile_glob", "first_match", "match_glob", "matching_globs", "normalize_path"]
+__all__ = ["compile_branch_glob", "compile_glob", "first_match", "match_branch", "match_glob", "matching_globs",
+           "normalize_path"]
 
 
 def normalize_path(path: str) -> str:
@@ -99,7 +100,10 @@ def _translate_component(component: str) -> str:
 @lru_cache(maxsize=4096)
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """Compile ``pattern`` to a regular expression that matches whole normalized paths."""
-    anchored = pattern.startswith("/")
+    return _compile(pattern, anchored=pattern.startswith("/"))
+
+
+def _compile(pattern: str, anchored: bool) -> re.Pattern[str]:
     body = pattern.lstrip("/")
     directory = body.endswith("/")
     body = body.rstrip("/")
@@ -139,3 +143,19 @@ def first_match(path: str, patterns: Iterable[str]) -> str | None:
 def matching_globs(path: str, patterns: Iterable[str]) -> tuple[str, ...]:
     """Every pattern that matches ``path``, in the given order (evidence for reports)."""
     return tuple(pattern for pattern in patterns if match_glob(path, pattern))
+
+
+@lru_cache(maxsize=1024)
+def compile_branch_glob(pattern: str) -> re.Pattern[str]:
+    """Compile a branch-name pattern: always anchored at the start of the name.
+
+    Branch names are not paths: ``release-*`` names the branches that start with ``release-``, not
+    ``user/release-notes-script`` (a path glob without ``/`` would match it at any depth). ``*``
+    and ``?`` never cross ``/``; ``**`` as a whole component does, and ``release/`` means every
+    branch under ``release/``."""
+    return _compile(pattern.lstrip("/"), anchored=True)
+
+
+def match_branch(name: str, pattern: str) -> bool:
+    """True when the short branch name (``release/1.2``, not ``refs/heads/...``) matches ``pattern``."""
+    return bool(name) and compile_branch_glob(pattern).fullmatch(name) is not None

@@ -44,6 +44,20 @@ class ParsedMessage:
     own_pr: int | None = None  # the revert's own PR number, e.g. trailing "(#456)"
     own_diff: str | None = None  # the commit's own "Differential Revision"
     depth: int = 1  # 2 for Revert "Revert "X""
+    #: The quoted title as written when it nests (``Reapply "X"`` in ``Revert "Reapply "X""``): the
+    #: commit undone directly; ``titles`` holds the innermost change.
+    outer_title: str = ""
+    #: Ids from "Original commit changeset:" lines (the original in the repository the commit was
+    #: exported from; they name the same original as "Original Phabricator Diff").
+    changesets: tuple[str, ...] = ()
+    #: PRs of a named repository ("owner/repo#5"), which may not be this one.
+    qualified_prs: tuple[str, ...] = ()
+    #: The ids come only from revert commits listed in a squash merge's message ("* Revert ..."):
+    #: the squashed branch may have reverted its own commits, which never reached the ref.
+    squashed: bool = False
+    #: Titles to try when the subject's resolve nothing: the first commit of a squash merge whose
+    #: PR title was reworded.
+    fallback_titles: tuple[str, ...] = ()
 
     @property
     def is_revert_like(self) -> bool:
@@ -69,6 +83,16 @@ class Link:
     chain: tuple[str, ...] = ()  # earlier links of the same change, oldest first
     #: +1 when the change should invert the originals (a revert), -1 when it should redo them.
     direction: int = 1
+    #: Originals found in the object store but not reachable from the scanned ref (their diff is
+    #: still exact; the revert was made against another branch or a rewritten history).
+    off_ref: tuple[str, ...] = ()
+    #: How the linking went where it needs saying (truncated title matched by prefix, ...).
+    notes: tuple[str, ...] = ()
+    #: Later links on the ref that re-land (or revert again) this change, oldest first.
+    later: tuple[str, ...] = ()
+    #: When the only thing missing is a choice between commits that match one reference equally
+    #: (two commits with the same title), those commits; a caller with their diffs may choose.
+    candidates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -284,3 +308,4 @@ class RevertReport:
     language: str = "en"
     max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
     scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several
+    later: tuple[CommitRef, ...] = ()  # later relands (or reverts again) of the same change on the base

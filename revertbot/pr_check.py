@@ -40,7 +40,7 @@ from .config import Config, load_config, select_suites
 from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
-from .globs import match_glob
+from .globs import match_branch
 from .models import Backport, GitHubContext, GpuSummary, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
 from .report import MARKER
 
@@ -398,10 +398,13 @@ def add_github_context(
     unresolved = list(report.unresolved)
 
     # Original PR numbers: the PR text first, then the originals' own subjects, then SHA lookups.
-    numbers: list[int] = list(intent.prs)
-    numbers += [o.pr for o in report.originals if o.pr]
     revert_msg = parse_message(report.revert.subject + "\n\n" + report.revert.body)
-    numbers += list(revert_msg.prs)
+    # owner/repo#N of another repository is not this repository's #N.
+    foreign = {int(q.rpartition("#")[2]) for pm in (intent, revert_msg) for q in pm.qualified_prs
+               if q.rpartition("#")[0].lower() != pr.base_repo.lower()}  # fmt: skip
+    numbers: list[int] = [n for n in intent.prs if n not in foreign]
+    numbers += [o.pr for o in report.originals if o.pr]
+    numbers += [n for n in revert_msg.prs if n not in foreign]
     shas = [o.sha for o in report.originals if not o.pr]
     known_shas = {o.sha for o in report.originals}
     shas += [s for s in intent.shas if not any(k.startswith(s.lower()) for k in known_shas)]
@@ -494,7 +497,7 @@ def find_backport_prs(api: GitHubAPI, b: _Budget, pr: PullInfo, original: PullIn
         if not b.allows(1, f"base branch of #{h.number}"):
             break
         other = api.pull(h.number)
-        if not any(match_glob(other.base_ref, g) for g in cfg.release_branches):
+        if not any(match_branch(other.base_ref, g) for g in cfg.release_branches):
             continue
         kind = parse_message(f"{other.title}\n\n{other.body}").kind
         entry = (other.base_ref, other.number, other.merge_commit_sha if other.merged else "")

@@ -32,10 +32,11 @@ def judge(
     patches: Mapping[str, str],
     errors: Mapping[str, str],
     parents: Mapping[str, str | None],
+    truncated: Collection[str] = (),
 ) -> dict[str, PurityResult]:
-    """Purity of each link (keyed by its revert sha). ``patches`` come from
-    :func:`gitops.commit_patches` (with raw lines), ``parents[sha]`` is the commit each patch was
-    taken against (None: a root commit)."""
+    """Purity of each link (keyed by its revert sha). ``patches``, ``errors`` and ``truncated``
+    come from :func:`gitops.commit_patches`; ``parents[sha]`` is the commit each patch was taken
+    against (None: a root commit)."""
     proofs: dict[str, str] = {}
     pending: list[Link] = []
     simple: set[str] = set()
@@ -55,7 +56,7 @@ def judge(
             proofs[link.revert] = outcome
     if pending:
         proofs.update(_merge_proofs(root, pending, parents, simple))
-    return {link.revert: classify(link, patches, errors, proofs.get(link.revert)) for link in links}
+    return {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
 
 
 def _merge_proofs(

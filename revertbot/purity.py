@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -189,8 +189,18 @@ def change_vector(patch: str) -> Vector:
 def patch_stats(patch: str) -> dict[str, PatchStats]:
     """Lines added/removed per file, as git counts them: a moved line is one added and one removed.
 
-    Files with only binary, mode or existence changes are listed with zero lines.
+    Files with only binary, mode or existence changes are listed with zero lines. When the patch
+    starts with ``--raw`` and ``--numstat`` lines (as :func:`gitops.commit_patches` gives it), those
+    decide: they are complete even when the diff text was cut.
     """
+    raw = raw_entries(patch)
+    numstat = _numstat(patch)
+    if raw and numstat:
+        out = {}
+        for path, (old, new) in raw.items():
+            added, removed = numstat.get(path, (0, 0))
+            out[path] = PatchStats(added, removed, 1 if old is None else -1 if new is None else 0)
+        return out
     stats: dict[str, list[int]] = {}
     for path, key, sign in _changes(patch):
         counts = stats.setdefault(path, [0, 0, 0])
@@ -199,6 +209,20 @@ def patch_stats(patch: str) -> dict[str, PatchStats]:
         elif key == EXISTS:
             counts[2] += sign
     return {p: PatchStats(a, r, e) for p, (a, r, e) in stats.items()}
+
+
+def _numstat(patch: str) -> dict[str, tuple[int, int]]:
+    """``path -> (added, removed)`` from the ``--numstat`` lines between the raw lines and the
+    diff (binary files count as 0)."""
+    out: dict[str, tuple[int, int]] = {}
+    for line in patch.split("\n"):
+        if line.startswith("diff --git "):
+            break
+        parts = line.split("\t", 2)
+        if len(parts) == 3 and not line.startswith(":"):
+            added, removed, path = parts
+            out[unquote_path(path)] = (int(added) if added.isdigit() else 0, int(removed) if removed.isdigit() else 0)
+    return out
 
 
 def _render(line: str, sign: int) -> str:
@@ -268,7 +292,7 @@ def raw_entries(patch: str) -> dict[str, tuple[Side, Side]]:
 
 
 def strip_raw(patch: str) -> str:
-    """The patch without its leading ``--raw`` lines."""
+    """The patch without its leading ``--raw`` and ``--numstat`` lines."""
     if not patch.startswith(":"):
         return patch
     at = patch.find("\ndiff --git ")
@@ -329,10 +353,13 @@ def classify(
     patches: Mapping[str, str],
     errors: Mapping[str, str] | None = None,
     proof: Proof | str | None = None,
+    truncated: Collection[str] = (),
 ) -> PurityResult:
     """Purity of ``link`` given the patches of the revert and its originals (with their ``--raw``
     lines) and, when the fast proof could not decide, the outcome of the merge proof:
-    ``"equal"``, ``"differs"``, ``"conflict: <paths>"`` or ``"error: <why>"``."""
+    ``"equal"``, ``"differs"``, ``"conflict: <paths>"`` or ``"error: <why>"``. Commits in
+    ``truncated`` have complete raw lines but only the start of their diff text: they can be
+    proven pure, but what differs cannot be explained."""
     errors = errors or {}
     if not link.originals:
         why = "; ".join(f"{u.ref}: {u.reason}" for u in link.unresolved) or "no original commit found"
@@ -352,13 +379,6 @@ def classify(
         return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
     if proof is None:
         proof = fast_proof(link, raws)
-    expected: Vector = Counter()
-    for sha in link.originals:
-        for key, n in change_vector(patches[sha]).items():
-            expected[key] -= n * link.direction
-    # Several originals can cancel out (one adds what a later one removes); that is still checkable.
-    expected = Counter({k: v for k, v in expected.items() if v != 0})
-    actual = change_vector(patches[link.revert])
     what = "inverse" if link.direction == 1 else "re-application"
     n = len(link.originals)
     of = "the original" if n == 1 else f"the {n} originals (applied newest first)"
@@ -371,7 +391,18 @@ def classify(
         return PurityResult("unverifiable", f"the expected tree could not be computed ({proof[7:]})")
     if proof == "equal":
         return PurityResult("pure", f"the change is exactly the {what} of {of} (proven on the trees)")
-    verdict, files = compare(actual, expected)
+    cut = [sha for sha in (link.revert, *link.originals) if sha in truncated]
+    if cut:
+        return PurityResult("unverifiable", f"it is not exactly the {what} of {of}, but the diff of {cut[0][:12]} is "
+                            "too large to say how it differs")  # fmt: skip
+    # Only now, for an explanation, the line-by-line comparison.
+    expected: Vector = Counter()
+    for sha in link.originals:
+        for key, count in change_vector(patches[sha]).items():
+            expected[key] -= count * link.direction
+    # Several originals can cancel out (one adds what a later one removes); that is still checkable.
+    expected = Counter({k: v for k, v in expected.items() if v != 0})
+    verdict, files = compare(change_vector(patches[link.revert]), expected)
     if verdict == "pure" and proof.startswith("conflict"):
         # Line for line it is the inverse, but git could not undo the original here without a
         # conflict, so there is no tree to compare with: the hand resolution cannot be proven.
@@ -396,7 +427,7 @@ def _positional_edits(patch: str, inverse: bool) -> Counter[tuple[str, str, int,
     """Edits of a patch as ``(path, sign, position, text)`` against one fixed side: the old side,
     or with ``inverse`` the new side of the patch undone (as a revert of it would do)."""
     edits: Counter[tuple[str, str, int, str]] = Counter()
-    for path, _header, lines, old_start, new_start in _hunks(patch):
+    for path, _header, lines, old_start, new_start in hunks(patch):
         old_pos, new_pos = old_start, new_start
         for line in lines:
             tag, text = line[:1], line[1:]
@@ -412,15 +443,15 @@ def _positional_edits(patch: str, inverse: bool) -> Counter[tuple[str, str, int,
     return edits
 
 
-def _hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
-    """``(path, header, lines, first old line, first new line)`` of each hunk."""
-    hunks: list[tuple[str, str, list[str], int, int]] = []
+def hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
+    """``(path, header, lines, first old line, first new line)`` of each hunk of a unified diff;
+    a ``\\ No newline at end of file`` marker stays with its hunk."""
+    found: list[tuple[str, str, list[str], int, int]] = []
     path = ""
     old_left = new_left = 0
-    current: list[str] = []
     for line in patch.split("\n"):
         if old_left > 0 or new_left > 0:
-            current.append(line)
+            found[-1][2].append(line)
             tag = line[:1]
             if tag in (" ", ""):
                 old_left, new_left = old_left - 1, new_left - 1
@@ -431,17 +462,16 @@ def _hunks(patch: str) -> list[tuple[str, str, list[str], int, int]]:
             continue
         if line.startswith("diff --git "):
             path = _path_from_diff_line(line[len("diff --git ") :])
-            continue
-        m = _HUNK_RE.match(line)
-        if m:
+        elif line.startswith("\\") and found:
+            found[-1][2].append(line)
+        elif m := _HUNK_RE.match(line):
             old_left = int(m.group(2)) if m.group(2) is not None else 1
             new_left = int(m.group(4)) if m.group(4) is not None else 1
-            current = []
             # An empty side starts one line early ("-0,0" inserts before line 1).
             old_start = int(m.group(1)) + (1 if old_left == 0 else 0)
             new_start = int(m.group(3)) + (1 if new_left == 0 else 0)
-            hunks.append((path, line, current, old_start, new_start))
-    return hunks
+            found.append((path, line, [], old_start, new_start))
+    return found
 
 
 def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tuple[Purity, tuple[FileDifference, ...]]:

@@ -1,23 +1,25 @@
 """Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes.
 
 A scan runs ``git log`` once, ``git cat-file --batch-check`` once (for shas not on the ref) and
-``git diff-tree --stdin`` once for all reverts and originals, whatever the size of the history
-(plus a few constant-cost checks, and retries only in damaged clones).
+``git diff-tree --stdin`` once for all reverts, originals and the candidates of ambiguous
+references, whatever the size of the history (plus a few constant-cost checks, such as reading
+``origin``'s URL for the GitHub slug, and retries only in damaged clones).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
-from .detect import link_reverts
+from .detect import choose_candidate, link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
 from .proof import judge
-from .purity import patch_requests
+from .purity import change_vector, compare, patch_requests
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -64,6 +66,9 @@ def scan_repository(
         commits,
         ref_name=ref_name,
         lookup_objects=lambda names: gitops.object_types(root, names),
+        # An original that is in the object store but not on the ref can still be diffed exactly.
+        link_off_ref=True,
+        repo_slug=_github_slug(root),
         # Only reverts are filtered by date; originals are still looked up in the whole history.
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
     )
@@ -80,6 +85,17 @@ def scan_repository(
             )
     entries = classify_links(root, commits, links, progress, boundary)
     return ScanResult(root, ref_name, head, len(commits), entries, shallow)
+
+
+_GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
+
+
+def _github_slug(root: Path) -> str | None:
+    """``owner/name`` of the ``origin`` remote when it is on GitHub: "Reverts owner/name#N" in a
+    message means this repository's PR N only when the names agree."""
+    url = gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False).strip()
+    m = _GITHUB_URL_RE.search(url)
+    return m.group("slug") if m else None
 
 
 def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
@@ -111,15 +127,25 @@ def classify_links(
     """
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
+    off_ref = list(dict.fromkeys(o for link in links for o in link.off_ref if o not in first_parent))
+    if off_ref:
+        # Originals that are not on the ref: their parents, in one process, so that every patch
+        # (and the proof) is taken against the commit's real parent, never the empty tree.
+        for line in gitops.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
+            sha, *parents = line.split()
+            first_parent[sha] = parents[0] if parents else None
     requests = patch_requests(links, first_parent)
+    # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
+    requests += [(c, first_parent.get(c)) for link in links for c in link.candidates if c not in dict(requests)]
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
     progress("diffing reverts and originals", 0, len(requests))
-    patches, errors = gitops.commit_patches(root, requests)
+    patches, errors, truncated = gitops.commit_patches(root, requests)
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
     progress("diffing reverts and originals", len(requests), len(requests))
-    verdicts = judge(root, links, patches, errors, dict(requests))
+    links = [_choose_by_diff(link, patches) if link.candidates else link for link in links]
+    verdicts = judge(root, links, patches, errors, dict(requests), truncated)
     entries = []
     for n, link in enumerate(links, 1):
         purity: PurityResult = verdicts[link.revert]
@@ -134,6 +160,28 @@ def classify_links(
         )
         progress("classifying", n, len(links))
     return tuple(entries)
+
+
+def _choose_by_diff(link: Link, patches: Mapping[str, str]) -> Link:
+    """Of several commits that match a reference equally, the one whose change this one inverts
+    (or redoes) line for line; still ambiguous when none or more than one does. The verdict on the
+    chosen one is then proven like any other."""
+    if link.revert not in patches:
+        return link
+    actual = change_vector(patches[link.revert])
+
+    def mirrors(candidate: str) -> bool:
+        expected: Counter[tuple[str, str]] = Counter()
+        for key, n in change_vector(patches[candidate]).items():
+            expected[key] -= n * link.direction
+        expected = Counter({k: v for k, v in expected.items() if v != 0})
+        return bool(expected) and compare(actual, expected)[0] == "pure"
+
+    exact = [c for c in link.candidates if c in patches and mirrors(c)]
+    if len(exact) != 1:
+        return link
+    what = "whose change this one exactly inverts" if link.direction == 1 else "whose change this one exactly redoes"
+    return choose_candidate(link, exact[0], what)
 
 
 def entry_to_json(entry: ScanEntry) -> dict[str, object]:
@@ -152,6 +200,9 @@ def entry_to_json(entry: ScanEntry) -> dict[str, object]:
             for f in purity.files
         ],
         "chain": list(link.chain),
+        "later": list(link.later),
+        "off_ref": list(link.off_ref),
+        "notes": list(link.notes),
         "author": entry.author,
         "date": entry.date,
     }

@@ -184,14 +184,30 @@ def test_pull_request_resolved_trailer(base: GitRepo) -> None:
     assert links_on(base)[rev].originals == (orig,)
 
 
-def test_title_fallback_takes_newest_older_match(base: GitRepo) -> None:
-    base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+def test_two_earlier_commits_with_the_title_are_ambiguous(base: GitRepo) -> None:
+    # Nothing tells the two apart (neither was reverted before): never silently the newest.
+    older = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
     base.commit("Disable CUDA graphs", {"cfg.py": "GRAPHS = 0\n"})
     newer = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
     rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
     base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})  # later: cannot be what was reverted
     link = links_on(base)[rev]
-    assert (link.originals, link.linked_by, link.unresolved) == ((newer,), ("title",), ())
+    assert (link.originals, link.linked_by) == ((), ())
+    assert link.unresolved == (
+        Unresolved("Enable CUDA graphs", f"ambiguous: 2 earlier commits match ({newer[:10]}, {older[:10]})"),
+    )
+
+
+def test_same_title_chooses_the_commit_not_yet_reverted(base: GitRepo) -> None:
+    first = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    base.revert(first)
+    again = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
+    rev = base.commit('Revert "Enable CUDA graphs"', {"cfg.py": "GRAPHS = 0\n"})
+    link = links_on(base)[rev]
+    assert (link.originals, link.linked_by, link.unresolved) == ((again,), ("title",), ())
+    assert link.notes == (
+        f"2 earlier commits match Enable CUDA graphs; chose {again[:10]}, the one no earlier revert undid",
+    )
 
 
 def test_title_fallback_matches_squash_suffix(base: GitRepo) -> None:
@@ -266,7 +282,9 @@ def test_phabricator_unknown_diff_falls_back_to_title(base: GitRepo) -> None:
     orig = base.commit("Add fused MoE", {"moe.py": "FUSED = 1\n"})
     rev = base.revert(orig, message="Revert D999: Add fused MoE")
     link = links_on(base)[rev]
-    assert (link.originals, link.linked_by, link.unresolved) == ((orig,), ("title",), ())
+    # The revision it names is not here: linked by title, and D999 stays on record (no "pure").
+    assert (link.originals, link.linked_by) == ((orig,), ("title",))
+    assert link.unresolved == (Unresolved("D999", f"no commit with 'Differential Revision: D999' on {MAIN}"),)
 
 
 def test_back_out_by_title_and_original_diff(base: GitRepo) -> None:
@@ -429,9 +447,15 @@ def test_scan_json_unresolved_reasons(base: GitRepo, capsys: pytest.CaptureFixtu
     rev = base.commit(f"Drop experiment\n\nThis reverts commit {side}.", {"README": "x\n"})
     pr = base.commit("Revert #404", {"README": "y\n"})
     data = scan_json(base, capsys)
-    assert data[rev]["unresolved"] == [{"ref": side, "reason": f"on another branch (not reachable from {MAIN})"}]
+    # The side commit is in the object store: scan links it, says so, and diffs it exactly.
+    assert (data[rev]["originals"], data[rev]["off_ref"], data[rev]["unresolved"]) == ([side], [side], [])
+    assert data[rev]["notes"] == [f"{side[:10]} is not reachable from {MAIN}; its diff was read from the object store"]
+    assert data[rev]["purity"] == "modified"
     assert data[pr]["unresolved"] == [{"ref": "#404", "reason": f"no commit for PR #404 on {MAIN}"}]
-    assert data[rev]["purity"] == data[pr]["purity"] == "unverifiable"
+    assert data[pr]["purity"] == "unverifiable"
+    # Without off-ref linking (the default of link_reverts) it stays unresolved, with the reason.
+    link = links_on(base)[rev]
+    assert link.unresolved == (Unresolved(side, f"on another branch (not reachable from {MAIN})"),)
 
 
 def test_scan_json_multi_original_pr_list(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

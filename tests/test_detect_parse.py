@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from revertbot.detect import might_be_revert, parse_message, strip_pr_suffix
-from revertbot.models import ParsedMessage
+from revertbot.detect import link_reverts, might_be_revert, parse_message, strip_pr_suffix
+from revertbot.models import Commit, ParsedMessage
 
 A = "0123456789abcdef0123456789abcdef01234567"
 B = "89abcdef0123456789abcdef0123456789abcdef"
@@ -34,12 +34,12 @@ def pm(kind: str | None, **fields: object) -> ParsedMessage:
         ),
         pytest.param(
             f'Revert "Revert "Add X""\n\nThis reverts commit {A}.\n',
-            pm("reland", titles=("Add X",), shas=(A,), depth=2),
+            pm("reland", titles=("Add X",), shas=(A,), depth=2, outer_title='Revert "Add X"'),
             id="revert-of-revert",
         ),
         pytest.param(
             f'Revert "Revert "Revert "Add X"""\n\nThis reverts commit {A}.',
-            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            pm("revert", titles=("Add X",), shas=(A,), depth=3, outer_title='Revert "Revert "Add X""'),
             id="three-levels",
         ),
         pytest.param(
@@ -49,7 +49,7 @@ def pm(kind: str | None, **fields: object) -> ParsedMessage:
         ),
         pytest.param(
             f'Revert "Reapply "Add X""\n\nThis reverts commit {A}.',
-            pm("revert", titles=("Add X",), shas=(A,), depth=3),
+            pm("revert", titles=("Add X",), shas=(A,), depth=3, outer_title='Reapply "Add X"'),
             id="revert-of-reapply",
         ),
         pytest.param(
@@ -128,6 +128,7 @@ def test_git_shapes(message: str, expected: ParsedMessage) -> None:
                 ),
                 prs=(27659,),
                 own_pr=27758,
+                qualified_prs=("sgl-project/sglang#27659",),
             ),
             id="truncated-title-continued",
         ),
@@ -138,6 +139,7 @@ def test_git_shapes(message: str, expected: ParsedMessage) -> None:
                 titles=("Share BCG output buffers across capture sizes so that every",),
                 title_truncated=True,
                 prs=(5,),
+                qualified_prs=("o/r#5",),
             ),
             id="truncated-title-cut",
         ),
@@ -186,10 +188,14 @@ def test_github_shapes(message: str, expected: ParsedMessage) -> None:
         ),
         pytest.param(
             'Revert "Revert "Add X (#3)" (#5)" (#8)',
-            pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2),
+            pm("reland", titles=("Add X (#3)",), prs=(5,), own_pr=8, depth=2, outer_title='Revert "Add X (#3)" (#5)'),
             id="nested-squash-names-inner-revert",
         ),
-        pytest.param('Reland "Revert "Add X""', pm("revert", titles=("Add X",)), id="reland-of-revert"),
+        pytest.param(
+            'Reland "Revert "Add X""',
+            pm("revert", titles=("Add X",), outer_title='Revert "Add X"'),
+            id="reland-of-revert",
+        ),
         pytest.param('Partially revert "Add X"', pm("partial", titles=("Add X",)), id="partially"),
         pytest.param("Partial revert of Add X", pm("partial", titles=("Add X",)), id="partial-of"),
         pytest.param("Partially revert Add X (#12)", pm("partial", titles=("Add X",), own_pr=12), id="partial-own-pr"),
@@ -222,7 +228,7 @@ def test_reland_and_partial_shapes(message: str, expected: ParsedMessage) -> Non
         pytest.param("Revert D123: Add X", pm("revert", titles=("Add X",), diffs=("D123",)), id="revert-diff-title"),
         pytest.param(
             'Back out "Add X"\n\nOriginal commit changeset: 0a1b2c3d4e5f\n\nOriginal Phabricator Diff: D123\n',
-            pm("backout", titles=("Add X",), shas=("0a1b2c3d4e5f",), diffs=("D123",)),
+            pm("backout", titles=("Add X",), diffs=("D123",), changesets=("0a1b2c3d4e5f",)),
             id="meta-back-out",
         ),
         pytest.param('Back out "Add X"', pm("backout", titles=("Add X",)), id="back-out-title-only"),
@@ -345,6 +351,66 @@ def test_hostile_inputs_are_fast() -> None:
         assert time.perf_counter() - start < 2.0, text[:40]
 
 
+_K = 64 * 1024
+_BODY_KEYWORDS = [
+    "This reverts commit ", "This reverts commits ", "Reverts ", "Reverts:", "Reland of ", "Revert ", "- Revert ",
+    "Differential Revision:", "Original Phabricator Diff:", "reverted by ", "This is a reland of ",
+    "Backed out changeset ", "Original commit changeset:", "Pull Request resolved: ",
+    "(cherry picked from commit ", "* ",
+]  # fmt: skip
+
+
+def _fill(unit: str) -> str:
+    return (unit * (_K // len(unit) + 1))[:_K]
+
+
+def _adversarial_messages() -> dict[str, str]:
+    """64 KB messages shaped to make backtracking regexes quadratic: whitespace runs right after the
+    keywords and separators the parser looks for, runs of '#', sha-like tokens, slashes."""
+    out = {}
+    for kw in _BODY_KEYWORDS:
+        out[f"{kw!r}+spaces"] = f'Revert "X"\n\n{kw}' + " " * _K + "x"
+        out[f"{kw!r}+blanks"] = f'Revert "X"\n\n{kw}' + _fill(" \t") + "\n" + _fill(" ")
+        out[f"{kw!r}+hashes"] = f'Revert "X"\n\n{kw}' + _fill("#")
+        out[f"{kw!r}+numbers"] = f'Revert "X"\n\n{kw}' + _fill("#1 ")
+        out[f"{kw!r}+shas"] = f'Revert "X"\n\n{kw}' + _fill(A[:12] + " , and ")
+        out[f"{kw!r}+slashes"] = f'Revert "X"\n\n{kw}' + _fill("a/")
+        out[f"{kw!r}+lines"] = 'Revert "X"\n\n' + _fill(kw + "   \n")
+    for sep in (" ", ", ", " &", ",", "\n", " \t"):
+        # A listed sha followed by a long blank run: the separator pattern once split it two ways.
+        out[f"sha{sep!r}blanks"] = f"Revert x\n\nThis reverts commit {A}{sep}" + " " * _K + "x"
+        out[f"sha{sep!r}blanks-and"] = f"Revert x\n\nThis reverts commits {A}{sep}" + _fill(" \t") + " and"
+    out["subject-blanks"] = "Revert " + " " * _K + "x"
+    out["subject-numbers"] = "Revert " + _fill("#1 ")
+    out["subject-quotes"] = "Revert " + _fill('"')
+    out["subject-shas"] = "Revert " + _fill(A[:9] + " ")
+    out["subject-nested"] = "Revert " + _fill('Revert "')
+    out["subject-qualified"] = "Revert " + _fill("a/b#")
+    out["subject-phabricator"] = "Revert " + _fill("D1 ")
+    out["body-list"] = "Revert x\n\nThis reverts commits " + _fill(A + ",\n   ")
+    out["url-list"] = "Revert x\n\nThis PR reverts " + _fill("https://g/o/r/pull/1 \n and ")
+    out["url-blanks"] = "Revert x\n\nReverts https://g/o/r/pull/1" + _fill(" \t") + "\n" + _fill(" ") + "and"
+    out["squash-items"] = "Fix x\n\n" + _fill(f'* Revert "y"\n\nThis reverts commit {A}.\n\n')
+    return out
+
+
+@pytest.mark.parametrize(("name", "message"), list(_adversarial_messages().items()))
+def test_adversarial_64k_messages_parse_in_linear_time(name: str, message: str) -> None:
+    start = time.perf_counter()
+    parse_message(message)
+    assert time.perf_counter() - start < 0.5, name
+
+
+@pytest.mark.parametrize(("name", "message"), list(_adversarial_messages().items())[::4])
+def test_adversarial_messages_index_and_link_in_linear_time(name: str, message: str) -> None:
+    # The history index reads every message (titles, trailers) without the parser's bounds.
+    root = Commit("f" * 40, (), "a", "a@x", 0, 0, "init")
+    commits = [Commit("e" * 40, (root.sha,), "a", "a@x", 1, 1, message), root]
+    start = time.perf_counter()
+    link_reverts(commits)
+    assert time.perf_counter() - start < 0.5, name
+
+
 # --------------------------------------------------------------------------- properties
 
 _FRAGMENTS = st.sampled_from(
@@ -445,7 +511,8 @@ def test_nested_round_trip(title: str, depth: int) -> None:
     for _ in range(depth):
         subject = f'Revert "{subject}"'
     parsed = parse_message(subject)
-    assert parsed == pm("revert" if depth % 2 else "reland", titles=(title,), depth=depth)
+    outer = subject[len('Revert "') : -1] if depth > 1 else ""
+    assert parsed == pm("revert" if depth % 2 else "reland", titles=(title,), depth=depth, outer_title=outer)
 
 
 @settings(max_examples=300, deadline=None)
@@ -453,7 +520,7 @@ def test_nested_round_trip(title: str, depth: int) -> None:
 def test_truncated_round_trip(head: str, tail: str) -> None:
     # GitHub cuts anywhere, even inside a word: the two parts are joined without a space.
     parsed = parse_message(f'Revert "{head}…\n\n…{tail}" (#9)\n\nReverts o/r#8')
-    assert parsed == pm("revert", titles=(head + tail,), prs=(8,), own_pr=9)
+    assert parsed == pm("revert", titles=(head + tail,), prs=(8,), own_pr=9, qualified_prs=("o/r#8",))
 
 
 @settings(max_examples=300, deadline=None)
@@ -489,3 +556,126 @@ def test_prefilter_rejects_plain_messages() -> None:
     assert might_be_revert('Revert "Add RMSNorm kernel (#12)"')
     assert might_be_revert("Re-land the kernel")
     assert might_be_revert("Backed out changeset 0123456789ab (bug 1)")
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param("Revert D110214945", pm("revert", diffs=("D110214945",)), id="phabricator-id-not-sha"),
+        pytest.param(
+            "Revert D87887841: Update passes (#16835)\n\nDifferential Revision: D91340585",
+            pm("revert", titles=("Update passes",), diffs=("D87887841",), own_pr=16835, own_diff="D91340585"),
+            id="phabricator-id-title",
+        ),
+        pytest.param(
+            "Revert D95224222 (#18020)\n\nSummary:\nThis diff reverts D95224222\n",
+            pm("revert", diffs=("D95224222",), own_pr=18020),
+            id="this-diff-reverts",
+        ),
+        pytest.param(
+            "Add X\n\nDifferential Revision:\n[D102381996](https://example.org/diff/D102381996/)",
+            pm(None, own_diff="D102381996"),
+            id="own-diff-next-line-markdown",
+        ),
+        pytest.param("Revert #13851 #13853", pm("revert", prs=(13851, 13853)), id="space-list"),
+        pytest.param(
+            "Revert Android PRs #19099, #19124, #19092 (#19133)",
+            pm("revert", prs=(19099, 19124, 19092), own_pr=19133),
+            id="prose-list",
+        ),
+        pytest.param("Revert PR 4122 (#4171)", pm("revert", prs=(4122,), own_pr=4171), id="pr-without-hash"),
+        pytest.param("Revert 11294 v2 (#11465)", pm("revert", prs=(11294,), own_pr=11465), id="bare-number-v2"),
+        pytest.param(
+            "Revert accidental change to third-party/ao from #14234 (#14276)",
+            pm("revert", prs=(14234,), own_pr=14276),
+            id="prose-from-pr",
+        ),
+        pytest.param(
+            "Reapply #11294 and #11295 (improve GLU test) (#11539)",
+            pm("reland", prs=(11294, 11295), own_pr=11539, depth=2),
+            id="list-then-parenthesis",
+        ),
+        pytest.param(
+            f"Revert Conv3d support (#20888)\n\nSummary:\n- Revert {A}, which added it\n",
+            pm("revert", titles=("Conv3d support",), shas=(A,), own_pr=20888),
+            id="body-revert-sha-line",
+        ),
+        pytest.param(
+            "Revert Conv3d support (#20888)\n\nRevert 636daf1547b5… which added it\n",
+            pm("revert", titles=("Conv3d support",), shas=("636daf1547b5",), own_pr=20888),
+            id="body-revert-abbreviated-sha-with-ellipsis",
+        ),
+        pytest.param(
+            "Reland pt2e calibration\n\nRevert D49876258 was wrong",
+            pm("reland", titles=("pt2e calibration",), diffs=("D49876258",)),
+            id="body-phabricator-id-not-sha",
+        ),
+        pytest.param(
+            "Revert the vendored kernel\n\nReverts other-org/other-repo#5\n",
+            pm("revert", titles=("the vendored kernel",), prs=(5,), qualified_prs=("other-org/other-repo#5",)),
+            id="qualified-pr-kept-apart",
+        ),
+        pytest.param(
+            'Revert "Arm A" & "Arm B" (#21020)', pm("revert", titles=("Arm A", "Arm B"), own_pr=21020), id="two-titles"
+        ),
+        pytest.param(
+            'Reapply: "Relax tolerances (#9585)", "Add BOOL (#9584)", new op_mul test (#11206) (#11976)',
+            pm("reland", titles=("Relax tolerances (#9585)", "Add BOOL (#9584)"), prs=(9585, 9584, 11206), own_pr=11976,
+               depth=2),
+            id="titles-then-more-references",
+        ),
+        pytest.param(
+            'Revert "Revert "Updating cadence ops, rebasing 6 optimize…"',
+            pm("reland", titles=("Updating cadence ops, rebasing 6 optimize",), title_truncated=True, depth=2,
+               outer_title='Revert "Updating cadence ops, rebasing 6 optimize'),
+            id="nested-title-cut-with-ellipsis",
+        ),
+        pytest.param(
+            'Revert "Revert "Revert "Add X',
+            pm("revert", titles=("Add X",), title_truncated=True, depth=3, outer_title='Revert "Revert "Add X'),
+            id="nested-title-cut-without-quotes",
+        ),
+        pytest.param(
+            "[CPU] Reland qconv passes (#3433)\n\n* [Reland][X86] Add qconv fusion passes for X86\n\n* fix format\n",
+            pm("reland", titles=("qconv passes",), own_pr=3433,
+               fallback_titles=("[X86] Add qconv fusion passes for X86",)),
+            id="reworded-squash-first-item-is-a-fallback",
+        ),
+        pytest.param(
+            'Re-land the PR of "Add INT8 SDPA path" (#2215)',
+            pm("reland", titles=("Add INT8 SDPA path",), own_pr=2215),
+            id="quoted-title-in-prose",
+        ),
+        pytest.param(
+            "Re-land cve fix (#16103)\n\nSummary: Was reverted by D78689027\n",
+            pm("reland", titles=("cve fix",), diffs=("D78689027",), own_pr=16103),
+            id="reland-names-its-revert",
+        ),
+    ],
+)
+def test_real_history_shapes(message: str, expected: ParsedMessage) -> None:
+    assert parse_message(message) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # GitHub squash merges of branches that happened to contain a revert commit.
+        f"Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing.\n\n* Revert \"Try a cache change\"\n\n"
+        f"This reverts commit {A}.\n\n* Unwanted files.\n",
+        f"Skip template handling (#3204)\n\n* Add .DS_Store\n\n* Revert \"Add .DS_Store\"\n\n"
+        f"This reverts commit {A}.\n",
+    ],
+)
+def test_squashed_branch_reverts_are_kept_apart(message: str) -> None:
+    # Only the linker can tell whether the branch reverted commits of the ref or its own.
+    parsed = parse_message(message)
+    assert (parsed.kind, parsed.shas, parsed.squashed, parsed.titles, parsed.prs) == ("revert", (A,), True, (), ())
+
+
+def test_squash_with_a_checklist_still_reads_its_body() -> None:
+    message = (
+        "feat: Reland lse support (#3116)\n\n* [x] tests pass\n* [x] docs\n\n"
+        "Re-land https://github.com/o/r/pull/3058, after revert https://github.com/o/r/pull/3079.\n"
+    )
+    assert parse_message(message) == pm("reland", prs=(3058,), own_pr=3116)

@@ -275,7 +275,8 @@ def test_grep_words_ignores_a_users_column_setting(repo: GitRepo) -> None:
 
 
 def _single_diff(repo: GitRepo, sha: str) -> str:
-    out = repo.git("diff-tree", "-p", "--raw", "--no-abbrev", "--root", "--full-index", "--no-renames", sha)
+    out = repo.git("diff-tree", "-p", "--raw", "--numstat", "--no-abbrev", "--root", "--full-index", "--no-renames",
+                   sha)  # fmt: skip
     return out.split("\n", 1)[1]
 
 
@@ -289,7 +290,7 @@ def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> N
     repo.tick()
     repo.git("merge", "-q", "--no-edit", "side")
     merge = repo.head()
-    patches, errors = gitops.commit_patches(
+    patches, errors, _ = gitops.commit_patches(
         repo.path, [(root, None), (empty, root), (side, None), (main, empty), (merge, None), (merge, None)]
     )
     assert errors == {}
@@ -317,7 +318,7 @@ def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -
         (ok_before, base), (damaged, ok_before), (touches_lost, damaged), (ok_after, touches_lost),
         (empty_after, ok_after), (base, None),
     ]  # fmt: skip
-    patches, errors = gitops.commit_patches(repo.path, requests)
+    patches, errors, _ = gitops.commit_patches(repo.path, requests)
     assert set(errors) == {damaged, touches_lost}
     assert f"unable to read {lost}" in errors[damaged]
     assert damaged not in patches and touches_lost not in patches  # never a half patch
@@ -330,7 +331,7 @@ def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -
 def test_commit_patches_keeps_non_utf8_bytes_distinct(repo: GitRepo) -> None:
     repo.commit("init", {"t": b"caf\xe9\n"})
     sha = repo.commit("change", {"t": b"caf\xe8\n"})
-    patches, _ = gitops.commit_patches(repo.path, [(sha, None)])
+    patches, _, _ = gitops.commit_patches(repo.path, [(sha, None)])
     assert "-caf\\xe9\n+caf\\xe8" in patches[sha]
 
 
@@ -464,3 +465,18 @@ def test_apply_revert_keep_exports_the_result(repo: GitRepo, history: dict[str, 
     assert result.clean
     assert sorted(os.listdir(dest)) == ["f.py", "other.py"]
     assert (dest / "f.py").read_text() == "x = 1\ny = 1\n"
+
+
+def test_commit_patches_cuts_huge_diff_text_but_keeps_every_raw_and_numstat_line(repo: GitRepo) -> None:
+    repo.commit("base", {"small.txt": "a\n"})
+    sha = repo.commit("big", {"big.txt": "".join(f"line {i}\n" for i in range(5000)), "small.txt": "b\n"})
+    patches, errors, truncated = gitops.commit_patches(repo.path, [(sha, None)], max_bytes=2000)
+    assert not errors and truncated == {sha}
+    patch = patches[sha]
+    assert len(strip_raw(patch).encode()) <= 2000 and strip_raw(patch).endswith("\n")
+    from revertbot.purity import patch_stats, raw_entries
+
+    assert sorted(raw_entries(patch)) == ["big.txt", "small.txt"]
+    assert patch_stats(patch)["big.txt"].added == 5000  # from --numstat, not from the cut text
+    full, _, none = gitops.commit_patches(repo.path, [(sha, None)])
+    assert none == set() and len(full[sha]) > 40000

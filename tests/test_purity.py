@@ -494,7 +494,7 @@ def test_special_paths_through_real_git(repo: GitRepo) -> None:
     repo.commit("init", {"my file.txt": "a\n", "café.txt": "b\n", "x b/y": "c\n"})
     orig = repo.commit("Edit all", {"my file.txt": "a\nA\n", "café.txt": "b\nB\n", "x b/y": "c\nC\n"})
     rev = repo.revert(orig)
-    patches, errors = gitops.commit_patches(repo.path, [(orig, repo.head(f"{orig}^"))])
+    patches, errors, _ = gitops.commit_patches(repo.path, [(orig, repo.head(f"{orig}^"))])
     assert errors == {}
     assert {path for path, _ in change_vector(patches[orig])} == {"my file.txt", "café.txt", "x b/y"}
     assert purity(repo, rev, orig).verdict == "pure"

@@ -267,3 +267,51 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["scan", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--since" in out and "--format [table|json]" in out
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["garbage", "2026-13-45", "3 mnths ago", "2026-02-30", "2026-01-01T25:00", "yesterdayish", "@12ab", "   "],
+)
+def test_since_that_is_not_a_date_is_a_usage_error(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str], since: str
+) -> None:
+    # git's approxidate makes some date of any text, so each of these used to list nothing, exit 0.
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--since", since)
+    assert (code, out) == (2, "")
+    assert f"invalid date: {since!r}" in err
+    assert "hint: use an ISO date (2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago)" in err
+
+
+@pytest.mark.parametrize(
+    "since", ["2023-01-01", "2023-11-14T22:13:20Z", "2023-11-14 22:13:20 +0000", "30 years ago", "3.months.ago",
+              "1 year 2 months ago", "last week", "yesterday", "@1600000000"],
+)  # fmt: skip
+def test_documented_date_forms_are_accepted(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str], since: str
+) -> None:
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--since", since, "--format", "json")
+    assert code == 0
+    assert isinstance(json.loads(out), list)
+
+
+@pytest.mark.parametrize("ref", ["main..other", "bad name", "feature.lock", "a//b", "what?", ".hidden", "x/.y"])
+def test_invalid_ref_name_is_a_usage_error(
+    repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str], ref: str
+) -> None:
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--ref", ref)
+    assert (code, out) == (2, "")
+    assert f"invalid ref name: {ref!r}" in err
+
+
+def test_tree_or_blob_is_not_a_commit(repo: GitRepo, story: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    blob = repo.git("rev-parse", "HEAD:mem.py").strip()
+    repo.git("tag", "tree-tag", tree)
+    for ref, kind in ((tree, "tree"), (blob, "blob"), ("main:mem.py", "blob"), ("tree-tag", "tree")):
+        code, out, err = scan(capsys, "--repo", str(repo.path), "--ref", ref)
+        assert (code, out) == (2, "")
+        assert f"Error: {ref!r} is a {kind}, not a commit" in err
+    # An unknown but well-formed ref is still "not found".
+    code, _, err = scan(capsys, "--repo", str(repo.path), "--ref", "no-such-branch")
+    assert code == 3 and "unknown ref or commit: 'no-such-branch'" in err

@@ -193,3 +193,29 @@ def test_hand_made_revert_is_linked_through_the_pr_title(repo: GitRepo) -> None:
         check_revert(repo.path, head, since=base)
     data = _data(check_revert(repo.path, head, since=base, message='Revert "Add clamp helper (#12)"\n\nbroke CI'))
     assert (data["purity"], data["originals"]) == ("pure", [original])
+
+
+def test_merged_revert_shows_its_later_reland(repo: GitRepo) -> None:
+    repo.commit("Initial import", {"pkg/util.py": HELPERS})
+    original = repo.commit("Add clamp helper (#12)", {"pkg/util.py": WITH_CLAMP})
+    revert = repo.revert(original)
+    repo.tick(5 * 86400)
+    reland = repo.commit("Reland clamp helper (#20)\n\nRelands #12 with the fix.\n", {"pkg/util.py": WITH_CLAMP})
+    report = check_revert(repo.path, revert, base_ref="main")
+    data = _data(report)
+    assert [c["sha"] for c in data["later"]] == [reland]
+    assert data["risk"]["action"] == "follow_up"
+    md = render_markdown(report)
+    assert f"Later: 5 day(s) after this revert, `{reland[:10]}` Reland clamp helper" in md
+
+
+def test_every_file_of_a_large_change_is_named_in_the_comment(repo: GitRepo) -> None:
+    files: dict[str, str | bytes | None] = {f"gen/f{i:03d}.py": f"x = {i}\n" for i in range(80)}
+    repo.commit("Initial import", {"README.md": "r\n"})
+    original = repo.commit("Generate modules (#3)", files)
+    repo.checkout("-b", "revert-3")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    md = render_markdown(check_revert(repo.path, revert))
+    assert "<details><summary>… and 30 more file(s)</summary>" in md
+    assert all(f"gen/f{i:03d}.py" in md for i in range(80))

@@ -40,6 +40,7 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "unresolved": to_jsonable(report.unresolved),
         "chain": to_jsonable(report.chain),
         "scope": to_jsonable(report.scope),
+        "later": to_jsonable(report.later),
         "base": {
             "ref": report.base_ref,
             "sha": report.apply.base if report.apply else None,

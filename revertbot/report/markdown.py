@@ -235,7 +235,10 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
             lines.append(line)
         s.add("\n".join(lines), joined=n > 1)
     if len(r.files) > r.max_files_listed:
-        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
+        # Every file the change touches stays visible (folded), so nothing can hide behind the cap.
+        rest = r.files[r.max_files_listed :]
+        listing = ", ".join(f"{code(f.path)} (+{f.added} −{f.removed})" for f in rest)
+        s.add(f"<details><summary>{t['more_files'].format(n=len(rest))}</summary>\n\n{listing}\n\n</details>")
     for note in r.symbol_notes:
         s.add(f"- {inline(note, 300)}")
     if not r.files:
@@ -255,7 +258,7 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
             joined=True,
         )
     if len(r.files) > r.max_files_listed:
-        s.add(t["more_files"].format(n=len(r.files) - r.max_files_listed))
+        s.add("_" + t["more_files"].format(n=len(r.files) - r.max_files_listed) + "_")
     key_syms = [sym for sym in r.symbols if sym.change in ("removed", "added") or sym.signature_changed]
     if key_syms:
         s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
@@ -374,6 +377,9 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
         items.append(f"- {t['chain']}: {chain} → {_sha(r.revert.sha)}")
     else:
         items.append(f"- {t['chain']}: {t['chain_none']}")
+    for later in r.later:
+        days = max(0, round((later.date - r.revert.date) / 86400))
+        items.append("- " + t["relanded"].format(days=days, sha=_sha(later.sha), subject=inline(later.subject, 120)))
     if r.backports:
         for b in r.backports:
             state = t["backport_reverted"].format(sha=_sha(b.revert_pick)) if b.revert_pick else t["backport_missing"]
