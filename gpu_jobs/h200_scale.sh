@@ -13,7 +13,8 @@
 #      are installed (demo_report.md, demo_report.zh.md);
 #   4. summary.md, printed from those files.
 # Every step's exit status and time go to steps.tsv; the whole output to run.log.
-# Expected: about 4 minutes on an H200; every step has a time limit so the whole stays under 8.
+# Expected: about 4 minutes on an H200. Every step has a time limit, cut to what is left of BUDGET
+# (default 450 s) so the whole stays under 8 minutes even when a step hangs.
 # Knobs: RESULTS (default gpu_jobs/results/h200-scale), WORK, PYTHON, REPEATS (demo runs per side, 3),
 # GC_REPEATS (suite repeats, 3), GC_HIDDEN (e.g. 4096 to measure one width only).
 # SMOKE=1 runs the same flow at CI size on any machine, CPU included, into $WORK/smoke-results (never
@@ -60,7 +61,13 @@ exec > >(tee -a "$RESULTS/run.log") 2>&1
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(now)
+DEADLINE=$(( $(date +%s) + ${BUDGET:-450} ))
 WORST=0
+limit() {  # a step's time limit: $1 seconds, or what is left of the budget (at least 10)
+    local left=$(( DEADLINE - $(date +%s) ))
+    if (( left < 10 )); then left=10; fi
+    if (( left < $1 )); then echo "$left"; else echo "$1"; fi
+}
 record() {  # step name, exit status, seconds
     printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RESULTS/steps.tsv"
     echo "== $1: exit $2 in $3 s (script at $(since "$T0") s)"
@@ -72,7 +79,7 @@ start=$(now)
 GC_ENV=(REVERTBOT_GC_SCALE="$GC_SCALE" REVERTBOT_GC_REPEATS="$GC_REPEATS")
 if [[ -n "${GC_HIDDEN:-}" ]]; then GC_ENV+=(REVERTBOT_GC_HIDDEN="$GC_HIDDEN"); fi
 env "${GC_ENV[@]}" MINISGL_SCALE="$DEMO_SCALE" SMOKE="$SMOKE" REPEATS="$REPEATS" \
-    timeout 120 "$PY" - "$RESULTS" <<'EOF'
+    timeout "$(limit 60)" "$PY" - "$RESULTS" <<'EOF'
 import datetime, json, os, platform, subprocess, sys
 from pathlib import Path
 
@@ -118,7 +125,7 @@ echo "== 1. graph-capture suite at scale ($GC_SCALE)"
 start=$(now)
 env "${GC_ENV[@]}" REVERTBOT_GC_RESULTS="$RESULTS/scale_results.json" \
     REVERTBOT_METRICS_FILE="$RESULTS/scale.metrics.jsonl" \
-    timeout 300 "$PY" -m pytest gpu_jobs/suites/graph_capture/test_scale.py -q -rs -s -p no:cacheprovider \
+    timeout "$(limit 240)" "$PY" -m pytest gpu_jobs/suites/graph_capture/test_scale.py -q -rs -s -p no:cacheprovider \
     --junitxml="$RESULTS/scale.junit.xml" > "$RESULTS/scale.log" 2>&1
 record "1 graph-capture suite at scale" $? "$(since "$start")"
 tail -3 "$RESULTS/scale.log"
@@ -129,7 +136,7 @@ fi
 
 echo "== 2. the demo revert through the GPU job runner (MINISGL_SCALE=$DEMO_SCALE, $REPEATS runs per side)"
 start=$(now)
-timeout 60 "$PY" -c "from gpu_jobs._click_compat import ensure_click; ensure_click()
+timeout "$(limit 60)" "$PY" -c "from gpu_jobs._click_compat import ensure_click; ensure_click()
 from pathlib import Path; from revertbot.demo import build_demo_repo
 print(build_demo_repo(Path('$WORK/minisgl')).revert)" > "$WORK/revert.txt"
 rc=$?
@@ -149,8 +156,9 @@ EOF
     SUITE_ARGS=(--suite-json "$SUITE_JSON")
 fi
 if [[ $rc == 0 && -n "$REVERT" ]]; then
-    MINISGL_SCALE="$DEMO_SCALE" timeout 420 "$PY" -m gpu_jobs.runner --repo "$WORK/minisgl" --suite graph-capture \
-        --base main --revert "$REVERT" --out "$RESULTS/demo" --repeats "$REPEATS" --timeout-minutes 3 \
+    MINISGL_SCALE="$DEMO_SCALE" timeout "$(limit 240)" "$PY" -m gpu_jobs.runner --repo "$WORK/minisgl" \
+        --suite graph-capture --base main --revert "$REVERT" --out "$RESULTS/demo" --repeats "$REPEATS" \
+        --timeout-minutes 1.5 \
         ${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"} 2> "$RESULTS/demo_run.log"
     rc=$?
     tail -2 "$RESULTS/demo_run.log"
@@ -158,7 +166,7 @@ fi
 record "2 demo revert: gpu run" $rc "$(since "$start")"
 
 start=$(now)
-timeout 60 "$PY" - "$RESULTS" <<'EOF'
+timeout "$(limit 60)" "$PY" - "$RESULTS" <<'EOF'
 import json, sys
 from pathlib import Path
 
@@ -183,7 +191,7 @@ if "$PY" -c 'import click, yaml' 2> /dev/null && [[ -n "${REVERT:-}" && -f "$RES
     for lang in en zh; do
         out="$RESULTS/demo_report.md"
         if [[ $lang == zh ]]; then out="$RESULTS/demo_report.zh.md"; fi
-        timeout 120 "$PY" -m revertbot check --repo "$WORK/minisgl" --base main "$REVERT" --lang "$lang" \
+        timeout "$(limit 60)" "$PY" -m revertbot check --repo "$WORK/minisgl" --base main "$REVERT" --lang "$lang" \
             --gpu-summary "$RESULTS/demo_gpu_summary.json" --output "$out" || rc=$?
     done
     grep -F "GPU validation |" "$RESULTS/demo_report.md" || true
@@ -195,7 +203,7 @@ fi
 
 echo "== 4. summary"
 start=$(now)
-timeout 60 "$PY" -m gpu_jobs.scale_summary "$RESULTS" > /dev/null
+timeout "$(limit 30)" "$PY" -m gpu_jobs.scale_summary "$RESULTS" > /dev/null
 record "4 summary" $? "$(since "$start")"
 cat "$RESULTS/summary.md"
 echo "== done in $(since "$T0") s; results in $RESULTS"
