@@ -26,7 +26,7 @@ CAPTURE = GpuMetricDelta("capture_time", 500.0, 100.0, "ms", 20.0, False, 12.0)
 PEAK = GpuMetricDelta("gpu_memory_peak_allocated", 1000.0, 1010.0, "MiB", 5.0, False)
 
 
-def test_the_issue_sentence() -> None:
+def test_verdict_memory_sizes_and_capture_time_in_one_sentence() -> None:
     s = summary(PEAK, CAPTURE, GRAPH, SIZES)
     assert gpu_sentence(s) == ("the revert fixes 2 test(s); graph memory +64.0 MiB (+6.5 %) at 14 capture sizes, "
                                "past the 3 % threshold; capture time −80.0 %")
