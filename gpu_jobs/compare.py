@@ -11,7 +11,12 @@ Pure functions of parsed results (no I/O), so every rule is testable on CPU:
 * metrics (JSON lines from :mod:`gpu_jobs.metrics`) are aggregated per run (memory: the peak,
   anything else: the mean), then across repeats (the median), and compared with the configured
   thresholds: ``memory_regression_pct`` for memory metrics, ``capture_time_regression_pct`` for
-  time metrics. Larger is worse for both.
+  time metrics. Larger is worse for both;
+* noise: the runner interleaves the repeats of the two sides on one machine; the spread of a
+  metric is the larger of the two sides' ranges (max - min over repeats). A delta is a
+  regression only when it exceeds the threshold *and* the spread, so a difference the repeats
+  of one side already show is not blamed on the revert. With one repeat per side the spread is
+  unknown (null) and the threshold alone decides.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ __all__ = [
     "compare_metrics",
     "compare_runs",
     "compare_tests",
+    "is_regression",
     "metric_kind",
+    "spread_of",
 ]
 
 SCHEMA_VERSION = 1
@@ -190,18 +197,43 @@ def _per_run(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str],
     return out
 
 
-def _per_side(runs: Sequence[RunData]) -> dict[tuple[str, str, str], float]:
+def _collect(runs: Sequence[RunData]) -> dict[tuple[str, str, str], list[float]]:
     collected: dict[tuple[str, str, str], list[float]] = {}
     for run in runs:
         for key, value in _per_run(run.metrics).items():
             collected.setdefault(key, []).append(value)
-    return {key: statistics.median(values) for key, values in collected.items()}
+    return collected
+
+
+def _per_side(runs: Sequence[RunData]) -> dict[tuple[str, str, str], float]:
+    return {key: statistics.median(values) for key, values in _collect(runs).items()}
+
+
+def _spreads(runs: Sequence[RunData]) -> dict[tuple[str, str, str], float]:
+    """max - min over the repeats of one side, for metrics seen in at least two repeats."""
+    return {key: max(values) - min(values) for key, values in _collect(runs).items() if len(values) >= 2}
+
+
+def spread_of(before: float | None, after: float | None) -> float | None:
+    """The noise of a before/after pair: the larger of the two sides' spreads (None when neither is known)."""
+    known = [s for s in (before, after) if s is not None]
+    return max(known) if known else None
+
+
+def is_regression(before: float, after: float, threshold: float | None, spread: float | None) -> bool:
+    """Past the threshold (percent of before) and, when the spread is known, larger than it."""
+    if threshold is None:
+        return False
+    pct = (after - before) / before * 100.0 if before else None
+    past_threshold = (pct is not None and pct > threshold) or (before == 0 and after > 0)
+    return past_threshold and (spread is None or after - before > spread)
 
 
 def compare_metrics(before: Sequence[RunData], after: Sequence[RunData], thresholds: Thresholds
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(deltas of metrics seen on both sides, metrics seen on one side only)."""
     b, a = _per_side(before), _per_side(after)
+    b_spread, a_spread = _spreads(before), _spreads(after)
     deltas: list[dict[str, Any]] = []
     for key in sorted(b.keys() & a.keys()):
         name, test, unit = key
@@ -210,14 +242,16 @@ def compare_metrics(before: Sequence[RunData], after: Sequence[RunData], thresho
         threshold = {"memory": thresholds.memory_regression_pct,
                      "time": thresholds.capture_time_regression_pct}.get(kind)  # fmt: skip
         pct = (after_v - before_v) / before_v * 100.0 if before_v else None
-        regressed = threshold is not None and (
-            (pct is not None and pct > threshold) or (before_v == 0 and after_v > 0)
-        )
+        spread = spread_of(b_spread.get(key), a_spread.get(key))
+        regressed = is_regression(before_v, after_v, threshold, spread)
         deltas.append({
             "name": name, "test": test, "unit": unit, "kind": kind,
             "before": before_v, "after": after_v, "delta": after_v - before_v,
             "pct": None if pct is None else round(pct, 3),
             "threshold_pct": threshold, "regressed": regressed,
+            "spread_before": b_spread.get(key), "spread_after": a_spread.get(key), "spread": spread,
+            # Past the threshold but not past the noise: reported, not called a regression.
+            "within_noise": (not regressed and is_regression(before_v, after_v, threshold, None)),
         })  # fmt: skip
     unpaired = [
         {"name": k[0], "test": k[1], "unit": k[2], "side": side, "value": values[k]}

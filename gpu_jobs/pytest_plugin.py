@@ -1,5 +1,8 @@
 """pytest plugin loaded into every suite the GPU job runner starts (``PYTEST_PLUGINS=gpu_jobs.pytest_plugin``).
 
+* the ``cuda`` marker is registered, so a target repository's suite can use ``pytest.mark.cuda``
+  under ``--strict-markers`` (and without the "Unknown pytest.mark.cuda" warning) without
+  declaring it itself;
 * ``--revertbot-shard=i/N`` keeps only shard ``i`` of ``N`` (see :mod:`gpu_jobs.shard`);
   ``--revertbot-shard-tests=FILE`` names a JSON assignment ``{"count": N, "assignment": {test: i}}``
   balanced from earlier durations.
@@ -34,6 +37,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--revertbot-shard", default=None, metavar="i/N", help="run only shard i of N (1-based)")
     group.addoption("--revertbot-shard-tests", default=None, metavar="FILE",
                     help="JSON test-to-shard assignment balanced from earlier durations")
+
+
+CUDA_MARKER = "cuda: needs a CUDA GPU (skipped elsewhere)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Suites of target repositories mark GPU tests with pytest.mark.cuda; registering it here
+    # means they need no pytest configuration of their own to run under the runner.
+    config.addinivalue_line("markers", CUDA_MARKER)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
 
+from .compare import is_regression
 from .manifest import hardware_line, value
 
 __all__ = ["Merged", "merge_dirs", "render_gpu_markdown", "summary_from_json", "summary_to_json"]
@@ -66,11 +67,16 @@ def _shard_label(suite: str, index: int, count: int) -> str:
     return suite if count <= 1 else f"{suite} shard {index}/{count}"
 
 
-def _combine_metric(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
-    """One before/after pair from the same metric of several shards: the peak for memory, else the sum."""
+def _combine_metric(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float, float | None]:
+    """One before/after pair (and spread) from the same metric of several shards: the peak for
+    memory, else the sum; spreads the same way, unknown when a shard's is unknown."""
+    spreads = [r.get("spread") for r in rows]
+    known = None if any(s is None for s in spreads) else [float(s) for s in spreads if s is not None]
     if rows[0].get("kind") == "memory":
-        return max(float(r["before"]) for r in rows), max(float(r["after"]) for r in rows)
-    return sum(float(r["before"]) for r in rows), sum(float(r["after"]) for r in rows)
+        return (max(float(r["before"]) for r in rows), max(float(r["after"]) for r in rows),
+                None if known is None else max(known))  # fmt: skip
+    return (sum(float(r["before"]) for r in rows), sum(float(r["after"]) for r in rows),
+            None if known is None else sum(known))  # fmt: skip
 
 
 def merge_dirs(dirs: Sequence[Path]) -> Merged:
@@ -162,13 +168,13 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
     metrics: list[GpuMetricDelta] = []
     for key, rows in sorted(metric_rows.items()):
         suite, metric, test, unit = key
-        before, after = _combine_metric(rows)
+        before, after, spread = _combine_metric(rows)
         threshold = thresholds[key]
-        pct = (after - before) / before * 100 if before else None
-        regressed = threshold is not None and ((pct is not None and pct > threshold) or (not before and after > 0))
+        regressed = is_regression(before, after, None if threshold is None else float(threshold), spread)
         shown = metric + (f" [{test}]" if test else "") + (f" ({suite})" if multi else "")
         metrics.append(GpuMetricDelta(shown, round(before, 6), round(after, 6), unit,
-                                      None if threshold is None else float(threshold), regressed))  # fmt: skip
+                                      None if threshold is None else float(threshold), regressed,
+                                      None if spread is None else round(spread, 6)))  # fmt: skip
     summary = GpuSummary(
         suites=tuple(suites),
         hardware="; ".join(hardware) if hardware else "no GPU job produced results",
@@ -202,6 +208,10 @@ def summary_to_json(summary: GpuSummary, shards: Sequence[Mapping[str, Any]] = (
         else:
             data[f.name] = value
     data["shards"] = [dict(s) for s in shards]
+    # The quotable sentence, so results files carry it next to the numbers it is made from.
+    from revertbot.report.gpu_sentence import gpu_sentence
+
+    data["sentence"] = {lang: gpu_sentence(summary, lang) for lang in ("en", "zh")}
     return data
 
 
@@ -228,19 +238,25 @@ def summary_from_json(data: Mapping[str, Any]) -> GpuSummary:
 def render_gpu_markdown(summary: GpuSummary, lang: str = "en") -> str:
     """The GPU section on its own, in the wording and escaping of the full report."""
     from revertbot.report.escape import code, inline, table_cell
+    from revertbot.report.gpu_sentence import gpu_sentence_line
     from revertbot.report.i18n import TEXT
 
     t = TEXT.get(lang, TEXT["en"])
     suites = ", ".join(code(s, 60) for s in summary.suites) or "—"
-    lines = [f"### {t['gpu_title']}", "", f"{inline(summary.hardware, 300)}; {t['suites']}: {suites}", ""]
+    lines = [f"### {t['gpu_title']}", "", f"{inline(summary.hardware, 300)}; {t['suites']}: {suites}", "",
+             gpu_sentence_line(summary, lang if lang in TEXT else "en"), ""]
     if summary.metrics:
-        lines.append(f"| {t['col_metric']} | {t['col_before']} | {t['col_after']} | Δ |")
-        lines.append("|---|---|---|---|")
+        noise = any(m.spread is not None for m in summary.metrics)
+        lines.append(f"| {t['col_metric']} | {t['col_before']} | {t['col_after']} | Δ |" + (" ± |" if noise else ""))
+        lines.append("|---|---|---|---|" + ("---|" if noise else ""))
         for m in summary.metrics:
             delta = f"{(m.after - m.before) / m.before * 100:+.1f}%" if m.before else "n/a"
             flag = " ⚠" if m.regressed else ""
             unit = f" {table_cell(m.unit, 20)}" if m.unit else ""
-            lines.append(f"| {table_cell(m.name, 120)} | {m.before:g}{unit} | {m.after:g}{unit} | {delta}{flag} |")
+            # Half the run-to-run range: the noise a delta must exceed to count.
+            spread = ("" if not noise else " n/a |" if m.spread is None else f" {m.spread / 2:g}{unit} |")
+            lines.append(f"| {table_cell(m.name, 120)} | {m.before:g}{unit} | {m.after:g}{unit} | {delta}{flag} |"
+                         + spread)
         lines.append("")
 
     def listing(label: str, names: Sequence[str]) -> None:

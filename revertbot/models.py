@@ -261,6 +261,8 @@ class GpuMetricDelta:
     unit: str
     threshold_pct: float | None = None
     regressed: bool = False
+    # Run-to-run noise in the metric's unit (max - min over repeats, the larger side); None: one repeat.
+    spread: float | None = None
 
 
 @dataclass(frozen=True)

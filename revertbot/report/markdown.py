@@ -14,6 +14,7 @@ from .. import __version__
 from ..analysis.symbols import SymbolChange
 from ..models import RevertReport, RiskFactor
 from .escape import code, fenced, inline, table_cell
+from .gpu_sentence import gpu_sentence_line
 from .i18n import TEXT, factor_sentence, translate_detail
 
 MARKER = "<!-- revertbot:report -->"
@@ -331,6 +332,8 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
     lines = [
         f"**{t['gpu_title']}** ({inline(g.hardware, 120)}; {t['suites']}: {', '.join(code(x, 60) for x in g.suites)})"
     ]
+    lines.append("")
+    lines.append(gpu_sentence_line(g, t["lang"]))
     lines.append("")
     lines.append(f"| {t['col_metric']} | {t['col_before']} | {t['col_after']} | Δ |")
     lines.append("|---|---|---|---|")
