@@ -193,7 +193,7 @@ def test_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     digest = _digest(db)
-    with pytest.raises(StoreError, match=r"schema version 4, newer than this revertbot knows \(3\)") as exc:
+    with pytest.raises(StoreError, match=rf"schema version {store.SCHEMA_VERSION + 1}, newer than this revertbot knows \({store.SCHEMA_VERSION}\)") as exc:
         store.open_store(db)
     assert exc.value.exit_code == store.EXIT_STORE != 0
     with pytest.raises(StoreError, match="newer"):
