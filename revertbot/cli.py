@@ -58,6 +58,7 @@ class _LazyGroup(click.Group):
         "action": ("revertbot.cli_github", "action_command"),
         "dashboard": ("revertbot.cli_dashboard", "dashboard"),
         "gpu": ("revertbot.cli_gpu", "gpu"),
+        "history": ("revertbot.cli_history", "history"),
         "init": ("revertbot.cli_init", "init_command"),
     }
 

@@ -124,7 +124,8 @@ def record_from_json(data: Mapping[str, Any]) -> Record:
     try:
         return validate(Record(
             repo=normalise_repo(str(data["repo"])), pr=int(data["pr"]), head_sha=str(data["head_sha"]),
-            run_id=str(data["run_id"]), run_attempt=str(data.get("run_attempt", "1")), job=str(data.get("job", "check")),
+            run_id=str(data["run_id"]), run_attempt=str(data.get("run_attempt", "1")),
+            job=str(data.get("job", "check")),
             recorded_at=str(data.get("recorded_at", "")), report=dict(data["report"]),
             markdown=str(data.get("markdown", "")), gpu=dict(data["gpu"]) if data.get("gpu") else None,
         ))  # fmt: skip

@@ -35,7 +35,6 @@ from .errors import EXIT_STORE, RevertbotError
 from .history import Record, normalise_repo
 from .models import RevertReport
 from .report import render_markdown, report_to_json
-from .report.jsonout import to_jsonable
 from .scan import ScanResult
 
 #: Marks the file as a revertbot store ("RvBt"), so a foreign SQLite database is recognised.
@@ -387,7 +386,10 @@ def canonical_repo(db: sqlite3.Connection, name: str) -> str:
         return owners[0] if len(owners) == 1 else normal
     bare = normal.rsplit("/", 1)[1]
     if db.execute("SELECT 1 FROM repositories WHERE name = ?", (bare,)).fetchone():
-        _merge_bare_names(db)
+        others = [str(r[0]) for r in db.execute("SELECT name FROM repositories WHERE name LIKE ? AND name != ?",
+                                                (f"%/{bare}", normal))]  # fmt: skip
+        if not [o for o in others if o.rsplit("/", 1)[1] == bare]:
+            _rename_repo(db, bare, normal)
     return normal
 
 
@@ -626,11 +628,10 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
         purity_reason=str(data.get("purity_reason", "")),
         purity_files=list(data.get("purity_files") or ()),
         originals=[
-            (str(o.get("sha", "")), str(how),
-             CommitInfo(str(o.get("sha", "")), int(o.get("date") or 0), str(o.get("author", "")),
-                        str(o.get("subject", ""))))
+            (str(o.get("sha", "")), str(how), CommitInfo(str(o.get("sha", "")), int(o.get("date") or 0),
+                                                         str(o.get("author", "")), str(o.get("subject", ""))))
             for o, how in zip(originals, data.get("linked_by") or (), strict=False)
-        ],  # fmt: skip
+        ],
         unresolved=list(data.get("unresolved") or ()),
         chain=[str(c.get("sha", "")) if isinstance(c, Mapping) else str(c) for c in data.get("chain") or ()],
         files=[str(f.get("path", "")) for f in files],
@@ -639,7 +640,8 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
     if not row.sha:
         raise StoreError("a report without a revert sha cannot be recorded")
     repo_id = _repo_id(conn, str(data.get("repo", "")))
-    existing = conn.execute("SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?", (repo_id, row.sha)).fetchone()
+    existing = conn.execute("SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?",
+                            (repo_id, row.sha)).fetchone()  # fmt: skip
     if existing is not None:
         row = dataclasses.replace(row, direction=int(existing[0]))
     _upsert_revert(conn, repo_id, row, now)
