@@ -179,7 +179,7 @@ def test_report_markdown_is_preformatted_text(hostile_site: dict[str, object]) -
     assert pre is not None and "Executive summary" in pre.group(1)
     assert "<" not in pre.group(1)
     # Risk factors from the stored JSON, backports with the open gap, the chain, and originals.
-    assert 'id="factors"' in page and "critical_paths" in page
+    assert 'id="factors"' in page and "<td>critical paths</td>" in page and "<td>critical_paths" not in page
     assert "release/0.5" in page and "revert needed" in page
     assert "Share BCG output buffers across capture sizes (#101)" in page
 

@@ -93,6 +93,36 @@ def page_name(r: StoredRevert) -> str:
     return f"{short}-{hashlib.sha256(r.repo.encode()).hexdigest()[:6]}.html"
 
 
+#: Why a change was reverted, in the order they are tried; the first whose pattern matches the
+#: revert's message wins ("other" when none does). Word patterns on purpose: a subject is short.
+REASONS = ("CI failure", "GPU regression", "correctness", "performance", "other")
+_REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("GPU regression", re.compile(r"\b(gpu|cuda|oom|out of memory|nccl|graph capture|cuda graph|h100|h200|a100|"
+                                  r"kernel|vram|sm_?\d\d)\b", re.I)),
+    ("CI failure", re.compile(r"\b(ci|tests? fail\w*|failing tests?|broke(n)? (the )?(build|ci|tests?)|build|"
+                              r"lint|flaky|red)\b", re.I)),
+    ("correctness", re.compile(r"\b(wrong|incorrect|accuracy|nan|crash\w*|corrupt\w*|bug|mismatch|garbage|"
+                               r"correctness|segfault|hang\w*|deadlock)\b", re.I)),
+    ("performance", re.compile(r"\b(perf\w*|slow\w*|latency|throughput|regress\w* in speed|speed|tps|ttft)\b",
+                               re.I)),
+)  # fmt: skip
+
+
+def reason_of(r: StoredRevert) -> str:
+    """The reason category of a revert, from its message (subject and body as recorded)."""
+    body = ""
+    if r.report is not None:
+        body = str((r.report.get("revert") or {}).get("body", ""))
+    text = f"{r.subject}\n{body}"
+    # The quoted subject of the original says what was undone, not why: leave it out.
+    text = re.sub(r'Revert "[^"\n]*"', " ", text)
+    text = re.sub(r"This reverts commit [0-9a-f]+\.?", " ", text)
+    for name, pattern in _REASON_PATTERNS:
+        if pattern.search(text):
+            return name
+    return "other"
+
+
 def _is_revert(r: StoredRevert) -> bool:
     return r.kind != "reland"
 
@@ -227,7 +257,41 @@ def _badge(kind: str, value: str) -> str:
 
 
 def _sha_link(r: StoredRevert, root: str) -> str:
-    return f'<a href="{root}reverts/{page_name(r)}"><code>{esc(r.sha[:10])}</code></a>'
+    return f'<a href="{root}reverts/{page_name(r)}"><code class="sha">{esc(r.sha[:10])}</code></a>'
+
+
+_REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_FULL_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+GITHUB = "https://github.com"
+
+
+def repo_url(repo: str) -> str | None:
+    """The repository's GitHub page, when its identity is ``owner/name`` (else nothing to link)."""
+    return f"{GITHUB}/{repo}" if _REPO_NAME.match(repo) and ".." not in repo else None
+
+
+def commit_link(repo: str, sha: str | None, length: int = 10) -> str:
+    """A sha as code, linked to its GitHub commit page when the repository is known; never split."""
+    if not sha:
+        return "–"
+    text = f'<code class="sha">{esc(sha[:length])}</code>'
+    base = repo_url(repo)
+    if base and _FULL_SHA.match(sha):
+        return f'<a class="ext" href="{esc(base)}/commit/{esc(sha)}" rel="noopener noreferrer">{text}</a>'
+    return text
+
+
+def pr_link(repo: str, number: int) -> str:
+    if number <= 0:
+        return "–"
+    base = repo_url(repo)
+    text = f'<span class="nowrap">#{number}</span>'
+    return f'<a class="ext" href="{esc(base)}/pull/{number}" rel="noopener noreferrer">{text}</a>' if base else text
+
+
+def words(key: object) -> str:
+    """Internal keys as words for people: ``critical_paths`` -> ``critical paths``."""
+    return str(key).replace("_", " ").replace("-", " ").strip()
 
 
 # --------------------------------------------------------------------------- overview page
@@ -295,7 +359,7 @@ def render_index(history: History, generated_at: int | None = None) -> str:
     ]  # fmt: skip
     gap_rows = "".join(
         f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code>{esc(_short_branch(branch))}</code>"
-        f"</td><td><code>{esc((pick or '')[:10])}</code></td></tr>"
+        f"</td><td>{commit_link(r.repo, pick)}</td></tr>"
         for r, branch, pick in ov.gaps
     )
     gaps_html = (
@@ -327,7 +391,9 @@ def _short_branch(ref: str) -> str:
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     # key, heading, sort type
     ("date", "date", "num"),
+    ("repo", "repository", "text"),
     ("sha", "revert", "text"),
+    ("pr", "PR", "num"),
     ("subject", "subject", "text"),
     ("kind", "kind", "text"),
     ("purity", "purity", "text"),
@@ -365,11 +431,14 @@ def render_table(history: History) -> str:
         body.append(
             f'<tr id="{row_id}" data-date="{r.date}" data-day="{day(r.date)}" data-risk="{esc(risk)}" '
             f'data-purity="{esc(r.purity)}" data-kind="{esc(r.kind)}" data-gpu="{esc(r.gpu_status)}" '
-            f'data-author="{esc(r.author)}" data-modules="{esc(json.dumps([clean(m) for m in modules]))}">'
-            f'<td data-value="{r.date}">{day(r.date)}</td>'
+            f'data-author="{esc(r.author)}" data-modules="{esc(json.dumps([clean(m) for m in modules]))}" '
+            f'data-repo="{esc(r.repo)}" data-reason="{esc(reason_of(r))}">'
+            f'<td data-value="{r.date}" class="nowrap">{day(r.date)}</td>'
+            f'<td data-value="{esc(r.repo.lower())}">{esc(r.repo, 80)}</td>'
             f'<td data-value="{esc(r.sha)}">{_sha_link(r, "")}</td>'
+            f'<td data-value="{r.pr}">{pr_link(r.repo, r.pr)}</td>'
             f'<td data-value="{esc(r.subject.lower(), 200)}">{esc(r.subject, 160)}{note}</td>'
-            f'<td data-value="{esc(r.kind)}">{esc(r.kind)}</td>'
+            f'<td data-value="{esc(r.kind)}">{esc(words(r.kind))}</td>'
             f'<td data-value="{esc(r.purity)}">{_badge("purity", r.purity)}</td>'
             f'<td data-value="{risk_rank.get(risk, 0)}">{_badge("risk", risk)}</td>'
             f'<td data-value="{esc(modules[0] if modules else "")}">{mods}</td>'
@@ -378,7 +447,8 @@ def render_table(history: History) -> str:
             f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
             "</tr>"
         )
-        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules, *r.files]
+        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules, *r.files,
+               f"#{r.pr}" if r.pr else "", reason_of(r)]
         hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
         search[row_id] = " ".join(hay).lower()
     head = "".join(
@@ -389,10 +459,14 @@ def render_table(history: History) -> str:
     authors = sorted({r.author for r in rows if r.author}, key=str.lower)
     modules_all = sorted({m for r in rows for m in r.modules})
     risks = [lv for lv in (*RISK_LEVELS, NOT_CHECKED) if any((r.risk_level or NOT_CHECKED) == lv for r in rows)]
+    found = {reason_of(r) for r in rows}
+    reasons = [c for c in REASONS if c in found]
     controls = "".join(
         [
             '<div class="control search"><label for="filter-q">search</label>'
             '<input type="search" id="filter-q" placeholder="subject, sha, author, file…" autocomplete="off"></div>',
+            f'<div class="control">{_options("filter-repo", "repository", history.repositories)}</div>',
+            f'<div class="control">{_options("filter-reason", "reason", reasons)}</div>',
             f'<div class="control">{_options("filter-risk", "risk", risks)}</div>',
             f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in rows}))}</div>',
             f'<div class="control">{_options("filter-module", "module", modules_all)}</div>',
@@ -529,6 +603,17 @@ def _gpu_section(r: StoredRevert) -> str:
            f'{"".join(lists)}</section>'  # fmt: skip
 
 
+def _collapsed_list(items: Sequence[str], shown: int, what: str) -> str:
+    """A list whose first ``shown`` items are visible and the rest behind a disclosure."""
+    if not items:
+        return ""
+    head = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in items[:shown])
+    rest = items[shown:]
+    more = (f'<details class="more"><summary>{len(rest)} more {esc(what)}</summary><ul>'
+            + "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in rest) + "</ul></details>") if rest else ""
+    return f"<ul>{head}</ul>{more}"
+
+
 def _factors(report: Mapping[str, Any] | None) -> str:
     if not report:
         return ""
@@ -537,9 +622,9 @@ def _factors(report: Mapping[str, Any] | None) -> str:
     for f in risk.get("factors") or ():
         if not isinstance(f, Mapping):
             continue
-        evidence = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in (f.get("evidence") or ())[:20])
-        rows.append(f"<tr><td>{esc(f.get('name', ''))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
-                    f"<td>{esc(f.get('summary', ''), 400)}{'<ul>' + evidence + '</ul>' if evidence else ''}</td></tr>")
+        ev = [str(e) for e in (f.get("evidence") or ())[:200]]
+        rows.append(f"<tr><td>{esc(words(f.get('name', '')))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
+                    f"<td>{esc(f.get('summary', ''), 400)}{_collapsed_list(ev, 5, 'evidence')}</td></tr>")
     if not rows:
         return ""
     return ('<section id="factors"><h2>Risk factors</h2><table class="factors"><thead><tr><th scope="col">factor</th>'
@@ -553,8 +638,11 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
               "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
     facts = _dl([
-        ("repository", esc(r.repo)),
-        ("commit", f"<code>{esc(r.sha)}</code>"),
+        ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
+         if repo_url(r.repo) else esc(r.repo)),
+        ("commit", commit_link(r.repo, r.sha, 40)),
+        ("pull request", pr_link(r.repo, r.pr) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
+        ("reason", esc(reason_of(r))),
         ("kind", _badge("kind", r.kind)),
         ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
         ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),
@@ -565,8 +653,8 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
         ("GPU", _badge("gpu", r.gpu_status)),
     ])  # fmt: skip
     originals = "".join(
-        f"<tr><td><code>{esc(o.sha[:10])}</code></td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
-        f"<td>{day(o.date)}</td><td>{esc(o.linked_by)}</td></tr>"
+        f"<tr><td>{commit_link(r.repo, o.sha)}</td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
+        f"<td class=\"nowrap\">{day(o.date)}</td><td>{esc(words(o.linked_by))}</td></tr>"
         for o in r.originals
     )
     originals_html = (
@@ -580,9 +668,9 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     if unresolved:
         originals_html += f"<h3>Not resolved</h3><ul>{unresolved}</ul>"
     backports = "".join(
-        f"<tr><td><code>{esc(_short_branch(b.branch))}</code></td><td><code>{esc((b.original_pick or '–')[:10])}"
-        f"</code></td><td>{esc(b.how)}</td><td>"
-        + (f"<code>{esc(b.revert_pick[:10])}</code>" if b.revert_pick else _badge("gap", "revert needed"))
+        f"<tr><td><code>{esc(_short_branch(b.branch))}</code></td><td>{commit_link(r.repo, b.original_pick)}"
+        f"</td><td>{esc(words(b.how))}</td><td>"
+        + (commit_link(r.repo, b.revert_pick) if b.revert_pick else _badge("gap", "revert needed"))
         + "</td></tr>"
         for b in r.backports
     )
@@ -595,8 +683,12 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
         backports_html = "<p>No release branch carries the original.</p>"
     else:
         backports_html = "<p>Not checked yet (run <code>revertbot check --store</code>).</p>"
-    files = "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in r.files[:200])
-    more = f"<p>and {len(r.files) - 200} more</p>" if len(r.files) > 200 else ""
+    files = "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in r.files[:20])
+    hidden = r.files[20:500]
+    more = (f'<details class="more"><summary>{len(r.files) - 20} more files</summary><ul class="files">'
+            + "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in hidden) + "</ul>"
+            + (f"<p>and {len(r.files) - 500} more</p>" if len(r.files) > 500 else "") + "</details>"
+            if hidden else "")  # fmt: skip
     purity_files = "".join(
         f"<li><code>{esc(f.get('path', ''), 300)}</code>: {len(f.get('missing') or ())} line(s) of the inverse "
         "missing, "
