@@ -226,7 +226,9 @@ class Outputs:
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX)}
+        # Every output the workflows read exists, empty unless set (a scheduled refresh has no single PR).
+        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "pr": "", "head_sha": "",
+                                       "gpu_matrix": json.dumps(EMPTY_MATRIX)}
 
     def set(self, name: str, value: str) -> None:
         self.values[name] = value
