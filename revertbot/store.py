@@ -565,12 +565,13 @@ def record_scan(
 ) -> int:
     """Record every revert of a scan (``revertbot scan --store``); returns how many were written.
 
-    ``repo_name`` defaults to the repository directory's name, the name ``check`` reports use.
+    ``repo_name`` defaults to ``owner/name`` from the clone's ``origin``, else its directory name
+    (which the store merges into the ``owner/name`` of the same name once that is known).
     """
     rows = rows_from_scan(result, config)
     return record_rows(
         db,
-        repo_name or result.repo.name,
+        repo_name or repo_identity(result.repo) or result.repo.name,
         rows,
         path=str(result.repo),
         ref=result.ref,
@@ -587,15 +588,33 @@ def record_report(
     db: str | os.PathLike[str] | sqlite3.Connection,
     report: RevertReport,
     markdown: str | None = None,
+    repo_name: str | None = None,
 ) -> None:
     """Record a full ``check`` report (``revertbot check --store``).
+
+    ``repo_name`` (``owner/name``) overrides the report's repository name (a directory name when
+    the check ran on a local path).
 
     The revert's row is written from the report too, so a store filled only by ``check`` is
     complete; a later scan of the same commit updates it in place.
     """
     md = markdown if markdown is not None else render_markdown(report, report.language)
+    data = report_to_json(report)
+    if repo_name:
+        data["repo"] = repo_name
     with connect(db) as conn, _write(conn):
-        _record_report_json(conn, report_to_json(report), md, int(time.time()))
+        _record_report_json(conn, data, md, int(time.time()))
+
+
+_REMOTE = re.compile(r"(?:^[a-z+]+://(?:[^@/]+@)?[^/]+/|^[^@/:]+@[^:]+:)(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)"
+                     r"(?:\.git)?/?$")  # fmt: skip
+
+
+def repo_identity(root: str | os.PathLike[str]) -> str | None:
+    """``owner/name`` of a clone, from its ``origin`` URL (https or ssh); None when it has none."""
+    url = gitops.run("config", "--get", "remote.origin.url", cwd=Path(root), check=False).strip()
+    m = _REMOTE.match(url)
+    return m.group("slug") if m else None
 
 
 @dataclass(frozen=True)
@@ -898,3 +917,31 @@ def _load(db: sqlite3.Connection) -> History:
             )
         )
     return History(tuple(repos.values()), tuple(out), schema_version(db))
+
+
+def merge_histories(histories: Sequence[History]) -> History:
+    """One history from several stores (an organisation's engine, kernels and router).
+
+    Repositories are identified by ``owner/name``; a bare name that matches exactly one
+    ``owner/name`` across the stores is the same repository. A revert found in several stores is
+    kept once, preferring the copy with a report, then the one with GPU results.
+    """
+    names = {r for h in histories for r in h.repositories}
+    alias: dict[str, str] = {}
+    for n in names:
+        if "/" not in n:
+            owners = [o for o in names if "/" in o and o.rsplit("/", 1)[1] == n]
+            alias[n] = owners[0] if len(owners) == 1 else n
+    best: dict[tuple[str, str], StoredRevert] = {}
+    for h in histories:
+        for r in h.reverts:
+            repo = alias.get(r.repo, r.repo)
+            item = dataclasses.replace(r, repo=repo) if repo != r.repo else r
+            key = (repo, r.sha)
+            old = best.get(key)
+            if old is None or (item.report is not None, item.gpu is not None) > (old.report is not None,
+                                                                                 old.gpu is not None):
+                best[key] = item
+    reverts = sorted(best.values(), key=lambda r: (-r.date, r.sha, r.repo))
+    repos = sorted({alias.get(n, n) for n in names})
+    return History(tuple(repos), tuple(reverts), min((h.schema_version for h in histories), default=SCHEMA_VERSION))

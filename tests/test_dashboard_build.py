@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -342,3 +343,67 @@ def html_unescape(text: str) -> str:
     import html
 
     return html.unescape(text)
+
+
+def _rows(index: str) -> list[str]:
+    return re.findall(r'<tr id="row-\d+"[^>]*>.*?</tr>', index, re.S)
+
+
+def test_several_stores_one_site_with_links_and_no_double_counting(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    demo = build_demo_repo(tmp_path / "minisgl")
+    engine, kernels = tmp_path / "engine.db", tmp_path / "kernels.db"
+    # The engine's store: an old scan under the directory name, then a check of a clone whose origin
+    # is on GitHub (recorded as owner/name): one repository.
+    store.record_rows(engine, "minisgl", store.rows_from_scan(scan_repository(demo.path)))
+    subprocess.run(["git", "remote", "add", "origin", "git@github.com:demo-org/minisgl.git"], cwd=demo.path, check=True)
+    assert run_cli(["check", "--repo", str(demo.path), demo.revert, "--base", "main", "--store", str(engine),
+                    "--format", "json"]) == 0  # fmt: skip
+    # A kernel library's store, written by a scan that only knew the bare name of the engine too.
+    store.record_rows(kernels, "demo-org/kernels", [RevertRow(
+        sha="c" * 40, subject='Revert "Fuse rmsnorm" (wrong results on H200 with fp8)', kind="revert", author="Bo",
+        date=1_700_000_000, purity="pure", files=["csrc/norm.cu"], modules={"csrc": 1},
+        originals=[("d" * 40, "sha", CommitInfo("d" * 40, 1_699_900_000, "Cy", "Fuse rmsnorm"))])])  # fmt: skip
+    store.record_scan(kernels, scan_repository(demo.path))
+    capsys.readouterr()
+    site = tmp_path / "site"
+    assert run_cli(["dashboard", "build", "--db", str(engine), "--db", str(kernels), "--out", str(site)]) == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    rows = _rows(index)
+    repos = [re.search(r'data-repo="([^"]*)"', r).group(1) for r in rows]  # type: ignore[union-attr]
+    assert set(repos) == {"demo-org/minisgl", "demo-org/kernels"}
+    shas = [re.search(r'<td data-value="([0-9a-f]{40})">', r).group(1) for r in rows]  # type: ignore[union-attr]
+    assert len(shas) == len(set(shas))  # the demo's reverts, recorded in both stores and under two names: once
+    # The repository filter lists each repository once.
+    select = re.search(r'<select id="filter-repo"[^>]*>(.*?)</select>', index, re.S)
+    assert select is not None
+    assert re.findall(r'<option value="([^"]+)">', select.group(1)) == ["demo-org/kernels", "demo-org/minisgl"]
+    # Links to GitHub for the commit and its original; the sha is never split.
+    (checked,) = [r for r in rows if demo.revert in r]
+    assert 'data-risk="medium"' in checked
+    page = (site / "reverts").glob("*.html")
+    text = next(p.read_text(encoding="utf-8") for p in page if f"commit/{demo.revert}" in p.read_text(encoding="utf-8"))
+    assert f'href="https://github.com/demo-org/minisgl/commit/{demo.original}"' in text
+    assert f'href="https://github.com/demo-org/minisgl/commit/{demo.backport}"' in text
+    assert '<code class="sha">' in text
+    (kernel_row,) = [r for r in rows if "c" * 40 in r]
+    assert 'data-reason="correctness"' in kernel_row
+
+
+@pytest.mark.parametrize(("subject", "body", "reason"), [
+    ('Revert "Add router (#12)"', "Breaks CI: tests fail on main.", "CI failure"),
+    ('Revert "Share buffers"', "OOM during CUDA graph capture on H200.", "GPU regression"),
+    ('Revert "Faster sampler"', "Produces wrong tokens for batch > 1.", "correctness"),
+    ('Revert "New scheduler"', "Throughput dropped 12%.", "performance"),
+    ('Revert "Rename flag"', "Not needed after all.", "other"),
+    # Words of the reverted subject say what was undone, not why.
+    ('Revert "Fix flaky CI job"', "", "other"),
+])  # fmt: skip
+def test_reason_categories_come_from_the_revert_message(subject: str, body: str, reason: str) -> None:
+    from revertbot.dashboard.build import reason_of
+    from revertbot.store import StoredRevert
+
+    r = StoredRevert(repo="o/r", sha="a" * 40, subject=subject, kind="revert", direction=1, author="x", date=1,
+                     purity="pure", purity_reason="", purity_files=(), unresolved=(), chain=(), files=(), modules=(),
+                     originals=(), report={"revert": {"body": body}})  # fmt: skip
+    assert reason_of(r) == reason

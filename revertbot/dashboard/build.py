@@ -30,7 +30,7 @@ from .. import __version__
 from ..errors import UsageError
 from ..models import PURITY_VALUES
 from ..report.escape import clean, html_text
-from ..store import GPU_STATUSES, History, StoredRevert, load_history
+from ..store import GPU_STATUSES, History, StoredRevert, load_history, merge_histories
 from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
 
 MARKER_FILE = ".revertbot-dashboard"
@@ -97,8 +97,8 @@ def page_name(r: StoredRevert) -> str:
 #: revert's message wins ("other" when none does). Word patterns on purpose: a subject is short.
 REASONS = ("CI failure", "GPU regression", "correctness", "performance", "other")
 _REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("GPU regression", re.compile(r"\b(gpu|cuda|oom|out of memory|nccl|graph capture|cuda graph|h100|h200|a100|"
-                                  r"kernel|vram|sm_?\d\d)\b", re.I)),
+    ("GPU regression", re.compile(r"\b(oom|out of memory|cuda (graph|error|oom)|graph capture|nccl|vram|"
+                                  r"gpu (memory|regression|hang|crash\w*|fail\w*)|illegal memory access)\b", re.I)),
     ("CI failure", re.compile(r"\b(ci|tests? fail\w*|failing tests?|broke(n)? (the )?(build|ci|tests?)|build|"
                               r"lint|flaky|red)\b", re.I)),
     ("correctness", re.compile(r"\b(wrong|incorrect|accuracy|nan|crash\w*|corrupt\w*|bug|mismatch|garbage|"
@@ -765,10 +765,13 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     return SiteSummary(root, len(written) + 1, sum(1 for r in history.reverts if _is_revert(r)))
 
 
-def build_from_db(db: str | os.PathLike[str], out: str | os.PathLike[str], generated_at: int | None = None
-                  ) -> SiteSummary:  # fmt: skip
-    """Read the store at ``db`` (never creating it) and build the site into ``out``."""
-    return build_site(load_history(db), out, generated_at)
+def build_from_db(db: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                  generated_at: int | None = None) -> SiteSummary:  # fmt: skip
+    """Read the store(s) at ``db`` (never creating one) and build one site into ``out``."""
+    paths = [db] if isinstance(db, (str, os.PathLike)) else list(db)
+    if len(paths) == 1:
+        return build_site(load_history(paths[0]), out, generated_at)
+    return build_site(merge_histories([load_history(p) for p in paths]), out, generated_at)
 
 
 __all__ = ["build_from_db", "build_site", "json_for_script", "overview", "render_index"]
