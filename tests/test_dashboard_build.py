@@ -356,7 +356,8 @@ def test_several_stores_one_site_with_links_and_no_double_counting(tmp_path: Pat
     # The engine's store: an old scan under the directory name, then a check of a clone whose origin
     # is on GitHub (recorded as owner/name): one repository.
     store.record_rows(engine, "minisgl", store.rows_from_scan(scan_repository(demo.path)))
-    subprocess.run(["git", "remote", "add", "origin", "git@github.com:demo-org/minisgl.git"], cwd=demo.path, check=True)
+    subprocess.run(["git", "remote", "add", "origin", "git@github.com:demo-org/minisgl.git"], cwd=demo.path,
+                   check=True)
     assert run_cli(["check", "--repo", str(demo.path), demo.revert, "--base", "main", "--store", str(engine),
                     "--format", "json"]) == 0  # fmt: skip
     # A kernel library's store, written by a scan that only knew the bare name of the engine too.
