@@ -349,8 +349,9 @@ def _rows(index: str) -> list[str]:
     return re.findall(r'<tr id="row-\d+"[^>]*>.*?</tr>', index, re.S)
 
 
-def test_several_stores_one_site_with_links_and_no_double_counting(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_several_stores_one_site_with_links_and_no_double_counting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     demo = build_demo_repo(tmp_path / "minisgl")
     engine, kernels = tmp_path / "engine.db", tmp_path / "kernels.db"
     # The engine's store: an old scan under the directory name, then a check of a clone whose origin
