@@ -190,7 +190,10 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
     assert isinstance(site, Path)
     text = (site / "index.html").read_text(encoding="utf-8")
     svgs = re.findall(r"<svg\b[^>]*>.*?</svg>", text, re.S)
-    assert len(svgs) == 8
+    assert len(svgs) == 11
+    # Every chart has the table of its numbers behind it.
+    figures = re.findall(r'<figure class="chart-card[^"]*" id="fig-([^"]+)">.*?</figure>', text, re.S)
+    assert len(figures) == 11 and len(re.findall(r'<details class="table-behind"', text)) == 11
     for svg in svgs:
         assert 'role="img"' in svg
         assert re.search(r'aria-label="[^"]{10,}"', svg)
@@ -217,6 +220,15 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
     assert ttr["1–7 d"] == 2  # the git revert (3 days) and the demo revert (6 days)
     assert ttr["1–3 mo"] == 1  # the hostile row (30 days: the 1–4 week bucket ends before day 30)
     assert bars("chart-gaps") == {"release/0.5": 1}
+    reasons = bars("chart-reasons")
+    assert list(reasons) == ["CI failure", "GPU regression", "correctness", "performance", "other"]
+    assert sum(reasons.values()) == 3
+    assert sum(bars("chart-authors").values()) >= 3
+    assert sum(bars("chart-gpu-weeks").values()) == 1  # the one revert with GPU results
+    gpu_table = re.search(r'<details class="table-behind" id="table-gpu-weeks">(.*?)</details>', text, re.S)
+    assert gpu_table is not None and "regressed" in gpu_table.group(1) or "fail" in gpu_table.group(1)
+    reland_table = re.search(r'<details class="table-behind" id="table-reland">(.*?)</details>', text, re.S)
+    assert reland_table is not None and reland_table.group(1).count("<tr>") == 2  # header and the one reland
     assert 'aria-label="Purity mix. pure 2, partial 0, extra 0, modified 1, unverifiable 0 (total 3)"' in text
 
 

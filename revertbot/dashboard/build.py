@@ -13,6 +13,7 @@ A Content-Security-Policy that only allows the site's own script is a second lin
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -150,6 +151,12 @@ class Overview:
     ttr: list[tuple[str, int]]
     ttr_median: float | None
     gaps: list[tuple[StoredRevert, str, str | None]]  # revert, branch, original pick
+    reasons: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    weeks_by_reason: list[tuple[str, dict[str, int]]] = dataclasses.field(default_factory=list)
+    authors: list[tuple[str, int]] = dataclasses.field(default_factory=list)  # authors of reverted changes
+    reland_times: list[tuple[StoredRevert, StoredRevert, int]] = dataclasses.field(default_factory=list)
+    gpu_runs: list[tuple[StoredRevert, float | None, float | None]] = dataclasses.field(default_factory=list)
+    gpu_weeks: list[tuple[str, dict[str, int]]] = dataclasses.field(default_factory=list)
 
     @property
     def reland_rate(self) -> float:
@@ -166,6 +173,38 @@ def relanded_shas(history: History) -> set[tuple[str, str]]:
     return out
 
 
+def reland_times(history: History) -> list[tuple[StoredRevert, StoredRevert, int]]:
+    """(revert, reland, seconds from revert to reland) for every revert a later reland undid."""
+    by_key = {(r.repo, r.sha): r for r in history.reverts}
+    out = []
+    for rel in history.reverts:
+        if rel.kind != "reland":
+            continue
+        for sha in dict.fromkeys((*(o.sha for o in rel.originals), *rel.chain)):
+            rev = by_key.get((rel.repo, sha))
+            if rev is not None and _is_revert(rev) and rev.date and rel.date >= rev.date:
+                out.append((rev, rel, rel.date - rev.date))
+                break
+    return sorted(out, key=lambda t: -t[1].date)
+
+
+def _gpu_deltas(g: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """Relative change (%) of the first memory metric and the first capture-time metric."""
+    mem = cap = None
+    for m in g.get("metrics") or ():
+        if not isinstance(m, Mapping):
+            continue
+        before, after = _float(m.get("before")), _float(m.get("after"))
+        if not before:
+            continue
+        change = (after - before) / before * 100
+        if _is_memory(m):
+            mem = change if mem is None else mem
+        elif _is_time(m):
+            cap = change if cap is None else cap
+    return mem, cap
+
+
 def overview(history: History) -> Overview:
     reverts = [r for r in history.reverts if _is_revert(r)]
     relanded = relanded_shas(history)
@@ -176,7 +215,21 @@ def overview(history: History) -> Overview:
     per_week: Counter[int] = Counter()
     ttrs: list[int] = []
     gaps: list[tuple[StoredRevert, str, str | None]] = []
+    reasons: Counter[str] = Counter()
+    per_week_reason: dict[int, Counter[str]] = {}
+    authors: Counter[str] = Counter()
+    gpu_weeks: dict[int, Counter[str]] = {}
+    gpu_runs: list[tuple[StoredRevert, float | None, float | None]] = []
     for r in reverts:
+        why = reason_of(r)
+        reasons[why] += 1
+        authors.update({o.author for o in r.originals if o.author})
+        if r.date:
+            per_week_reason.setdefault(_week_start(r.date), Counter())[why] += 1
+        if r.gpu is not None:
+            gpu_runs.append((r, *_gpu_deltas(r.gpu)))
+            if r.date:
+                gpu_weeks.setdefault(_week_start(r.date), Counter())[r.gpu_status] += 1
         purity[r.purity] = purity.get(r.purity, 0) + 1
         risk[r.risk_level or NOT_CHECKED] = risk.get(r.risk_level or NOT_CHECKED, 0) + 1
         gpu[r.gpu_status] = gpu.get(r.gpu_status, 0) + 1
@@ -198,6 +251,12 @@ def overview(history: History) -> Overview:
     for t in ttrs:
         ttr_counts[next(i for i, (bound, _) in enumerate(TTR_BUCKETS) if t < bound)] += 1
     return Overview(
+        reasons=[(k, reasons.get(k, 0)) for k in REASONS],
+        weeks_by_reason=[(day(w), dict(per_week_reason[w])) for w in sorted(per_week_reason)][-MAX_WEEKS:],
+        authors=sorted(authors.items(), key=lambda kv: (-kv[1], kv[0]))[:10],
+        reland_times=reland_times(history),
+        gpu_runs=sorted(gpu_runs, key=lambda g: -g[0].date),
+        gpu_weeks=[(day(w), dict(gpu_weeks[w])) for w in sorted(gpu_weeks)][-MAX_WEEKS:],
         reverts=len(reverts),
         relands=sum(1 for r in history.reverts if r.kind == "reland"),
         relanded=sum(1 for r in reverts if (r.repo, r.sha) in relanded),
@@ -303,10 +362,30 @@ def _stat(label: str, value: str, stat_id: str, note: str = "") -> str:
            f'<span class="label">{esc(label)}</span>{extra}</div>'  # fmt: skip
 
 
-def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") -> str:
+    """A small table; cells are HTML already escaped by the caller."""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False,
+            table: tuple[Sequence[str], Sequence[Sequence[str]]] | None = None) -> str:  # fmt: skip
+    """A chart with the table of its numbers behind it, for people who would rather read."""
     css = "chart-card wide" if wide else "chart-card"
     extra = f'<p class="note">{esc(note)}</p>' if note else ""
-    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}</figure>'
+    behind = ""
+    if table is not None:
+        headers, rows = table
+        inner = _table(headers, rows) if rows else "<p>No data.</p>"
+        behind = f'<details class="table-behind" id="table-{fig_id}"><summary>table</summary>{inner}</details>'
+    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}' \
+           f'{behind}</figure>'  # fmt: skip
+
+
+def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tuple[list[str], list[list[str]]]:
+    return [label, value], [[esc(b.label), str(int(b.value) if float(b.value).is_integer() else b.value)]
+                            for b in bars]
 
 
 def render_index(history: History, generated_at: int | None = None) -> str:
@@ -327,35 +406,74 @@ def render_index(history: History, generated_at: int | None = None) -> str:
     )  # fmt: skip
     weeks_note = f"{ov.weeks_cut} earlier week(s) not shown" if ov.weeks_cut else ""
     risk_bars = [Bar(level, n, css=f"risk-{level.replace(' ', '-')}") for level, n in ov.risk.items()]
+    week_bars = [Bar(w, n, tooltip=f"week of {w}: {n}") for w, n in ov.weeks]
+    by_reason = dict(ov.weeks_by_reason)
+    week_table = (["week starting", "reverts", *REASONS],
+                  [[esc(w), str(n), *(str(by_reason.get(w, {}).get(k, 0)) for k in REASONS)]
+                   for w, n in reversed(ov.weeks) if n])  # fmt: skip
+    reason_bars = [Bar(k, n, css=f"reason-{k.split()[0].lower()}") for k, n in ov.reasons]
+    ttr_bars = [Bar(k, n) for k, n in ov.ttr]
+    purity_bars = [Bar(p, n, css=f"purity-{p}") for p, n in ov.purity.items()]
+    module_bars = [Bar(m, n) for m, n in ov.modules]
+    author_bars = [Bar(a, n) for a, n in ov.authors]
+    reland_bars = [Bar("re-landed", ov.relanded, css="reland-yes"),
+                   Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")]  # fmt: skip
+    reland_secs = [t for _, _, t in ov.reland_times]
+    reland_note = (f"{ov.reland_rate:.0%} of reverted changes were re-landed later"
+                   + (f"; median time to reland {duration(statistics.median(reland_secs))}" if reland_secs else ""))
+    reland_rows = [[_sha_link(rev, ""), esc(rev.subject, 100), _sha_link(rel, ""), esc(duration(t))]
+                   for rev, rel, t in ov.reland_times]  # fmt: skip
+    gpu_bars = [Bar(st, n, css=f"gpu-{st.replace(' ', '-')}") for st, n in ov.gpu.items()]
+    gap_bars = [Bar(b, n) for b, n in Counter(_short_branch(g[1]) for g in ov.gaps).most_common(8)]
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{v:+.1f}%"
+
+    gpu_rows = [[esc(day(r.date)), _sha_link(r, ""), pr_link(r.repo, r.pr), _badge("gpu", r.gpu_status),
+                 esc(str((r.gpu or {}).get("hardware", "")), 60), esc(pct(mem)), esc(pct(cap))]
+                for r, mem, cap in ov.gpu_runs]  # fmt: skip
+    gpu_week_bars = [Bar(w, sum(c.values()), tooltip=f"week of {w}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+                     for w, c in ov.gpu_weeks]  # fmt: skip
     charts = [
         _figure("per-week", "Reverts per week",
-                column_chart("chart-per-week", "Reverts per week", [Bar(w, n, tooltip=f"week of {w}: {n}")
-                                                                     for w, n in ov.weeks],
+                column_chart("chart-per-week", "Reverts per week", week_bars,
                              x_title="week starting (UTC)", y_title="reverts", width=760, max_labels=8),
-                weeks_note, wide=True),
-        _figure("ttr", "Time from original commit to revert",
-                column_chart("chart-ttr", "Time from original commit to revert", [Bar(k, n) for k, n in ov.ttr],
-                             x_title="time to revert", y_title="reverts", width=460, max_labels=10)),
+                weeks_note, wide=True, table=week_table),
+        _figure("reasons", "Why changes were reverted",
+                bar_chart("chart-reasons", "Why changes were reverted", reason_bars, x_title="reverts"),
+                "from the revert message", table=_bars_table("reason", reason_bars)),
+        _figure("ttr", "Time from merge to revert",
+                column_chart("chart-ttr", "Time from merge to revert", ttr_bars,
+                             x_title="time to revert", y_title="reverts", width=460, max_labels=10),
+                table=_bars_table("time to revert", ttr_bars)),
         _figure("purity", "Purity mix",
-                bar_chart("chart-purity", "Purity mix",
-                          [Bar(p, n, css=f"purity-{p}") for p, n in ov.purity.items()], x_title="reverts")),
-        _figure("risk", "Risk mix", bar_chart("chart-risk", "Risk mix", risk_bars, x_title="reverts")),
+                bar_chart("chart-purity", "Purity mix", purity_bars, x_title="reverts"),
+                table=_bars_table("purity", purity_bars)),
+        _figure("risk", "Risk mix", bar_chart("chart-risk", "Risk mix", risk_bars, x_title="reverts"),
+                table=_bars_table("risk", risk_bars)),
         _figure("modules", "Most-reverted modules",
-                bar_chart("chart-modules", "Most-reverted modules", [Bar(m, n) for m, n in ov.modules],
-                          x_title="reverts touching the module", width=520, label_width=230, label_limit=34)),
+                bar_chart("chart-modules", "Most-reverted modules", module_bars,
+                          x_title="reverts touching the module", width=520, label_width=230, label_limit=34),
+                table=_bars_table("module", module_bars)),
+        _figure("authors", "Whose changes get reverted",
+                bar_chart("chart-authors", "Whose changes get reverted", author_bars,
+                          x_title="reverted changes", width=520, label_width=230, label_limit=34),
+                "authors of the original changes", table=_bars_table("author", author_bars)),
         _figure("reland", "Reland rate",
-                bar_chart("chart-reland", "Reland rate",
-                          [Bar("re-landed", ov.relanded, css="reland-yes"),
-                           Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")],
-                          x_title="reverts"),
-                f"{ov.reland_rate:.0%} of reverted changes were re-landed later"),
+                bar_chart("chart-reland", "Reland rate", reland_bars, x_title="reverts"), reland_note,
+                table=(["revert", "subject", "reland", "time to reland"], reland_rows)),
         _figure("gpu", "GPU validation",
-                bar_chart("chart-gpu", "GPU validation", [Bar(s, n, css=f"gpu-{s.replace(' ', '-')}")
-                                                          for s, n in ov.gpu.items()], x_title="reverts")),
-        _figure("gaps", "Open backport gaps by branch",
-                bar_chart("chart-gaps", "Open backport gaps by branch",
-                          [Bar(b, n) for b, n in Counter(_short_branch(g[1]) for g in ov.gaps).most_common(8)],
-                          x_title="reverts still needed", width=460, label_width=170)),
+                bar_chart("chart-gpu", "GPU validation", gpu_bars, x_title="reverts"),
+                table=_bars_table("GPU outcome", gpu_bars)),
+        _figure("gpu-weeks", "GPU validation over time",
+                column_chart("chart-gpu-weeks", "GPU-validated reverts per week", gpu_week_bars,
+                             x_title="week starting (UTC)", y_title="reverts", width=760, max_labels=8),
+                "memory and capture time: change after the revert", wide=True,
+                table=(["date", "revert", "PR", "GPU", "hardware", "memory", "capture time"], gpu_rows)),
+        _figure("gaps", "Open backport follow-ups by branch",
+                bar_chart("chart-gaps", "Open backport follow-ups by branch", gap_bars,
+                          x_title="reverts still needed", width=460, label_width=170),
+                table=_bars_table("branch", gap_bars, "reverts still needed")),
     ]  # fmt: skip
     gap_rows = "".join(
         f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code>{esc(_short_branch(branch))}</code>"
