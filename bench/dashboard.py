@@ -40,7 +40,9 @@ from bench.scan import bench_env, revertbot_command, timed
 from revertbot import store
 from revertbot.check import check_revert
 from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.history import Record
 from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.report import render_markdown, report_to_json
 from revertbot.report.jsonout import to_jsonable
 from revertbot.scan import scan_repository
 
@@ -94,7 +96,10 @@ def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: i
             gpu_runs += 1
     demo = build_demo_repo(root / "minisgl")
     report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
-    store.record_report(db, report)
+    # The demo's revert PR as the bot's record job keeps it (PR number, head, run).
+    store.import_records(db, [Record(repo=REPO_SLUG, pr=108, head_sha=demo.revert, run_id="1", run_attempt="1",
+                                     job="analyze", recorded_at="2026-05-07T00:00:00Z", report=report_to_json(report),
+                                     markdown=render_markdown(report))])  # fmt: skip
     store.record_gpu(db, REPO_SLUG, demo.revert, to_jsonable(sample_gpu(rng)))
     return db
 
