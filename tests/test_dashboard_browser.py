@@ -273,7 +273,7 @@ def _no_layout_breaks(p: Any, width: int) -> None:
     overflow = p.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
     split = p.eval_on_selector_all(
-        "td .badge, code.sha, th .th-label, th button.sort",
+        "td .badge, code.sha, code.ref, td .nowrap, th .th-label, th button.sort",
         "els => els.filter(e => e.offsetParent !== null).filter(e => {"
         "  const r = e.getClientRects(); if (r.length > 1) return true;"
         "  const lh = parseFloat(getComputedStyle(e).lineHeight) || 20;"
@@ -304,6 +304,7 @@ def test_views_repository_filter_and_links_at_each_width(site: dict[str, Any], b
         assert "%" in gpu_rows.first.inner_text()  # memory and capture-time change
         _no_layout_breaks(p, width)
         if os.environ.get("REVERTBOT_UPDATE_SCREENSHOT") == "1":
+            p.evaluate("window.scrollTo(0, 0)")
             p.screenshot(path=str(DOCS / f"dashboard-overview-{width}.png"))
 
         # The repository filter: every repository once, rows of that repository only.
@@ -335,7 +336,8 @@ def test_views_repository_filter_and_links_at_each_width(site: dict[str, Any], b
         assert p.locator("#factors td", has_text="critical_paths").count() == 0
         _no_layout_breaks(p, width)
         if os.environ.get("REVERTBOT_UPDATE_SCREENSHOT") == "1":
-            p.screenshot(path=str(DOCS / f"dashboard-revert-{width}.png"), full_page=width < 600)
+            p.evaluate("window.scrollTo(0, 0)")
+            p.screenshot(path=str(DOCS / f"dashboard-revert-{width}.png"))
         assert pg.errors == []
     finally:
         pg.close()

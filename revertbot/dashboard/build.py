@@ -348,6 +348,10 @@ def pr_link(repo: str, number: int) -> str:
     return f'<a class="ext" href="{esc(base)}/pull/{number}" rel="noopener noreferrer">{text}</a>' if base else text
 
 
+def _nowrap(text: str) -> str:
+    return f'<span class="nowrap">{esc(text)}</span>'
+
+
 def words(key: object) -> str:
     """Internal keys as words for people: ``critical_paths`` -> ``critical paths``."""
     return str(key).replace("_", " ").replace("-", " ").strip()
@@ -409,7 +413,7 @@ def render_index(history: History, generated_at: int | None = None) -> str:
     week_bars = [Bar(w, n, tooltip=f"week of {w}: {n}") for w, n in ov.weeks]
     by_reason = dict(ov.weeks_by_reason)
     week_table = (["week starting", "reverts", *REASONS],
-                  [[esc(w), str(n), *(str(by_reason.get(w, {}).get(k, 0)) for k in REASONS)]
+                  [[_nowrap(w), str(n), *(str(by_reason.get(w, {}).get(k, 0)) for k in REASONS)]
                    for w, n in reversed(ov.weeks) if n])  # fmt: skip
     reason_bars = [Bar(k, n, css=f"reason-{k.split()[0].lower()}") for k, n in ov.reasons]
     ttr_bars = [Bar(k, n) for k, n in ov.ttr]
@@ -429,7 +433,7 @@ def render_index(history: History, generated_at: int | None = None) -> str:
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:+.1f}%"
 
-    gpu_rows = [[esc(day(r.date)), _sha_link(r, ""), pr_link(r.repo, r.pr), _badge("gpu", r.gpu_status),
+    gpu_rows = [[_nowrap(day(r.date)), _sha_link(r, ""), pr_link(r.repo, r.pr), _badge("gpu", r.gpu_status),
                  esc(str((r.gpu or {}).get("hardware", "")), 60), esc(pct(mem)), esc(pct(cap))]
                 for r, mem, cap in ov.gpu_runs]  # fmt: skip
     gpu_week_bars = [Bar(w, sum(c.values()), tooltip=f"week of {w}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
@@ -476,7 +480,8 @@ def render_index(history: History, generated_at: int | None = None) -> str:
                 table=_bars_table("branch", gap_bars, "reverts still needed")),
     ]  # fmt: skip
     gap_rows = "".join(
-        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code>{esc(_short_branch(branch))}</code>"
+        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code class=\"ref\">"
+        f"{esc(_short_branch(branch))}</code>"
         f"</td><td>{commit_link(r.repo, pick)}</td></tr>"
         for r, branch, pick in ov.gaps
     )
@@ -786,8 +791,8 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     if unresolved:
         originals_html += f"<h3>Not resolved</h3><ul>{unresolved}</ul>"
     backports = "".join(
-        f"<tr><td><code>{esc(_short_branch(b.branch))}</code></td><td>{commit_link(r.repo, b.original_pick)}"
-        f"</td><td>{esc(words(b.how))}</td><td>"
+        f"<tr><td><code class=\"ref\">{esc(_short_branch(b.branch))}</code></td>"
+        f"<td>{commit_link(r.repo, b.original_pick)}</td><td>{esc(words(b.how))}</td><td>"
         + (commit_link(r.repo, b.revert_pick) if b.revert_pick else _badge("gap", "revert needed"))
         + "</td></tr>"
         for b in r.backports
