@@ -38,6 +38,11 @@ MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
 NOT_CHECKED = "not checked"
 MAX_WEEKS = 104
+#: Rows in the overview's table; a larger history gets the full table on all.html, so the overview
+#: stays quick to load and to filter (10 repositories x 1,000 reverts is a 16 MB table).
+TABLE_LIMIT = 1_000
+#: Changed files per revert that the table's search covers (the revert page lists them all).
+SEARCH_FILES = 50
 HOUR, DAY, WEEK = 3600, 86_400, 7 * 86_400
 #: Buckets of the time from the original's commit to its revert (upper bound in seconds, label).
 TTR_BUCKETS: tuple[tuple[float, str], ...] = (
@@ -392,7 +397,7 @@ def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tupl
                             for b in bars]
 
 
-def render_index(history: History, generated_at: int | None = None) -> str:
+def render_index(history: History, generated_at: int | None = None, table_limit: int | None = TABLE_LIMIT) -> str:
     ov = overview(history)
     gaps = len(ov.gaps)
     stats = "".join(
@@ -501,7 +506,7 @@ def render_index(history: History, generated_at: int | None = None) -> str:
 <div class="charts">{"".join(charts)}</div>
 </section>
 <section id="backport-gaps"><h2>Open backport gaps</h2>{gaps_html}</section>
-{render_table(history)}"""
+{render_table(history, table_limit)}"""
     return _page("revertbot — reverts", body, "", f"{ov.reverts} reverts, {ov.relands} relands")
 
 
@@ -537,8 +542,10 @@ def _options(select_id: str, label: str, values: Iterable[str]) -> str:
     )
 
 
-def render_table(history: History) -> str:
-    rows = history.reverts
+def render_table(history: History, limit: int | None = None) -> str:
+    """The table of reverts (newest first); ``limit`` keeps the newest rows and links to all.html."""
+    rows = history.reverts[:limit] if limit else history.reverts
+    cut = len(history.reverts) - len(rows)
     relanded = relanded_shas(history)
     risk_rank = {"high": 3, "medium": 2, "low": 1}
     body = []
@@ -570,7 +577,8 @@ def render_table(history: History) -> str:
             f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
             "</tr>"
         )
-        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules, *r.files,
+        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules,
+               *r.files[:SEARCH_FILES],
                f"#{r.pr}" if r.pr else "", reason_of(r)]
         hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
         search[row_id] = " ".join(hay).lower()
@@ -588,7 +596,7 @@ def render_table(history: History) -> str:
         [
             '<div class="control search"><label for="filter-q">search</label>'
             '<input type="search" id="filter-q" placeholder="subject, sha, author, file…" autocomplete="off"></div>',
-            f'<div class="control">{_options("filter-repo", "repository", history.repositories)}</div>',
+            f'<div class="control">{_options("filter-repo", "repository", sorted({r.repo for r in rows}))}</div>',
             f'<div class="control">{_options("filter-reason", "reason", reasons)}</div>',
             f'<div class="control">{_options("filter-risk", "risk", risks)}</div>',
             f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in rows}))}</div>',
@@ -601,7 +609,10 @@ def render_table(history: History) -> str:
             '<div class="control"><button type="button" id="filter-reset">reset</button></div>',
         ]
     )
-    return f"""<section id="reverts-table"><h2>All reverts and relands</h2>
+    more = (f'<p class="note" id="table-more">The newest {len(rows)} of {len(history.reverts)} reverts and relands; '
+            f'<a href="all.html">all {len(history.reverts)}</a> ({cut} more) on one page.</p>' if cut else "")
+    title = "Newest reverts and relands" if cut else "All reverts and relands"
+    return f"""<section id="reverts-table"><h2>{title}</h2>{more}
 <form class="controls" id="table-controls" hidden role="search" aria-label="Filter the reverts">{controls}</form>
 <p class="status" id="table-status" aria-live="polite">{len(rows)} reverts and relands, newest first.</p>
 <div class="table-wrap"><table id="reverts" class="reverts">
@@ -853,7 +864,8 @@ def _static(name: str) -> bytes:
     return resources.files("revertbot").joinpath("dashboard", "static", name).read_bytes()
 
 
-def build_site(history: History, out: str | os.PathLike[str], generated_at: int | None = None) -> SiteSummary:
+def build_site(history: History, out: str | os.PathLike[str], generated_at: int | None = None,
+               table_limit: int = TABLE_LIMIT) -> SiteSummary:  # fmt: skip
     """Write the site for ``history`` into ``out`` (created if needed).
 
     A directory that is not empty must be an earlier build (it holds ``.revertbot-dashboard``), so
@@ -883,7 +895,14 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     for stale in (root / "reverts").glob("*.html"):
         if stale.name not in written:
             stale.unlink()
-    (root / "index.html").write_text(render_index(history, generated_at), encoding="utf-8")
+    (root / "index.html").write_text(render_index(history, generated_at, table_limit), encoding="utf-8")
+    all_page = root / "all.html"
+    if len(history.reverts) > table_limit:
+        body = f'<p class="crumbs"><a href="index.html">← overview</a></p>\n{render_table(history)}'
+        all_page.write_text(_page("revertbot — all reverts", body, "", f"{len(history.reverts)} reverts and relands"),
+                            encoding="utf-8")  # fmt: skip
+    else:
+        all_page.unlink(missing_ok=True)
     (root / ".nojekyll").write_text("")  # GitHub Pages: serve the files as they are
     return SiteSummary(root, len(written) + 1, sum(1 for r in history.reverts if _is_revert(r)))
 
