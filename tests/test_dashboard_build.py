@@ -421,3 +421,22 @@ def test_reason_categories_come_from_the_revert_message(subject: str, body: str,
                      purity="pure", purity_reason="", purity_files=(), unresolved=(), chain=(), files=(), modules=(),
                      originals=(), report={"revert": {"body": body}})  # fmt: skip
     assert reason_of(r) == reason
+
+
+def test_a_large_history_keeps_the_overview_table_short(hostile_site: dict[str, object], tmp_path: Path) -> None:
+    from revertbot.dashboard.build import build_site
+
+    db = hostile_site["db"]
+    assert isinstance(db, Path)
+    history = store.load_history(db)
+    site = tmp_path / "limited"
+    build_site(history, site, table_limit=2)
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert len(_rows(index)) == 2
+    assert f'<a href="all.html">all {len(history.reverts)}</a>' in index
+    everything = (site / "all.html").read_text(encoding="utf-8")
+    assert len(_rows(everything)) == len(history.reverts) > 2
+    assert 'src="assets/dashboard.js"' in everything and 'href="reverts/' in everything
+    # A later build that fits on the overview removes the stale all.html.
+    build_site(history, site)
+    assert not (site / "all.html").exists() and len(_rows((site / "index.html").read_text())) == len(history.reverts)
