@@ -226,9 +226,7 @@ class Outputs:
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        # Every output the workflows read exists, empty unless set (a scheduled refresh has no single PR).
-        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "pr": "", "head_sha": "",
-                                       "gpu_matrix": json.dumps(EMPTY_MATRIX)}
+        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX)}
 
     def set(self, name: str, value: str) -> None:
         self.values[name] = value
@@ -576,6 +574,9 @@ class _Run:
 
     def on_schedule(self) -> int:
         limit = self.opts.schedule_limit
+        # A refresh has no single PR: the job outputs the workflow reads exist, empty.
+        self.outputs.set("pr", "")
+        self.outputs.set("head_sha", "")
         recent = self.api.recent_pulls(limit * 5)
         reverts = [p for p in recent if revert_intent(p).is_revert_like][:limit]
         self.echo(f"refreshing {len(reverts)} recent revert PR(s) (of {len(recent)} recently updated)")
