@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import gitops
-from .errors import GitError, RevertbotError, UsageError
+from .errors import EXIT_STORE, GitError, RevertbotError, UsageError
 
 DEFAULT_BRANCH = "revertbot-history"
 RECORD_SCHEMA = 1
@@ -52,7 +52,7 @@ _IDENT = ("-c", "user.name=revertbot", "-c", "user.email=revertbot@users.noreply
 class HistoryError(RevertbotError):
     """The data branch could not be written or read."""
 
-    exit_code = 9
+    exit_code = EXIT_STORE
 
 
 def normalise_repo(name: str) -> str:
@@ -265,7 +265,7 @@ def read_records(repo: str | os.PathLike[str], rev: str) -> list[Record]:
     """Every record on ``rev`` (e.g. ``origin/revertbot-history``) of the repository at ``repo``.
 
     A missing branch is an empty history (nothing was recorded yet); a file that is not a valid
-    record is skipped with its path in :data:`skipped` order, so one bad file never hides the rest.
+    record is skipped, so one bad file never hides the rest.
     """
     root = Path(repo)
     probe = gitops.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=root, check=False).strip()
