@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import gitops
-from .errors import EXIT_STORE, GitError, RevertbotError, UsageError
+from .errors import EXIT_STORE, RevertbotError, UsageError
 
 DEFAULT_BRANCH = "revertbot-history"
 RECORD_SCHEMA = 1
@@ -317,6 +317,6 @@ def remote_from_env(env: Mapping[str, str]) -> str:
     return f"{server}/{repo}.git"
 
 
-__all__ = ["DEFAULT_BRANCH", "GitError", "HistoryError", "PushResult", "Record", "load_record_files",
+__all__ = ["DEFAULT_BRANCH", "HistoryError", "PushResult", "Record", "load_record_files",
            "normalise_repo", "push_records", "read_records", "record_from_json", "remote_from_env",
            "write_record_file"]  # fmt: skip

@@ -12,6 +12,10 @@ and read by the dashboard. Rules:
   failing or losing rows.
 * Writes are upserts keyed by repository name and commit sha: recording the same thing twice
   leaves the same rows.
+* Repositories are ``owner/name``: a bare name (a directory name from an older scan) is merged
+  into the only ``owner/name`` of that name, on write and by migration 4, so nothing counts twice.
+* In CI the store is a cache: :func:`import_records` rebuilds it from the checks recorded on the
+  data branch (:mod:`revertbot.history`).
 """
 
 from __future__ import annotations
