@@ -15,6 +15,13 @@ the report pages it has in practice. Exits 1 when the added cost is above --max-
 
     python -m bench.dashboard                     # from the repository root
     python -m bench.dashboard --commits 2000 --reverts 100 --runs 3
+    python -m bench.dashboard --repos 10 --reverts 1000 --commits 5000 --runs 1 --browser
+
+With ``--repos N`` it measures an organisation's site instead: N synthetic repositories (each with
+``--reverts`` reverts and an ``owner/name`` origin), each scanned into its own store, then one site
+built from all N stores (``dashboard build --db ... --db ...``); the ratio is to the N scans alone.
+``--browser`` then opens the site in headless Chromium and prints the first contentful paint and
+how long a repository filter and a search take at that size.
 
 :func:`build_sample` (also used by the browser tests and for the README screenshot) fills a store
 from the demo repository plus a synthetic history, with reports for some reverts and generated
@@ -24,8 +31,10 @@ GPU comparisons for a few; the GPU numbers are sample data, not measurements.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +49,9 @@ from bench.scan import bench_env, revertbot_command, timed
 from revertbot import store
 from revertbot.check import check_revert
 from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.history import Record
 from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.report import render_markdown, report_to_json
 from revertbot.report.jsonout import to_jsonable
 from revertbot.scan import scan_repository
 
@@ -94,9 +105,110 @@ def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: i
             gpu_runs += 1
     demo = build_demo_repo(root / "minisgl")
     report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
-    store.record_report(db, report)
+    # The demo's revert PR as the bot's record job keeps it (PR number, head, run).
+    store.import_records(db, [Record(repo=REPO_SLUG, pr=108, head_sha=demo.revert, run_id="1", run_attempt="1",
+                                     job="analyze", recorded_at="2026-05-07T00:00:00Z", report=report_to_json(report),
+                                     markdown=render_markdown(report))])  # fmt: skip
     store.record_gpu(db, REPO_SLUG, demo.revert, to_jsonable(sample_gpu(rng)))
     return db
+
+
+def browser_timings(index: Path) -> dict[str, float]:
+    """First contentful paint of ``index`` (file://) and the time one filter change and one search take."""
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
+        try:
+            page = b.new_page(viewport={"width": 1280, "height": 900})
+            started = time.perf_counter()
+            page.goto(index.as_uri(), wait_until="load")
+            load = time.perf_counter() - started
+            page.wait_for_timeout(200)  # paint entries are recorded after the first frame
+            fcp = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime")
+            dcl = page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+            repos = page.eval_on_selector_all("#filter-repo option", "os => os.map(o => o.value).filter(Boolean)")
+            repo = repos[0] if repos else ""
+            t_filter = page.evaluate("""(repo) => { const s = document.getElementById('filter-repo');
+                const t = performance.now(); s.value = repo; s.dispatchEvent(new Event('change'));
+                return performance.now() - t; }""", repo)  # fmt: skip
+            t_search = page.evaluate("""() => { const q = document.getElementById('filter-q');
+                const t = performance.now(); q.value = 'revert'; q.dispatchEvent(new Event('input'));
+                return performance.now() - t; }""")  # fmt: skip
+            shown = page.locator("#table-status").inner_text()
+        finally:
+            b.close()
+    print(f"browser: load {load:.2f}s, DOMContentLoaded {float(dcl) / 1000:.2f}s, first contentful paint "
+          f"{float(fcp or 0) / 1000:.2f}s, repository filter "
+          f"{t_filter:.0f} ms, search {t_search:.0f} ms ({shown})")  # fmt: skip
+    return {"load": load, "fcp": float(fcp or 0) / 1000, "filter_ms": t_filter, "search_ms": t_search}
+
+
+def index_text_options(index: Path) -> int:
+    import re
+
+    m = re.search(r'<select id="filter-repo"[^>]*>(.*?)</select>', index.read_text(encoding="utf-8"), re.S)
+    return len(re.findall(r'<option value="[^"]+"', m.group(1))) if m else 0
+
+
+def _env_for_this_checkout() -> dict[str, str]:
+    # The console script may belong to another checkout's editable install: time this one's code.
+    env = bench_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                      env.get("PYTHONPATH", "")]))  # fmt: skip
+    return env
+
+
+def main_org(args: argparse.Namespace) -> int:
+    """N repositories, one store each, one site over all of them; ratios to the N scans alone."""
+    cli = revertbot_command()
+    env = _env_for_this_checkout()
+    commits = max(args.commits, 5 * args.reverts)
+    with tempfile.TemporaryDirectory(prefix="revertbot-bench-org-") as tmp:
+        work = Path(tmp)
+        started = time.perf_counter()
+        repos = []
+        for i in range(args.repos):
+            repo = work / f"engine-{i}"
+            synth.build_repo(repo, commits=commits, reverts=args.reverts, seed=args.seed + i)
+            origin = f"https://github.com/bench-org/engine-{i}.git"  # the stores name it bench-org/engine-<i>
+            subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", origin], check=True, env=env)
+            repos.append(repo)
+        print(f"built {args.repos} repositories x {commits} commits with {args.reverts} reverts each in "
+              f"{time.perf_counter() - started:.1f}s")  # fmt: skip
+        scan_s: list[float] = []
+        store_s: list[float] = []
+        build_s: list[float] = []
+        dbs = [work / f"engine-{i}.db" for i in range(args.repos)]
+        for run in range(args.runs):
+            scan_total = store_total = 0.0
+            for repo, db in zip(repos, dbs, strict=True):
+                scan_cmd = [*cli, "scan", "--repo", str(repo), "--format", "json"]
+                scan_total += timed(scan_cmd, work, env)[0]
+                run_db = db if run == 0 else work / f"{db.stem}-{run}.db"
+                store_total += timed([*scan_cmd, "--store", str(run_db)], work, env)[0]
+            scan_s.append(scan_total)
+            store_s.append(store_total)
+            build_cmd = [*cli, "dashboard", "build", *(x for db in dbs for x in ("--db", str(db))), "--out",
+                         str(work / "site")]  # fmt: skip
+            build_s.append(timed(build_cmd, work, env)[0])
+        history = store.merge_histories([store.load_history(db) for db in dbs])
+        site_bytes = sum(f.stat().st_size for f in (work / "site").rglob("*") if f.is_file())
+        index_bytes = (work / "site" / "index.html").stat().st_size
+        scan_m, store_m, build_m = (statistics.median(t) for t in (scan_s, store_s, build_s))
+        print(f"site: {len(history.repositories)} repositories, {len(history.reverts)} reverts and relands; "
+              f"index.html {index_bytes / 1e6:.1f} MB, site {site_bytes / 1e6:.1f} MB")  # fmt: skip
+        print(f"{args.repos} scans {scan_m:.2f}s; {args.repos} scans --store {store_m:.2f}s; "
+              f"dashboard build over {args.repos} stores {build_m:.2f}s "
+              f"({build_m / scan_m:.2f}x the scans)")  # fmt: skip
+        ratio = (store_m + build_m) / scan_m
+        print(f"(scans --store + dashboard build) / scans = {ratio:.2f}x")
+        if args.browser:
+            print(f"repository filter options in the site: {index_text_options(work / 'site' / 'index.html')}")
+            browser_timings(work / "site" / "index.html")
+    extra = (store_m - scan_m + build_m) / scan_m
+    print(f"added by the stores and the site: {extra:.2f}x the scans (threshold {args.max_extra}x)")
+    return 1 if extra > args.max_extra else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,9 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-extra", type=float, default=1.0,
                         help="fail when ((scan --store - scan) + dashboard build) / scan is above this")  # fmt: skip
+    parser.add_argument("--repos", type=int, default=0, help="measure an organisation's site over N repositories")
+    parser.add_argument("--browser", action="store_true", help="with --repos: time first paint and filtering")
     args = parser.parse_args(argv)
+    if args.repos:
+        return main_org(args)
     cli = revertbot_command()
-    env = bench_env()
+    env = _env_for_this_checkout()
     with tempfile.TemporaryDirectory(prefix="revertbot-bench-dashboard-") as tmp:
         work = Path(tmp)
         repo = work / "repo"

@@ -44,6 +44,7 @@ from .github import (
     RetryPolicy,
     pull_from_payload,
 )
+from .history import Record, normalise_repo, now_iso, write_record_file
 from .models import GpuSummary
 from .pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
 from .report import MARKER, render_markdown, report_to_json
@@ -409,10 +410,25 @@ class _Run:
             self.summary(f"\n---\n> **Not published:** {code(first, 300)}\n")
             self.failed_writes.append(first)
             return EXIT_GITHUB
+        self.record(pr, check, markdown)
         self.echo(f"published on #{pr.number}: comment {done.comment_id} {done.comment_action}, labels "
                   f"+{done.labels_added} -{done.labels_removed}, status {done.status} "
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
+
+    def record(self, pr: PullInfo, check: PrCheck, markdown: str) -> None:
+        """Keep what was just published for the history (the workflow's record job pushes it to the
+        data branch). Only when ``REVERTBOT_RECORD_DIR`` is set; identity comes from GitHub, not the PR."""
+        directory = self.env.get("REVERTBOT_RECORD_DIR")
+        if not directory or check.report is None:
+            return
+        data = report_to_json(check.report)
+        rec = Record(repo=normalise_repo(pr.base_repo or self.repo), pr=pr.number, head_sha=pr.head_sha,
+                     run_id=self.env.get("GITHUB_RUN_ID") or "0", run_attempt=self.env.get("GITHUB_RUN_ATTEMPT") or "1",
+                     job=self.env.get("GITHUB_JOB") or "check", recorded_at=now_iso(), report=data,
+                     markdown=markdown, gpu=data.get("gpu"))  # fmt: skip
+        path = write_record_file(directory, rec)
+        self.echo(f"history record written to {path}")
 
     def clear_verdict(self, pr: PullInfo, config: Config | None = None) -> None:
         """A new head makes the previous verdict stale: drop its labels.
@@ -558,6 +574,9 @@ class _Run:
 
     def on_schedule(self) -> int:
         limit = self.opts.schedule_limit
+        # A refresh has no single PR: the job outputs the workflow reads exist, empty.
+        self.outputs.set("pr", "")
+        self.outputs.set("head_sha", "")
         recent = self.api.recent_pulls(limit * 5)
         reverts = [p for p in recent if revert_intent(p).is_revert_like][:limit]
         self.echo(f"refreshing {len(reverts)} recent revert PR(s) (of {len(recent)} recently updated)")
@@ -574,8 +593,10 @@ class _Run:
                     entry["purity"] = check.report.purity.verdict
                     entry["report"] = report_to_json(check.report)
                     if pr.state == "open" and not self.opts.dry_run:
-                        publish(self.api, pr, check, render_markdown(check.report), gpu_pending=False,
+                        markdown = render_markdown(check.report)
+                        publish(self.api, pr, check, markdown, gpu_pending=False,
                                 target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip
+                        self.record(pr, check, markdown)
             except RevertbotError as exc:
                 entry["error"] = exc.message.splitlines()[0]
                 self.echo(f"::warning::#{pr.number}: {log_safe(entry['error'])}")

@@ -63,6 +63,7 @@ class _LazyGroup(click.Group):
         "action": ("revertbot.cli_github", "action_command"),
         "dashboard": ("revertbot.cli_dashboard", "dashboard"),
         "gpu": ("revertbot.cli_gpu", "gpu"),
+        "history": ("revertbot.cli_history", "history"),
         "init": ("revertbot.cli_init", "init_command"),
     }
 
@@ -188,9 +189,9 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
         gpu = load_gpu_summary(gpu_summary)
     report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu)
     if store_path:
-        from .store import record_report
+        from .store import record_report, repo_identity
 
-        record_report(store_path, report)
+        record_report(store_path, report, repo_name=repo_identity(Path(repo)))
         click.echo(f"recorded the report in {store_path}", err=True)
     _emit(render_report(report, fmt, lang), output)
 

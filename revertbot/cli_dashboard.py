@@ -22,34 +22,36 @@ def dashboard() -> None:
 
 
 @dashboard.command()
-@click.option("--db", "db", default=DEFAULT_DB, show_default=True, type=click.Path(dir_okay=False),
-              help="History store (SQLite file) to read; it is never created or changed.")
+@click.option("--db", "db", multiple=True, type=click.Path(dir_okay=False),
+              help=f"History store (SQLite file) to read; repeat it for one site over several repositories "
+                   f"(default: {DEFAULT_DB}). Stores are never created or changed.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Directory for the site (new, empty, or an earlier build).")
-def build(db: str, out: str) -> None:
+def build(db: tuple[str, ...], out: str) -> None:
     """Build the static site into OUT: overview, reverts table and a page per revert.
 
     The site uses relative links and no external assets, so it works from a file server,
     GitHub Pages or the local disk, offline.
     """
-    summary = build_from_db(db, out)
+    summary = build_from_db(list(db) or [DEFAULT_DB], out)
     click.echo(f"built {summary.pages} page(s) for {summary.reverts} revert(s) in {summary.out}", err=True)
     click.echo(str(Path(summary.out) / "index.html"))
 
 
 @dashboard.command()
-@click.option("--db", "db", default=DEFAULT_DB, show_default=True, type=click.Path(dir_okay=False),
-              help="History store (SQLite file) to read.")
+@click.option("--db", "db", multiple=True, type=click.Path(dir_okay=False),
+              help=f"History store (SQLite file) to read; repeatable (default: {DEFAULT_DB}).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port on 127.0.0.1 (0 picks a free one).")
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
               help="Build the site here (default: a new temporary directory).")
-def serve(db: str, port: int, out: str | None) -> None:
+def serve(db: tuple[str, ...], port: int, out: str | None) -> None:
     """Build the site and serve it on 127.0.0.1 until interrupted (Ctrl-C)."""
     directory = Path(out) if out else Path(tempfile.mkdtemp(prefix="revertbot-dashboard-"))
-    summary = build_from_db(db, directory)
+    stores = list(db) or [DEFAULT_DB]
+    summary = build_from_db(stores, directory)
     server = make_server(directory, port)
-    click.echo(f"serving {summary.reverts} revert(s) from {db} at {url_of(server)}  (Ctrl-C to stop)")
+    click.echo(f"serving {summary.reverts} revert(s) from {', '.join(stores)} at {url_of(server)}  (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -54,13 +54,17 @@ def _check_settings(slug: str, repo: str, labels: tuple[str, ...], token_env: st
               help="What the workflows pip install (default: revertbot==<this version>), e.g. a version, "
                    "or 'revertbot @ git+https://...@<commit>'.")  # fmt: skip
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
+@click.option("--pages", default=None, metavar="deploy|artifact|path:DIR",
+              help="How the dashboard is published. Default: deploy to GitHub Pages, unless the repository "
+                   "already publishes a Pages site (then init stops and asks): 'artifact' keeps it as a workflow "
+                   "artifact, 'path:DIR' too, with the lines to add it under DIR/ of your site.")  # fmt: skip
 @click.option("--check-settings", "check_slug", default=None, metavar="OWNER/REPO",
               help="Write nothing; read the repository's settings through the API (token in --token-env) "
                    "and report which of the required ones are wrong (exit 4) or could not be read.")  # fmt: skip
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
               help="With --check-settings: the environment variable that holds the token.")
-def init_command(repo: str, runner_labels: str, install_spec: str | None, force: bool, check_slug: str | None,
-                 token_env: str) -> None:  # fmt: skip
+def init_command(repo: str, runner_labels: str, install_spec: str | None, force: bool, pages: str | None,
+                 check_slug: str | None, token_env: str) -> None:  # fmt: skip
     """Install revertbot into a repository: the workflows (.github/workflows/revertbot.yml, the GPU
     workflow revertbot-gpu.yml and the fork follow-up revertbot-publish.yml), helm values for
     ephemeral GPU runners and a commented .revertbot.yml.
@@ -73,7 +77,7 @@ def init_command(repo: str, runner_labels: str, install_spec: str | None, force:
     if check_slug is not None:
         _check_settings(check_slug, repo, labels, token_env)
         return
-    result = init_repository(repo, runner_labels=labels, install_spec=install_spec, force=force)
+    result = init_repository(repo, runner_labels=labels, install_spec=install_spec, force=force, pages=pages)
     for f in result.files:
         verb = "replaced" if f.path in result.replaced else "wrote"
         click.echo(f"{verb} {f.path}")

@@ -57,9 +57,9 @@ DEFAULT_RUNNER_LABELS: tuple[str, ...] = ("self-hosted", "linux", "x64", "cuda")
 
 # Template file -> (where it goes, the jobs it must define).
 _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "dashboard")),
-    "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report")),
-    "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish",)),
+    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "record", "dashboard")),
+    "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report", "record")),
+    "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish", "record")),
 }
 #: Repository and organisation settings the GPU path relies on; `init` prints them and, with a
 #: token, checks what the API shows (see :mod:`revertbot.settings_check`).
@@ -98,6 +98,8 @@ class InitResult:
     replaced: tuple[str, ...]  # paths that existed and were overwritten (only with force)
     install_spec: str
     runner_labels: tuple[str, ...]
+    pages: str = "deploy"  # how the dashboard is published: deploy | artifact | path:<dir>
+    pages_evidence: tuple[str, ...] = ()  # why an existing GitHub Pages site was assumed
 
 
 def default_install_spec() -> str:
@@ -188,10 +190,93 @@ def example_suite_enabled(config_text: str) -> str:
     return "".join([*out, *lines[i:]])
 
 
-def plan_files(install_spec: str, runner_labels: Sequence[str]) -> tuple[PlannedFile, ...]:
+# --------------------------------------------------------------------------- GitHub Pages
+
+PAGES_MODES = ("deploy", "artifact", "path")
+DASHBOARD_ARTIFACT = "revertbot-dashboard"
+_DEPLOY_ACTIONS = re.compile(r"uses:\s*['\"]?(actions/deploy-pages|actions/upload-pages-artifact|"
+                             r"peaceiris/actions-gh-pages|JamesIves/github-pages-deploy-action)@", re.I)  # fmt: skip
+_PAGES_PATH = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+# The template's deploy: the job's Pages permissions, its environment and the two Pages steps.
+_DEPLOY_PERMS = """      pages: write # deploy the site to GitHub Pages
+      id-token: write # deploy-pages authenticates with an OIDC token
+    environment:
+      name: github-pages
+"""
+_DEPLOY_STEPS = """      - uses: actions/upload-pages-artifact@56afc609e74202658d3ffba0e8f6dda462b719fa # v3.0.1
+        with:
+          path: site
+      - uses: actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e # v4.0.5
+"""
+_ARTIFACT_STEP = """      # This repository already publishes a GitHub Pages site: the dashboard is kept as an artifact
+      # instead of replacing it ({how}).
+      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2
+        with:
+          name: {artifact}
+          path: site/
+          retention-days: 30
+"""
+
+
+def detect_pages(root: Path) -> tuple[str, ...]:
+    """Signs that the repository already deploys a GitHub Pages site (its docs, say).
+
+    A workflow other than revertbot's that deploys Pages, a ``gh-pages`` branch, or a ``CNAME``
+    file for a custom Pages domain. Each sign is a sentence for the user.
+    """
+    found: list[str] = []
+    workflows = root / ".github" / "workflows"
+    if workflows.is_dir():
+        for path in sorted([*workflows.glob("*.yml"), *workflows.glob("*.yaml")]):
+            if path.name.startswith("revertbot"):
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            m = _DEPLOY_ACTIONS.search(text)
+            if m:
+                found.append(f".github/workflows/{path.name} deploys GitHub Pages ({m.group(1)})")
+    refs = gitops.run("for-each-ref", "--format=%(refname)", "refs/heads/gh-pages", "refs/remotes/*/gh-pages",
+                      cwd=root, check=False).split()  # fmt: skip
+    if refs:
+        found.append(f"a gh-pages branch exists ({refs[0].removeprefix('refs/')})")
+    for cname in ("CNAME", "docs/CNAME"):
+        if (root / cname).is_file():
+            found.append(f"{cname} sets a custom GitHub Pages domain")
+    return tuple(found)
+
+
+def parse_pages(value: str | None) -> tuple[str, str]:
+    """``deploy``, ``artifact`` or ``path:<dir>`` -> (mode, dir)."""
+    if value is None:
+        return "", ""
+    mode, _, sub = value.partition(":")
+    if mode not in PAGES_MODES or (mode == "path") != bool(sub):
+        raise UsageError(f"--pages must be deploy, artifact or path:<dir>, got {value!r}")
+    if sub and (not _PAGES_PATH.match(sub) or ".." in sub.split("/")):
+        raise UsageError(f"--pages path: {sub!r} must be a relative path of plain names (e.g. revertbot)")
+    return mode, sub
+
+
+def dashboard_without_deploy(workflow: str, how: str) -> str:
+    """The revertbot workflow with the dashboard kept as an artifact instead of deployed to Pages;
+    the job also loses the Pages permissions it no longer needs."""
+    if _DEPLOY_PERMS not in workflow or _DEPLOY_STEPS not in workflow:
+        raise RevertbotError("internal error: the dashboard job's Pages deploy is not where init expects it")
+    return workflow.replace(_DEPLOY_PERMS, "").replace(
+        _DEPLOY_STEPS, _ARTIFACT_STEP.format(how=how, artifact=DASHBOARD_ARTIFACT))
+
+
+def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "deploy", pages_path: str = ""
+               ) -> tuple[PlannedFile, ...]:  # fmt: skip
     """The files ``init`` writes, rendered and validated, without touching the disk."""
     files = [PlannedFile(dest, render_workflow(template_text(name), install_spec))
              for name, (dest, _jobs) in _TEMPLATES.items()]  # fmt: skip
+    if pages != "deploy":
+        how = (f"your site's workflow can download it into {pages_path}/ of the site" if pages == "path"
+               else "download it from the run, or serve it with 'revertbot dashboard serve'")  # fmt: skip
+        files[0] = PlannedFile(files[0].path, dashboard_without_deploy(files[0].text, how))
     files.append(PlannedFile(RUNNERS_VALUES_PATH, template_text(RUNNERS_VALUES_TEMPLATE)))
     files.append(PlannedFile(CONFIG_PATH, render_config(runner_labels)))
     _validate(files, install_spec, tuple(runner_labels))
@@ -223,7 +308,8 @@ def _validate(files: Sequence[PlannedFile], spec: str, labels: tuple[str, ...]) 
 
 
 def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_RUNNER_LABELS,
-                    install_spec: str | None = None, force: bool = False) -> InitResult:  # fmt: skip
+                    install_spec: str | None = None, force: bool = False, pages: str | None = None
+                    ) -> InitResult:  # fmt: skip
     """Write the two workflows and ``.revertbot.yml`` at the root of the repository containing ``repo``.
 
     All or nothing: without ``force`` an existing file stops everything (:class:`UsageError` listing
@@ -234,7 +320,19 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
     root = gitops.repo_root(repo)
     if gitops.run("rev-parse", "--is-bare-repository", cwd=root).strip() == "true":
         raise UsageError(f"{root} is a bare repository: run init in a checkout")
-    files = plan_files(spec, labels)
+    mode, sub = parse_pages(pages)
+    evidence = detect_pages(root)
+    if not mode:
+        if evidence:
+            listing = "\n".join(f"  {e}" for e in evidence)
+            raise UsageError(
+                "this repository already publishes a GitHub Pages site, and deploying the dashboard would "
+                f"replace it; nothing was written:\n{listing}",
+                hint="pass --pages path:revertbot (your site includes the dashboard under revertbot/), "
+                     "--pages artifact (the dashboard stays a workflow artifact), or --pages deploy to replace it",
+            )  # fmt: skip
+        mode = "deploy"
+    files = plan_files(spec, labels, mode, sub)
     targets = [(f, root / f.path) for f in files]
     not_files = [f.path for f, p in targets if p.exists() and not p.is_file()]
     if not_files:
@@ -248,7 +346,7 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
     for f, p in targets:
         if p.read_text(encoding="utf-8") != f.text:
             raise RevertbotError(f"{f.path} does not read back as written")
-    return InitResult(root, files, tuple(existing), spec, labels)
+    return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence)
 
 
 def _write_all(targets: Sequence[tuple[PlannedFile, Path]]) -> None:
@@ -278,6 +376,26 @@ def _permissions(text: str) -> list[tuple[str, str]]:
     return rows
 
 
+def _pages_steps(result: InitResult) -> list[str]:
+    if result.pages == "deploy":
+        return ["3. GitHub Pages for the dashboard: Settings > Pages > Build and deployment > Source: GitHub Actions.",
+                "   The dashboard job runs daily (schedule) and from workflow_dispatch."]  # fmt: skip
+    lines = [f"3. The dashboard: this repository's GitHub Pages site is left alone. The daily dashboard job keeps "
+             f"the site as the artifact {DASHBOARD_ARTIFACT!r}."]  # fmt: skip
+    if result.pages.startswith("path:"):
+        sub = result.pages.split(":", 1)[1]
+        lines += [f"   To publish it under /{sub}/ of your site, add to the workflow that builds the site, before its",
+                  "   upload step (the site uses relative links, so it works under any path):",
+                  "     - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0",
+                  "       with:",
+                  f"         name: {DASHBOARD_ARTIFACT}",
+                  f"         path: <your site directory>/{sub}",
+                  "         run-id: <the latest revertbot run, e.g. from `gh run list -w revertbot`>",
+                  "         github-token: ${{ github.token }}  # with actions: read"]  # fmt: skip
+    lines += [f"   Found: {e}" for e in result.pages_evidence]
+    return lines
+
+
 def next_steps(result: InitResult) -> str:
     """What is left to do by hand after ``init``, for the terminal."""
     labels = ", ".join(result.runner_labels)
@@ -298,8 +416,7 @@ def next_steps(result: InitResult) -> str:
         "   Then enable a suite: uncomment the gpu.suites example and set the paths that select it and the",
         "   command that runs it (it is commented out because init cannot know them).",
         "",
-        "3. GitHub Pages for the dashboard: Settings > Pages > Build and deployment > Source: GitHub Actions.",
-        "   The dashboard job runs daily (schedule) and from workflow_dispatch.",
+        *_pages_steps(result),
         "",
         "4. Token permissions. The workflows grant nothing at the top level; each job asks for its own:",
     ]

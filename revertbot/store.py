@@ -12,12 +12,17 @@ and read by the dashboard. Rules:
   failing or losing rows.
 * Writes are upserts keyed by repository name and commit sha: recording the same thing twice
   leaves the same rows.
+* Repositories are ``owner/name``: a bare name (a directory name from an older scan) is merged
+  into the only ``owner/name`` of that name, on write and by migration 4, so nothing counts twice.
+* In CI the store is a cache: :func:`import_records` rebuilds it from the checks recorded on the
+  data branch (:mod:`revertbot.history`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as _dt
 import json
 import os
 import re
@@ -31,9 +36,9 @@ from typing import Any
 from . import gitops
 from .config import Config, load_config_file, module_for
 from .errors import EXIT_STORE, RevertbotError
+from .history import Record, normalise_repo
 from .models import RevertReport
 from .report import render_markdown, report_to_json
-from .report.jsonout import to_jsonable
 from .scan import ScanResult
 
 #: Marks the file as a revertbot store ("RvBt"), so a foreign SQLite database is recognised.
@@ -166,14 +171,33 @@ def _m3_gpu_results(db: sqlite3.Connection) -> None:
     )
 
 
+def _m4_identity(db: sqlite3.Connection) -> None:
+    """Which PR, head and run a report came from; repository names become ``owner/name``
+    (a bare name recorded by an older scan is merged into its ``owner/name``, never counted twice)."""
+    _execute_all(
+        db,
+        """
+        ALTER TABLE reports ADD COLUMN pr INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE reports ADD COLUMN head_sha TEXT NOT NULL DEFAULT '';
+        ALTER TABLE reports ADD COLUMN run_id TEXT NOT NULL DEFAULT ''
+        """,
+    )
+    for (name,) in db.execute("SELECT name FROM repositories").fetchall():
+        normal = normalise_repo(str(name))
+        if normal != name:
+            _rename_repo(db, str(name), normal)
+    _merge_bare_names(db)
+
+
 #: Applied in order; the schema version of a file is the number of migrations applied to it.
-MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results)
+MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity)
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Tables each migration creates, to recognise a file whose version number lies (damaged or edited).
 _TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
     frozenset({"repositories", "reverts", "originals", "revert_modules"}),
     frozenset({"reports", "backports"}),
     frozenset({"gpu_results"}),
+    frozenset(),
 )
 
 
@@ -324,7 +348,57 @@ def _write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise StoreError(f"cannot write the history store: {exc}") from None
 
 
+#: Tables whose rows belong to a repository (children of ``reverts`` first, so moves keep keys unique).
+_REPO_TABLES = ("originals", "revert_modules", "reports", "backports", "gpu_results", "reverts")
+
+
+def _rename_repo(db: sqlite3.Connection, old: str, new: str) -> None:
+    """Give ``old``'s rows to ``new`` (created if missing); rows ``new`` already has win."""
+    db.execute("PRAGMA defer_foreign_keys = ON")  # rows move table by table inside one transaction
+    db.execute("INSERT INTO repositories (name) VALUES (?) ON CONFLICT(name) DO NOTHING", (new,))
+    src = int(db.execute("SELECT id FROM repositories WHERE name = ?", (old,)).fetchone()[0])
+    dst = int(db.execute("SELECT id FROM repositories WHERE name = ?", (new,)).fetchone()[0])
+    if src == dst:
+        return
+    dup = "revert_sha IN (SELECT sha FROM reverts WHERE repo_id = ?)"
+    for table in ("originals", "revert_modules"):
+        # A revert both names recorded keeps one list of originals and modules: the owner/name one.
+        db.execute(f"DELETE FROM {table} WHERE repo_id = ? AND {dup}", (src, dst))
+    for table in _REPO_TABLES:
+        db.execute(f"UPDATE OR IGNORE {table} SET repo_id = ? WHERE repo_id = ?", (dst, src))
+        db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (src,))
+    db.execute("DELETE FROM repositories WHERE id = ?", (src,))
+
+
+def _merge_bare_names(db: sqlite3.Connection) -> None:
+    """A bare name (``minisgl``) is the same repository as the one ``owner/minisgl`` when that is
+    the only repository of that name; merge it there so nothing is counted twice."""
+    names = [str(r[0]) for r in db.execute("SELECT name FROM repositories")]
+    for bare in [n for n in names if "/" not in n]:
+        owners = [n for n in names if "/" in n and n.rsplit("/", 1)[1] == bare]
+        if len(owners) == 1:
+            _rename_repo(db, bare, owners[0])
+
+
+def canonical_repo(db: sqlite3.Connection, name: str) -> str:
+    """The name rows of ``name`` are kept under: ``owner/name`` when known, merging a bare twin."""
+    normal = normalise_repo(name)
+    if "/" not in normal:
+        owners = [str(r[0]) for r in db.execute("SELECT name FROM repositories WHERE name LIKE ?",
+                                                (f"%/{normal}",))]  # fmt: skip
+        owners = [o for o in owners if o.rsplit("/", 1)[1] == normal]
+        return owners[0] if len(owners) == 1 else normal
+    bare = normal.rsplit("/", 1)[1]
+    if db.execute("SELECT 1 FROM repositories WHERE name = ?", (bare,)).fetchone():
+        others = [str(r[0]) for r in db.execute("SELECT name FROM repositories WHERE name LIKE ? AND name != ?",
+                                                (f"%/{bare}", normal))]  # fmt: skip
+        if not [o for o in others if o.rsplit("/", 1)[1] == bare]:
+            _rename_repo(db, bare, normal)
+    return normal
+
+
 def _repo_id(db: sqlite3.Connection, name: str, **fields: Any) -> int:
+    name = canonical_repo(db, name)
     db.execute("INSERT INTO repositories (name) VALUES (?) ON CONFLICT(name) DO NOTHING", (name,))
     if fields:
         sets = ", ".join(f"{k} = ?" for k in fields)
@@ -495,12 +569,13 @@ def record_scan(
 ) -> int:
     """Record every revert of a scan (``revertbot scan --store``); returns how many were written.
 
-    ``repo_name`` defaults to the repository directory's name, the name ``check`` reports use.
+    ``repo_name`` defaults to ``owner/name`` from the clone's ``origin``, else its directory name
+    (which the store merges into the ``owner/name`` of the same name once that is known).
     """
     rows = rows_from_scan(result, config)
     return record_rows(
         db,
-        repo_name or result.repo.name,
+        repo_name or repo_identity(result.repo) or result.repo.name,
         rows,
         path=str(result.repo),
         ref=result.ref,
@@ -517,62 +592,138 @@ def record_report(
     db: str | os.PathLike[str] | sqlite3.Connection,
     report: RevertReport,
     markdown: str | None = None,
+    repo_name: str | None = None,
 ) -> None:
     """Record a full ``check`` report (``revertbot check --store``).
+
+    ``repo_name`` (``owner/name``) overrides the report's repository name (a directory name when
+    the check ran on a local path).
 
     The revert's row is written from the report too, so a store filled only by ``check`` is
     complete; a later scan of the same commit updates it in place.
     """
-    data = report_to_json(report)
     md = markdown if markdown is not None else render_markdown(report, report.language)
+    data = report_to_json(report)
+    if repo_name:
+        data["repo"] = repo_name
+    with connect(db) as conn, _write(conn):
+        _record_report_json(conn, data, md, int(time.time()))
+
+
+_REMOTE = re.compile(r"(?:^[a-z+]+://(?:[^@/]+@)?[^/]+/|^[^@/:]+@[^:]+:)(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)"
+                     r"(?:\.git)?/?$")  # fmt: skip
+
+
+def repo_identity(root: str | os.PathLike[str]) -> str | None:
+    """``owner/name`` of a clone, from its ``origin`` URL (https or ssh); None when it has none."""
+    url = gitops.run("config", "--get", "remote.origin.url", cwd=Path(root), check=False).strip()
+    m = _REMOTE.match(url)
+    return m.group("slug") if m else None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a recorded report came from (a PR check in CI); empty for a local ``check``."""
+
+    pr: int = 0
+    head_sha: str = ""
+    run_id: str = ""
+
+
+def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: str, now: int,
+                        origin: Origin = Origin()) -> None:  # fmt: skip
+    """Write one report given as :func:`~revertbot.report.report_to_json` wrote it."""
+    revert = data.get("revert") or {}
+    files = [f for f in data.get("files") or () if isinstance(f, Mapping)]
     modules: dict[str, int] = {}
-    for f in report.files:
-        modules[f.module] = modules.get(f.module, 0) + 1
+    for f in files:
+        mod = str(f.get("module", ""))
+        modules[mod] = modules.get(mod, 0) + 1
+    originals = [o for o in data.get("original_commits") or () if isinstance(o, Mapping)]
+    risk = data.get("risk") or {}
     row = RevertRow(
-        sha=report.revert.sha,
-        subject=report.revert.subject,
-        kind=report.kind,
-        author=report.revert.author,
-        date=report.revert.date,
-        purity=report.purity.verdict,
-        purity_reason=report.purity.reason,
-        purity_files=to_jsonable(report.purity.files),
+        sha=str(revert.get("sha", "")),
+        subject=str(revert.get("subject", "")),
+        kind=str(data.get("kind", "")),
+        author=str(revert.get("author", "")),
+        date=int(revert.get("date") or 0),
+        purity=str(data.get("purity", "")),
+        purity_reason=str(data.get("purity_reason", "")),
+        purity_files=list(data.get("purity_files") or ()),
         originals=[
-            (o.sha, how, CommitInfo(o.sha, o.date, o.author, o.subject))
-            for o, how in zip(report.originals, report.linked_by, strict=False)
+            (str(o.get("sha", "")), str(how), CommitInfo(str(o.get("sha", "")), int(o.get("date") or 0),
+                                                         str(o.get("author", "")), str(o.get("subject", ""))))
+            for o, how in zip(originals, data.get("linked_by") or (), strict=False)
         ],
-        unresolved=to_jsonable(report.unresolved),
-        chain=[c.sha for c in report.chain],
-        files=[f.path for f in report.files],
+        unresolved=list(data.get("unresolved") or ()),
+        chain=[str(c.get("sha", "")) if isinstance(c, Mapping) else str(c) for c in data.get("chain") or ()],
+        files=[str(f.get("path", "")) for f in files],
         modules=modules,
     )
-    now = int(time.time())
+    if not row.sha:
+        raise StoreError("a report without a revert sha cannot be recorded")
+    repo_id = _repo_id(conn, str(data.get("repo", "")))
+    existing = conn.execute("SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?",
+                            (repo_id, row.sha)).fetchone()  # fmt: skip
+    if existing is not None:
+        row = dataclasses.replace(row, direction=int(existing[0]))
+    _upsert_revert(conn, repo_id, row, now)
+    conn.execute(
+        """
+        INSERT INTO reports (repo_id, revert_sha, risk_level, action, base_ref, report_json, markdown, recorded_at,
+                             pr, head_sha, run_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (repo_id, revert_sha) DO UPDATE SET
+            risk_level = excluded.risk_level, action = excluded.action, base_ref = excluded.base_ref,
+            report_json = excluded.report_json, markdown = excluded.markdown, recorded_at = excluded.recorded_at,
+            pr = CASE WHEN excluded.pr THEN excluded.pr ELSE reports.pr END,
+            head_sha = CASE WHEN excluded.pr THEN excluded.head_sha ELSE reports.head_sha END,
+            run_id = CASE WHEN excluded.pr THEN excluded.run_id ELSE reports.run_id END
+        """,
+        (repo_id, row.sha, str(risk.get("level", "")), str(risk.get("action", "")),
+         str((data.get("base") or {}).get("ref", "")), _dumps(dict(data)), md, now,
+         origin.pr, origin.head_sha, origin.run_id),
+    )  # fmt: skip
+    conn.execute("DELETE FROM backports WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
+    conn.executemany(
+        "INSERT INTO backports (repo_id, revert_sha, branch, original_pick, how, revert_pick)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo_id, revert_sha, branch) DO NOTHING",
+        [(repo_id, row.sha, str(b.get("branch", "")), b.get("original_pick"), str(b.get("how", "")),
+          b.get("revert_pick")) for b in data.get("backports") or () if isinstance(b, Mapping)],
+    )  # fmt: skip
+    gpu = data.get("gpu")
+    if isinstance(gpu, Mapping):
+        _upsert_gpu(conn, repo_id, row.sha, gpu, now)
+
+
+def _record_time(rec: Record) -> int:
+    try:
+        return int(_dt.datetime.strptime(rec.recorded_at, "%Y-%m-%dT%H:%M:%SZ")
+                   .replace(tzinfo=_dt.timezone.utc).timestamp())  # fmt: skip
+    except ValueError:
+        return 0
+
+
+def import_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Sequence[Record]) -> int:
+    """Replay recorded checks (the data branch) into the store, in one transaction.
+
+    Records are applied oldest first, so the newest report of a revert wins and a GPU result
+    stays until a newer one replaces it; replaying the same records again changes nothing.
+    Returns how many distinct reverts the records describe.
+    """
+    ordered = sorted(records, key=lambda r: (_record_time(r), int(r.run_id) if r.run_id.isdigit() else 0,
+                                             r.run_attempt, r.path()))  # fmt: skip
+    seen: set[tuple[str, str]] = set()
     with connect(db) as conn, _write(conn):
-        repo_id = _repo_id(conn, report.repo)
-        existing = conn.execute(
-            "SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?", (repo_id, row.sha)
-        ).fetchone()
-        if existing is not None:
-            row = dataclasses.replace(row, direction=int(existing[0]))
-        _upsert_revert(conn, repo_id, row, now)
-        conn.execute(
-            """
-            INSERT INTO reports (repo_id, revert_sha, risk_level, action, base_ref, report_json, markdown, recorded_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (repo_id, revert_sha) DO UPDATE SET
-                risk_level = excluded.risk_level, action = excluded.action, base_ref = excluded.base_ref,
-                report_json = excluded.report_json, markdown = excluded.markdown, recorded_at = excluded.recorded_at
-            """,
-            (repo_id, row.sha, report.risk.level, report.risk.action, report.base_ref, _dumps(data), md, now),
-        )
-        conn.execute("DELETE FROM backports WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
-        conn.executemany(
-            "INSERT INTO backports (repo_id, revert_sha, branch, original_pick, how, revert_pick)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo_id, revert_sha, branch) DO NOTHING",
-            [(repo_id, row.sha, b.branch, b.original_pick, b.how, b.revert_pick) for b in report.backports],
-        )
-        if report.gpu is not None:
-            _upsert_gpu(conn, repo_id, row.sha, to_jsonable(report.gpu), now)
+        for rec in ordered:
+            data = dict(rec.report)
+            data["repo"] = rec.repo  # the record's identity, not what the report text claims
+            if rec.gpu is not None:
+                data["gpu"] = dict(rec.gpu)
+            _record_report_json(conn, data, rec.markdown, _record_time(rec),
+                                Origin(rec.pr, rec.head_sha, rec.run_id))  # fmt: skip
+            seen.add((rec.repo, str((rec.report.get("revert") or {}).get("sha", ""))))
+    return len(seen)
 
 
 GPU_STATUSES = ("pass", "fail", "regressed", "infra", "not run")
@@ -683,6 +834,8 @@ class StoredRevert:
     backports: tuple[StoredBackport, ...] = ()
     gpu_status: str = "not run"
     gpu: Mapping[str, Any] | None = None
+    pr: int = 0  # the pull request the recorded check was for (0: not from a PR check)
+    head_sha: str = ""
 
     @property
     def original_date(self) -> int:
@@ -717,8 +870,10 @@ def _load(db: sqlite3.Connection) -> History:
     for r in db.execute("SELECT repo_id, revert_sha, module FROM revert_modules ORDER BY files DESC, module"):
         modules.setdefault((r[0], r[1]), []).append(r[2])
     reports = {
-        (r[0], r[1]): (r[2], r[3], r[4], r[5])
-        for r in db.execute("SELECT repo_id, revert_sha, risk_level, action, report_json, markdown FROM reports")
+        (r[0], r[1]): (r[2], r[3], r[4], r[5], int(r[6]), str(r[7]))
+        for r in db.execute(
+            "SELECT repo_id, revert_sha, risk_level, action, report_json, markdown, pr, head_sha FROM reports"
+        )
     }
     backports: dict[tuple[int, str], list[StoredBackport]] = {}
     for r in db.execute(
@@ -761,6 +916,36 @@ def _load(db: sqlite3.Connection) -> History:
                 backports=tuple(backports.get(key, ())),
                 gpu_status=g[0] if g else "not run",
                 gpu=json.loads(g[1]) if g else None,
+                pr=rep[4] if rep else 0,
+                head_sha=rep[5] if rep else "",
             )
         )
     return History(tuple(repos.values()), tuple(out), schema_version(db))
+
+
+def merge_histories(histories: Sequence[History]) -> History:
+    """One history from several stores (an organisation's engine, kernels and router).
+
+    Repositories are identified by ``owner/name``; a bare name that matches exactly one
+    ``owner/name`` across the stores is the same repository. A revert found in several stores is
+    kept once, preferring the copy with a report, then the one with GPU results.
+    """
+    names = {r for h in histories for r in h.repositories}
+    alias: dict[str, str] = {}
+    for n in names:
+        if "/" not in n:
+            owners = [o for o in names if "/" in o and o.rsplit("/", 1)[1] == n]
+            alias[n] = owners[0] if len(owners) == 1 else n
+    best: dict[tuple[str, str], StoredRevert] = {}
+    for h in histories:
+        for r in h.reverts:
+            repo = alias.get(r.repo, r.repo)
+            item = dataclasses.replace(r, repo=repo) if repo != r.repo else r
+            key = (repo, r.sha)
+            old = best.get(key)
+            if old is None or (item.report is not None, item.gpu is not None) > (old.report is not None,
+                                                                                 old.gpu is not None):
+                best[key] = item
+    reverts = sorted(best.values(), key=lambda r: (-r.date, r.sha, r.repo))
+    repos = sorted({alias.get(n, n) for n in names})
+    return History(tuple(repos), tuple(reverts), min((h.schema_version for h in histories), default=SCHEMA_VERSION))

@@ -117,7 +117,7 @@ def test_overview_charts_render_with_the_right_counts(site: dict[str, Any], page
     assert p.locator("#stat-gaps .value").inner_text() == str(len(ov.gaps))
     assert ov.reverts > 50 and ov.relands > 0 and ov.gaps
 
-    assert p.locator("svg.chart").count() == 8
+    assert p.locator("svg.chart").count() == 11
     for svg in p.locator("svg.chart").all():
         assert svg.get_attribute("role") == "img"
         assert (svg.get_attribute("aria-label") or "").strip()
@@ -262,3 +262,82 @@ def test_works_from_the_local_disk(site: dict[str, Any], page: Page) -> None:
     first = site["history"].reverts[0]
     p.goto((site["dir"] / "reverts" / page_name(first)).as_uri())
     assert p.locator("h1").inner_text() == first.subject
+
+
+WIDTHS = (1280, 390)
+
+
+def _no_layout_breaks(p: Any, width: int) -> None:
+    """Nothing wider than the window except inside the table's own scroller; badges, shas and
+    headings on one line (no "rever t", no split sha)."""
+    overflow = p.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    split = p.eval_on_selector_all(
+        "td .badge, code.sha, code.ref, td .nowrap, th .th-label, th button.sort",
+        "els => els.filter(e => e.offsetParent !== null).filter(e => {"
+        "  const r = e.getClientRects(); if (r.length > 1) return true;"
+        "  const lh = parseFloat(getComputedStyle(e).lineHeight) || 20;"
+        "  return e.getBoundingClientRect().height > lh * 1.6;"
+        "}).map(e => e.textContent).slice(0, 5)",
+    )
+    assert split == [], f"broken across lines at {width}px: {split}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_views_repository_filter_and_links_at_each_width(site: dict[str, Any], browser: Any, width: int) -> None:
+    hist = site["history"]
+    pg = Page(browser)
+    p = pg.page
+    try:
+        p.set_viewport_size({"width": width, "height": 900})
+        p.goto(site["url"] + "index.html")
+        _no_layout_breaks(p, width)
+        if os.environ.get("REVERTBOT_UPDATE_SCREENSHOT") == "1":
+            p.screenshot(path=str(DOCS / f"dashboard-overview-{width}.png"))
+        # The maintainers' views: reasons, authors, time to reland, GPU over time; each with its table.
+        for fig in ("reasons", "authors", "reland", "gpu-weeks", "per-week", "gaps"):
+            assert p.locator(f"#fig-{fig} svg.chart").count() == 1
+            details = p.locator(f"#table-{fig}")
+            details.locator("summary").click()
+            assert details.locator("table, p").first.is_visible()
+        reasons = bars(p, "chart-reasons")
+        assert sum(reasons.values()) == site["overview"].reverts
+        gpu_rows = p.locator("#table-gpu-weeks tbody tr")
+        assert gpu_rows.count() == sum(1 for r in hist.reverts if r.gpu is not None and r.kind != "reland")
+        assert "%" in gpu_rows.first.inner_text()  # memory and capture-time change
+        _no_layout_breaks(p, width)  # with every table behind a chart open
+
+        # The repository filter: every repository once, rows of that repository only.
+        options = p.eval_on_selector_all("#filter-repo option", "os => os.map(o => o.value).filter(Boolean)")
+        assert options == sorted(hist.repositories) and len(options) == 2
+        for repo in options:
+            p.select_option("#filter-repo", repo)
+            shown = p.eval_on_selector_all("#reverts tbody tr",
+                                           "rs => rs.filter(r => !r.hidden).map(r => r.dataset.repo)")
+            assert shown and set(shown) == {repo}
+            assert len(shown) == sum(1 for r in hist.reverts if r.repo == repo)
+        p.select_option("#filter-repo", "demo-org/minisgl")
+        row = p.locator("#reverts tbody tr:not([hidden])").filter(has=p.locator('a[href$="/pull/108"]'))
+        assert row.count() == 1
+        href = row.locator('a[href$="/pull/108"]').get_attribute("href")
+        assert href == "https://github.com/demo-org/minisgl/pull/108"
+        p.click("#filter-reset")
+
+        # The revert page: links to GitHub for the commit, the PR, the original and the backport.
+        demo = next(r for r in hist.reverts if r.repo == "demo-org/minisgl" and r.pr == 108)
+        p.goto(site["url"] + "reverts/" + page_name(demo))
+        hrefs = p.eval_on_selector_all("a.ext", "as => as.map(a => a.getAttribute('href'))")
+        base = "https://github.com/demo-org/minisgl"
+        assert f"{base}/commit/{demo.sha}" in hrefs and f"{base}/pull/108" in hrefs
+        assert f"{base}/commit/{demo.originals[0].sha}" in hrefs
+        assert any(h.startswith(f"{base}/commit/") and h.endswith(demo.backports[0].original_pick or "-")
+                   for h in hrefs)  # fmt: skip
+        assert p.locator("#factors td", has_text="critical paths").count() >= 1
+        assert p.locator("#factors td", has_text="critical_paths").count() == 0
+        _no_layout_breaks(p, width)
+        if os.environ.get("REVERTBOT_UPDATE_SCREENSHOT") == "1":
+            p.evaluate("window.scrollTo(0, 0)")
+            p.screenshot(path=str(DOCS / f"dashboard-revert-{width}.png"))
+        assert pg.errors == []
+    finally:
+        pg.close()

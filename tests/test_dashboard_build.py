@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -179,7 +180,7 @@ def test_report_markdown_is_preformatted_text(hostile_site: dict[str, object]) -
     assert pre is not None and "Executive summary" in pre.group(1)
     assert "<" not in pre.group(1)
     # Risk factors from the stored JSON, backports with the open gap, the chain, and originals.
-    assert 'id="factors"' in page and "critical_paths" in page
+    assert 'id="factors"' in page and "<td>critical paths</td>" in page and "<td>critical_paths" not in page
     assert "release/0.5" in page and "revert needed" in page
     assert "Share BCG output buffers across capture sizes (#101)" in page
 
@@ -189,7 +190,10 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
     assert isinstance(site, Path)
     text = (site / "index.html").read_text(encoding="utf-8")
     svgs = re.findall(r"<svg\b[^>]*>.*?</svg>", text, re.S)
-    assert len(svgs) == 8
+    assert len(svgs) == 11
+    # Every chart has the table of its numbers behind it.
+    figures = re.findall(r'<figure class="chart-card[^"]*" id="fig-([^"]+)">.*?</figure>', text, re.S)
+    assert len(figures) == 11 and len(re.findall(r'<details class="table-behind"', text)) == 11
     for svg in svgs:
         assert 'role="img"' in svg
         assert re.search(r'aria-label="[^"]{10,}"', svg)
@@ -216,6 +220,15 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
     assert ttr["1–7 d"] == 2  # the git revert (3 days) and the demo revert (6 days)
     assert ttr["1–3 mo"] == 1  # the hostile row (30 days: the 1–4 week bucket ends before day 30)
     assert bars("chart-gaps") == {"release/0.5": 1}
+    reasons = bars("chart-reasons")
+    assert list(reasons) == ["CI failure", "GPU regression", "correctness", "performance", "other"]
+    assert sum(reasons.values()) == 3
+    assert sum(bars("chart-authors").values()) >= 3
+    assert sum(bars("chart-gpu-weeks").values()) == 1  # the one revert with GPU results
+    gpu_table = re.search(r'<details class="table-behind" id="table-gpu-weeks">(.*?)</details>', text, re.S)
+    assert gpu_table is not None and 'class="badge gpu-fail"' in gpu_table.group(1)
+    reland_table = re.search(r'<details class="table-behind" id="table-reland">(.*?)</details>', text, re.S)
+    assert reland_table is not None and reland_table.group(1).count("<tr>") == 2  # header and the one reland
     assert 'aria-label="Purity mix. pure 2, partial 0, extra 0, modified 1, unverifiable 0 (total 3)"' in text
 
 
@@ -342,3 +355,88 @@ def html_unescape(text: str) -> str:
     import html
 
     return html.unescape(text)
+
+
+def _rows(index: str) -> list[str]:
+    return re.findall(r'<tr id="row-\d+"[^>]*>.*?</tr>', index, re.S)
+
+
+def test_several_stores_one_site_with_links_and_no_double_counting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = build_demo_repo(tmp_path / "minisgl")
+    engine, kernels = tmp_path / "engine.db", tmp_path / "kernels.db"
+    # The engine's store: an old scan under the directory name, then a check of a clone whose origin
+    # is on GitHub (recorded as owner/name): one repository.
+    store.record_rows(engine, "minisgl", store.rows_from_scan(scan_repository(demo.path)))
+    subprocess.run(["git", "remote", "add", "origin", "git@github.com:demo-org/minisgl.git"], cwd=demo.path,
+                   check=True)
+    assert run_cli(["check", "--repo", str(demo.path), demo.revert, "--base", "main", "--store", str(engine),
+                    "--format", "json"]) == 0  # fmt: skip
+    # A kernel library's store, written by a scan that only knew the bare name of the engine too.
+    store.record_rows(kernels, "demo-org/kernels", [RevertRow(
+        sha="c" * 40, subject='Revert "Fuse rmsnorm" (wrong results on H200 with fp8)', kind="revert", author="Bo",
+        date=1_700_000_000, purity="pure", files=["csrc/norm.cu"], modules={"csrc": 1},
+        originals=[("d" * 40, "sha", CommitInfo("d" * 40, 1_699_900_000, "Cy", "Fuse rmsnorm"))])])  # fmt: skip
+    store.record_scan(kernels, scan_repository(demo.path))
+    capsys.readouterr()
+    site = tmp_path / "site"
+    assert run_cli(["dashboard", "build", "--db", str(engine), "--db", str(kernels), "--out", str(site)]) == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    rows = _rows(index)
+    repos = [re.search(r'data-repo="([^"]*)"', r).group(1) for r in rows]  # type: ignore[union-attr]
+    assert set(repos) == {"demo-org/minisgl", "demo-org/kernels"}
+    shas = [re.search(r'<td data-value="([0-9a-f]{40})">', r).group(1) for r in rows]  # type: ignore[union-attr]
+    assert len(shas) == len(set(shas))  # the demo's reverts, recorded in both stores and under two names: once
+    # The repository filter lists each repository once.
+    select = re.search(r'<select id="filter-repo"[^>]*>(.*?)</select>', index, re.S)
+    assert select is not None
+    assert re.findall(r'<option value="([^"]+)">', select.group(1)) == ["demo-org/kernels", "demo-org/minisgl"]
+    # Links to GitHub for the commit and its original; the sha is never split.
+    (checked,) = [r for r in rows if demo.revert in r]
+    assert 'data-risk="medium"' in checked
+    page = (site / "reverts").glob("*.html")
+    text = next(p.read_text(encoding="utf-8") for p in page if f"commit/{demo.revert}" in p.read_text(encoding="utf-8"))
+    assert f'href="https://github.com/demo-org/minisgl/commit/{demo.original}"' in text
+    assert f'href="https://github.com/demo-org/minisgl/commit/{demo.backport}"' in text
+    assert '<code class="sha">' in text
+    (kernel_row,) = [r for r in rows if "c" * 40 in r]
+    assert 'data-reason="correctness"' in kernel_row
+
+
+@pytest.mark.parametrize(("subject", "body", "reason"), [
+    ('Revert "Add router (#12)"', "Breaks CI: tests fail on main.", "CI failure"),
+    ('Revert "Share buffers"', "OOM during CUDA graph capture on H200.", "GPU regression"),
+    ('Revert "Faster sampler"', "Produces wrong tokens for batch > 1.", "correctness"),
+    ('Revert "New scheduler"', "Throughput dropped 12%.", "performance"),
+    ('Revert "Rename flag"', "Not needed after all.", "other"),
+    # Words of the reverted subject say what was undone, not why.
+    ('Revert "Fix flaky CI job"', "", "other"),
+])  # fmt: skip
+def test_reason_categories_come_from_the_revert_message(subject: str, body: str, reason: str) -> None:
+    from revertbot.dashboard.build import reason_of
+    from revertbot.store import StoredRevert
+
+    r = StoredRevert(repo="o/r", sha="a" * 40, subject=subject, kind="revert", direction=1, author="x", date=1,
+                     purity="pure", purity_reason="", purity_files=(), unresolved=(), chain=(), files=(), modules=(),
+                     originals=(), report={"revert": {"body": body}})  # fmt: skip
+    assert reason_of(r) == reason
+
+
+def test_a_large_history_keeps_the_overview_table_short(hostile_site: dict[str, object], tmp_path: Path) -> None:
+    from revertbot.dashboard.build import build_site
+
+    db = hostile_site["db"]
+    assert isinstance(db, Path)
+    history = store.load_history(db)
+    site = tmp_path / "limited"
+    build_site(history, site, table_limit=2)
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert len(_rows(index)) == 2
+    assert f'<a href="all.html">all {len(history.reverts)}</a>' in index
+    everything = (site / "all.html").read_text(encoding="utf-8")
+    assert len(_rows(everything)) == len(history.reverts) > 2
+    assert 'src="assets/dashboard.js"' in everything and 'href="reverts/' in everything
+    # A later build that fits on the overview removes the stale all.html.
+    build_site(history, site)
+    assert not (site / "all.html").exists() and len(_rows((site / "index.html").read_text())) == len(history.reverts)

@@ -85,8 +85,9 @@ def test_init_writes_the_workflows_and_the_config(repo: GitRepo, capsys: pytest.
     code, out, err = init(capsys, "--repo", str(repo.path))
     assert code == 0, err
     root = repo.path
-    jobs = {"revertbot.yml": {"analyze", "dashboard"}, "revertbot-gpu.yml": {"authorize", "gpu", "report"},
-            "revertbot-publish.yml": {"publish"}}  # fmt: skip
+    jobs = {"revertbot.yml": {"analyze", "record", "dashboard"},
+            "revertbot-gpu.yml": {"authorize", "gpu", "report", "record"},
+            "revertbot-publish.yml": {"publish", "record"}}  # fmt: skip
     for name, dest in WORKFLOW_TEMPLATES:
         written = (root / dest).read_text(encoding="utf-8")
         # The template with nothing but the spec line changed.

@@ -6,15 +6,17 @@ import dataclasses
 import hashlib
 import json
 import multiprocessing
+import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from revertbot import store
+from revertbot import gitops, history, store
 from revertbot.check import check_revert
 from revertbot.cli import run_cli
 from revertbot.demo import build_demo_repo
+from revertbot.errors import UsageError
 from revertbot.scan import scan_repository
 from revertbot.store import CommitInfo, RevertRow, StoreError
 from tests.gitrepo import GitRepo
@@ -193,7 +195,8 @@ def test_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     digest = _digest(db)
-    with pytest.raises(StoreError, match=r"schema version 4, newer than this revertbot knows \(3\)") as exc:
+    newer = rf"schema version {store.SCHEMA_VERSION + 1}, newer than this revertbot knows \({store.SCHEMA_VERSION}\)"
+    with pytest.raises(StoreError, match=newer) as exc:
         store.open_store(db)
     assert exc.value.exit_code == store.EXIT_STORE != 0
     with pytest.raises(StoreError, match="newer"):
@@ -377,3 +380,180 @@ def test_cli_store_errors_exit_non_zero(
     out, err = capsys.readouterr()
     assert len(json.loads(out)) == 3
     assert f"recorded 3 revert(s) in {good}" in err
+
+
+# --------------------------------------------------------------------------- durable history (data branch)
+
+HISTORY_KILL = """
+import os, signal, sys
+from revertbot import history, store
+recs = [history.record_from_json(__import__("json").loads(open(p).read())) for p in sys.argv[3:]]
+if sys.argv[1] == "push":
+    def hook(step):
+        if step == "before-push":
+            os.kill(os.getpid(), signal.SIGKILL)  # the runner dies with the commit built, not pushed
+    history.push_records(sys.argv[2], recs, hook=hook)
+else:
+    real = store._record_report_json
+    calls = []
+    def dying(*a, **k):
+        real(*a, **k)
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # half the records written inside the transaction
+    store._record_report_json = dying
+    store.import_records(sys.argv[2], recs)
+"""
+
+
+def _bare(tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    return remote
+
+
+def _record(report: dict[str, object], pr: int, head: str, run: str, gpu: dict[str, object] | None = None,
+            at: str = "2026-01-02T03:04:05Z", repo: str = "demo-org/minisgl") -> history.Record:  # fmt: skip
+    return history.Record(repo=repo, pr=pr, head_sha=head, run_id=run, run_attempt="1", job="analyze",
+                          recorded_at=at, report=report, markdown=f"report of run {run}", gpu=gpu)  # fmt: skip
+
+
+def _branch_files(remote: Path) -> list[str]:
+    out = gitops.run("ls-tree", "-r", "--name-only", "refs/heads/revertbot-history", cwd=remote, check=False)
+    return sorted(out.split())
+
+
+def _log_count(remote: Path) -> int:
+    out = gitops.run("rev-list", "--count", "refs/heads/revertbot-history", cwd=remote, check=False).strip()
+    return int(out or 0)
+
+
+@pytest.fixture
+def demo_report(tmp_path: Path) -> dict[str, object]:
+    from revertbot.report import report_to_json
+
+    demo = build_demo_repo(tmp_path / "minisgl")
+    return report_to_json(check_revert(demo.path, demo.revert, base_ref="main"))
+
+
+def test_history_push_is_append_only_and_idempotent(tmp_path: Path, demo_report: dict[str, object]) -> None:
+    remote = _bare(tmp_path)
+    head = "a" * 40
+    first = history.push_records(f"file://{remote}", [_record(demo_report, 108, head, "1")])
+    assert first.written == (f"records/demo-org/minisgl/pr-108/{head}/1-1-analyze.json",)
+    # The same job retried: nothing new, no new commit.
+    again = history.push_records(f"file://{remote}", [_record(demo_report, 108, head, "1")])
+    assert again.written == () and again.present == first.written and _log_count(remote) == 1
+    # Another run on the same head adds its own file beside the first.
+    history.push_records(f"file://{remote}", [_record(demo_report, 108, head, "2")])
+    assert len(_branch_files(remote)) == 2 and _log_count(remote) == 2
+
+
+def test_history_race_loses_nothing(tmp_path: Path, demo_report: dict[str, object]) -> None:
+    remote = f"file://{_bare(tmp_path)}"
+    head = "b" * 40
+    raced: list[str] = []
+
+    def other_run_gets_there_first(step: str) -> None:
+        if step == "before-push" and not raced:
+            raced.append(step)
+            history.push_records(remote, [_record(demo_report, 108, head, "7")])
+
+    res = history.push_records(remote, [_record(demo_report, 108, head, "6")], hook=other_run_gets_there_first,
+                               sleep=lambda _s: None)  # fmt: skip
+    assert res.attempts == 2  # rejected once (the branch moved), re-applied on the new tip
+    files = _branch_files(Path(remote.removeprefix("file://")))
+    assert [f.rsplit("/", 1)[1] for f in files] == ["6-1-analyze.json", "7-1-analyze.json"]
+
+
+def test_history_write_killed_half_way_loses_and_doubles_nothing(tmp_path: Path,
+                                                                  demo_report: dict[str, object]) -> None:  # fmt: skip
+    import subprocess
+    import sys
+
+    remote = _bare(tmp_path)
+    head = "c" * 40
+    history.push_records(f"file://{remote}", [_record(demo_report, 108, head, "1")])
+    recs = [_record(demo_report, 108, head, "2", gpu={"hardware": "NVIDIA H200", "passed_both": 3}),
+            _record(demo_report, 109, "d" * 40, "2", at="2026-01-03T00:00:00Z")]  # fmt: skip
+    paths = []
+    for i, r in enumerate(recs):
+        p = tmp_path / f"r{i}.json"
+        p.write_text(r.dumps(), encoding="utf-8")
+        paths.append(str(p))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    killed = subprocess.run([sys.executable, "-c", HISTORY_KILL, "push", f"file://{remote}", *paths], env=env)
+    assert killed.returncode == -9
+    assert len(_branch_files(remote)) == 1 and _log_count(remote) == 1  # nothing half-published
+    # The job re-runs: both records land once; once more: nothing changes.
+    assert len(history.push_records(f"file://{remote}", recs).written) == 2
+    assert history.push_records(f"file://{remote}", recs).written == ()
+    assert len(_branch_files(remote)) == 3 and _log_count(remote) == 2
+
+    # Rebuilding the store is killed after the first record, inside its transaction: nothing is kept.
+    clone = tmp_path / "clone"
+    gitops.run("clone", "-q", "--bare", f"file://{remote}", str(clone), cwd=tmp_path)
+    records = history.read_records(clone, "revertbot-history")
+    assert len(records) == 3
+    db = tmp_path / "h.db"
+    store.open_store(db).close()
+    killed = subprocess.run([sys.executable, "-c", HISTORY_KILL, "import", str(db), *paths], env=env)
+    assert killed.returncode == -9
+    assert _count(db, "reports") == 0 and _count(db, "reverts") == 0
+    for _ in range(2):  # the rebuild, run twice: one row per revert, newest report and the GPU result kept
+        assert store.import_records(db, records) == 1
+    (r,) = store.load_history(db).reverts
+    assert r.repo == "demo-org/minisgl" and r.risk_level == "medium"
+    assert (r.pr, r.head_sha) == (109, "d" * 40)  # the newest record of that revert
+    assert r.gpu is not None and r.gpu["hardware"] == "NVIDIA H200" and r.gpu_status == "pass"
+    assert _count(db, "reports") == 1 and _count(db, "gpu_results") == 1
+
+
+def test_history_files_that_lie_about_their_identity_are_ignored(tmp_path: Path,
+                                                                demo_report: dict[str, object]) -> None:  # fmt: skip
+    remote = _bare(tmp_path)
+    rec = _record(demo_report, 108, "e" * 40, "3")
+    history.push_records(f"file://{remote}", [rec])
+    forged = _record(demo_report, 999, "e" * 40, "3")
+    # A file placed at PR 108's path whose content claims PR 999 (hand-edited branch) is skipped.
+    blob = gitops.run("hash-object", "-w", "--stdin", cwd=remote, input=forged.dumps()).strip()
+    assert history.read_records(remote, "revertbot-history") == [rec]
+    assert blob
+    with pytest.raises(UsageError):
+        history.validate(dataclasses.replace(rec, repo="../../etc"))
+    with pytest.raises(UsageError):
+        history.validate(dataclasses.replace(rec, head_sha="abc"))
+
+
+def test_bare_and_owner_names_are_one_repository(tmp_path: Path, demo_report: dict[str, object]) -> None:
+    demo_path = tmp_path / "minisgl"
+    db = tmp_path / "h.db"
+    # An older scan recorded the directory name; the PR check records owner/name: one repository.
+    store.record_scan(db, scan_repository(demo_path))
+    assert store.load_history(db).repositories == ("minisgl",)
+    store.import_records(db, [_record(demo_report, 108, "a" * 40, "1")])
+    hist = store.load_history(db)
+    assert hist.repositories == ("demo-org/minisgl",)
+    shas = [r.sha for r in hist.reverts]
+    assert len(shas) == len(set(shas))
+    (checked,) = [r for r in hist.reverts if r.risk_level]
+    assert checked.pr == 108 and checked.modules
+    # A later scan under the bare name lands in owner/name as well.
+    store.record_scan(db, scan_repository(demo_path))
+    assert store.load_history(db).repositories == ("demo-org/minisgl",)
+    assert len(store.load_history(db).reverts) == len(shas)
+
+
+def test_migration_merges_a_bare_name_into_its_owner_name(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    conn = store.open_store(db, upto=3)
+    store.record_rows(conn, "minisgl", [_row("1" * 40), _row("2" * 40)])
+    store.record_rows(conn, "https://github.com/demo-org/minisgl.git", [_row("2" * 40, purity="partial")])
+    conn.close()
+    hist = store.load_history(db)
+    assert hist.schema_version == store.SCHEMA_VERSION
+    assert hist.repositories == ("demo-org/minisgl",)
+    assert sorted((r.sha[:1], r.purity) for r in hist.reverts) == [("1", "pure"), ("2", "partial")]
+    assert _count(db, "originals") == 2

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from tests.workflow_runner import (
     ExpressionError,
     GitHubContext,
     Scope,
+    StandIn,
     StepCall,
     WorkflowError,
     WorkflowRunner,
@@ -85,7 +89,9 @@ def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW
     base_env = {"XDG_CACHE_HOME": str(tmp / "cache"), "GIT_CONFIG_NOSYSTEM": "1",
                 "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "LANG": "C.UTF-8",
                 # The console scripts import this checkout, whichever checkout the venv was installed from.
-                "PYTHONPATH": str(ROOT)}  # fmt: skip
+                "PYTHONPATH": str(ROOT),
+                # The record jobs push the history to the demo's bare remote instead of GitHub.
+                "REVERTBOT_HISTORY_REMOTE": f"file://{world.remote}"}  # fmt: skip
     scripts = {PIP_INSTALL: _pip_install, GPU_VENV_INSTALL: _gpu_venv}
     return WorkflowRunner(workflow, github, tmp, path_prefix=[VENV_BIN], actions=actions, scripts=scripts,
                           base_env=base_env)  # fmt: skip
@@ -120,6 +126,8 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     assert (runner.artifacts / "revertbot-report" / "report.md").read_text(encoding="utf-8") == body
     [pending] = world.repo.statuses[world.demo.revert]
     assert pending["state"] == "pending" and "GPU jobs running" in pending["description"]
+    assert runner.run_job("record").result == "success"
+    assert [f.rsplit("/", 1)[1] for f in _history_files(world)] == ["4242-1-analyze.json"]
     assert runner.run_job("dashboard").result == "skipped"
 
     # ---- revertbot-gpu.yml (pull_request_target: the base branch's definition)
@@ -165,7 +173,7 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     merged = report.instances[0]
     assert json.loads((merged.workspace / "gpu-summary.json").read_text())["fixed"]
     # Each install step was recognised by its exact text.
-    assert runner.script_uses == {PIP_INSTALL: 1}
+    assert runner.script_uses == {PIP_INSTALL: 2}  # analyze and record
     assert gpu_runner.script_uses == {PIP_INSTALL: 2, GPU_VENV_INSTALL: 1}
 
 
@@ -199,7 +207,11 @@ def test_fork_follow_up_runs_as_written(world: World, tmp_path: Path) -> None:
     publish = runner.run_job("publish")
     assert publish.result == "success", publish.log()
     assert len(_reports_on(world, 140)) == 1 and _reports_on(world, 108) == []
-    assert not any(runner.artifacts.iterdir())
+    # The only artifact is the record this run's publish job wrote (nothing came from the fork's run).
+    assert [p.name for p in runner.artifacts.iterdir()] == ["revertbot-record"]
+    assert runner.run_job("record").result == "success"
+    [recorded] = _history_files(world)
+    assert f"/pr-140/{world.demo.revert}/77-" not in recorded and "/pr-140/" in recorded
 
 
 def _reports_on(world: World, number: int) -> list[dict[str, object]]:
@@ -321,3 +333,129 @@ jobs:
     assert steps[1].outcome == "failure" and "exit code 1" in steps[1].log
     assert [s.outcome for s in steps[2:]] == ["skipped", "skipped", "success"]
     assert "cleanup" in steps[4].log and job.result == "failure"
+
+
+# ----------------------------------------------------------------------------- durable history, end to end
+
+
+def _pages_stand_ins(deployed: list[Path]) -> dict[str, StandIn]:
+    def upload_pages(call: StepCall) -> None:
+        site = call.instance.workspace / str(call.inputs["path"])
+        assert (site / "index.html").is_file()
+        dest = call.runner.artifacts / "github-pages"
+        shutil.copytree(site, dest)
+        call.log(f"uploaded {site} as the pages artifact")
+
+    def deploy_pages(call: StepCall) -> None:
+        deployed.append(call.runner.artifacts / "github-pages")
+
+    return {"actions/upload-pages-artifact": upload_pages, "actions/deploy-pages": deploy_pages}
+
+
+def _second_revert(world: World, tmp: Path) -> tuple[str, str]:
+    """A second change merged on main (#120) and a revert PR for it (#121) that names a CI failure."""
+    clone = tmp / "second"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Ana", "GIT_AUTHOR_EMAIL": "ana@example.com",
+           "GIT_COMMITTER_NAME": "Ana", "GIT_COMMITTER_EMAIL": "ana@example.com",
+           "GIT_AUTHOR_DATE": "1778200000 +0000", "GIT_COMMITTER_DATE": "1778200000 +0000"}  # fmt: skip
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=clone, env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()  # fmt: skip
+
+    subprocess.run(["git", "clone", "-q", str(world.remote), str(clone)], check=True, capture_output=True)
+    (clone / "python" / "minisgl" / "router.py").write_text("def route(requests):\n    return sorted(requests)\n")
+    git("add", "python/minisgl/router.py")
+    git("commit", "-q", "-m", "Add a request router (#120)")
+    original = git("rev-parse", "HEAD")
+    git("push", "-q", "origin", "HEAD:refs/heads/main", "HEAD:refs/pull/120/head")
+    git("checkout", "-q", "-b", "revert-120")
+    env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = "1778300000 +0000"
+    git("revert", "--no-edit", original)
+    git("commit", "-q", "--amend", "-m", f'Revert "Add a request router (#120)"\n\nThis reverts commit {original}.\n\n'
+        "The router broke the CI build on main: tests fail since it landed.\n")  # fmt: skip
+    revert = git("rev-parse", "HEAD")
+    git("push", "-q", "origin", "HEAD:refs/heads/revert-120", "HEAD:refs/pull/121/head")
+    world.gh.add_pull(world.repo, 120, "Add a request router", head_sha=original, head_ref="router",
+                      state="closed", merged=True, merge_commit_sha=original, user="ana")  # fmt: skip
+    world.gh.add_pull(world.repo, 121, 'Revert "Add a request router (#120)"', body="Reverts demo-org/minisgl#120\n",
+                      head_sha=revert, head_ref="revert-120", base_sha=original, user="sam",
+                      association="MEMBER")  # fmt: skip
+    return original, revert
+
+
+def _history_files(world: World) -> list[str]:
+    out = subprocess.run(["git", "ls-tree", "-r", "--name-only", "refs/heads/revertbot-history"], cwd=world.remote,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return sorted(out.split())
+
+
+@pytest.mark.slow
+def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp_path: Path) -> None:
+    """Two revert PRs checked (one with GPU results), two runs racing on one PR, then the scheduled
+    job: the site shows both PRs with risk, GPU verdict and links, each once."""
+    require_torch()
+    _original2, revert2 = _second_revert(world, tmp_path)
+    deployed: list[Path] = []
+    run_ids = iter(range(501, 600))
+
+    def runner(event: Path, workflow: Path = WORKFLOW, event_name: str = "pull_request") -> WorkflowRunner:
+        rid = str(next(run_ids))
+        r = _runner(world, tmp_path / f"run-{rid}", event, workflow, event_name)
+        r.github.run_id = rid
+        r.actions.update(_pages_stand_ins(deployed))
+        return r
+
+    # ---- PR #108: analyze + record, then the GPU workflow with its own record
+    first = runner(world.pr_event("opened"))
+    assert first.run_job("analyze").result == "success"
+    rec = first.run_job("record")
+    assert rec.result == "success", rec.log()
+    assert "1 record(s) added" in rec.log()
+    gpu_runner = runner(world.pr_event("opened"), GPU_WORKFLOW, "pull_request_target")
+    for job in ("authorize", "gpu", "report", "record"):
+        assert gpu_runner.run_job(job).result == "success", gpu_runner.results[job].log()
+
+    # ---- PR #121: two runs of the same head race to record
+    racers = [runner(world.pr_event("opened", number=121)) for _ in range(2)]
+    for r in racers:
+        assert r.run_job("analyze").result == "success", r.results["analyze"].log()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda r: r.run_job("record"), racers))
+    assert all(res.result == "success" for res in results), [res.log() for res in results]
+    files = _history_files(world)
+    assert len(files) == 4, files  # 108 analyze, 108 GPU report, 121 twice: one file per (PR, head, run)
+    assert sum(f"/pr-121/{revert2}/" in f for f in files) == 2
+    assert sum("/pr-108/" in f for f in files) == 2
+
+    # ---- a retried record job (same run) adds nothing
+    again = racers[0]
+    del again.results["record"]
+    shutil.rmtree(again.root / "jobs" / "record-0")
+    assert again.run_job("record").result == "success"
+    assert len(_history_files(world)) == 4
+
+    # ---- the scheduled run: refresh, record, rebuild the store from git plus the records, deploy
+    scheduled = runner(world.event("schedule", {"schedule": "23 3 * * *"}), WORKFLOW, "schedule")
+    for job in ("analyze", "record", "dashboard"):
+        assert scheduled.run_job(job).result == "success", scheduled.results[job].log()
+    # The refresh re-checked both open revert PRs and recorded them under its own run id.
+    assert len(_history_files(world)) == 6
+    assert "history: " in scheduled.results["dashboard"].log() and "6 record(s)" in scheduled.results["dashboard"].log()
+    [site] = deployed
+    index = (site / "index.html").read_text(encoding="utf-8")
+    rows = re.findall(r'<tr id="row-\d+"[^>]*>.*?</tr>', index, re.S)
+    by_pr = {int(m): row for row in rows for m in re.findall(r'/pull/(\d+)"', row)}
+    assert set(by_pr) == {108, 121}, rows
+    assert 'href="https://github.com/demo-org/minisgl/pull/108"' in by_pr[108]
+    assert 'data-gpu="pass"' in by_pr[108] and 'data-risk="medium"' in by_pr[108]
+    assert 'data-risk="not checked"' not in by_pr[121] and 'data-gpu="not run"' in by_pr[121]
+    assert 'data-reason="CI failure"' in by_pr[121]
+    # Each revert once, under owner/name only.
+    shas = re.findall(r'<td data-value="([0-9a-f]{40})">', index)
+    assert len(shas) == len(set(shas)) and revert2 in shas and world.demo.revert in shas
+    assert 'data-repo="minisgl"' not in index and 'data-repo="demo-org/minisgl"' in index
+    page = next(p for p in (site / "reverts").glob("*.html") if world.demo.revert in p.read_text(encoding="utf-8"))
+    text = page.read_text(encoding="utf-8")
+    assert f'href="https://github.com/demo-org/minisgl/commit/{world.demo.revert}"' in text
+    assert "NVIDIA" in text or "hardware" in text

@@ -219,12 +219,20 @@ def test_concurrency_groups_cannot_be_used_to_cancel_runs() -> None:
 
 def test_fork_follow_up_takes_nothing_from_the_fork_run() -> None:
     wf = _load(ROOT / "workflows" / "revertbot-publish.yml")
-    [job] = wf["jobs"].values()
+    assert set(wf["jobs"]) == {"publish", "record"}
+    job = wf["jobs"]["publish"]
     uses = [str(s.get("uses", "")) for s in job["steps"]]
     assert not any(u.startswith("actions/download-artifact@") for u in uses)
     assert "actions" not in job["permissions"]
     runs = [s["run"] for s in job["steps"] if "run" in s]
     assert runs[-1] == "revertbot action --repo . --report-file revertbot-report/report.md"
+    # The history record job reads only the record the publish job of this same run wrote: no run-id,
+    # no token for another run's artifacts, and it checks nothing out.
+    record = wf["jobs"]["record"]
+    assert record["needs"] == "publish" and record["permissions"] == {"contents": "write"}
+    [download] = [s for s in record["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert download["with"]["pattern"] == "revertbot-record" and not {"run-id", "github-token"} & set(download["with"])
+    assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in record["steps"])
 
 
 # The group the bot's workflow used before: PR events and every comment on the PR shared it.

@@ -13,6 +13,7 @@ A Content-Security-Policy that only allows the site's own script is a second lin
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -30,13 +31,18 @@ from .. import __version__
 from ..errors import UsageError
 from ..models import PURITY_VALUES
 from ..report.escape import clean, html_text
-from ..store import GPU_STATUSES, History, StoredRevert, load_history
+from ..store import GPU_STATUSES, History, StoredRevert, load_history, merge_histories
 from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
 
 MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
 NOT_CHECKED = "not checked"
 MAX_WEEKS = 104
+#: Rows in the overview's table; a larger history gets the full table on all.html, so the overview
+#: stays quick to load and to filter (10 repositories x 1,000 reverts is a 16 MB table).
+TABLE_LIMIT = 1_000
+#: Changed files per revert that the table's search covers (the revert page lists them all).
+SEARCH_FILES = 50
 HOUR, DAY, WEEK = 3600, 86_400, 7 * 86_400
 #: Buckets of the time from the original's commit to its revert (upper bound in seconds, label).
 TTR_BUCKETS: tuple[tuple[float, str], ...] = (
@@ -93,6 +99,36 @@ def page_name(r: StoredRevert) -> str:
     return f"{short}-{hashlib.sha256(r.repo.encode()).hexdigest()[:6]}.html"
 
 
+#: Why a change was reverted, in the order they are tried; the first whose pattern matches the
+#: revert's message wins ("other" when none does). Word patterns on purpose: a subject is short.
+REASONS = ("CI failure", "GPU regression", "correctness", "performance", "other")
+_REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("GPU regression", re.compile(r"\b(oom|out of memory|cuda (graph|error|oom)|graph capture|nccl|vram|"
+                                  r"gpu (memory|regression|hang|crash\w*|fail\w*)|illegal memory access)\b", re.I)),
+    ("CI failure", re.compile(r"\b(ci|tests? fail\w*|failing tests?|broke(n)? (the )?(build|ci|tests?)|build|"
+                              r"lint|flaky|red)\b", re.I)),
+    ("correctness", re.compile(r"\b(wrong|incorrect|accuracy|nan|crash\w*|corrupt\w*|bug|mismatch|garbage|"
+                               r"correctness|segfault|hang\w*|deadlock)\b", re.I)),
+    ("performance", re.compile(r"\b(perf\w*|slow\w*|latency|throughput|regress\w* in speed|speed|tps|ttft)\b",
+                               re.I)),
+)  # fmt: skip
+
+
+def reason_of(r: StoredRevert) -> str:
+    """The reason category of a revert, from its message (subject and body as recorded)."""
+    body = ""
+    if r.report is not None:
+        body = str((r.report.get("revert") or {}).get("body", ""))
+    text = f"{r.subject}\n{body}"
+    # The quoted subject of the original says what was undone, not why: leave it out.
+    text = re.sub(r'Revert "[^"\n]*"', " ", text)
+    text = re.sub(r"This reverts commit [0-9a-f]+\.?", " ", text)
+    for name, pattern in _REASON_PATTERNS:
+        if pattern.search(text):
+            return name
+    return "other"
+
+
 def _is_revert(r: StoredRevert) -> bool:
     return r.kind != "reland"
 
@@ -120,6 +156,12 @@ class Overview:
     ttr: list[tuple[str, int]]
     ttr_median: float | None
     gaps: list[tuple[StoredRevert, str, str | None]]  # revert, branch, original pick
+    reasons: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    weeks_by_reason: list[tuple[str, dict[str, int]]] = dataclasses.field(default_factory=list)
+    authors: list[tuple[str, int]] = dataclasses.field(default_factory=list)  # authors of reverted changes
+    reland_times: list[tuple[StoredRevert, StoredRevert, int]] = dataclasses.field(default_factory=list)
+    gpu_runs: list[tuple[StoredRevert, float | None, float | None]] = dataclasses.field(default_factory=list)
+    gpu_weeks: list[tuple[str, dict[str, int]]] = dataclasses.field(default_factory=list)
 
     @property
     def reland_rate(self) -> float:
@@ -136,6 +178,38 @@ def relanded_shas(history: History) -> set[tuple[str, str]]:
     return out
 
 
+def reland_times(history: History) -> list[tuple[StoredRevert, StoredRevert, int]]:
+    """(revert, reland, seconds from revert to reland) for every revert a later reland undid."""
+    by_key = {(r.repo, r.sha): r for r in history.reverts}
+    out = []
+    for rel in history.reverts:
+        if rel.kind != "reland":
+            continue
+        for sha in dict.fromkeys((*(o.sha for o in rel.originals), *rel.chain)):
+            rev = by_key.get((rel.repo, sha))
+            if rev is not None and _is_revert(rev) and rev.date and rel.date >= rev.date:
+                out.append((rev, rel, rel.date - rev.date))
+                break
+    return sorted(out, key=lambda t: -t[1].date)
+
+
+def _gpu_deltas(g: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """Relative change (%) of the first memory metric and the first capture-time metric."""
+    mem = cap = None
+    for m in g.get("metrics") or ():
+        if not isinstance(m, Mapping):
+            continue
+        before, after = _float(m.get("before")), _float(m.get("after"))
+        if not before:
+            continue
+        change = (after - before) / before * 100
+        if _is_memory(m):
+            mem = change if mem is None else mem
+        elif _is_time(m):
+            cap = change if cap is None else cap
+    return mem, cap
+
+
 def overview(history: History) -> Overview:
     reverts = [r for r in history.reverts if _is_revert(r)]
     relanded = relanded_shas(history)
@@ -146,7 +220,21 @@ def overview(history: History) -> Overview:
     per_week: Counter[int] = Counter()
     ttrs: list[int] = []
     gaps: list[tuple[StoredRevert, str, str | None]] = []
+    reasons: Counter[str] = Counter()
+    per_week_reason: dict[int, Counter[str]] = {}
+    authors: Counter[str] = Counter()
+    gpu_weeks: dict[int, Counter[str]] = {}
+    gpu_runs: list[tuple[StoredRevert, float | None, float | None]] = []
     for r in reverts:
+        why = reason_of(r)
+        reasons[why] += 1
+        authors.update({o.author for o in r.originals if o.author})
+        if r.date:
+            per_week_reason.setdefault(_week_start(r.date), Counter())[why] += 1
+        if r.gpu is not None:
+            gpu_runs.append((r, *_gpu_deltas(r.gpu)))
+            if r.date:
+                gpu_weeks.setdefault(_week_start(r.date), Counter())[r.gpu_status] += 1
         purity[r.purity] = purity.get(r.purity, 0) + 1
         risk[r.risk_level or NOT_CHECKED] = risk.get(r.risk_level or NOT_CHECKED, 0) + 1
         gpu[r.gpu_status] = gpu.get(r.gpu_status, 0) + 1
@@ -168,6 +256,12 @@ def overview(history: History) -> Overview:
     for t in ttrs:
         ttr_counts[next(i for i, (bound, _) in enumerate(TTR_BUCKETS) if t < bound)] += 1
     return Overview(
+        reasons=[(k, reasons.get(k, 0)) for k in REASONS],
+        weeks_by_reason=[(day(w), dict(per_week_reason[w])) for w in sorted(per_week_reason)][-MAX_WEEKS:],
+        authors=sorted(authors.items(), key=lambda kv: (-kv[1], kv[0]))[:10],
+        reland_times=reland_times(history),
+        gpu_runs=sorted(gpu_runs, key=lambda g: -g[0].date),
+        gpu_weeks=[(day(w), dict(gpu_weeks[w])) for w in sorted(gpu_weeks)][-MAX_WEEKS:],
         reverts=len(reverts),
         relands=sum(1 for r in history.reverts if r.kind == "reland"),
         relanded=sum(1 for r in reverts if (r.repo, r.sha) in relanded),
@@ -227,7 +321,45 @@ def _badge(kind: str, value: str) -> str:
 
 
 def _sha_link(r: StoredRevert, root: str) -> str:
-    return f'<a href="{root}reverts/{page_name(r)}"><code>{esc(r.sha[:10])}</code></a>'
+    return f'<a href="{root}reverts/{page_name(r)}"><code class="sha">{esc(r.sha[:10])}</code></a>'
+
+
+_REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_FULL_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+GITHUB = "https://github.com"
+
+
+def repo_url(repo: str) -> str | None:
+    """The repository's GitHub page, when its identity is ``owner/name`` (else nothing to link)."""
+    return f"{GITHUB}/{repo}" if _REPO_NAME.match(repo) and ".." not in repo else None
+
+
+def commit_link(repo: str, sha: str | None, length: int = 10) -> str:
+    """A sha as code, linked to its GitHub commit page when the repository is known; never split."""
+    if not sha:
+        return "–"
+    text = f'<code class="sha">{esc(sha[:length])}</code>'
+    base = repo_url(repo)
+    if base and _FULL_SHA.match(sha):
+        return f'<a class="ext" href="{esc(base)}/commit/{esc(sha)}" rel="noopener noreferrer">{text}</a>'
+    return text
+
+
+def pr_link(repo: str, number: int) -> str:
+    if number <= 0:
+        return "–"
+    base = repo_url(repo)
+    text = f'<span class="nowrap">#{number}</span>'
+    return f'<a class="ext" href="{esc(base)}/pull/{number}" rel="noopener noreferrer">{text}</a>' if base else text
+
+
+def _nowrap(text: str) -> str:
+    return f'<span class="nowrap">{esc(text)}</span>'
+
+
+def words(key: object) -> str:
+    """Internal keys as words for people: ``critical_paths`` -> ``critical paths``."""
+    return str(key).replace("_", " ").replace("-", " ").strip()
 
 
 # --------------------------------------------------------------------------- overview page
@@ -239,13 +371,33 @@ def _stat(label: str, value: str, stat_id: str, note: str = "") -> str:
            f'<span class="label">{esc(label)}</span>{extra}</div>'  # fmt: skip
 
 
-def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") -> str:
+    """A small table; cells are HTML already escaped by the caller."""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False,
+            table: tuple[Sequence[str], Sequence[Sequence[str]]] | None = None) -> str:  # fmt: skip
+    """A chart with the table of its numbers behind it, for people who would rather read."""
     css = "chart-card wide" if wide else "chart-card"
     extra = f'<p class="note">{esc(note)}</p>' if note else ""
-    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}</figure>'
+    behind = ""
+    if table is not None:
+        headers, rows = table
+        inner = _table(headers, rows) if rows else "<p>No data.</p>"
+        behind = f'<details class="table-behind" id="table-{fig_id}"><summary>table</summary>{inner}</details>'
+    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}' \
+           f'{behind}</figure>'  # fmt: skip
 
 
-def render_index(history: History, generated_at: int | None = None) -> str:
+def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tuple[list[str], list[list[str]]]:
+    return [label, value], [[esc(b.label), str(int(b.value) if float(b.value).is_integer() else b.value)]
+                            for b in bars]
+
+
+def render_index(history: History, generated_at: int | None = None, table_limit: int | None = TABLE_LIMIT) -> str:
     ov = overview(history)
     gaps = len(ov.gaps)
     stats = "".join(
@@ -263,39 +415,79 @@ def render_index(history: History, generated_at: int | None = None) -> str:
     )  # fmt: skip
     weeks_note = f"{ov.weeks_cut} earlier week(s) not shown" if ov.weeks_cut else ""
     risk_bars = [Bar(level, n, css=f"risk-{level.replace(' ', '-')}") for level, n in ov.risk.items()]
+    week_bars = [Bar(w, n, tooltip=f"week of {w}: {n}") for w, n in ov.weeks]
+    by_reason = dict(ov.weeks_by_reason)
+    week_table = (["week starting", "reverts", *REASONS],
+                  [[_nowrap(w), str(n), *(str(by_reason.get(w, {}).get(k, 0)) for k in REASONS)]
+                   for w, n in reversed(ov.weeks) if n])  # fmt: skip
+    reason_bars = [Bar(k, n, css=f"reason-{k.split()[0].lower()}") for k, n in ov.reasons]
+    ttr_bars = [Bar(k, n) for k, n in ov.ttr]
+    purity_bars = [Bar(p, n, css=f"purity-{p}") for p, n in ov.purity.items()]
+    module_bars = [Bar(m, n) for m, n in ov.modules]
+    author_bars = [Bar(a, n) for a, n in ov.authors]
+    reland_bars = [Bar("re-landed", ov.relanded, css="reland-yes"),
+                   Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")]  # fmt: skip
+    reland_secs = [t for _, _, t in ov.reland_times]
+    reland_note = (f"{ov.reland_rate:.0%} of reverted changes were re-landed later"
+                   + (f"; median time to reland {duration(statistics.median(reland_secs))}" if reland_secs else ""))
+    reland_rows = [[_sha_link(rev, ""), esc(rev.subject, 100), _sha_link(rel, ""), esc(duration(t))]
+                   for rev, rel, t in ov.reland_times]  # fmt: skip
+    gpu_bars = [Bar(st, n, css=f"gpu-{st.replace(' ', '-')}") for st, n in ov.gpu.items()]
+    gap_bars = [Bar(b, n) for b, n in Counter(_short_branch(g[1]) for g in ov.gaps).most_common(8)]
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{v:+.1f}%"
+
+    gpu_rows = [[_nowrap(day(r.date)), _sha_link(r, ""), pr_link(r.repo, r.pr), _badge("gpu", r.gpu_status),
+                 esc(str((r.gpu or {}).get("hardware", "")), 60), esc(pct(mem)), esc(pct(cap))]
+                for r, mem, cap in ov.gpu_runs]  # fmt: skip
+    gpu_week_bars = [Bar(w, sum(c.values()), tooltip=f"week of {w}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+                     for w, c in ov.gpu_weeks]  # fmt: skip
     charts = [
         _figure("per-week", "Reverts per week",
-                column_chart("chart-per-week", "Reverts per week", [Bar(w, n, tooltip=f"week of {w}: {n}")
-                                                                     for w, n in ov.weeks],
+                column_chart("chart-per-week", "Reverts per week", week_bars,
                              x_title="week starting (UTC)", y_title="reverts", width=760, max_labels=8),
-                weeks_note, wide=True),
-        _figure("ttr", "Time from original commit to revert",
-                column_chart("chart-ttr", "Time from original commit to revert", [Bar(k, n) for k, n in ov.ttr],
-                             x_title="time to revert", y_title="reverts", width=460, max_labels=10)),
+                weeks_note, wide=True, table=week_table),
+        _figure("reasons", "Why changes were reverted",
+                bar_chart("chart-reasons", "Why changes were reverted", reason_bars, x_title="reverts"),
+                "from the revert message", table=_bars_table("reason", reason_bars)),
+        _figure("ttr", "Time from merge to revert",
+                column_chart("chart-ttr", "Time from merge to revert", ttr_bars,
+                             x_title="time to revert", y_title="reverts", width=460, max_labels=10),
+                table=_bars_table("time to revert", ttr_bars)),
         _figure("purity", "Purity mix",
-                bar_chart("chart-purity", "Purity mix",
-                          [Bar(p, n, css=f"purity-{p}") for p, n in ov.purity.items()], x_title="reverts")),
-        _figure("risk", "Risk mix", bar_chart("chart-risk", "Risk mix", risk_bars, x_title="reverts")),
+                bar_chart("chart-purity", "Purity mix", purity_bars, x_title="reverts"),
+                table=_bars_table("purity", purity_bars)),
+        _figure("risk", "Risk mix", bar_chart("chart-risk", "Risk mix", risk_bars, x_title="reverts"),
+                table=_bars_table("risk", risk_bars)),
         _figure("modules", "Most-reverted modules",
-                bar_chart("chart-modules", "Most-reverted modules", [Bar(m, n) for m, n in ov.modules],
-                          x_title="reverts touching the module", width=520, label_width=230, label_limit=34)),
+                bar_chart("chart-modules", "Most-reverted modules", module_bars,
+                          x_title="reverts touching the module", width=520, label_width=230, label_limit=34),
+                table=_bars_table("module", module_bars)),
+        _figure("authors", "Whose changes get reverted",
+                bar_chart("chart-authors", "Whose changes get reverted", author_bars,
+                          x_title="reverted changes", width=520, label_width=230, label_limit=34),
+                "authors of the original changes", table=_bars_table("author", author_bars)),
         _figure("reland", "Reland rate",
-                bar_chart("chart-reland", "Reland rate",
-                          [Bar("re-landed", ov.relanded, css="reland-yes"),
-                           Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")],
-                          x_title="reverts"),
-                f"{ov.reland_rate:.0%} of reverted changes were re-landed later"),
+                bar_chart("chart-reland", "Reland rate", reland_bars, x_title="reverts"), reland_note,
+                table=(["revert", "subject", "reland", "time to reland"], reland_rows)),
         _figure("gpu", "GPU validation",
-                bar_chart("chart-gpu", "GPU validation", [Bar(s, n, css=f"gpu-{s.replace(' ', '-')}")
-                                                          for s, n in ov.gpu.items()], x_title="reverts")),
-        _figure("gaps", "Open backport gaps by branch",
-                bar_chart("chart-gaps", "Open backport gaps by branch",
-                          [Bar(b, n) for b, n in Counter(_short_branch(g[1]) for g in ov.gaps).most_common(8)],
-                          x_title="reverts still needed", width=460, label_width=170)),
+                bar_chart("chart-gpu", "GPU validation", gpu_bars, x_title="reverts"),
+                table=_bars_table("GPU outcome", gpu_bars)),
+        _figure("gpu-weeks", "GPU validation over time",
+                column_chart("chart-gpu-weeks", "GPU-validated reverts per week", gpu_week_bars,
+                             x_title="week starting (UTC)", y_title="reverts", width=760, max_labels=8),
+                "memory and capture time: change after the revert", wide=True,
+                table=(["date", "revert", "PR", "GPU", "hardware", "memory", "capture time"], gpu_rows)),
+        _figure("gaps", "Open backport follow-ups by branch",
+                bar_chart("chart-gaps", "Open backport follow-ups by branch", gap_bars,
+                          x_title="reverts still needed", width=460, label_width=170),
+                table=_bars_table("branch", gap_bars, "reverts still needed")),
     ]  # fmt: skip
     gap_rows = "".join(
-        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code>{esc(_short_branch(branch))}</code>"
-        f"</td><td><code>{esc((pick or '')[:10])}</code></td></tr>"
+        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code class=\"ref\">"
+        f"{esc(_short_branch(branch))}</code>"
+        f"</td><td>{commit_link(r.repo, pick)}</td></tr>"
         for r, branch, pick in ov.gaps
     )
     gaps_html = (
@@ -314,7 +506,7 @@ def render_index(history: History, generated_at: int | None = None) -> str:
 <div class="charts">{"".join(charts)}</div>
 </section>
 <section id="backport-gaps"><h2>Open backport gaps</h2>{gaps_html}</section>
-{render_table(history)}"""
+{render_table(history, table_limit)}"""
     return _page("revertbot — reverts", body, "", f"{ov.reverts} reverts, {ov.relands} relands")
 
 
@@ -327,7 +519,9 @@ def _short_branch(ref: str) -> str:
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     # key, heading, sort type
     ("date", "date", "num"),
+    ("repo", "repository", "text"),
     ("sha", "revert", "text"),
+    ("pr", "PR", "num"),
     ("subject", "subject", "text"),
     ("kind", "kind", "text"),
     ("purity", "purity", "text"),
@@ -348,8 +542,10 @@ def _options(select_id: str, label: str, values: Iterable[str]) -> str:
     )
 
 
-def render_table(history: History) -> str:
-    rows = history.reverts
+def render_table(history: History, limit: int | None = None) -> str:
+    """The table of reverts (newest first); ``limit`` keeps the newest rows and links to all.html."""
+    rows = history.reverts[:limit] if limit else history.reverts
+    cut = len(history.reverts) - len(rows)
     relanded = relanded_shas(history)
     risk_rank = {"high": 3, "medium": 2, "low": 1}
     body = []
@@ -365,11 +561,14 @@ def render_table(history: History) -> str:
         body.append(
             f'<tr id="{row_id}" data-date="{r.date}" data-day="{day(r.date)}" data-risk="{esc(risk)}" '
             f'data-purity="{esc(r.purity)}" data-kind="{esc(r.kind)}" data-gpu="{esc(r.gpu_status)}" '
-            f'data-author="{esc(r.author)}" data-modules="{esc(json.dumps([clean(m) for m in modules]))}">'
-            f'<td data-value="{r.date}">{day(r.date)}</td>'
+            f'data-author="{esc(r.author)}" data-modules="{esc(json.dumps([clean(m) for m in modules]))}" '
+            f'data-repo="{esc(r.repo)}" data-reason="{esc(reason_of(r))}">'
+            f'<td data-value="{r.date}" class="nowrap">{day(r.date)}</td>'
+            f'<td data-value="{esc(r.repo.lower())}">{esc(r.repo, 80)}</td>'
             f'<td data-value="{esc(r.sha)}">{_sha_link(r, "")}</td>'
+            f'<td data-value="{r.pr}">{pr_link(r.repo, r.pr)}</td>'
             f'<td data-value="{esc(r.subject.lower(), 200)}">{esc(r.subject, 160)}{note}</td>'
-            f'<td data-value="{esc(r.kind)}">{esc(r.kind)}</td>'
+            f'<td data-value="{esc(r.kind)}">{esc(words(r.kind))}</td>'
             f'<td data-value="{esc(r.purity)}">{_badge("purity", r.purity)}</td>'
             f'<td data-value="{risk_rank.get(risk, 0)}">{_badge("risk", risk)}</td>'
             f'<td data-value="{esc(modules[0] if modules else "")}">{mods}</td>'
@@ -378,7 +577,9 @@ def render_table(history: History) -> str:
             f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
             "</tr>"
         )
-        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules, *r.files]
+        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules,
+               *r.files[:SEARCH_FILES],
+               f"#{r.pr}" if r.pr else "", reason_of(r)]
         hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
         search[row_id] = " ".join(hay).lower()
     head = "".join(
@@ -389,10 +590,14 @@ def render_table(history: History) -> str:
     authors = sorted({r.author for r in rows if r.author}, key=str.lower)
     modules_all = sorted({m for r in rows for m in r.modules})
     risks = [lv for lv in (*RISK_LEVELS, NOT_CHECKED) if any((r.risk_level or NOT_CHECKED) == lv for r in rows)]
+    found = {reason_of(r) for r in rows}
+    reasons = [c for c in REASONS if c in found]
     controls = "".join(
         [
             '<div class="control search"><label for="filter-q">search</label>'
             '<input type="search" id="filter-q" placeholder="subject, sha, author, file…" autocomplete="off"></div>',
+            f'<div class="control">{_options("filter-repo", "repository", sorted({r.repo for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-reason", "reason", reasons)}</div>',
             f'<div class="control">{_options("filter-risk", "risk", risks)}</div>',
             f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in rows}))}</div>',
             f'<div class="control">{_options("filter-module", "module", modules_all)}</div>',
@@ -404,7 +609,10 @@ def render_table(history: History) -> str:
             '<div class="control"><button type="button" id="filter-reset">reset</button></div>',
         ]
     )
-    return f"""<section id="reverts-table"><h2>All reverts and relands</h2>
+    more = (f'<p class="note" id="table-more">The newest {len(rows)} of {len(history.reverts)} reverts and relands; '
+            f'<a href="all.html">all {len(history.reverts)}</a> ({cut} more) on one page.</p>' if cut else "")
+    title = "Newest reverts and relands" if cut else "All reverts and relands"
+    return f"""<section id="reverts-table"><h2>{title}</h2>{more}
 <form class="controls" id="table-controls" hidden role="search" aria-label="Filter the reverts">{controls}</form>
 <p class="status" id="table-status" aria-live="polite">{len(rows)} reverts and relands, newest first.</p>
 <div class="table-wrap"><table id="reverts" class="reverts">
@@ -529,6 +737,17 @@ def _gpu_section(r: StoredRevert) -> str:
            f'{"".join(lists)}</section>'  # fmt: skip
 
 
+def _collapsed_list(items: Sequence[str], shown: int, what: str) -> str:
+    """A list whose first ``shown`` items are visible and the rest behind a disclosure."""
+    if not items:
+        return ""
+    head = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in items[:shown])
+    rest = items[shown:]
+    more = (f'<details class="more"><summary>{len(rest)} more {esc(what)}</summary><ul>'
+            + "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in rest) + "</ul></details>") if rest else ""
+    return f"<ul>{head}</ul>{more}"
+
+
 def _factors(report: Mapping[str, Any] | None) -> str:
     if not report:
         return ""
@@ -537,9 +756,9 @@ def _factors(report: Mapping[str, Any] | None) -> str:
     for f in risk.get("factors") or ():
         if not isinstance(f, Mapping):
             continue
-        evidence = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in (f.get("evidence") or ())[:20])
-        rows.append(f"<tr><td>{esc(f.get('name', ''))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
-                    f"<td>{esc(f.get('summary', ''), 400)}{'<ul>' + evidence + '</ul>' if evidence else ''}</td></tr>")
+        ev = [str(e) for e in (f.get("evidence") or ())[:200]]
+        rows.append(f"<tr><td>{esc(words(f.get('name', '')))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
+                    f"<td>{esc(f.get('summary', ''), 400)}{_collapsed_list(ev, 5, 'evidence')}</td></tr>")
     if not rows:
         return ""
     return ('<section id="factors"><h2>Risk factors</h2><table class="factors"><thead><tr><th scope="col">factor</th>'
@@ -553,8 +772,11 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
               "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
     facts = _dl([
-        ("repository", esc(r.repo)),
-        ("commit", f"<code>{esc(r.sha)}</code>"),
+        ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
+         if repo_url(r.repo) else esc(r.repo)),
+        ("commit", commit_link(r.repo, r.sha, 40)),
+        ("pull request", pr_link(r.repo, r.pr) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
+        ("reason", esc(reason_of(r))),
         ("kind", _badge("kind", r.kind)),
         ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
         ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),
@@ -565,8 +787,8 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
         ("GPU", _badge("gpu", r.gpu_status)),
     ])  # fmt: skip
     originals = "".join(
-        f"<tr><td><code>{esc(o.sha[:10])}</code></td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
-        f"<td>{day(o.date)}</td><td>{esc(o.linked_by)}</td></tr>"
+        f"<tr><td>{commit_link(r.repo, o.sha)}</td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
+        f"<td class=\"nowrap\">{day(o.date)}</td><td>{esc(words(o.linked_by))}</td></tr>"
         for o in r.originals
     )
     originals_html = (
@@ -580,9 +802,9 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     if unresolved:
         originals_html += f"<h3>Not resolved</h3><ul>{unresolved}</ul>"
     backports = "".join(
-        f"<tr><td><code>{esc(_short_branch(b.branch))}</code></td><td><code>{esc((b.original_pick or '–')[:10])}"
-        f"</code></td><td>{esc(b.how)}</td><td>"
-        + (f"<code>{esc(b.revert_pick[:10])}</code>" if b.revert_pick else _badge("gap", "revert needed"))
+        f"<tr><td><code class=\"ref\">{esc(_short_branch(b.branch))}</code></td>"
+        f"<td>{commit_link(r.repo, b.original_pick)}</td><td>{esc(words(b.how))}</td><td>"
+        + (commit_link(r.repo, b.revert_pick) if b.revert_pick else _badge("gap", "revert needed"))
         + "</td></tr>"
         for b in r.backports
     )
@@ -595,8 +817,12 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
         backports_html = "<p>No release branch carries the original.</p>"
     else:
         backports_html = "<p>Not checked yet (run <code>revertbot check --store</code>).</p>"
-    files = "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in r.files[:200])
-    more = f"<p>and {len(r.files) - 200} more</p>" if len(r.files) > 200 else ""
+    files = "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in r.files[:20])
+    hidden = r.files[20:500]
+    more = (f'<details class="more"><summary>{len(r.files) - 20} more files</summary><ul class="files">'
+            + "".join(f"<li><code>{esc(p, 300)}</code></li>" for p in hidden) + "</ul>"
+            + (f"<p>and {len(r.files) - 500} more</p>" if len(r.files) > 500 else "") + "</details>"
+            if hidden else "")  # fmt: skip
     purity_files = "".join(
         f"<li><code>{esc(f.get('path', ''), 300)}</code>: {len(f.get('missing') or ())} line(s) of the inverse "
         "missing, "
@@ -638,7 +864,8 @@ def _static(name: str) -> bytes:
     return resources.files("revertbot").joinpath("dashboard", "static", name).read_bytes()
 
 
-def build_site(history: History, out: str | os.PathLike[str], generated_at: int | None = None) -> SiteSummary:
+def build_site(history: History, out: str | os.PathLike[str], generated_at: int | None = None,
+               table_limit: int = TABLE_LIMIT) -> SiteSummary:  # fmt: skip
     """Write the site for ``history`` into ``out`` (created if needed).
 
     A directory that is not empty must be an earlier build (it holds ``.revertbot-dashboard``), so
@@ -668,15 +895,25 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     for stale in (root / "reverts").glob("*.html"):
         if stale.name not in written:
             stale.unlink()
-    (root / "index.html").write_text(render_index(history, generated_at), encoding="utf-8")
+    (root / "index.html").write_text(render_index(history, generated_at, table_limit), encoding="utf-8")
+    all_page = root / "all.html"
+    if len(history.reverts) > table_limit:
+        body = f'<p class="crumbs"><a href="index.html">← overview</a></p>\n{render_table(history)}'
+        all_page.write_text(_page("revertbot — all reverts", body, "", f"{len(history.reverts)} reverts and relands"),
+                            encoding="utf-8")  # fmt: skip
+    else:
+        all_page.unlink(missing_ok=True)
     (root / ".nojekyll").write_text("")  # GitHub Pages: serve the files as they are
     return SiteSummary(root, len(written) + 1, sum(1 for r in history.reverts if _is_revert(r)))
 
 
-def build_from_db(db: str | os.PathLike[str], out: str | os.PathLike[str], generated_at: int | None = None
-                  ) -> SiteSummary:  # fmt: skip
-    """Read the store at ``db`` (never creating it) and build the site into ``out``."""
-    return build_site(load_history(db), out, generated_at)
+def build_from_db(db: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                  generated_at: int | None = None) -> SiteSummary:  # fmt: skip
+    """Read the store(s) at ``db`` (never creating one) and build one site into ``out``."""
+    paths = [db] if isinstance(db, (str, os.PathLike)) else list(db)
+    if len(paths) == 1:
+        return build_site(load_history(paths[0]), out, generated_at)
+    return build_site(merge_histories([load_history(p) for p in paths]), out, generated_at)
 
 
 __all__ = ["build_from_db", "build_site", "json_for_script", "overview", "render_index"]
