@@ -69,7 +69,9 @@ REQUIRED_SETTINGS: tuple[str, ...] = (
     "Settings > Actions > General > Workflow permissions: 'Read repository contents and packages "
     "permissions' (each job asks for what it needs)",
     "Organisation > Actions > Runner groups: the GPU runners in a group of their own, available to this "
-    "repository only (and to public repositories only if this one is public)",
+    "repository only (and to public repositories only if this one is public), and under 'Workflow access' "
+    f"restricted to the selected workflow <owner>/<repo>/{GPU_WORKFLOW_PATH}@refs/heads/<default branch>, so "
+    "that no other workflow file (one a fork adds included) can reach the GPU runners",
     "GPU runners that are ephemeral (one job, then destroyed): actions-runner-controller with "
     f"{RUNNERS_VALUES_PATH}, or equivalent",
 )

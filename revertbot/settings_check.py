@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .github import GitHubError, NotFoundOnGitHub
+from .init import GPU_WORKFLOW_PATH
 
 State = Literal["ok", "wrong", "not checked"]
 
@@ -76,7 +77,7 @@ def check_settings(api: SettingsAPI, repo: str, runner_labels: Sequence[Sequence
 
     owner = repo.split("/", 1)[0]
     data, why = _read(api, f"/orgs/{owner}/actions/runner-groups?per_page=100")
-    name = "runner groups with GPU runners are restricted to this repository"
+    name = "runner groups with GPU runners are restricted to this repository and its GPU workflow"
     if data is None:
         out.append(Finding(name, "not checked", why))
         return out
@@ -101,10 +102,18 @@ def check_settings(api: SettingsAPI, repo: str, runner_labels: Sequence[Sequence
         others = sorted(str(r.get("full_name")) for r in repos.get("repositories", []) if r.get("full_name") != repo)
         if others:
             problems.append(f"{gname}: also available to {', '.join(others)}")
+        # Only the GPU workflow as the default branch has it may use the group: a workflow file a
+        # fork adds (GitHub runs it in this repository) is not on the list, whatever its runs-on.
+        allowed = [str(w) for w in group.get("selected_workflows") or []]
+        gpu_workflow = f"{repo}/{GPU_WORKFLOW_PATH}@"
+        if group.get("restricted_to_workflows") is not True:
+            problems.append(f"{gname}: any workflow may use it (restrict it to {gpu_workflow}<default branch>)")
+        elif not allowed or any(not w.startswith(gpu_workflow) or "refs/pull/" in w for w in allowed):
+            problems.append(f"{gname}: workflows allowed: {', '.join(allowed) or 'none'}")
     if problems:
         out.append(Finding(name, "wrong", "; ".join(problems)))
     elif unchecked:
         out.append(Finding(name, "not checked", "; ".join(unchecked)))
     else:
-        out.append(Finding(name, "ok", "every group with GPU runners is available to this repository only"))
+        out.append(Finding(name, "ok", "every group with GPU runners serves this repository's GPU workflow only"))
     return out

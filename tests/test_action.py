@@ -204,7 +204,7 @@ def test_check_command_by_an_allowed_user_from_the_base_config_runs(world: World
                                                                    ) -> None:  # fmt: skip
     cfg = world.demo.path / ".revertbot.yml"
     uid = world.gh.user("release-manager")["id"]  # by id: a login can change hands
-    cfg.write_text(cfg.read_text() + f"  allowed_users: ['{uid}']\n")
+    cfg.write_text(cfg.read_text().replace("\ngpu:\n", f"\ngpu:\n  allowed_users: ['{uid}']\n", 1))
     subprocess.run(["git", "commit", "-qam", "Allow the release manager (#110)"], cwd=world.demo.path, check=True)
     world.push("HEAD", "refs/heads/main")
     event = world.comment_event("/revertbot check", "release-manager", "CONTRIBUTOR")
@@ -236,7 +236,7 @@ def test_check_command_does_not_trust_a_pr_that_changes_the_config(world: World,
     repo = world.demo.path
     subprocess.run(["git", "checkout", "-q", world.demo.revert], cwd=repo, check=True)
     cfg = repo / ".revertbot.yml"
-    cfg.write_text(cfg.read_text() + "  allowed_users: [mallory]\n")
+    cfg.write_text(cfg.read_text().replace("\ngpu:\n", "\ngpu:\n  allowed_users: [mallory]\n", 1))
     subprocess.run(["git", "commit", "-qam", "ci: tweak"], cwd=repo, check=True)
     world.push("HEAD", "refs/pull/108/head")
     event = world.comment_event("/revertbot check", "mallory", "NONE")

@@ -270,7 +270,9 @@ def test_templates_ship_in_the_wheel_and_init_works_from_it(tmp_path: Path) -> N
 # --------------------------------------------------------------------------------- settings check
 
 
-def _settings(gh: FakeGitHub, *, policy: str, ephemeral: bool, visibility: str, others: tuple[str, ...]) -> None:
+def _settings(gh: FakeGitHub, *, policy: str, ephemeral: bool, visibility: str, others: tuple[str, ...],
+              workflows: tuple[str, ...] | None = ("org/engine/.github/workflows/revertbot-gpu.yml@refs/heads/main",),
+              ) -> None:  # fmt: skip
     repo = gh.add_repo("org/engine", "file:///nonexistent")
     repo.actions["permissions/fork-pr-contributor-approval"] = {"approval_policy": policy}
     repo.actions["permissions/workflow"] = {"default_workflow_permissions": "read",
@@ -279,7 +281,9 @@ def _settings(gh: FakeGitHub, *, policy: str, ephemeral: bool, visibility: str, 
     repo.actions["runners"] = {"total_count": 1, "runners": [
         {"id": 1, "name": "h200-1", "labels": labels, "ephemeral": ephemeral}]}  # fmt: skip
     gh.org_actions[("org", "runner-groups")] = {"runner_groups": [
-        {"id": 7, "name": "gpu", "visibility": visibility}, {"id": 8, "name": "cpu", "visibility": "all"}]}  # fmt: skip
+        {"id": 7, "name": "gpu", "visibility": visibility, "restricted_to_workflows": workflows is not None,
+         "selected_workflows": list(workflows or ())},
+        {"id": 8, "name": "cpu", "visibility": "all"}]}  # fmt: skip
     gh.org_actions[("org", "runner-groups/7/runners")] = {"runners": [{"name": "h200-1", "labels": labels}]}
     gh.org_actions[("org", "runner-groups/8/runners")] = {"runners": [{"name": "c", "labels": []}]}
     gh.org_actions[("org", "runner-groups/7/repositories")] = {
@@ -302,8 +306,8 @@ def test_check_settings_reports_what_is_wrong(gh: FakeGitHub, tmp_path: Path, mo
     assert code == 4
     assert "[wrong] fork PR workflows need approval for all outside collaborators" in out
     assert "[wrong] the repository's GPU runners are ephemeral: not ephemeral: h200-1" in out
-    assert "[wrong] runner groups with GPU runners are restricted to this repository: gpu: also available to " \
-           "org/other" in out
+    assert "[wrong] runner groups with GPU runners are restricted to this repository and its GPU workflow: gpu: " \
+           "also available to org/other" in out
     assert [r.method for r in gh.log if r.is_write] == []
 
 
@@ -320,3 +324,18 @@ def test_check_settings_says_what_it_could_not_read(gh: FakeGitHub, tmp_path: Pa
     gh.add_repo("org/engine", "file:///nonexistent")  # nothing visible to this token
     code, out = _check(monkeypatch, capsys, gh, tmp_path)
     assert code == 0 and out.count("[not checked]") == 4 and "[ok]" not in out
+
+
+@pytest.mark.parametrize("workflows", [None, ("org/engine/.github/workflows/fork-added.yml@refs/heads/main",),
+                                       ("org/engine/.github/workflows/revertbot-gpu.yml@refs/pull/5/merge",)])
+def test_check_settings_wants_the_gpu_group_limited_to_the_gpu_workflow(
+    gh: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    workflows: tuple[str, ...] | None,
+) -> None:
+    # A fork's own workflow file runs in this repository: only the group's workflow list keeps it
+    # off the GPU runners.
+    _settings(gh, policy="all_external_contributors", ephemeral=True, visibility="selected", others=(),
+              workflows=workflows)  # fmt: skip
+    code, out = _check(monkeypatch, capsys, gh, tmp_path)
+    assert code == 4
+    assert "[wrong] runner groups with GPU runners are restricted to this repository and its GPU workflow: gpu:" in out

@@ -206,7 +206,8 @@ def test_fork_head_cannot_change_who_approves(world: World, monkeypatch: pytest.
     repo = world.demo.path
     subprocess.run(["git", "checkout", "-q", world.demo.revert], cwd=repo, check=True)
     cfg = repo / ".revertbot.yml"
-    cfg.write_text(cfg.read_text() + "  allowed_users: [contributor]\n  fork_approval_label: bug\n")
+    extra = "  allowed_users: [contributor]\n  fork_approval_label: bug\n"
+    cfg.write_text(cfg.read_text().replace("\ngpu:\n", "\ngpu:\n" + extra, 1))
     subprocess.run(["git", "commit", "-qam", "ci: tweak"], cwd=repo, check=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
     make_fork(world, labels=("bug",))

@@ -168,7 +168,7 @@ def test_member_association_without_write_access_cannot_run(world: World, monkey
 def test_allowed_users_are_matched_by_id_not_by_login(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     uid = world.gh.user("release-manager")["id"]
     cfg = world.demo.path / ".revertbot.yml"
-    cfg.write_text(cfg.read_text() + f"  allowed_users: [release-manager, '{uid + 1}']\n")
+    cfg.write_text(cfg.read_text().replace("\ngpu:\n", f"\ngpu:\n  allowed_users: [release-manager, '{uid + 1}']\n", 1))
     subprocess.run(["git", "commit", "-qam", "Allow the release manager"], cwd=world.demo.path, check=True)
     world.push("HEAD", "refs/heads/main")
     # Someone who registered the login after a rename: the login alone does not count.
