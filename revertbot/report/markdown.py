@@ -161,7 +161,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         )
     else:
         what = t["one_line_unlinked"].format(kind=t[f"kind_{r.kind}"])
-    removed = sum(1 for sym in r.symbols if sym.change == "removed")
+    removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import")
     changed_sig = sum(1 for sym in r.symbols if getattr(sym, "signature_changed", False))
     facts = t["facts"].format(files=len(r.files), removed=removed, sig=changed_sig)
     if r.apply_note == "already-merged":
