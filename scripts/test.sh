@@ -30,4 +30,5 @@ echo "::endgroup::"
 echo "::group::mypy"
 .venv/bin/mypy revertbot
 echo "::endgroup::"
-.venv/bin/python -m pytest "$@"
+# Two workers (one per core on the reference 2-core machine); PYTEST_WORKERS=0 runs in one process.
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"
