@@ -322,8 +322,7 @@ def _checkouts(repo: Path, base: str, revert: str, work: Path) -> tuple[str, str
     base_sha = gitops.resolve_commit(repo, base)
     revert_sha = gitops.resolve_commit(repo, revert)
     before, after = work / "before", work / "after"
-    with gitops.temporary_worktree(repo, base_sha) as wt:
-        shutil.copytree(wt, before, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+    gitops.export_tree(repo, base_sha, before)
     # The "after" side is what merging would bring: everything from the merge base to the revert
     # (a PR's head), or the commit alone when it is already part of the base.
     since = None if gitops.is_ancestor(repo, revert_sha, base_sha) else gitops.merge_base(repo, base_sha, revert_sha)

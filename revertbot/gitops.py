@@ -2,7 +2,8 @@
 
 Every call goes through :func:`run` with an argument list (never a shell string). Failures raise
 :class:`GitError`; the helpers below turn the common ones into sentences a user can act on.
-Nothing here modifies the user's working tree: applying a revert happens in a temporary worktree.
+Nothing here modifies the user's working tree: applying a revert is a merge in memory, and
+checkouts for the GPU runner are exported with ``git archive``.
 """
 
 from __future__ import annotations
@@ -553,36 +554,6 @@ def _decode(data: bytes) -> str:
 # --------------------------------------------------------------------------- applying a revert
 
 
-@contextmanager
-def temporary_worktree(repo: Path, commit: str) -> Iterator[Path]:
-    """A detached worktree of ``commit`` in a temp dir, removed afterwards (even on error)."""
-    tmp = Path(tempfile.mkdtemp(prefix="revertbot-wt-"))
-    path = tmp / "wt"
-    try:
-        run(*_NO_SIDE_EFFECTS, "worktree", "add", "--detach", "--quiet", str(path), commit, cwd=repo)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    try:
-        yield path
-    finally:
-        run_bytes("worktree", "remove", "--force", str(path), cwd=repo, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-        run_bytes("worktree", "prune", cwd=repo, check=False)
-
-
-# The user's hooks must not run for our scratch checkouts, and rerere must neither resolve
-# conflicts for us (that would hide them) nor record into the user's rr-cache.
-_NO_SIDE_EFFECTS = ("-c", f"core.hooksPath={os.devnull}", "-c", "rerere.enabled=false")
-
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "revertbot",
-    "GIT_AUTHOR_EMAIL": "revertbot@localhost",
-    "GIT_COMMITTER_NAME": "revertbot",
-    "GIT_COMMITTER_EMAIL": "revertbot@localhost",
-}
-
-
 def apply_revert(
     repo: Path,
     base: str,
@@ -631,7 +602,7 @@ def apply_revert(
     if current is None:
         raise NotFoundError(f"cannot read the tree of {base_sha[:12]}")
     if keep is not None:
-        _export_tree(repo, current, keep)
+        export_tree(repo, current, keep)
     return ApplyResult(base=base_sha, clean=True, tree=current, method=method)
 
 
@@ -654,20 +625,9 @@ def _newest_first(repo: Path, shas: Sequence[str]) -> list[str]:
     return sorted(by_time, key=lambda s: -n_ancestors[s])
 
 
-def _unmerged_stages(worktree: Path) -> dict[str, set[int]]:
-    """Conflicted paths and which index stages they have (1 base, 2 ours, 3 theirs)."""
-    out = run("ls-files", "-u", "-z", cwd=worktree)
-    stages: dict[str, set[int]] = {}
-    for entry in out.split("\x00"):
-        if not entry:
-            continue
-        info, _, path = entry.partition("\t")
-        stages.setdefault(path, set()).add(int(info.split()[2]))
-    return stages
-
-
-def _export_tree(repo: Path, tree: str, dest: Path) -> None:
-    """Write ``tree``'s files into ``dest`` (replaced), with modes and symlinks, from ``git archive``."""
+def export_tree(repo: Path, tree: str, dest: Path) -> None:
+    """Write the files of ``tree`` (a tree or commit id) into ``dest`` (replaced), with modes and
+    symlinks, from ``git archive``: no worktree, nothing written into the repository."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
