@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.scan import bench_env, revertbot_command, timed
+from bench.scan import bench_env, revertbot_command, stage_timer, timed
 
 
 @contextmanager
@@ -32,18 +32,7 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
     """Stage timers around the check's stage functions, and a count of git processes."""
     from revertbot import check, gitops
 
-    times: dict[str, float] = {}
     processes = [0]
-
-    def timing(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                times[label] = times.get(label, 0.0) + time.perf_counter() - start
-        return wrapper
-
     stages = [
         (gitops, "log", "history (git log)"),
         (check, "link_reverts", "linking"),
@@ -55,10 +44,6 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "find_drift", "drift"),
         (check, "find_backports", "backports"),
     ]
-    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
-    saved.append((gitops.subprocess, "Popen", gitops.subprocess.Popen))
-    for mod, name, label in stages:
-        setattr(mod, name, timing(label, getattr(mod, name)))
     # Every git process starts through Popen (subprocess.run uses it too): count those.
     popen = gitops.subprocess.Popen
 
@@ -70,10 +55,10 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
 
     gitops.subprocess.Popen = CountingPopen  # type: ignore[misc]
     try:
-        yield times, processes
+        with stage_timer(stages) as times:
+            yield times, processes
     finally:
-        for mod, name, fn in saved:
-            setattr(mod, name, fn)
+        gitops.subprocess.Popen = popen  # type: ignore[misc]
 
 
 def main(argv: list[str] | None = None) -> int:

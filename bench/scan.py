@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,38 +120,46 @@ def _peak_rss_mib(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return int(out.stdout.decode().split()[-1]) / 1024
 
 
-def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
-    """Seconds per stage of one in-process scan: where the time goes."""
-    from revertbot import gitops, proof, scan
-
+@contextmanager
+def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, float]]:
+    """Seconds spent in each ``(module, function name, label)`` while the block runs, by wrapping
+    the module attributes (and putting them back afterwards)."""
     times: dict[str, float] = {}
 
-    def timing(name: str, fn: Any) -> Any:
+    def timing(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                times[name] = times.get(name, 0.0) + time.perf_counter() - start
+                times[label] = times.get(label, 0.0) + time.perf_counter() - start
         return wrapper
 
-    patched = [
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
+    for mod, name, label in stages:
+        setattr(mod, name, timing(label, getattr(mod, name)))
+    try:
+        yield times
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+
+
+def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
+    """Seconds per stage of one in-process scan: where the time goes."""
+    from revertbot import gitops, proof, scan
+
+    stages = [
         (gitops, "log", "read history (git log)"),
         (scan, "link_reverts", "link"),
         (gitops, "commit_patches", "diff reverts and originals (diff-tree)"),
         (proof, "_merge_proofs", "merge proof"),
         (scan, "judge", "judge (fast proof, merges, explanations)"),
     ]
-    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patched]
-    for mod, name, label in patched:
-        setattr(mod, name, timing(label, getattr(mod, name)))
-    try:
+    with stage_timer(stages) as times:
         start = time.perf_counter()
         scan.scan_repository(repo, ref=ref)
         total = time.perf_counter() - start
-    finally:
-        for mod, name, fn in saved:
-            setattr(mod, name, fn)
     return [*times.items(), ("whole scan, in process", total)]
 
 
