@@ -215,9 +215,7 @@ def _numstat(patch: str) -> dict[str, tuple[int, int]]:
     """``path -> (added, removed)`` from the ``--numstat`` lines between the raw lines and the
     diff (binary files count as 0)."""
     out: dict[str, tuple[int, int]] = {}
-    for line in patch.split("\n"):
-        if line.startswith("diff --git "):
-            break
+    for line in _split_header(patch)[0].split("\n"):
         parts = line.split("\t", 2)
         if len(parts) == 3 and not line.startswith(":"):
             added, removed, path = parts
@@ -276,10 +274,8 @@ Side = tuple[str, str] | None
 def raw_entries(patch: str) -> dict[str, tuple[Side, Side]]:
     """``path -> (old side, new side)`` from the ``--raw`` lines that precede a patch."""
     entries: dict[str, tuple[Side, Side]] = {}
-    for line in patch.split("\n"):
+    for line in _split_header(patch)[0].split("\n"):
         if not line.startswith(":"):
-            if line.startswith("diff --git "):
-                break
             continue
         meta, _, path = line.partition("\t")
         parts = meta[1:].split()
@@ -293,10 +289,16 @@ def raw_entries(patch: str) -> dict[str, tuple[Side, Side]]:
 
 def strip_raw(patch: str) -> str:
     """The patch without its leading ``--raw`` and ``--numstat`` lines."""
-    if not patch.startswith(":"):
-        return patch
+    return _split_header(patch)[1]
+
+
+def _split_header(patch: str) -> tuple[str, str]:
+    """The raw and numstat lines before the first ``diff --git``, and the diff from there on
+    (only the header is split into lines by callers: the diff text can be megabytes)."""
+    if patch.startswith("diff --git "):
+        return "", patch
     at = patch.find("\ndiff --git ")
-    return patch[at + 1 :] if at >= 0 else ""
+    return (patch, "") if at < 0 else (patch[:at], patch[at + 1 :])
 
 
 Proof = Literal["equal", "differs", "needs-merge"]
