@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .approval import COMMAND, Approvals, is_full_sha
+from .approval import COMMAND, COMMAND_PREFIX, Approvals, is_full_sha
 from .config import Config
 from .errors import EXIT_GITHUB, RevertbotError, UsageError
 from .github import (
@@ -501,19 +501,29 @@ class _Run:
         return 0
 
     def on_issue_comment(self, event: Mapping[str, Any]) -> int:
+        """A new ``/revertbot <verb> [args]`` comment on a PR by an authorised user runs that verb.
+
+        The verb table (:attr:`verbs`) is the one place a new comment command is added; every verb
+        gets the same checks first: a new comment, on a PR, not by a bot, by someone allowed.
+        """
         action = str(event.get("action") or "")
         comment = event.get("comment") or {}
         body = str(comment.get("body") or "")
         first = body.strip().split("\n", 1)[0].strip()
-        if not (first == COMMAND or first.startswith(COMMAND + " ")):
+        words = first.split()
+        if not words or words[0] != COMMAND_PREFIX:
             self.echo("comment is not a /revertbot command: nothing to do")
+            return 0
+        verb = words[1].lower() if len(words) > 1 else "check"
+        if verb not in self.verbs:
+            self.echo(f"unknown command {log_safe(verb, 30)!r} (known: {', '.join(sorted(self.verbs))}): nothing to do")
             return 0
         if action != "created":
             self.echo(f"ignoring a {action} comment: only new comments trigger a run")
             return 0
         issue = event.get("issue") or {}
         if not issue.get("pull_request"):
-            self.echo("/revertbot check works on pull requests only: nothing to do")
+            self.echo(f"{COMMAND_PREFIX} {verb} works on pull requests only: nothing to do")
             return 0
         number = int(issue["number"])
         user = comment.get("user") or {}
@@ -522,13 +532,22 @@ class _Run:
         if is_bot(login, user_type):
             self.echo("comment by a bot: ignored")
             return 0
-        named = first[len(COMMAND):].strip().split(" ", 1)[0].lower() if first != COMMAND else ""
         pr = self.api.pull(number)
         cfg = self.source.base_config(pr)
         allowed, why = self.approvals.user(user, association, cfg)
         if not allowed:
             return self.deny_once(number, login, why)
-        self.echo(f"{COMMAND} by {log_safe(login, 60)} ({why}) on #{number}")
+        self.echo(f"{COMMAND_PREFIX} {verb} by {log_safe(login, 60)} ({why}) on #{number}")
+        return self.verbs[verb](pr, login, [w.lower() for w in words[2:]])
+
+    @property
+    def verbs(self) -> dict[str, Callable[[PullInfo, str, list[str]], int]]:
+        """Comment commands by verb: each gets the PR, the authorised login and the words after the verb."""
+        return {"check": self.command_check}
+
+    def command_check(self, pr: PullInfo, login: str, args: list[str]) -> int:
+        """``/revertbot check [<full head sha>]``: re-check and publish; GPU runs bound to that head."""
+        named = args[0] if args else ""
         return self.check_and_publish(pr, read_only=False, gpu=lambda _c: Approvals.comment(pr, login, named),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
 

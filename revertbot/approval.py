@@ -24,7 +24,8 @@ from .config import Config
 from .github import GitHubAPI, GitHubError, PullInfo
 from .report.escape import clean
 
-COMMAND = "/revertbot check"
+COMMAND_PREFIX = "/revertbot"
+COMMAND = COMMAND_PREFIX + " check"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
