@@ -112,12 +112,19 @@ def accuracy(truth: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, 
     }
 
 
-def _peak_rss_mib(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """Peak resident memory of one run of ``cmd`` (its own process, measured by the kernel)."""
-    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code, *cmd], cwd=cwd, env=env, capture_output=True, check=True)
-    return int(out.stdout.decode().split()[-1]) / 1024
+def _peak_rss_mib(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Peak resident memory of one ``revertbot ARGS`` run, measured by the kernel: the revertbot
+    process itself, and the largest git process it started (git's own caches, e.g. the trees a
+    ``diff-tree --stdin`` keeps, are not revertbot's memory but are shown beside it)."""
+    code = ("import contextlib, os, resource, sys\n"
+            "from revertbot.cli import run_cli\n"
+            "with open(os.devnull, 'w') as sink, contextlib.redirect_stdout(sink):\n"
+            "    run_cli(sys.argv[1:])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, check=True)
+    own, children = out.stderr.decode().split()[-2:]
+    return int(own) / 1024, int(children) / 1024
 
 
 @contextmanager
@@ -152,9 +159,12 @@ def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
     stages = [
         (gitops, "log", "read history (git log)"),
         (scan, "link_reverts", "link"),
-        (gitops, "commit_patches", "diff reverts and originals (diff-tree)"),
+        (gitops, "commit_raws", "raw diffs of reverts and originals"),
+        (gitops, "unreadable_blobs", "blob check (cat-file)"),
+        (gitops, "commit_patches", "diff text of unproven links"),
         (proof, "_merge_proofs", "merge proof"),
-        (scan, "judge", "judge (fast proof, merges, explanations)"),
+        (scan, "prove", "prove (fast proof + merges)"),
+        (scan, "classify", "classify (explanations)"),
     ]
     with stage_timer(stages) as times:
         start = time.perf_counter()
@@ -186,7 +196,8 @@ def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) ->
           + ", ".join(f"{k} {n}" for k, n in Counter(e["purity"] for e in entries).most_common()))  # fmt: skip
     print(f"git log runs: {', '.join(f'{t:.3f}s' for t in log_times)}")
     print(f"scan runs:    {', '.join(f'{t:.3f}s' for t in scan_times)}")
-    print(f"scan peak memory: {_peak_rss_mib(scan_cmd, repo, env):.1f} MiB")
+    own, git_peak = _peak_rss_mib(scan_cmd[len(revertbot_command()):], repo, env)
+    print(f"scan peak memory: {own:.1f} MiB (revertbot process; largest git process {git_peak:.1f} MiB)")
     for name, seconds in _stages(repo, target):
         print(f"  {name}: {seconds:.3f}s")
     ratio = scan_s / log_s

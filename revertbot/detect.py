@@ -225,6 +225,28 @@ def title_key(title: str) -> str:
 _CHEAP_WORDS = ("revert", "reappl", "reland", "re-land", "backout", "back out", "back\tout", "backed")
 
 
+def index_message(message: str) -> str:
+    """The part of a commit message that linking reads: all of it when it may be a revert (see
+    :func:`might_be_revert`) or a merge commit's; otherwise the subject and the lines
+    :class:`HistoryIndex` matches (a resolved pull request, a Differential Revision with the line
+    after it, cherry-pick sources), in their order. A scan keeps only this for most commits, so
+    its memory follows the number of commits, not the length of their messages."""
+    lines = message.split("\n")
+    if might_be_revert(message) or _MERGE_PR_RE.match(lines[0].strip()):
+        return message
+    kept = [lines[0]]
+    after_diff_line = False
+    for line in lines[1:]:
+        if after_diff_line or any(w in line for w in _INDEXED_MARKERS):
+            kept.append(line)
+        # The revision id may stand on the line after "Differential Revision:".
+        after_diff_line = "Differential Revision" in line
+    return "\n".join(kept)
+
+
+_INDEXED_MARKERS = ("Pull Request resolved", "Differential Revision", "cherry picked from")
+
+
 def might_be_revert(message: str) -> bool:
     """A fast pre-filter: False means :func:`parse_message` would find no revert intent.
 
@@ -653,7 +675,7 @@ class HistoryIndex:
             prs: set[int] = set()
             if merge:
                 prs.add(int(merge.group(1)))
-            title = _commit_title(c)
+            title = _commit_title(c) if merge else subject
             own = _OWN_PR_SUFFIX_RE.search(title)
             if own:
                 prs.add(int(own.group(1)))
@@ -664,7 +686,9 @@ class HistoryIndex:
                 idx.by_pr.setdefault(n, []).append(i)
             if prs:
                 idx.prs_of[i] = prs
-            for key in {title_key(title), title_key(strip_pr_suffix(title))}:
+            key = title_key(title)
+            keys = (key, title_key(title[: own.start()])) if own else (key,)  # as strip_pr_suffix does
+            for key in set(keys):
                 if key:
                     idx.by_title.setdefault(key, []).append(i)
             if "Differential Revision" in c.message:

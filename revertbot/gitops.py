@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -270,14 +271,16 @@ _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%ct%x00%B"
 _LOG_FIELDS = 7
 
 
-def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = ()) -> list[Commit]:
-    """All commits reachable from ``rev`` (newest first) in one git process."""
+def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (),
+        keep: Callable[[str], str] | None = None) -> list[Commit]:
+    """All commits reachable from ``rev`` (newest first) in one git process. ``keep`` reduces each
+    message to the part the caller reads, as it is read."""
     args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature"]
     if since:
         args.append(f"--since={since}")
     args += [rev, "--"]
     args += list(paths)
-    return _read_log(args, repo)
+    return _read_log(args, repo, keep=keep)
 
 
 def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
@@ -292,7 +295,8 @@ def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
 _CHUNK = 1 << 20
 
 
-def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None) -> list[Commit]:
+def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
+              keep: Callable[[str], str] | None = None) -> list[Commit]:
     """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
     memory stays near the size of the commits themselves (one decoded string of the whole log
     would take up to four bytes per character as soon as one message is not ASCII)."""
@@ -318,7 +322,7 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None) -> li
             for part in parts:
                 fields.append(part.decode("utf-8", "replace"))
                 if len(fields) == _LOG_FIELDS:
-                    commits.append(_commit(fields))
+                    commits.append(_commit(fields, keep))
                     fields = []
         proc.stdout.close()
         if proc.wait() != 0:
@@ -327,14 +331,15 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None) -> li
     if rest:
         fields.append(rest.decode("utf-8", "replace"))
     if len(fields) == _LOG_FIELDS:
-        commits.append(_commit(fields))
+        commits.append(_commit(fields, keep))
     return commits
 
 
-def _commit(fields: Sequence[str]) -> Commit:
+def _commit(fields: Sequence[str], keep: Callable[[str], str] | None = None) -> Commit:
     sha, parents, an, ae, at, ct, msg = fields
+    msg = msg.rstrip("\n")
     return Commit(sha=sha.strip(), parents=tuple(parents.split()), author_name=an, author_email=ae,
-                  author_time=int(at or 0), commit_time=int(ct or 0), message=msg.rstrip("\n"))  # fmt: skip
+                  author_time=int(at or 0), commit_time=int(ct or 0), message=keep(msg) if keep else msg)  # fmt: skip
 
 
 def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
@@ -450,29 +455,88 @@ def commit_patches(
     paths: Sequence[str] = (),
     max_bytes: int = MAX_PATCH_BYTES,
 ) -> tuple[dict[str, str], dict[str, str], set[str]]:
-    """Patches of many commits against the given parent in one ``git diff-tree --stdin`` process.
+    """Patches of many commits against the given parent, in a constant number of git processes.
 
     A parent of None means the commit's own first parent (or the empty tree for a root commit).
-    Returns ``(patches, errors, truncated)``: ``patches[sha]`` is the raw lines then the unified
-    diff text ("" for an empty change), ``errors[sha]`` says why a commit's patch could not be
-    produced (missing objects), ``truncated`` names the commits whose diff text was cut after
-    ``max_bytes`` (their raw lines are complete). Bytes that are not UTF-8 are kept distinct as
-    ``\\xNN`` escapes.
+    Returns ``(patches, errors, truncated)``: ``patches[sha]`` is the raw lines, the numstat lines
+    and then the unified diff text ("" for an empty change), ``errors[sha]`` says why a commit's
+    patch could not be produced (missing objects), ``truncated`` names the commits whose diff text
+    was cut after ``max_bytes`` (their raw lines are complete). Bytes that are not UTF-8 are kept
+    distinct as ``\\xNN`` escapes.
+
+    The raw diffs come first (trees only) and name every blob the text diffs will read; commits
+    whose blobs are missing (damaged, partial or pruned clones) get their error from one
+    ``cat-file`` instead of aborting the text diff of all the others.
+    """
+    raws, errors = commit_raws(repo, commits, paths)
+    errors.update(unreadable_blobs(repo, raws))
+    readable = [(sha, parent) for sha, parent in dict.fromkeys(commits) if sha not in errors]
+    patches, text_errors, truncated = _diff_batch(repo, readable, _PATCH_OPTS, paths, max_bytes)
+    errors.update(text_errors)
+    return patches, errors, truncated
+
+
+def commit_raws(
+    repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = ()
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``--raw`` lines (modes and object ids, no text) of many commits against the given
+    parent: trees only, so cheap whatever the size of the files. Returns ``(raws, errors)``."""
+    raws, errors, _ = _diff_batch(repo, list(dict.fromkeys(commits)), _RAW_OPTS, paths, MAX_PATCH_BYTES)
+    return raws, errors
+
+
+def unreadable_blobs(repo: Path, raws: Mapping[str, str]) -> dict[str, str]:
+    """Commits whose raw lines name a blob that is not in the object store, with git's message
+    for the first one: their text diff cannot be produced. Gitlinks name commits of another
+    repository and are never read."""
+    wanted: dict[str, list[str]] = {}
+    for sha, raw in raws.items():
+        for line in raw.split("\n"):
+            if not line.startswith(":"):
+                continue
+            fields = line[1:].partition("\t")[0].split()
+            if len(fields) < 4:
+                continue
+            for mode, oid in ((fields[0], fields[2]), (fields[1], fields[3])):
+                if mode not in (ZERO_MODE, GITLINK_MODE) and oid.strip("0"):
+                    wanted.setdefault(sha, []).append(oid)
+    if not wanted or is_partial_clone(repo):
+        # A partial clone fetches missing blobs on demand: one by one for cat-file, in one batch
+        # for the text diff itself, which then reports what could not be fetched.
+        return {}
+    present = object_types(repo, (oid for oids in wanted.values() for oid in oids))
+    errors = {}
+    for sha, oids in wanted.items():
+        missing = next((oid for oid in oids if present.get(oid) is None), None)
+        if missing is not None:
+            errors[sha] = f"fatal: unable to read {missing}"
+    return errors
+
+
+def is_partial_clone(repo: Path) -> bool:
+    """Whether objects missing here may be fetched from a promisor remote."""
+    out = run("config", "--get-regexp", r"^(extensions\.partialclone|remote\..*\.promisor)$", cwd=repo, check=False)
+    return any(line.strip() for line in out.splitlines())
+
+
+def _diff_batch(
+    repo: Path, wanted: Sequence[tuple[str, str | None]], opts: Sequence[str], paths: Sequence[str], max_bytes: int
+) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """One ``git diff-tree --stdin`` over ``wanted`` (sha, parent) pairs, split per commit.
 
     git stops at the first unreadable object. Commits are diffed in input order and each one's
     header is printed before its diff, so everything before the last header is complete; the
     commit that was cut off is retried alone to get its own error, and the rest resumes after it.
-    That only costs extra processes in damaged or partial clones.
+    That only costs extra processes in damaged clones (missing blobs are found before this runs).
     """
-    wanted = list(dict.fromkeys(commits))
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
     truncated: set[str] = set()
     tail = ["--", *paths] if paths else []
-    pending = wanted
+    pending = list(wanted)
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
-        proc = run_bytes("diff-tree", "--stdin", *_PATCH_OPTS, *tail, cwd=repo, input=lines.encode(), check=False)
+        proc = run_bytes("diff-tree", "--stdin", *opts, *tail, cwd=repo, input=lines.encode(), check=False)
         parsed = _split_patch_bytes(proc.stdout, [sha for sha, _ in pending], max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:
@@ -486,7 +550,7 @@ def commit_patches(
         sha, parent = pending[cut]
         truncated.discard(sha)
         rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
-        single = run_bytes("diff-tree", *_PATCH_OPTS, *rev_args, *tail, cwd=repo, check=False)
+        single = run_bytes("diff-tree", *opts, *rev_args, *tail, cwd=repo, check=False)
         if single.returncode == 0:
             body = single.stdout
             first, _, rest = body.partition(b"\n")
@@ -539,11 +603,14 @@ def _cap_patch(body: bytes, max_bytes: int, sha: str, truncated: set[str]) -> st
     return _decode(body)
 
 
-_PATCH_OPTS = (
-    "-p", "--raw", "--numstat", "--no-abbrev", "--ignore-submodules=none",
+#: Modes in raw diff lines: a path that does not exist on that side; a submodule's commit.
+ZERO_MODE, GITLINK_MODE = "000000", "160000"
+_RAW_OPTS = (
+    "-r", "--raw", "--no-abbrev", "--ignore-submodules=none",
     "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
+_PATCH_OPTS = ("-p", "--numstat", *_RAW_OPTS)
 
 
 def _decode(data: bytes) -> str:
@@ -736,18 +803,38 @@ def _commit_object(tree: str, parent: str | None) -> bytes:
 
 
 def _write_objects(repo: Path, kind: str, objects: Mapping[str, bytes], env: Mapping[str, str]) -> None:
-    """Write objects whose ids were computed here into the scratch store, in one process."""
-    if not objects:
-        return
-    with tempfile.TemporaryDirectory(prefix="revertbot-objects-") as tmp:
-        paths = []
-        for oid, data in objects.items():
-            (Path(tmp) / oid).write_bytes(data)
-            paths.append(str(Path(tmp) / oid))
-        written = run("hash-object", "-w", "-t", kind, "--stdin-paths", cwd=repo, env=env,
-                      input="".join(f"{p}\n" for p in paths)).split()  # fmt: skip
-    if written != list(objects):
-        raise GitError(("hash-object",), 0, f"synthetic {kind} objects got unexpected ids")
+    """Write objects whose ids were computed here into the scratch store as loose objects.
+
+    The scratch directory is ours alone (see :func:`scratch_objects`), so the objects are written
+    the way git stores them, without a process per batch."""
+    store = Path(env["GIT_OBJECT_DIRECTORY"])
+    for oid, data in objects.items():
+        path = store / oid[:2] / oid[2:]
+        if path.exists():
+            continue
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(zlib.compress(f"{kind} {len(data)}\0".encode() + data, 1))
+
+
+def object_format(repo: Path) -> str:
+    """The repository's hash algorithm (``sha1`` or ``sha256``), read once per repository."""
+    key = str(repo)
+    if key not in _OBJECT_FORMATS:
+        _OBJECT_FORMATS[key] = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    return _OBJECT_FORMATS[key]
+
+
+_OBJECT_FORMATS: dict[str, str] = {}
+
+
+def paths_present(repo: Path, queries: Sequence[tuple[str, str]], env: Mapping[str, str]) -> list[bool | None]:
+    """For each ``(tree, path)``: whether the path exists in the tree, in one process (None for a
+    path that a line-based query cannot name: it holds a newline)."""
+    asked = [(tree, path) for tree, path in queries if "\n" not in path]
+    out = run("cat-file", "--batch-check", cwd=repo, env=env, input="".join(f"{t}:{p}\n" for t, p in asked)) \
+        if asked else ""  # fmt: skip
+    answers = iter(out.splitlines())
+    return [None if "\n" in path else not next(answers, "missing").endswith("missing") for _, path in queries]
 
 
 def _merge_commits(algo: str, base: str, ours: str, theirs: str, objects: dict[str, bytes]) -> tuple[str, str]:
@@ -786,7 +873,7 @@ def merge_trees(
     cherry-pick's would), so they outlive the scratch store."""
     if not merges:
         return []
-    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    algo = object_format(repo)
     objects: dict[str, bytes] = {}
     pairs = [_merge_commits(algo, base, ours, theirs, objects) for base, ours, theirs in merges]
     _write_objects(repo, "commit", objects, env)
@@ -806,7 +893,7 @@ def merge_trees_without_renames(
     """
     if not merges:
         return []
-    algo = run("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    algo = object_format(repo)
     width = len(str(len(merges)))
     names = [f"{i:0{width}d}" for i in range(len(merges))]  # fixed width: git's tree order is plain order
     trees: dict[str, bytes] = {}

@@ -6,11 +6,10 @@ same paths, or the revert leaves a touched path alone) get the expected tree com
 ``git revert`` would: undoing each original (newest first) on the revert's parent is a
 three-way merge with the original as base, the tree so far as ours and the original's parent as
 theirs; redoing (a reland) swaps the two. Merges run in a scratch object store, round by round:
-round *k* does the *k*-th merge of every link that needs one. Where the originals neither add nor
-delete a file, rename detection cannot change a merge, and all of a round's merges run as one
-(:func:`gitops.merge_trees_without_renames`): a constant number of git processes per round.
-Links whose originals add or delete files are merged one by one with rename detection, as
-``git revert`` would.
+round *k* does the *k*-th merge of every link that needs one. Where rename detection cannot
+change a merge (see :func:`renames_could_matter`, decided from one raw diff of each side), all of
+a round's merges run as one (:func:`gitops.merge_trees_without_renames`): a constant number of
+git processes per round. The others run one by one with rename detection, as ``git revert`` would.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from . import gitops
 from .models import Link, PurityResult
-from .purity import classify, fast_proof, raw_entries
+from .purity import Raws, Side, classify, expected_sides, fast_proof, raw_entries
 
 #: Conflicting paths named in a verdict.
 MAX_PATHS_NAMED = 5
@@ -37,33 +36,115 @@ def judge(
     """Purity of each link (keyed by its revert sha). ``patches``, ``errors`` and ``truncated``
     come from :func:`gitops.commit_patches`; ``parents[sha]`` is the commit each patch was taken
     against (None: a root commit)."""
-    proofs: dict[str, str] = {}
-    pending: list[Link] = []
-    simple: set[str] = set()
-    for link in links:
-        shas = (link.revert, *link.originals)
-        if not link.originals or any(s in errors or s not in patches for s in shas):
-            continue  # classify explains why it cannot tell
-        raws = {s: raw_entries(patches[s]) for s in shas}
-        if not any(raws[o] for o in link.originals):
-            continue
-        outcome = fast_proof(link, raws)
-        if outcome == "needs-merge":
-            pending.append(link)
-            if not any(old is None or new is None for o in link.originals for old, new in raws[o].values()):
-                simple.add(link.revert)
-        else:
-            proofs[link.revert] = outcome
-    if pending:
-        proofs.update(_merge_proofs(root, pending, parents, simple))
+    proofs = prove(root, links, patches, errors, parents)
     return {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
 
 
-def _merge_proofs(
-    root: Path, links: Sequence[Link], parents: Mapping[str, str | None], simple: Collection[str] = ()
+def prove(
+    root: Path,
+    links: Sequence[Link],
+    raws: Mapping[str, str],
+    errors: Mapping[str, str],
+    parents: Mapping[str, str | None],
 ) -> dict[str, str]:
-    """Merge outcomes keyed by revert sha; links in ``simple`` have originals that neither delete
-    nor add a file, so rename detection cannot change their merges."""
+    """Proof outcomes (``equal``, ``differs``, ``conflict: …``, ``error: …``) keyed by revert sha,
+    for the links that can be proven. Only the raw lines of ``raws`` are read (patches from
+    :func:`gitops.commit_patches` or raw diffs from :func:`gitops.commit_raws`): the text of a
+    diff is needed only to explain a link that is not ``equal``."""
+    proofs: dict[str, str] = {}
+    pending: list[Link] = []
+    entries_of: dict[str, dict[str, tuple[Side, Side]]] = {}
+    for link in links:
+        shas = (link.revert, *link.originals)
+        if not link.originals or any(s in errors or s not in raws for s in shas):
+            continue  # classify explains why it cannot tell
+        for s in shas:
+            if s not in entries_of:
+                entries_of[s] = raw_entries(raws[s])
+        entries = {s: entries_of[s] for s in shas}
+        if not any(entries[o] for o in link.originals):
+            continue
+        outcome = fast_proof(link, entries)
+        if outcome == "needs-merge":
+            pending.append(link)
+        else:
+            proofs[link.revert] = outcome
+    # A file put back into a directory that is gone by the revert's parent: git revert would
+    # follow a directory rename there (and conflict), which raw ids cannot show. A merge decides.
+    readds = {link.revert: _readded_dirs(link, entries_of) for link in links if proofs.get(link.revert) == "equal"}
+    queries = [(parents.get(sha) or gitops.EMPTY_TREE, d) for sha, dirs in readds.items() for d in dirs]
+    present = iter(gitops.paths_present(root, queries, {}))
+    for link in links:
+        if link.revert in readds and not all([next(present) for _ in readds[link.revert]]):
+            del proofs[link.revert]
+            pending.append(link)
+    if pending:
+        proofs.update(_merge_proofs(root, pending, parents, entries_of))
+    return proofs
+
+
+def _readded_dirs(link: Link, entries: Raws) -> list[str]:
+    """Directories of the paths that undoing the originals puts back (absent from the revert's
+    parent, present before the originals)."""
+    expected = expected_sides(link, entries)
+    return sorted({p.rpartition("/")[0] for p, sides in expected.items()
+                   if sides is not None and sides[0] is None and sides[1] is not None and "/" in p})  # fmt: skip
+
+
+def renames_could_matter(ours: Mapping[str, str], theirs: Mapping[str, str]) -> bool:
+    """Whether rename detection could change a three-way merge, given the ours side's additions
+    and deletions (at least on the paths theirs touches) and all of theirs' changes from the base
+    (``path -> A/D/M``).
+
+    Theirs is one original undone (or redone), so it is small. When it adds a path, a directory
+    renamed on the ours side could move it, and when it also deletes one it may hold a rename
+    itself: git is left to decide. Otherwise only a rename on the ours side whose source or
+    destination theirs touches can change the merge (theirs' edit would follow the file); a
+    rename needs an addition or deletion on that path."""
+    if any(st == "A" for st in theirs.values()):
+        return True
+    return any(st in ("A", "D") and p in theirs for p, st in ours.items())
+
+
+def _added_deleted(
+    root: Path, shas: Sequence[str], merges: Mapping[str, tuple[str, str, str]],
+    undone: Mapping[str, Sequence[Mapping[str, str]]], round_no: int, env: Mapping[str, str],
+) -> list[dict[str, str]]:
+    """For each merge, the paths theirs touches that ours added (``A``) or deleted (``D``) since
+    the base: existence looked up in one process, without diffing whole trees."""
+    queries = [(merges[sha][side], path) for sha in shas for path in undone[sha][round_no] for side in (0, 1)]
+    present = iter(gitops.paths_present(root, queries, env))
+    found = []
+    for sha in shas:
+        changes = {}
+        for path in undone[sha][round_no]:
+            in_base, in_ours = next(present), next(present)
+            if in_base is None or in_ours is None:
+                changes[path] = "A"  # cannot tell: assume the worst
+            elif in_base != in_ours:
+                changes[path] = "A" if in_ours else "D"
+        found.append(changes)
+    return found
+
+
+def _theirs_side(raw: Mapping[str, tuple[Side, Side]], direction: int) -> dict[str, str]:
+    """The theirs side of undoing (``direction`` 1) or redoing (-1) one original, as changes from
+    the merge base, from the original's raw diff: what it added is deleted when undone."""
+    out = {}
+    for path, (old, new) in raw.items():
+        if old is None:
+            out[path] = "D" if direction == 1 else "A"
+        elif new is None:
+            out[path] = "A" if direction == 1 else "D"
+        else:
+            out[path] = "M"
+    return out
+
+
+def _merge_proofs(
+    root: Path, links: Sequence[Link], parents: Mapping[str, str | None], raws: Raws
+) -> dict[str, str]:
+    """Merge outcomes keyed by revert sha; ``raws`` has the raw entries of every original."""
     revs = {r for link in links for s in (link.revert, *link.originals) for r in (s, parents.get(s))}
     with gitops.scratch_objects(root) as env:
         trees = gitops.trees_of(root, (r for r in revs if r), env)
@@ -74,6 +155,7 @@ def _merge_proofs(
         outcome: dict[str, str] = {}
         current: dict[str, str] = {}
         steps: dict[str, list[tuple[str, str]]] = {}  # per link: (base, theirs) of each merge, in order
+        undone: dict[str, list[dict[str, str]]] = {}  # per link: theirs' changes from the base in each merge
         for link in links:
             start, want = tree(parents.get(link.revert)), tree(link.revert)
             originals = list(reversed(link.originals)) if link.direction == 1 else list(link.originals)
@@ -84,11 +166,15 @@ def _merge_proofs(
                 continue
             current[link.revert] = start
             steps[link.revert] = [(a, b) for a, b in pairs if a is not None and b is not None]
+            undone[link.revert] = [_theirs_side(raws[o], link.direction) for o in originals]
         for round_no in range(max((len(s) for s in steps.values()), default=0)):
             active = [sha for sha, s in steps.items() if sha not in outcome and round_no < len(s)]
             merges = {sha: (steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active}
             # Where renames cannot matter, all merges of the round run as one; the rest one by one.
-            batch = [sha for sha in active if sha in simple and gitops.EMPTY_TREE not in merges[sha]]
+            plain = [sha for sha in active if gitops.EMPTY_TREE not in merges[sha]]
+            batch = [sha for sha, ours in zip(plain, _added_deleted(root, plain, merges, undone, round_no, env),
+                                              strict=True)
+                     if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
             single = [sha for sha in active if sha not in batch]
             results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip

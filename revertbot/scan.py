@@ -1,8 +1,9 @@
 """Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes.
 
-A scan runs ``git log`` once, ``git cat-file --batch-check`` once (for shas not on the ref) and
-``git diff-tree --stdin`` once for all reverts, originals and the candidates of ambiguous
-references, whatever the size of the history (plus a few constant-cost checks, such as reading
+A scan runs ``git log`` once, ``git cat-file --batch-check`` twice (shas not on the ref, blobs
+the diffs need), a raw ``git diff-tree --stdin`` once for all reverts, originals and the
+candidates of ambiguous references, and the text diff once more for those whose verdict needs
+explaining, whatever the size of the history (plus a few constant-cost checks, such as reading
 ``origin``'s URL for the GitHub slug, and retries only in damaged clones).
 """
 
@@ -15,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
-from .detect import choose_candidate, link_reverts
+from .detect import choose_candidate, index_message, link_reverts
 from .errors import NotFoundError
 from .models import Commit, Link, PurityResult, ScanEntry
-from .proof import judge
-from .purity import change_vector, compare, patch_requests
+from .proof import prove
+from .purity import change_vector, classify, compare, patch_requests
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -60,7 +61,7 @@ def scan_repository(
     head = gitops.resolve_commit(root, ref_name)
     cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
-    commits = gitops.log(root, head)
+    commits = gitops.log(root, head, keep=index_message)
     progress("reading history", 1, 1)
     links = link_reverts(
         commits,
@@ -120,7 +121,8 @@ def classify_links(
     progress: Progress = _no_progress,
     shallow_boundary: Collection[str] = (),
 ) -> tuple[ScanEntry, ...]:
-    """Purity for many links from one batched ``diff-tree`` run.
+    """Purity for many links from batched diffs: raw diffs of all reverts and originals (one
+    process), then diff text only for the links that are not proven pure (one more).
 
     Commits in ``shallow_boundary`` (see :func:`gitops.shallow_commits`) have lost their parents,
     so git would diff them as root commits; they are reported as unverifiable instead.
@@ -139,13 +141,34 @@ def classify_links(
     requests += [(c, first_parent.get(c)) for link in links for c in link.candidates if c not in dict(requests)]
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
+    parent_of = dict(requests)
     progress("diffing reverts and originals", 0, len(requests))
-    patches, errors, truncated = gitops.commit_patches(root, requests)
+    # Raw diffs (trees only) of everything; diff text only where a verdict needs explaining.
+    raws, errors = gitops.commit_raws(root, requests)
+    errors.update(gitops.unreadable_blobs(root, raws))
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
+    texts: dict[str, str] = {}
+    truncated: set[str] = set()
+
+    def add_texts(shas: Collection[str]) -> None:
+        wanted = [(s, parent_of[s]) for s in dict.fromkeys(shas) if s in raws and s not in errors and s not in texts]
+        if wanted:
+            patches, more_errors, cut_text = gitops.commit_patches(root, wanted)
+            texts.update(patches)
+            errors.update(more_errors)
+            truncated.update(cut_text)
+
+    # Commits that match an ambiguous reference equally are chosen by their diffs' text.
+    add_texts([s for link in links if link.candidates for s in (link.revert, *link.candidates)])
+    links = [_choose_by_diff(link, texts) if link.candidates else link for link in links]
+    proofs = prove(root, links, raws, errors, parent_of)
+    unproven = [link for link in links if proofs.get(link.revert) != "equal"]
+    add_texts([s for link in unproven if link.originals and not link.unresolved
+               for s in (link.revert, *link.originals)])  # fmt: skip
     progress("diffing reverts and originals", len(requests), len(requests))
-    links = [_choose_by_diff(link, patches) if link.candidates else link for link in links]
-    verdicts = judge(root, links, patches, errors, dict(requests), truncated)
+    patches = {**raws, **texts}
+    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
     entries = []
     for n, link in enumerate(links, 1):
         purity: PurityResult = verdicts[link.revert]

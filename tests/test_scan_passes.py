@@ -1,0 +1,150 @@
+"""The scan's cheap passes must decide exactly what the full work would: raw diffs before text,
+slimmed messages for linking, and merges batched only where rename detection cannot matter."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.synth import build_repo
+from revertbot import gitops
+from revertbot.detect import index_message, link_reverts
+from revertbot.proof import renames_could_matter
+from revertbot.scan import scan_repository
+from tests.gitrepo import GitRepo, _env
+
+LINES = "".join(f"line {i}\n" for i in range(1, 21))
+
+
+def _verdict(repo: GitRepo, revert: str) -> str:
+    return {e.link.revert: e for e in scan_repository(repo.path).entries}[revert].purity.verdict
+
+
+def test_raw_diffs_name_the_files_inside_directories(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/sub/a.py": "x = 1\n", "top.txt": "t\n"})
+    change = repo.commit("Change", {"pkg/sub/a.py": "x = 2\n"})
+    raws, errors = gitops.commit_raws(repo.path, [(change, None)])
+    assert not errors
+    lines = [line for line in raws[change].splitlines() if line.startswith(":")]
+    assert len(lines) == 1 and lines[0].endswith("\tpkg/sub/a.py"), raws[change]
+
+
+def test_a_missing_blob_fails_only_its_own_commit_and_the_text_diff_runs_once(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.commit("base", {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    first = repo.commit("Change a", {"a.py": "a = 2\n"})
+    second = repo.commit("Change b", {"b.py": "b = 2\n"})
+    third = repo.commit("Change a again", {"a.py": "a = 3\n"})
+    lost = repo.git("rev-parse", f"{second}:b.py").strip()
+    (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    calls: list[tuple[str, ...]] = []
+    real = gitops.run_bytes
+
+    def counting(*args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gitops, "run_bytes", counting)
+    patches, errors, truncated = gitops.commit_patches(repo.path, [(first, None), (second, None), (third, None)])
+    assert errors == {second: f"fatal: unable to read {lost}"}
+    assert "+a = 2" in patches[first] and "+a = 3" in patches[third]
+    assert not truncated
+    text_diffs = [c for c in calls if c[0] == "diff-tree" and "-p" in c]
+    assert len(text_diffs) == 1, text_diffs  # no restart after the missing blob
+
+
+def test_slimmed_messages_link_exactly_as_the_full_ones(tmp_path: Path) -> None:
+    build_repo(tmp_path / "synth", commits=300, reverts=30, seed=3)
+    root = tmp_path / "synth"
+    head = gitops.resolve_commit(root, "refs/heads/main")
+    full = link_reverts(gitops.log(root, head))
+    slim = link_reverts(gitops.log(root, head, keep=index_message))
+    assert full and slim == full
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Add X\n\nSummary: long text\n\nDifferential Revision:\nD12345\n",
+        "Add X\n\nDifferential Revision: D1\nDifferential Revision:\nD2\n",
+        "Fix (#12)\n\nPull Request resolved: https://github.com/o/r/pull/12\n",
+        "Pick\n\n(cherry picked from commit " + "a" * 40 + ")\n",
+        "Merge pull request #7 from a/b\n\nThe title\n\nbody",
+    ],
+)
+def test_slimmed_message_keeps_what_the_index_reads(message: str) -> None:
+    from revertbot.detect import HistoryIndex
+    from revertbot.models import Commit
+
+    def index(msg: str) -> HistoryIndex:
+        return HistoryIndex.build([Commit("f" * 40, (), "a", "a@x", 0, 0, msg)])
+
+    full, slim = index(message), index(index_message(message))
+    assert (full.by_pr, full.by_diff, full.by_title, full.by_cherry_source) == (
+        slim.by_pr, slim.by_diff, slim.by_title, slim.by_cherry_source)  # fmt: skip
+    assert index_message("Revert stuff\n\nlong body " * 3) == "Revert stuff\n\nlong body " * 3
+
+
+def test_rename_rules() -> None:
+    # Theirs adds a file back: a directory renamed on ours could move it; git decides.
+    assert renames_could_matter({}, {"pkg/old.py": "A"})
+    # Ours renamed away the file theirs changes (its deletion shows on that path).
+    assert renames_could_matter({"pkg/a.py": "D"}, {"pkg/a.py": "M"})
+    # Ours added a file where theirs deletes one.
+    assert renames_could_matter({"pkg/a.py": "A"}, {"pkg/a.py": "D"})
+    # Renames elsewhere cannot reach theirs' paths.
+    assert not renames_could_matter({"other.py": "D", "moved.py": "A"}, {"pkg/a.py": "M"})
+    assert not renames_could_matter({}, {"pkg/a.py": "D", "pkg/b.py": "M"})
+
+
+def _git_revert_tree(repo: GitRepo, original: str, tmp: Path) -> str | None:
+    """The tree ``git revert`` itself gives on the current head, or None when it conflicts."""
+    clone = tmp / "check"
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone)], check=True)
+    env = _env(f"{repo._clock} +0000")
+    if subprocess.run(["git", "revert", "--no-edit", original], cwd=clone, env=env, capture_output=True).returncode:
+        return None
+    return subprocess.run(["git", "rev-parse", "HEAD^{tree}"], cwd=clone, env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def test_revert_of_an_added_file_that_was_renamed_since(repo: GitRepo, tmp_path: Path) -> None:
+    # git revert cannot delete the file under its new name without a rename/delete conflict, so
+    # a hand-made revert that does delete it is not provably exact.
+    repo.commit("base", {"pkg/a.py": LINES})
+    original = repo.commit("Add new module", {"pkg/new.py": LINES + "extra\n"})
+    repo.tick()
+    repo.git("mv", "pkg/new.py", "pkg/renamed.py")
+    repo.git("commit", "-q", "-m", "Rename new to renamed")
+    assert _git_revert_tree(repo, original, tmp_path) is None
+    revert = repo.commit(f'Revert "Add new module"\n\nThis reverts commit {original}.\n', {"pkg/renamed.py": None})
+    assert _verdict(repo, revert) != "pure"
+
+
+def test_revert_that_keeps_a_renamed_added_file_is_not_pure(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/a.py": LINES})
+    original = repo.commit("Add new module", {"pkg/new.py": LINES + "extra\n"})
+    repo.tick()
+    repo.git("mv", "pkg/new.py", "pkg/renamed.py")
+    repo.git("commit", "-q", "-m", "Rename new to renamed")
+    subject = repo.git("log", "-1", "--format=%s", original).strip()
+    # A hand-made "revert" that changes something else and leaves the renamed file alone.
+    revert = repo.commit(f'Revert "{subject}"\n\nThis reverts commit {original}.\n', {"pkg/a.py": LINES + "x\n"})
+    assert _verdict(repo, revert) != "pure"
+
+
+def test_revert_of_a_deleted_file_in_a_directory_renamed_since(repo: GitRepo, tmp_path: Path) -> None:
+    # The original deletes pkg/old.py; later pkg/ becomes lib/. Whatever git revert does there
+    # (a directory-rename conflict), the verdict must not be "pure" unless the trees agree.
+    repo.commit("base", {"pkg/old.py": LINES, "pkg/keep1.py": LINES + "1\n", "pkg/keep2.py": LINES + "2\n"})
+    original = repo.commit("Remove old", {"pkg/old.py": None})
+    repo.tick()
+    repo.git("mv", "pkg", "lib")
+    repo.git("commit", "-q", "-m", "Move pkg to lib")
+    want = _git_revert_tree(repo, original, tmp_path)
+    revert = repo.commit(f'Revert "Remove old"\n\nThis reverts commit {original}.\n', {"pkg/old.py": LINES})
+    tree = repo.git("rev-parse", f"{revert}^{{tree}}").strip()
+    assert (_verdict(repo, revert) == "pure") == (want == tree)
