@@ -21,7 +21,7 @@ import ast
 import hashlib
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
@@ -45,6 +45,7 @@ class Symbol:
     params: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()  # source text without "@", e.g. "torch.no_grad()"
     body_hash: str = ""  # of the normalized AST: formatting, comments and docstrings do not count
+    source_hash: str = ""  # of its source lines, decorators included: equal text, equal symbol
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,18 @@ def extract_symbols(source: str) -> tuple[dict[str, Symbol], str | None]:
 
     Never raises: a syntax error gives ``({}, "syntax error at line N: msg")``.
     """
+    symbols, nodes, err = _extract(source)
+    return {q: _complete(sym, nodes[q]) if q in nodes else sym for q, sym in symbols.items()}, err
+
+
+#: A function or class node, and whether its body hash leaves out its own assignments (classes).
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _extract(source: str) -> tuple[dict[str, Symbol], dict[str, _Def], str | None]:
+    """Symbols with only their names, places and source hashes for functions and classes (the
+    rest is filled in by :func:`_complete`, only for those whose source differs), their nodes,
+    and an error note."""
     text = source.removeprefix("\ufeff")
     try:
         with warnings.catch_warnings():
@@ -83,18 +96,33 @@ def extract_symbols(source: str) -> tuple[dict[str, Symbol], str | None]:
             tree = ast.parse(text)
     except SyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
-        return {}, f"syntax error{where}: {exc.msg}"
+        return {}, {}, f"syntax error{where}: {exc.msg}"
     except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
-        return {}, f"cannot parse: {exc}"
+        return {}, {}, f"cannot parse: {exc}"
     symbols: dict[str, Symbol] = {}
+    nodes: dict[str, _Def] = {}
     try:
-        _collect(tree.body, "", "module", symbols)
+        _collect(tree.body, "", "module", symbols, nodes, text.split("\n"))
     except RecursionError:
-        return {}, "cannot analyse: code nested too deeply"
-    return symbols, None
+        return {}, {}, "cannot analyse: code nested too deeply"
+    return symbols, nodes, None
 
 
-def _collect(stmts: Iterable[ast.stmt], prefix: str, scope: _Scope, out: dict[str, Symbol]) -> None:
+def _complete(sym: Symbol, node: _Def) -> Symbol:
+    """The symbol with its signature, parameters, decorators and body hash."""
+    decorators = tuple(ast.unparse(d) for d in node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
+        return replace(sym, signature=f"({', '.join(bases)})" if bases else "", decorators=decorators,
+                       body_hash=_body_hash(node.body, drop_assignments=True))  # fmt: skip
+    return replace(sym, signature=_signature(node), params=_params(node.args), decorators=decorators,
+                   body_hash=_body_hash(node.body))  # fmt: skip
+
+
+def _collect(
+    stmts: Iterable[ast.stmt], prefix: str, scope: _Scope, out: dict[str, Symbol], nodes: dict[str, _Def],
+    lines: list[str],
+) -> None:
     for node in stmts:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             qual = prefix + node.name
@@ -103,30 +131,30 @@ def _collect(stmts: Iterable[ast.stmt], prefix: str, scope: _Scope, out: dict[st
                 kind: SymbolKind = "async method" if is_async else "method"
             else:
                 kind = "async function" if is_async else "function"
-            _put(out, Symbol(
-                qualname=qual, bound_name=node.name, kind=kind, lineno=node.lineno,
-                end_lineno=node.end_lineno or node.lineno, signature=_signature(node),
-                params=_params(node.args), decorators=tuple(ast.unparse(d) for d in node.decorator_list),
-                body_hash=_body_hash(node.body),
-            ))  # fmt: skip
-            _collect(node.body, qual + ".<locals>.", "function", out)
+            _put(out, Symbol(qualname=qual, bound_name=node.name, kind=kind, lineno=node.lineno,
+                             end_lineno=node.end_lineno or node.lineno, source_hash=_source_hash(node, lines)))
+            nodes[qual] = node
+            _collect(node.body, qual + ".<locals>.", "function", out, nodes, lines)
         elif isinstance(node, ast.ClassDef):
             qual = prefix + node.name
-            bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
-            _put(out, Symbol(
-                qualname=qual, bound_name=node.name, kind="class", lineno=node.lineno,
-                end_lineno=node.end_lineno or node.lineno, signature=f"({', '.join(bases)})" if bases else "",
-                decorators=tuple(ast.unparse(d) for d in node.decorator_list),
-                body_hash=_body_hash(node.body, drop_assignments=True),
-            ))  # fmt: skip
-            _collect(node.body, qual + ".", "class", out)
+            _put(out, Symbol(qualname=qual, bound_name=node.name, kind="class", lineno=node.lineno,
+                             end_lineno=node.end_lineno or node.lineno, source_hash=_source_hash(node, lines)))
+            nodes[qual] = node
+            _collect(node.body, qual + ".", "class", out, nodes, lines)
         elif scope != "function" and isinstance(node, (ast.Assign, ast.AnnAssign)):
             _collect_assignment(node, prefix, out)
+            for name in _assigned_names(node):
+                nodes.pop(prefix + name, None)  # an assignment replaced a definition of that name
         elif scope == "module" and isinstance(node, (ast.Import, ast.ImportFrom)):
             _collect_import(node, out)
         else:
             for block in _child_blocks(node):
-                _collect(block, prefix, scope, out)
+                _collect(block, prefix, scope, out, nodes, lines)
+
+
+def _source_hash(node: _Def, lines: list[str]) -> str:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return _hash_text("\n".join(lines[first - 1 : node.end_lineno or node.lineno]))
 
 
 def _put(out: dict[str, Symbol], sym: Symbol) -> None:
@@ -162,6 +190,11 @@ def _collect_assignment(node: ast.Assign | ast.AnnAssign, prefix: str, out: dict
                 qualname=prefix + name, bound_name=name, kind="variable", lineno=node.lineno,
                 end_lineno=node.end_lineno or node.lineno, signature=annotation, body_hash=value_hash,
             ))  # fmt: skip
+
+
+def _assigned_names(node: ast.Assign | ast.AnnAssign) -> list[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [name for target in targets for name in _target_names(target)]
 
 
 def _target_names(target: ast.expr) -> list[str]:
@@ -276,11 +309,17 @@ def diff_symbols(
         # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
         limit = MAX_SOURCE_CHARS // 1_000_000
         return (), f"{largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
-    old, old_err = extract_symbols(before) if before is not None else ({}, None)
-    new, new_err = extract_symbols(after) if after is not None else ({}, None)
+    old, old_nodes, old_err = _extract(before) if before is not None else ({}, {}, None)
+    new, new_nodes, new_err = _extract(after) if after is not None else ({}, {}, None)
     if old_err or new_err:
         problems = [f"{label} version: {err}" for label, err in (("before", old_err), ("after", new_err)) if err]
         return (), f"{'; '.join(problems)}; only the file-level change is known"
+    # Signatures, decorators and body hashes only where a definition's text changed (or it is
+    # added or removed): most definitions of a changed file are untouched.
+    for qual in [q for q in new_nodes if q in old_nodes and old[q].source_hash == new[q].source_hash]:
+        del old_nodes[qual], new_nodes[qual], old[qual], new[qual]
+    old = {q: _complete(sym, old_nodes[q]) if q in old_nodes else sym for q, sym in old.items()}
+    new = {q: _complete(sym, new_nodes[q]) if q in new_nodes else sym for q, sym in new.items()}
 
     changes: list[SymbolChange] = []
     gone = [sym for qual, sym in old.items() if qual not in new]
