@@ -212,15 +212,15 @@ def plan_backports(
     targets: list[BackportTarget] = []
     existing = dict(gitops.list_refs(root, f"refs/heads/{BRANCH_PREFIX}"))
     for name in names:
-        bp = by_branch.get(name)
-        if bp is None:
+        found = by_branch.get(name)
+        if found is None:
             if not _branch_exists(root, name):
                 raise NotFoundError(f"no branch named {name!r} in {root}",
                                     hint="fetch it first (git fetch origin), or check the spelling")  # fmt: skip
             targets.append(BackportTarget(name, f"refs/heads/{name}", None, None, "", "no-original",
                                           note="the branch does not carry the original"))  # fmt: skip
             continue
-        targets.append(_plan_one(root, report, bp, name, head, start, existing))
+        targets.append(_plan_one(root, report, found, name, head, start, existing))
     if not any(t.status != "no-original" for t in targets):
         which = ", ".join(wanted) if wanted else "no release branch"
         raise NotFoundError(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..backport import BackportPlan, BackportTarget
+from ..models import ConflictFile
 from .escape import code, fenced, inline, table_cell
 
 #: Opens the bot's one reply to ``/revertbot backport`` on a pull request (edited in place).
@@ -124,12 +125,13 @@ def target_to_json(t: BackportTarget) -> dict[str, Any]:
         "backport_branch": t.backport_branch,
         "message": t.message,
         "note": t.note,
-        "conflicts": [
-            {"path": f.path, "note": f.note,
-             "hunks": [{"start_line": h.start_line, "ours": h.ours, "theirs": h.theirs} for h in f.hunks]}
-            for f in t.conflicts
-        ],  # fmt: skip
+        "conflicts": [_conflict_json(f) for f in t.conflicts],
     }
+
+
+def _conflict_json(f: ConflictFile) -> dict[str, Any]:
+    hunks = [{"start_line": h.start_line, "ours": h.ours, "theirs": h.theirs} for h in f.hunks]
+    return {"path": f.path, "note": f.note, "hunks": hunks}
 
 
 def plan_to_json(plan: BackportPlan, pulls: Mapping[str, PullRef] | None = None) -> dict[str, Any]:
