@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import gitops
 from .backport import READY, BackportPlan, create_backports, plan_backports, push_backports, title_of
-from .errors import NotFoundError, UsageError
+from .errors import NotFoundError, RevertbotError, UsageError
 from .github import CommentInfo, GitHubAPI, GitHubError, PullInfo
 from .models import GitHubContext, RevertReport
 from .pr_check import REQUEST_BUDGET, RepoSource, check_pull
@@ -72,6 +72,26 @@ def _merged_on_base(root: Path, pr: PullInfo, base_ref: str) -> bool:
     return any(t and gitops.is_ancestor(root, pr.merge_commit_sha, t) for t in tips)
 
 
+def merged_change_start(root: Path, pr: PullInfo, report: RevertReport) -> str | None:
+    """Where the merged change starts: the merge commit's first parent (a merge or a squash), or,
+    for a PR of several commits merged by rebase, the commit before the first rebased one (the
+    last commit alone would backport only part of the revert)."""
+    merge = pr.merge_commit_sha
+    parents = gitops.run("rev-list", "--parents", "-n", "1", merge, "--", cwd=root).split()[1:]
+    first = parents[0] if parents else None
+    n = len(report.scope)
+    if n < 2 or len(parents) != 1:
+        return first
+    try:
+        rebased = gitops.log(root, f"{merge}~{n}..{merge}")
+        start = gitops.resolve_commit(root, f"{merge}~{n}")
+    except RevertbotError:
+        return first  # shorter history than the PR: a squash (its single commit is the whole change)
+    if [c.subject for c in rebased] == [c.subject for c in report.scope]:
+        return start
+    return first
+
+
 def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Sequence[str], *, owner: str,
                  log: Log, dry_run: bool = False) -> BackportOutcome:  # fmt: skip
     """Backport the merged revert ``pr`` to its release branches (or only ``branches``), open the
@@ -104,10 +124,9 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
             out.problem = (f"The merge commit {code(pr.merge_commit_sha[:12])} is not on {code(pr.base_ref, 80)}: "
                            "only a revert merged into its base branch is backported.")  # fmt: skip
             return finish()
-        parents = gitops.run("rev-list", "--parents", "-n", "1", pr.merge_commit_sha, "--", cwd=root).split()[1:]
         try:
             plan = plan_backports(root, report=report, config=check.config, branches=branches,
-                                  source=pr.merge_commit_sha, source_start=parents[0] if parents else None)
+                                  source=pr.merge_commit_sha, source_start=merged_change_start(root, pr, report))
         except (UsageError, NotFoundError) as exc:
             out.problem = inline(exc.message.replace("\n  hint: ", " (hint: ") + (")" if exc.hint else ""), 600)
             return finish()

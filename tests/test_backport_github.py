@@ -169,3 +169,27 @@ def test_create_pull_and_list_by_head_on_the_loopback_server(world: World) -> No
     with pytest.raises(Exception, match="head branch not found"):
         api.create_pull("main", "no-such-branch", "T", "")
     assert api.requests == 4
+
+
+def test_merged_change_start_covers_rebase_merges(repo: Any) -> None:
+    from types import SimpleNamespace
+
+    from revertbot.backport_github import merged_change_start
+    from revertbot.github import PullInfo
+    from revertbot.models import CommitRef
+
+    base = repo.commit("base", {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    one = repo.commit("Revert part one", {"a.py": "a = 0\n"})
+    two = repo.commit("Revert part two", {"b.py": "b = 0\n"})
+    squash = repo.commit("Revert both parts (#7)", {"a.py": "a = 2\n", "b.py": "b = 2\n"})
+
+    def pr(merge: str) -> PullInfo:
+        return PullInfo(7, "t", "", "closed", "", "", "main", "", "o/r", "", merged=True, merge_commit_sha=merge)
+
+    scope = SimpleNamespace(scope=(CommitRef("x", "Revert part two"), CommitRef("y", "Revert part one")))
+    # Rebased: the two PR commits are the last two of the branch, so the change starts before them.
+    assert merged_change_start(repo.path, pr(two), scope) == base
+    # Squashed: one commit carries the PR; its parent is where the change starts.
+    assert merged_change_start(repo.path, pr(squash), scope) == two
+    # A single-commit PR, whatever the merge: the first parent.
+    assert merged_change_start(repo.path, pr(one), SimpleNamespace(scope=())) == base
