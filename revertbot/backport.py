@@ -234,8 +234,9 @@ def plan_backports(
 
 def _normalise_branch(name: str) -> str:
     name = name.strip()
-    if not name or name.startswith("-") or any(c in name for c in "\x00\n\r"):
-        raise UsageError(f"invalid branch name: {name!r}")
+    why = gitops.invalid_ref_name(name) if name not in ("", "@") else "it is empty or '@'"
+    if why or name.startswith("-"):
+        raise UsageError(f"invalid branch name: {name!r} ({why or 'it starts with -'})")
     return short_branch(name)
 
 

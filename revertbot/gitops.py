@@ -219,6 +219,11 @@ def _invalid_ref_name(name: str) -> str | None:
     return None
 
 
+def invalid_ref_name(name: str) -> str | None:
+    """Why ``name`` cannot be a ref (branch) name, or None when it can."""
+    return _invalid_ref_name(name)
+
+
 def resolve_commit(repo: Path, ref: str) -> str:
     """Full sha of ``ref``. Branch names are tried as ``refs/heads/<ref>`` first, so a branch
     literally named ``HEAD`` or one that looks like a sha cannot be confused with either.

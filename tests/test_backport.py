@@ -274,3 +274,11 @@ def test_cli_help_documents_the_options(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     for opt in ("--branch", "--create", "--push", "--format", "--repo", "--base", "--config"):
         assert opt in out
+
+
+@pytest.mark.parametrize("name", ["release/x..main", "release/@{-1}", "-release", "release/a b", "release/x~1", ""])
+def test_invalid_branch_names_are_usage_errors(story: Story, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    story.release("release/1.0")
+    code = run_cli(["backport", "--repo", str(story.repo.path), "--base", "main", story.revert, "--branch", name])
+    assert code == 2, capsys.readouterr()
+    assert "invalid branch name" in capsys.readouterr().err
