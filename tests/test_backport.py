@@ -282,3 +282,23 @@ def test_invalid_branch_names_are_usage_errors(story: Story, name: str, capsys: 
     code = run_cli(["backport", "--repo", str(story.repo.path), "--base", "main", story.revert, "--branch", name])
     assert code == 2, capsys.readouterr()
     assert "invalid branch name" in capsys.readouterr().err
+
+
+def test_reply_stays_within_githubs_comment_limit() -> None:
+    from revertbot.backport import BackportPlan, BackportTarget
+    from revertbot.models import CommitRef, ConflictFile, ConflictHunk
+    from revertbot.report.backport import MAX_REPLY_CHARS, render_reply
+
+    big = "\n".join(f"x = {i}  # {'y' * 200}" for i in range(2000))
+    files = tuple(ConflictFile(f"f{i}.py", tuple(ConflictHunk(big, big, 1) for _ in range(10))) for i in range(40))
+    targets = tuple(BackportTarget(f"release/{i}", f"refs/heads/release/{i}", "a" * 40, "b" * 40, "title",
+                                   "conflicts", "revert of the pick", conflicts=files) for i in range(3))  # fmt: skip
+    plan = BackportPlan(CommitRef("c" * 40, 'Revert "x"'), "c" * 40, "d" * 40, (), "pure", targets)
+    body = render_reply(plan, {})
+    assert len(body) < MAX_REPLY_CHARS
+    assert body.count("#### Conflicts on") == 3 and "20 more conflicting file(s)" in body
+    # Small conflicts are shown whole.
+    small = tuple(ConflictFile("g.py", (ConflictHunk("ours line", "theirs line", 3),)) for _ in range(1))
+    body = render_reply(BackportPlan(plan.revert, plan.source, None, (), "pure",
+                                     (targets[0].__class__(**{**targets[0].__dict__, "conflicts": small}),)), {})
+    assert "ours line" in body and "theirs line" in body and "(line 3)" in body

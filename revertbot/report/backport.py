@@ -29,6 +29,9 @@ STATUS_TEXT = {
     "missing": "not in this repository",
 }
 
+#: Below GitHub's 65536-character limit for a comment.
+MAX_REPLY_CHARS = 60000
+
 #: A pull request opened (or found) for a target: (number, url, opened now).
 PullRef = tuple[int, str, bool]
 
@@ -48,8 +51,10 @@ def _pick(t: BackportTarget) -> str:
     return f"{_sha(t.original_pick)} ({table_cell(t.how, 60)})"
 
 
-def render_plan_markdown(plan: BackportPlan, pulls: Mapping[str, PullRef] | None = None) -> str:
-    """The plan as Markdown: one row per release branch, then the conflict report."""
+def render_plan_markdown(plan: BackportPlan, pulls: Mapping[str, PullRef] | None = None,
+                         limits: tuple[int, int] = (5, 30)) -> str:  # fmt: skip
+    """The plan as Markdown: one row per release branch, then the conflict report (at most
+    ``limits`` = (hunks per file, lines per side of a hunk))."""
     pulls = pulls or {}
     lines = [f"### Backport of {_sha(plan.revert.sha)} {inline(plan.revert.subject, 150)}", ""]
     if plan.source != plan.revert.sha:
@@ -76,22 +81,33 @@ def render_plan_markdown(plan: BackportPlan, pulls: Mapping[str, PullRef] | None
         lines.append("")
         lines += [f"- {code(b, 80) + ': ' if b else ''}{inline(n, 300)}" for b, n in notes]
     for t in plan.conflicted:
-        lines += ["", *conflict_report(t)]
+        lines += ["", *conflict_report(t, max_hunks=limits[0], max_lines=limits[1])]
     return "\n".join(lines) + "\n"
 
 
-def conflict_report(t: BackportTarget, max_hunks: int = 5) -> list[str]:
-    """Why the backport to one branch does not apply: each file and its conflicting hunks."""
+def _cap_lines(text: str, limit: int) -> str:
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    return "\n".join([*lines[:limit], f"... {len(lines) - limit} more line(s)"])
+
+
+def conflict_report(t: BackportTarget, max_hunks: int = 5, max_files: int = 20, max_lines: int = 30) -> list[str]:
+    """Why the backport to one branch does not apply: each file and its conflicting hunks
+    (bounded: ``max_files`` files, ``max_hunks`` hunks each, ``max_lines`` lines per side)."""
     out = [f"#### Conflicts on {code(t.branch, 80)} ({inline(t.method, 40)})", ""]
-    for f in t.conflicts:
+    for f in t.conflicts[:max_files]:
         out.append(f"- {code(f.path)}" + (f": {inline(f.note, 120)}" if f.note else ""))
         for h in f.hunks[:max_hunks]:
-            text = (f"<<<<<<< {t.branch} (line {h.start_line})\n{h.ours}\n=======\n{h.theirs}\n"
+            ours, theirs = _cap_lines(h.ours, max_lines), _cap_lines(h.theirs, max_lines)
+            text = (f"<<<<<<< {t.branch} (line {h.start_line})\n{ours}\n=======\n{theirs}\n"
                     f">>>>>>> backport")  # fmt: skip
             block = fenced(text, "diff")
             out.append("\n".join("  " + ln for ln in block.split("\n")))
         if len(f.hunks) > max_hunks:
             out.append(f"  - {len(f.hunks) - max_hunks} more hunk(s)")
+    if len(t.conflicts) > max_files:
+        out.append(f"- {len(t.conflicts) - max_files} more conflicting file(s)")
     if t.original_pick and t.tip and t.method == "revert of the pick":
         by_hand = f"{code(f'git checkout {t.tip}')}, then {code(f'git revert -x {t.original_pick}')}"
         out += ["", f"To do it by hand: {by_hand}, and resolve the files above."]
@@ -187,5 +203,10 @@ def render_reply(plan: BackportPlan | None, pulls: Mapping[str, PullRef], proble
     if plan.conflicted:
         lines.append("No pull request for " + ", ".join(code(t.branch, 80) for t in plan.conflicted)
                      + ": the revert does not apply there; the conflicts are below.")  # fmt: skip
-    lines += ["", render_plan_markdown(plan, pulls).rstrip("\n")]
+    # GitHub refuses comments over 65536 characters: fewer hunk lines, then no hunks, until it fits.
+    for limits in ((5, 30), (1, 5), (0, 0)):
+        table = render_plan_markdown(plan, pulls, limits)
+        if len(table) + sum(map(len, lines)) < MAX_REPLY_CHARS:
+            break
+    lines += ["", table.rstrip("\n")]
     return "\n".join(lines) + "\n"
