@@ -302,3 +302,19 @@ def test_reply_stays_within_githubs_comment_limit() -> None:
     body = render_reply(BackportPlan(plan.revert, plan.source, None, (), "pure",
                                      (targets[0].__class__(**{**targets[0].__dict__, "conflicts": small}),)), {})
     assert "ours line" in body and "theirs line" in body and "(line 3)" in body
+
+
+def test_report_lists_the_backport_pull_requests_in_both_languages(story: Story) -> None:
+    import dataclasses
+
+    from revertbot.models import GitHubContext
+    from revertbot.report import render_markdown
+
+    story.release("release/1.0")
+    report = check_revert(story.repo.path, story.revert, base_ref="main")
+    assert "backporting this revert" not in render_markdown(report, "en")
+    ctx = GitHubContext(repo="o/r", revert_pr=8, revert_backport_prs=("release/1.0#9", "release/<b>#x"))
+    report = dataclasses.replace(report, github=ctx)
+    en = render_markdown(report, "en")
+    assert "- Pull requests backporting this revert: #9 (`release/1.0`), `release/<b>#x`" in en
+    assert "- 将本次回退移植到发布分支的 PR：#9（`release/1.0`）、`release/<b>#x`" in render_markdown(report, "zh")
