@@ -193,3 +193,17 @@ def test_merged_change_start_covers_rebase_merges(repo: Any) -> None:
     assert merged_change_start(repo.path, pr(squash), scope) == two
     # A single-commit PR, whatever the merge: the first parent.
     assert merged_change_start(repo.path, pr(one), SimpleNamespace(scope=())) == base
+
+
+def test_dry_run_writes_nothing(world: World, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    merge_revert(world)
+    env = world.env("issue_comment", world.comment_event("/revertbot backport release/0.5", "sam", "MEMBER"))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    world.gh.reset_log()
+    assert run_cli(["action", "--dry-run"]) == 0
+    log = capsys.readouterr().out
+    assert "| `release/0.5` |" in log and "applies" in log and "dry run: would reply" in log
+    assert world.gh.writes() == [] and backport_pulls(world) == [] and replies(world) == []
+    assert "revertbot/backport" not in git(Path(world.remote), "for-each-ref", "--format=%(refname)")
