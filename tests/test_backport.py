@@ -318,3 +318,11 @@ def test_report_lists_the_backport_pull_requests_in_both_languages(story: Story)
     en = render_markdown(report, "en")
     assert "- Pull requests backporting this revert: #9 (`release/1.0`), `release/<b>#x`" in en
     assert "- 将本次回退移植到发布分支的 PR：#9（`release/1.0`）、`release/<b>#x`" in render_markdown(report, "zh")
+
+
+def test_a_reland_is_not_backported_as_a_revert(story: Story, capsys: pytest.CaptureFixture[str]) -> None:
+    story.release("release/1.0")
+    reland = story.repo.revert(story.revert)  # Revert "Revert ...": the change comes back
+    code = run_cli(["backport", "--repo", str(story.repo.path), "--base", "main", reland])
+    assert code == 2, capsys.readouterr()
+    assert "is a reland, not a revert" in capsys.readouterr().err
