@@ -138,6 +138,12 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
         plan = push_backports(root, plan, pr.clone_url, env=source.git_env(pr.clone_url))
     out.plan = plan
     for t in plan.targets:
+        if t.status == "branch-differs":
+            # Ours from an earlier run on an older tip, or edited by a maintainer: its open PR stands.
+            have = _find_open(api, t.branch, t.backport_branch)
+            if have is not None:
+                out.pulls[t.branch] = have
+            continue
         if t.status not in READY:
             continue
         text = (title_of(t), render_pull_body(plan, t, pr.number))
@@ -150,12 +156,17 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
     return result
 
 
+def _find_open(api: GitHubAPI, base: str, head: str) -> PullRef | None:
+    """The open pull request from branch ``head`` of this repository into ``base``, if any."""
+    found = [p for p in api.pulls_for_head(api.repo, head) if p.base_ref == base]
+    return (found[0].number, found[0].html_url, False) if found else None
+
+
 def _open_or_find(api: GitHubAPI, base: str, head: str, text: tuple[str, str]) -> PullRef:
     """The open pull request from ``head`` into ``base``, opened when there is none."""
 
     def existing() -> PullRef | None:
-        found = [p for p in api.pulls_for_head(api.repo, head) if p.base_ref == base]
-        return (found[0].number, found[0].html_url, False) if found else None
+        return _find_open(api, base, head)
 
     have = existing()
     if have is not None:

@@ -207,3 +207,22 @@ def test_dry_run_writes_nothing(world: World, monkeypatch: pytest.MonkeyPatch,
     assert "| `release/0.5` |" in log and "applies" in log and "dry run: would reply" in log
     assert world.gh.writes() == [] and backport_pulls(world) == [] and replies(world) == []
     assert "revertbot/backport" not in git(Path(world.remote), "for-each-ref", "--format=%(refname)")
+
+
+def test_release_branch_moved_after_the_backport(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    merge_revert(world)
+    act(monkeypatch, world.env("issue_comment", world.comment_event("/revertbot backport", "sam", "MEMBER")))
+    [pr] = backport_pulls(world)
+    repo = world.demo.path
+    git(repo, "checkout", "-q", RELEASE_BRANCH)
+    (repo / "NOTES.md").write_text("0.5.1 notes\n")
+    git(repo, "add", "NOTES.md")
+    git(repo, "commit", "-q", "-m", "Release notes for 0.5.1")
+    world.push(git(repo, "rev-parse", "HEAD"), f"refs/heads/{RELEASE_BRANCH}")
+    code = act(monkeypatch, world.env("issue_comment", world.comment_event("/revertbot backport", "sam", "MEMBER")))
+    assert code == 0, capsys.readouterr().out
+    assert backport_pulls(world) == [pr]  # no second PR; the pushed branch is not overwritten
+    [reply] = replies(world)
+    assert f"Already open: #{pr['number']}" in reply["body"] and "backport branch differs" in reply["body"]
+    assert git(Path(world.remote), "rev-parse", f"refs/heads/{pr['head']['ref']}") == pr["head"]["sha"]
