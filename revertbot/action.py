@@ -305,6 +305,7 @@ class _Run:
         self.failed_writes: list[str] = []
         self.owner = bot_login(env)
         self.approvals = Approvals(self.api, lambda m: echo(f"::warning::{log_safe(m)}"))
+        self.raw_args: list[str] = []  # the words after a comment command's verb, case kept
 
     # -------------------------------------------------------------- output helpers
 
@@ -538,18 +539,34 @@ class _Run:
         if not allowed:
             return self.deny_once(number, login, why)
         self.echo(f"{COMMAND_PREFIX} {verb} by {log_safe(login, 60)} ({why}) on #{number}")
+        self.raw_args = words[2:]  # as written: branch names are case-sensitive
         return self.verbs[verb](pr, login, [w.lower() for w in words[2:]])
 
     @property
     def verbs(self) -> dict[str, Callable[[PullInfo, str, list[str]], int]]:
         """Comment commands by verb: each gets the PR, the authorised login and the words after the verb."""
-        return {"check": self.command_check}
+        return {"check": self.command_check, "backport": self.command_backport}
 
     def command_check(self, pr: PullInfo, login: str, args: list[str]) -> int:
         """``/revertbot check [<full head sha>]``: re-check and publish; GPU runs bound to that head."""
         named = args[0] if args else ""
         return self.check_and_publish(pr, read_only=False, gpu=lambda _c: Approvals.comment(pr, login, named),
                                       budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def command_backport(self, pr: PullInfo, login: str, args: list[str]) -> int:
+        """``/revertbot backport [branch ...]``: carry the merged revert to its release branches
+        (see :mod:`revertbot.backport_github`); one pull request per branch, never two."""
+        from .backport_github import run_backport
+
+        # Branch names are case-sensitive: the verb table lower-cases ``args``; use the words as written.
+        done = run_backport(self.api, pr, self.source, self.raw_args or args, owner=self.owner, log=self.echo,
+                            dry_run=self.opts.dry_run)  # fmt: skip
+        opened = sorted(f"{b}#{n}" for b, (n, _u, new) in done.pulls.items() if new)
+        self.outputs.set("pr", str(pr.number))
+        self.outputs.set("backport_prs", " ".join(f"{b}#{n}" for b, (n, _u, _new) in sorted(done.pulls.items())))
+        self.echo(f"backport of #{pr.number}: {(done.problem and log_safe(done.problem)) or 'done'}; opened "
+                  f"{', '.join(opened) or 'no new pull request'} ({done.requests} requests)")  # fmt: skip
+        return 0
 
     def on_workflow_run(self, event: Mapping[str, Any]) -> int:
         """The trusted follow-up of a fork PR's read-only run: re-create its report and publish it.

@@ -61,6 +61,7 @@ class _LazyGroup(click.Group):
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "action": ("revertbot.cli_github", "action_command"),
+        "backport": ("revertbot.cli_backport", "backport_command"),
         "dashboard": ("revertbot.cli_dashboard", "dashboard"),
         "gpu": ("revertbot.cli_gpu", "gpu"),
         "history": ("revertbot.cli_history", "history"),

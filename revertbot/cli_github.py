@@ -146,6 +146,8 @@ def action_command(dry_run: bool, repo: str | None, report_file: str | None, res
     pull_request_target (the GPU workflow) only decides whether GPU jobs may run, and for which
     commit, unless --gpu-summary is given: the analysis workflow publishes PR events.
     workflow_run (the fork follow-up) re-creates and publishes the report of a fork's run.
+    issue_comment: `/revertbot check [sha]` re-checks; `/revertbot backport [branch ...]` opens
+    one pull request per release branch for a merged revert (step output backport_prs).
     """
     if gpu_summary is not None and (gpu_head is None or not is_full_sha(gpu_head.strip().lower())):
         raise UsageError("--gpu-summary needs --gpu-head SHA, the full commit the GPU jobs ran on")

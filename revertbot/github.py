@@ -194,6 +194,8 @@ class GitHubAPI(Protocol):
 
     def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]: ...
 
+    def create_pull(self, base: str, head: str, title: str, body: str) -> PullInfo: ...
+
 
 # --------------------------------------------------------------------------- payload parsing
 
@@ -593,6 +595,15 @@ class GitHubClient:
         with contextlib.suppress(NotFoundOnGitHub):  # not there (any more): nothing to remove
             self._call(f"removing label {name!r} from #{number}",
                        lambda: self._repo().get_issue(number).remove_from_labels(name))  # fmt: skip
+
+    def create_pull(self, base: str, head: str, title: str, body: str) -> PullInfo:
+        """Open a pull request from branch ``head`` of this repository into ``base``."""
+        # Not retried: a POST that timed out may have opened it; the caller lists pulls by head first.
+        created = self._call(f"opening a pull request from {head} into {base}",
+                             lambda: self._repo().create_pull(base=base, head=head, title=title, body=body,
+                                                              maintainer_can_modify=True),
+                             attempts=1)  # fmt: skip
+        return _pull_from_object(created)
 
     def create_status(self, sha: str, state: str, description: str, target_url: str = "") -> None:
         kwargs: dict[str, Any] = {"description": description[:140], "context": STATUS_CONTEXT}

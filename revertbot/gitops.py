@@ -220,6 +220,11 @@ def _invalid_ref_name(name: str) -> str | None:
     return None
 
 
+def invalid_ref_name(name: str) -> str | None:
+    """Why ``name`` cannot be a ref (branch) name, or None when it can."""
+    return _invalid_ref_name(name)
+
+
 def resolve_commit(repo: Path, ref: str) -> str:
     """Full sha of ``ref``. Branch names are tried as ``refs/heads/<ref>`` first, so a branch
     literally named ``HEAD`` or one that looks like a sha cannot be confused with either.
@@ -1053,3 +1058,55 @@ def hunk_headers(repo: Path, old: str, new: str, paths: Sequence[str]) -> Iterat
 
 
 _HUNK_COUNTS = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+# --------------------------------------------------------------------------- writing commits and branches
+#
+# Only the backport command writes into a repository, and only when asked to (``--create``): a
+# commit object made from a tree that an in-memory merge produced, a new branch pointing at it,
+# and a push of that branch. The working tree and the index are never involved.
+
+#: The identity used for commits when git has none configured (a fresh CI runner).
+FALLBACK_IDENT = ("revertbot", "revertbot@users.noreply.github.com")
+
+
+def identity_env(repo: Path) -> dict[str, str]:
+    """Committer variables for ``commit-tree``: git's configured identity when there is one,
+    else :data:`FALLBACK_IDENT` (``git commit-tree`` would fail without one)."""
+    proc = run_bytes("var", "GIT_COMMITTER_IDENT", cwd=repo, check=False)
+    if proc.returncode == 0:
+        return {}
+    name, email = FALLBACK_IDENT
+    return {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email}  # fmt: skip
+
+
+def commit_tree(repo: Path, tree: str, parents: Sequence[str], message: str,
+                env: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """Write a commit of ``tree`` with ``parents`` and ``message`` (read from stdin, never the
+    command line) into the repository; its sha."""
+    args = ["commit-tree", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    return run(*args, "-F", "-", cwd=repo, input=message, env={**identity_env(repo), **(env or {})}).strip()
+
+
+def ref_sha(repo: Path, ref: str) -> str | None:
+    """The commit a full ref name points to, or None when there is no such ref."""
+    proc = run_bytes("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo, check=False)
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def create_ref(repo: Path, ref: str, sha: str) -> None:
+    """Create ``ref`` at ``sha``; fails (never overwrites) when the ref already exists."""
+    zero = "0" * len(sha)
+    run("update-ref", "-m", "revertbot backport", ref, sha, zero, cwd=repo)
+
+
+def push_refs(repo: Path, remote: str, refspecs: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    """``git push <remote> <refspecs>`` without force: a remote branch that moved elsewhere is refused."""
+    if not refspecs:
+        return
+    if remote.startswith("-"):
+        raise UsageError(f"invalid remote name: {remote!r}")
+    run("push", "--quiet", "--porcelain", "--", remote, *refspecs, cwd=repo, env=env)

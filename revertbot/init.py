@@ -58,7 +58,7 @@ DEFAULT_RUNNER_LABELS: tuple[str, ...] = ("self-hosted", "linux", "x64", "cuda")
 # Template file -> (where it goes, the jobs it must define).
 _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "revertbot.yml": (WORKFLOW_PATH, ("analyze", "record", "dashboard")),
-    "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report", "record")),
+    "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report", "record", "backport")),
     "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish", "record")),
 }
 #: Repository and organisation settings the GPU path relies on; `init` prints them and, with a

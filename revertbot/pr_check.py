@@ -201,6 +201,10 @@ class RepoSource:
             "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
         }
 
+    def git_env(self, url: str) -> dict[str, str]:
+        """Environment that lets git authenticate to ``url`` with the token (e.g. to push)."""
+        return self._auth_env(url)
+
     @contextlib.contextmanager
     def open(self, pr: PullInfo) -> Iterator[Prepared]:
         """The repository with the PR head and the base branch present, locked for this run."""

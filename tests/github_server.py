@@ -478,6 +478,7 @@ _ROUTES: list[Route] = [
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)", "get_repo"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls", "list_pulls"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls", "create_pull"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/commits", "pull_commits"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/files", "pull_files"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/reviews", "pull_reviews"),
@@ -715,6 +716,32 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "Not Found")
         return 200, self.server.github.pull(repo, n), {}
 
+    def _create_pull(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        """POST /pulls as GitHub validates it: both branches must exist on the remote (the bare
+        repository behind ``clone_url``), and one open PR per head and base (422 otherwise)."""
+        gh = self.server.github
+        if not isinstance(body, dict) or not all(isinstance(body.get(k), str) and body.get(k)
+                                                 for k in ("base", "head", "title")):  # fmt: skip
+            raise ApiError(422, "Validation Failed: base, head and title are required")
+        base, head = body["base"], body["head"]
+        owner = repo.full_name.split("/")[0]
+        head_owner, _, head_ref = head.rpartition(":")
+        if head_owner and head_owner != owner:
+            raise ApiError(422, "Validation Failed: only heads of this repository are supported here")
+        base_sha, head_sha = remote_branch_sha(repo, base), remote_branch_sha(repo, head_ref)
+        if base_sha is None or head_sha is None:
+            raise ApiError(422, f"Validation Failed: {'base' if base_sha is None else 'head'} branch not found")
+        label = f"{owner}:{head_ref}"
+        if any(pr["state"] == "open" and pr["head"]["label"] == label and pr["base"]["ref"] == base
+               for pr in repo.pulls.values()):  # fmt: skip
+            raise ApiError(422, f"Validation Failed: A pull request already exists for {label}.")
+        number = max([*repo.pulls, *repo.comments, 0]) + 1
+        pr = gh.add_pull(repo, number, body["title"], body=str(body.get("body") or ""), head_sha=head_sha,
+                         head_ref=head_ref, base_ref=base, base_sha=base_sha, user="github-actions[bot]",
+                         association="NONE", draft=bool(body.get("draft")))  # fmt: skip
+        pr["maintainer_can_modify"] = bool(body.get("maintainer_can_modify"))
+        return 201, gh.pull(repo, number), {}
+
     def _need_pull(self, repo: Repo, p: dict[str, str]) -> int:
         n = int(p["n"])
         if n not in repo.pulls:
@@ -945,6 +972,17 @@ class _Handler(BaseHTTPRequestHandler):
                     item["score"] = 1.0
                     items.append(item)
         return self._page(items, q, "/search/issues", wrap="items", extra={"incomplete_results": False})
+
+
+def remote_branch_sha(repo: Repo, branch: str) -> str | None:
+    """The commit of ``branch`` in the repository's remote (a ``file://`` bare repository), or None."""
+    import subprocess
+
+    if not repo.clone_url.startswith("file://") or branch.startswith("-"):
+        return None
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"],
+                          cwd=repo.clone_url[len("file://"):], capture_output=True, text=True)  # fmt: skip
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 class _Server(ThreadingHTTPServer):

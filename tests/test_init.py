@@ -86,7 +86,7 @@ def test_init_writes_the_workflows_and_the_config(repo: GitRepo, capsys: pytest.
     assert code == 0, err
     root = repo.path
     jobs = {"revertbot.yml": {"analyze", "record", "dashboard"},
-            "revertbot-gpu.yml": {"authorize", "gpu", "report", "record"},
+            "revertbot-gpu.yml": {"authorize", "gpu", "report", "record", "backport"},
             "revertbot-publish.yml": {"publish", "record"}}  # fmt: skip
     for name, dest in WORKFLOW_TEMPLATES:
         written = (root / dest).read_text(encoding="utf-8")

@@ -145,6 +145,8 @@ EN: dict[str, str] = {
     "backport_reverted": "revert present ({sha})",
     "backport_missing": "**revert missing: revert it there too**",
     "backports_none": "the original reached no release branch",
+    "revert_backport_prs": "Pull requests backporting this revert: {prs}",
+    "backport_pr_ref": "#{n} ({branch})",
     "drift": "{n} later commit(s) touched the same files after the original:",
 }
 
@@ -283,6 +285,8 @@ ZH: dict[str, str] = {
     "backport_reverted": "已回退（{sha}）",
     "backport_missing": "**尚未回退：需要在该分支上同样回退**",
     "backports_none": "原始提交没有进入任何发布分支",
+    "revert_backport_prs": "将本次回退移植到发布分支的 PR：{prs}",
+    "backport_pr_ref": "#{n}（{branch}）",
     "drift": "原始提交之后有 {n} 个提交修改了相同文件：",
 }
 

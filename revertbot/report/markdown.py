@@ -57,6 +57,14 @@ def _sha(sha: str) -> str:
     return f"`{sha[:10]}`"
 
 
+def _backport_pr(ref: str, t: dict[str, str]) -> str:
+    """``release/0.5#109`` as the PR reference GitHub links, the branch as code."""
+    branch, _, number = ref.rpartition("#")
+    if not (number.isdigit() and branch):
+        return code(ref, 80)
+    return t["backport_pr_ref"].format(n=number, branch=code(branch, 80))
+
+
 def short_branch(ref: str) -> str:
     for prefix in ("refs/heads/", "refs/remotes/"):
         if ref.startswith(prefix):
@@ -396,6 +404,9 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
             items.append(f"- {t['backport']} {code(short_branch(b.branch), 80)}: {pick} ({inline(b.how, 40)}); {state}")
     else:
         items.append(f"- {t['backport']}: {t['backports_none']}")
+    if r.github and r.github.revert_backport_prs:
+        prs = t["list_sep"].join(_backport_pr(ref, t) for ref in r.github.revert_backport_prs)
+        items.append("- " + t["revert_backport_prs"].format(prs=prs))
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
         items += [f"  - {_sha(d.sha)} {inline(d.subject, 120)} ({_date(d.date)})" for d in r.drift[:15]]
