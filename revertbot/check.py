@@ -7,6 +7,7 @@ import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import gitops
@@ -15,7 +16,7 @@ from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
 from .config import Config, categorize, load_config_file, module_for
-from .detect import link_reverts, parse_message
+from .detect import index_message, link_reverts, parse_message
 from .errors import NotFoundError
 from .globs import match_branch, match_glob
 from .models import (
@@ -69,7 +70,7 @@ def check_revert(
     base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     merged = gitops.is_ancestor(root, head_sha, base_sha)
     # A merged revert is read in the base's history, so that later relands of it are seen too.
-    commits = gitops.log(root, base_sha if merged else head_sha)
+    commits = gitops.log(root, base_sha if merged else head_sha, keep=index_message)
     by_sha = {c.sha: c for c in commits}
     head = by_sha[head_sha]
     since_sha = gitops.resolve_commit(root, since) if since else None
@@ -116,6 +117,17 @@ def check_revert(
             apply_params = (("why", "already-undone" if had else "never-had"),)
 
     files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
+    originals = [by_sha[o] for o in link.originals]
+    # Drift and backports mostly wait on git: they run beside the symbol and dependents analysis.
+    background = ThreadPoolExecutor(max_workers=2)
+    drift_job = background.submit(
+        find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
+    ) if originals else None  # fmt: skip
+    backports_job = background.submit(
+        find_backports, root, originals, revert, base_sha,
+        lambda name: any(match_branch(name, g) for g in cfg.release_branches),
+    )  # fmt: skip
+    background.shutdown(wait=False)
     symbols: list[SymbolChange] = []
     notes: list[str] = []
     dependents = []
@@ -129,14 +141,8 @@ def check_revert(
         dependents = list(search.dependents)
         notes += list(search.notes)
 
-    originals = [by_sha[o] for o in link.originals]
-    drift = []
-    if originals:
-        exclude = {*scope, *link.chain}
-        drift = find_drift(root, originals[-1].sha, drift_end, [f.path for f in files], sorted(exclude))
-    backports = find_backports(
-        root, originals, revert, base_sha, lambda name: any(match_branch(name, g) for g in cfg.release_branches)
-    )
+    drift = drift_job.result() if drift_job else []
+    backports = backports_job.result()
     age = None
     if originals:
         age = max(0.0, (revert.commit_time - originals[-1].commit_time) / 86400)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import gitops
@@ -109,10 +110,14 @@ def find_backports(
     orig_shas = {o.sha for o in originals}
     orig_titles = {title_key(o.subject) for o in originals}
     names = [name for name, _ in refs]
-    with_original = set(gitops.branches_containing(repo, orig.sha, *names))
-    with_revert = set(gitops.branches_containing(repo, revert.sha, *names))
     tips = list(dict.fromkeys(tip for _, tip in refs))
-    by_sha = {c.sha: c for c in gitops.log_revs(repo, [*tips, f"^{base}"])}
+    # Three independent walks of the history: git runs them side by side.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        containing_original = pool.submit(gitops.branches_containing, repo, orig.sha, *names)
+        containing_revert = pool.submit(gitops.branches_containing, repo, revert.sha, *names)
+        release_commits = pool.submit(gitops.log_revs, repo, [*tips, f"^{base}"])
+        with_original, with_revert = set(containing_original.result()), set(containing_revert.result())
+        by_sha = {c.sha: c for c in release_commits.result()}
     pids: dict[str, str] | None = None  # patch ids, computed once and only when a branch needs them
 
     def patch_id_of(sha: str) -> str | None:
