@@ -69,7 +69,9 @@ CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh",
 SOURCE_ROOTS = frozenset({"python", "src", "lib"})
 
 _Kind = Literal["name", "attribute", "params", "module"]
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# Matches start only where a name starts: a start inside a name finds nothing more, and trying
+# every one costs time quadratic in the name's length.
+_DOTTED = re.compile(r"(?<![A-Za-z_])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
 _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
