@@ -159,6 +159,17 @@ def shallow_commits(repo: Path) -> set[str]:
         return set()
 
 
+def has_commit_graph(repo: Path) -> bool:
+    """Whether git can use a commit-graph file here (it makes ancestry walks much cheaper)."""
+    if run("config", "--type=bool", "--get", "core.commitGraph", cwd=repo, check=False).strip() == "false":
+        return False
+    for rel in ("objects/info/commit-graph", "objects/info/commit-graphs/commit-graph-chain"):
+        found = run("rev-parse", "--git-path", rel, cwd=repo).rstrip("\n")
+        if (Path(found) if Path(found).is_absolute() else Path(repo) / found).exists():
+            return True
+    return False
+
+
 _DATE_UNITS = "second|minute|hour|day|week|month|year"
 # The forms --since accepts (git's approxidate takes any text and silently makes a date of it).
 _ISO_DATE_RE = re.compile(

@@ -315,3 +315,19 @@ def test_tree_or_blob_is_not_a_commit(repo: GitRepo, story: dict[str, str], caps
     # An unknown but well-formed ref is still "not found".
     code, _, err = scan(capsys, "--repo", str(repo.path), "--ref", "no-such-branch")
     assert code == 3 and "unknown ref or commit: 'no-such-branch'" in err
+
+
+def test_verbose_suggests_a_commit_graph_and_never_writes_one(repo: GitRepo, capsys: pytest.CaptureFixture[str]
+                                                               ) -> None:  # fmt: skip
+    original = repo.commit("Add x (#1)", {"x.py": "x = 1\n"})
+    revert = repo.revert(original)
+    graph = repo.path / ".git" / "objects" / "info" / "commit-graph"
+    code, _out, err = scan(capsys, "--repo", str(repo.path), "-v")
+    assert code == 0 and "git commit-graph write --reachable" in err and "scanned 2 commits" in err
+    assert not graph.exists()
+    assert run_cli(["check", "--repo", str(repo.path), revert, "--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert f"checked {revert[:12]}" in err and "git commit-graph write --reachable" in err
+    repo.git("commit-graph", "write", "--reachable")
+    code, _out, err = scan(capsys, "--repo", str(repo.path), "-v")
+    assert code == 0 and "commit-graph" not in err
