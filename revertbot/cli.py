@@ -106,9 +106,11 @@ def cli() -> None:
               "its history are reported as unverifiable.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help="Also record the reverts in this history store (SQLite file, created if missing).")
+@click.option("--all-refs", is_flag=True, help="Scan the history of every branch, tag and remote-tracking ref "
+              "at once instead of one ref.")
 @click.option("--verbose", "-v", is_flag=True, help="Also print the time taken and hints to make it faster.")
 def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow: bool,
-         store_path: str | None, verbose: bool) -> None:
+         store_path: str | None, all_refs: bool, verbose: bool) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
 
     Purity is one of: pure (proven: the revert's tree is what undoing the original on its
@@ -119,7 +121,8 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
     progress = _Progress()
     started = time.monotonic()
     try:
-        result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress)
+        result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
+                                 all_refs=all_refs)
     finally:
         progress.close()
     if verbose:

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import zlib
@@ -354,7 +355,9 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
 def _commit(fields: Sequence[str], keep: Callable[[str], str] | None = None) -> Commit:
     sha, parents, an, ae, at, ct, msg = fields
     msg = msg.rstrip("\n")
-    return Commit(sha=sha.strip(), parents=tuple(parents.split()), author_name=an, author_email=ae,
+    # Interned: a parent is another commit's sha, and authors repeat; a long history is mostly these.
+    return Commit(sha=sys.intern(sha.strip()), parents=tuple(sys.intern(p) for p in parents.split()),
+                  author_name=sys.intern(an), author_email=sys.intern(ae),
                   author_time=int(at or 0), commit_time=int(ct or 0), message=keep(msg) if keep else msg)  # fmt: skip
 
 

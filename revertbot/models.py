@@ -11,7 +11,7 @@ Purity = Literal["pure", "partial", "extra", "modified", "unverifiable"]
 PURITY_VALUES: tuple[Purity, ...] = ("pure", "partial", "extra", "modified", "unverifiable")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a scan holds one per commit of the history
 class Commit:
     sha: str
     parents: tuple[str, ...]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import gitops
 from .detect import choose_candidate, index_message, link_reverts
-from .errors import NotFoundError
+from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, ScanEntry
 from .proof import prove
 from .purity import change_vector, classify, compare, patch_requests
@@ -48,20 +48,26 @@ def scan_repository(
     since: str | None = None,
     allow_shallow: bool = False,
     progress: Progress = _no_progress,
+    all_refs: bool = False,
 ) -> ScanResult:
-    """All reverts (and relands) on ``ref`` with their originals and purity."""
+    """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
+    on every branch, tag and remote-tracking ref at once."""
     root = gitops.repo_root(repo)
     if not gitops.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
+    if all_refs and ref is not None:
+        raise UsageError("give either a ref or all refs, not both")
     ref_name = ref or gitops.current_branch_ref(root)
-    if ref is None and not gitops.has_head(root):
+    if ref is None and not all_refs and not gitops.has_head(root):
         raise NotFoundError(f"HEAD of {root} points to a branch with no commits ({ref_name})",
                             hint="pass --ref with a branch that has commits")  # fmt: skip
     # The full ref name, so that a branch literally named HEAD is not mistaken for the checkout.
-    head = gitops.resolve_commit(root, ref_name)
+    head = gitops.resolve_commit(root, ref_name) if not all_refs or gitops.has_head(root) else ""
     cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
-    commits = gitops.log(root, head, keep=index_message)
+    commits = gitops.log(root, "--all" if all_refs else head, keep=index_message)
+    if all_refs:
+        ref_name = "any ref"
     progress("reading history", 1, 1)
     links = link_reverts(
         commits,

@@ -331,3 +331,18 @@ def test_verbose_suggests_a_commit_graph_and_never_writes_one(repo: GitRepo, cap
     repo.git("commit-graph", "write", "--reachable")
     code, _out, err = scan(capsys, "--repo", str(repo.path), "-v")
     assert code == 0 and "commit-graph" not in err
+
+
+def test_all_refs_finds_reverts_on_every_branch(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    original = repo.commit("Add x (#1)", {"x.py": "x = 1\n"})
+    repo.checkout("-q", "-b", "release/1.0")
+    on_release = repo.revert(original)
+    repo.checkout("-q", "main")
+    code, out, _err = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    assert code == 0 and json.loads(out) == []
+    code, out, _err = scan(capsys, "--repo", str(repo.path), "--format", "json", "--all-refs")
+    entries = json.loads(out)
+    assert code == 0 and [(e["revert"], e["originals"], e["purity"]) for e in entries] == [
+        (on_release, [original], "pure")]  # fmt: skip
+    code, _out, err = scan(capsys, "--repo", str(repo.path), "--all-refs", "--ref", "main")
+    assert code == 2 and "not both" in err
