@@ -33,7 +33,7 @@ from .models import (
     Unresolved,
 )
 from .proof import judge
-from .purity import hunks, patch_stats, strip_raw
+from .purity import Side, hunks, patch_stats, raw_entries, strip_raw
 from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
@@ -132,7 +132,7 @@ def check_revert(
     notes: list[str] = []
     dependents = []
     if apply_note != "no-op":
-        symbols, notes = _symbol_changes(root, head_sha, parent, files)
+        symbols, notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files)
         removed_files = [f.path for f in files if f.status == "deleted"]
         # Uses inside the lines the revert itself changes are not dependents: they are read
         # against the tree the revert was applied to.
@@ -249,23 +249,35 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
     return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path)))
 
 
+#: Python files whose symbols one check analyses (parsing costs about a millisecond per file and side).
+MAX_SYMBOL_FILES = 5_000
+
+
 def _symbol_changes(
-    root: Path, revert: str, parent: str | None, files: Sequence[FileChange]
+    root: Path, raw: Mapping[str, tuple[Side, Side]], files: Sequence[FileChange]
 ) -> tuple[list[SymbolChange], list[str]]:
+    """Symbol changes of the Python files, read by the blob ids of the change's raw diff (a
+    ``rev:path`` lookup walks the tree again for every file: minutes for tens of thousands)."""
     py = [f.path for f in files if f.path.endswith((".py", ".pyi"))]
-    specs = [f"{revert}:{p}" for p in py] + ([f"{parent}:{p}" for p in py] if parent else [])
-    contents = gitops.blobs(root, specs)
+    skipped = py[MAX_SYMBOL_FILES:]
+    py = py[:MAX_SYMBOL_FILES]  # files come critical first, then by the size of their change
+    ids = {p: tuple(side[1] if side else None for side in raw.get(p, (None, None))) for p in py}
+    contents = gitops.blobs(root, [i for pair in ids.values() for i in pair if i])
     changes: list[SymbolChange] = []
     notes: list[str] = []
     for p in py:
-        before_b = contents.get(f"{parent}:{p}") if parent else None
-        after_b = contents.get(f"{revert}:{p}")
+        before_id, after_id = ids[p]
+        before_b = contents.get(before_id) if before_id else None
+        after_b = contents.get(after_id) if after_id else None
         before = before_b.decode("utf-8", "replace") if before_b is not None else None
         after = after_b.decode("utf-8", "replace") if after_b is not None else None
         found, note = diff_symbols(p, before, after)
         changes += list(found)
         if note:
             notes.append(f"{p}: {note}")
+    if skipped:
+        notes.append(f"symbols analysed in {MAX_SYMBOL_FILES:,} of {MAX_SYMBOL_FILES + len(skipped):,} Python files "
+                     f"(the critical and most changed first); not in {len(skipped):,} more, e.g. {skipped[0]}")
     non_py = [f.path for f in files if not f.path.endswith((".py", ".pyi"))]
     if non_py:
         notes.append(f"{len(non_py)} non-Python file(s) analysed at file level only")
