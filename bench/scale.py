@@ -72,8 +72,11 @@ def run_case(case: str, files: int, mb: int, workdir: Path) -> dict[str, object]
     diff_s = time.perf_counter() - started
     args = ["check", "--repo", str(repo), revert, "--format", "json"]
     started = time.perf_counter()
-    out = subprocess.run([*revertbot_command(), *args], cwd=repo, env=env, capture_output=True, check=True).stdout
+    proc = subprocess.run([*revertbot_command(), *args], cwd=repo, env=env, capture_output=True)
     check_s = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{case}: revertbot check exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    out = proc.stdout
     own, git_peak = _peak_rss_mib(args, repo, env)
     report = json.loads(out)
     return {

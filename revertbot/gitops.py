@@ -18,11 +18,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .errors import GitError, NotFoundError, UsageError
 from .models import ApplyResult, Commit, ConflictFile, ConflictHunk
@@ -295,9 +297,13 @@ def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (
     args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature"]
     if since:
         args.append(f"--since={since}")
-    args += [rev, "--"]
-    args += list(paths)
-    return _read_log(args, repo, keep=keep)
+    if not paths:
+        return _read_log([*args, rev, "--"], repo, keep=keep)
+    # Paths are literal (a file named "*.py" is that file) and go through stdin: any number of them.
+    listed = [p for p in paths if "\n" not in p]
+    stdin = "".join(f"{line}\n" for line in (rev, "--", *listed)).encode("utf-8", "surrogateescape")
+    odd = [p for p in paths if "\n" in p]
+    return _read_log(["--literal-pathspecs", *args, "--stdin", "--", *odd], repo, stdin, keep=keep)
 
 
 def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
@@ -328,8 +334,9 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
             raise UsageError("git is not installed or not on PATH", hint="install git 2.38 or newer") from exc
         assert proc.stdout is not None
         if stdin is not None and proc.stdin is not None:
-            proc.stdin.write(stdin)  # revisions only: far below a pipe's buffer in practice
-            proc.stdin.close()
+            # Written beside the reading: tens of thousands of paths exceed a pipe's buffer.
+            feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+            feeder.start()
         commits: list[Commit] = []
         fields: list[str] = []
         rest = b""
@@ -350,6 +357,14 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
     if len(fields) == _LOG_FIELDS:
         commits.append(_commit(fields, keep))
     return commits
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.close()
+    except BrokenPipeError:  # git stopped early; its exit status tells why
+        pass
 
 
 def _commit(fields: Sequence[str], keep: Callable[[str], str] | None = None) -> Commit:

@@ -21,3 +21,25 @@ def test_symbols_are_analysed_in_a_bounded_number_of_files(repo: GitRepo, monkey
     note = next(n for n in report.symbol_notes if n.startswith("symbols analysed in 3 of 5 Python files"))
     assert "not in 2 more" in note
     assert report.purity.verdict == "pure" and len(report.files) == 5
+
+
+def test_drift_paths_are_literal_and_not_on_the_command_line(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from revertbot import gitops
+    from revertbot.analysis.history import find_drift
+
+    repo.commit("base", {"a*.py": "x = 1\n", "ab.py": "y = 1\n"})
+    original = repo.commit("Change the star file (#1)", {"a*.py": "x = 2\n"})
+    only_ab = repo.commit("Change ab", {"ab.py": "y = 2\n"})
+    both = repo.commit("Change both", {"a*.py": "x = 3\n", "ab.py": "y = 3\n"})
+    seen: list[list[str]] = []
+    real = gitops._read_log
+
+    def spy(args: list[str], *rest: object, **kwargs: object) -> object:
+        seen.append(list(args))
+        return real(args, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gitops, "_read_log", spy)
+    drift = find_drift(repo.path, original, both, ["a*.py"])
+    assert [d.sha for d in drift] == [both] and only_ab not in {d.sha for d in drift}
+    assert drift[0].files == ("a*.py",)
+    assert all("a*.py" not in args for args in seen)  # the paths went through stdin

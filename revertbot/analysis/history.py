@@ -34,27 +34,26 @@ def find_drift(
 
 
 def _files_touched(repo: Path, shas: Sequence[str], files: Sequence[str]) -> dict[str, list[str]]:
+    """For each commit, which of ``files`` it touched: every path of its diff, read with -z in
+    one process and kept when it is one of ``files`` (any number of them, any characters)."""
     if not shas:
         return {}
-    text = gitops.run(
-        "diff-tree",
-        "--stdin",
-        "-r",
-        "--name-only",
-        "--no-renames",
-        "--root",
-        "--",
-        *files,
-        cwd=repo,
-        input="".join(f"{s}\n" for s in shas),
-    )
+    wanted = set(files)
+    out = gitops.run_bytes("diff-tree", "--stdin", "-r", "-z", "--name-only", "--no-renames", "--root", cwd=repo,
+                           input="".join(f"{s}\n" for s in shas).encode()).stdout  # fmt: skip
     result: dict[str, list[str]] = {}
+    pending = list(reversed(shas))  # git prints each commit (with a non-empty diff) in input order
     current = ""
-    for line in text.splitlines():
-        if gitops.HEX_RE.match(line):
-            current = line
-        elif line and current:
-            result.setdefault(current, []).append(line)
+    for field in out.split(b"\0"):
+        name = field.decode("utf-8", "surrogateescape")
+        if pending and name in pending[-1:]:
+            current = pending.pop()
+        elif name in pending:  # commits before it had empty diffs
+            while pending and pending[-1] != name:
+                pending.pop()
+            current = pending.pop()
+        elif current and name in wanted:
+            result.setdefault(current, []).append(name)
     return result
 
 
