@@ -63,7 +63,8 @@ _GPUS = r"(?:[HAB]100|H200|H20|B200|GB200|A10G?|L4|L40S?|MI300X?|MI250|sm_?\d\d|
 _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
     ("gpu-regression", _rx(
         r"\billegal (?:memory )?(?:access|address|instruction)",
-        r"\b(?:cuda|hip|nccl|cublas|cudnn|cutlass|triton)(?:[ _-]?(?:runtime|kernel|launch))?[ _]?(?:error|failure|timeout|hang)s?\b",
+        r"\b(?:cuda|hip|nccl|cublas|cudnn|cutlass|triton)(?:[ _-]?(?:runtime|kernel|launch))?[ _]?"
+        r"(?:error|failure|timeout|hang)s?\b",
         r"\bCUBLAS_STATUS_\w+|\bCUDA_ERROR_\w+|\bcudaError\w*",
         r"\bdevice[- ]side assert",
         r"\b(?:cuda[ -]?graphs?|graph capture|capture)\b.{0,40}?" + _FAIL,
@@ -74,7 +75,7 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bkernel (?:launch )?(?:fail|crash|error)\w*",
         _FAIL + r"\b.{0,30}?\bon (?:the )?" + _GPUS + r"\b",
         r"\b" + _GPUS + r"\b.{0,20}?\b" + _FAIL,
-    )),  # fmt: skip
+    )),
     ("correctness", _rx(
         r"\bwrong(?:ly)?\b.{0,20}?\b(?:results?|outputs?|answers?|values?|logits|tokens?|generations?|shapes?|dtype)\b",
         r"\bincorrect(?:ly)?\b",
@@ -91,7 +92,7 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bnumerical(?:ly)? (?:issues?|errors?|instabilit\w+|differences?|wrong)",
         r"\bsegfaults?\b|\bsegmentation fault\b|\bcore dump\w*",
         r"\bcrash(?:es|ed|ing)?\b|\bdeadlocks?\b|\bhangs?\b|\bhanging\b",
-    )),  # fmt: skip
+    )),
     ("performance", _rx(
         r"\bperf(?:ormance)? (?:regress\w*|degrad\w*|drops?|hits?|loss|slowdown)",
         r"\b(?:regress\w*|slowdown|drops?|degradation|decrease|loss)\b.{0,30}?"
@@ -101,7 +102,7 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bslow(?:er|down|s down|ed down)\b|\bmuch slower\b",
         r"\b\d+(?:\.\d+)?\s?%\s?(?:slower|regression|slowdown|drop|lower throughput|higher latency)",
         r"\b(?:lower|reduced) throughput\b|\bhigher latency\b",
-    )),  # fmt: skip
+    )),
     ("ci-failure", _rx(
         r"\b(?:broke|breaks|breaking|broken|break)\b.{0,20}?"
         r"\b(?:trunk|main|master|ci|builds?|nightl(?:y|ies)|tests?|jobs?|lint|docs?|signal|HUD|periodic)\b",
@@ -113,13 +114,13 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bImportError\b|\bModuleNotFoundError\b|\bimport errors?\b|\bSyntaxError\b",
         r"\binternal (?:builds?|tests?|ci)\b",
         r"\b(?:trunk|main|master|ci) (?:is )?red\b|\bland ?race\b",
-    )),  # fmt: skip
+    )),
     ("other", _rx(
         r"\b(?:unblock|blocking|blocks)\b.{0,20}?\brelease\b",
         r"\bmerged (?:by mistake|accidentally|too early|prematurely)\b|\baccidental(?:ly)?\b",
         r"\bnot ready\b|\bwrong branch\b|\bneeds? more (?:discussion|review|work)\b",
-    )),  # fmt: skip
-)
+    )),
+)  # fmt: skip
 
 # A negation just before a phrase ("not a perf regression", "no NaNs") takes it back.
 _NEGATED_RE = re.compile(r"(?:\bnot|\bno|n't|\bwithout|\bnever)\W+(?:(?:a|an|the|any)\W+)?$", re.IGNORECASE)

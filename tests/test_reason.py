@@ -17,7 +17,8 @@ from revertbot.reason import (
 # (message, category, a phrase the evidence must contain)
 CASES: list[tuple[str, str, str]] = [
     # --- CI failures
-    ('Revert "[inductor] fuse pointwise into reductions (#123)"\n\nThis reverts commit 0123456789abcdef0123456789abcdef01234567.\n\n'
+    ('Revert "[inductor] fuse pointwise into reductions (#123)"\n\n'
+     "This reverts commit 0123456789abcdef0123456789abcdef01234567.\n\n"
      "Reverted https://github.com/pytorch/pytorch/pull/123 on behalf of https://github.com/someone due to "
      "breaking internal builds ([comment](https://github.com/pytorch/pytorch/pull/123#issuecomment-1))",
      "ci-failure", "breaking internal builds"),
@@ -165,7 +166,8 @@ def test_categories_and_labels() -> None:
 def test_hostile_input_is_bounded() -> None:
     hostile = "Revert \"x\"\n\n" + ("cuda graph " * 200_000) + ("a" * 1_000_000) + " broke trunk"
     start = time.perf_counter()
-    r = classify_revert(hostile, pr_title="(" * 100_000, pr_body="<!--" * 100_000 + "## Summary by CodeRabbit\n" * 50_000)
+    body = "<!--" * 100_000 + "## Summary by CodeRabbit\n" * 50_000
+    r = classify_revert(hostile, pr_title="(" * 100_000, pr_body=body)
     assert time.perf_counter() - start < 5
     # The tail beyond the bound was not read.
     assert r.category == "other"
