@@ -28,11 +28,18 @@ from .models import (
     GpuSummary,
     Link,
     LinkMethod,
+    RelandInfo,
     RevertReport,
     Unresolved,
 )
 from .proof import judge
 from .purity import hunks, patch_stats, strip_raw
+from .reason import classify_revert
+from .reland import MIN_SIMILARITY as RELAND_MIN_SIMILARITY
+from .reland import analyse as analyse_reland
+from .reland import reland_risk
+from .reland import similarity as reland_similarity
+from .reland import story as reland_story
 from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
@@ -54,6 +61,7 @@ def check_revert(
     language: str | None = None,
     since: str | None = None,
     message: str | None = None,
+    detect_relands: bool = True,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
 
@@ -61,7 +69,9 @@ def check_revert(
     request's merge base) it is everything from ``since`` to ``revert_ref`` (the PR's head): the
     verdict, files, symbols and dependents cover the whole PR, and the originals are those of
     every revert-like commit in it. When no commit message says what is reverted, ``message``
-    (the PR's title and body) is read as the head's message.
+    (the PR's title and body) is read as the head's message. When nothing says revert or
+    reland and ``detect_relands`` holds, a change whose diff redoes a recently reverted original
+    is checked as its reland (see :func:`find_reland_by_patch`).
     """
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
@@ -85,6 +95,10 @@ def check_revert(
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
         links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha)
+    if not links and detect_relands:
+        # Nothing says reland, but the change may redo a reverted original: compare the diffs.
+        found = find_reland_by_patch(root, commits, head_sha, since_sha or (head.parents or (None,))[0])
+        links = [found] if found else []
     if not links:
         raise NotFoundError(
             f"{head_sha[:12]} ({head.subject!r}) does not look like a revert",
@@ -115,6 +129,9 @@ def check_revert(
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
             apply_params = (("why", "already-undone" if had else "never-had"),)
 
+    reland_info = None
+    if link.kind == "reland":
+        reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated)
     files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
     symbols: list[SymbolChange] = []
     notes: list[str] = []
@@ -156,6 +173,8 @@ def check_revert(
         ),
         thresholds,
     )
+    if reland_info is not None:
+        risk = reland_risk(risk, reland_info)
     chain = tuple(commit_ref(by_sha[s]) for s in link.chain if s in by_sha)
     return RevertReport(
         repo=repo_name or root.name,
@@ -183,7 +202,70 @@ def check_revert(
         max_files_listed=cfg.report.max_files_listed,
         scope=tuple(commit_ref(by_sha[s]) for s in scope) if len(scope) > 1 else (),
         later=tuple(commit_ref(by_sha[s]) for s in link.later if s in by_sha),
+        reason=reland_info.reason if reland_info is not None else classify_revert(revert.message),
+        reland=reland_info,
     )
+
+
+def reland_stage(root: Path, link: Link, by_sha: Mapping[str, Commit], head_sha: str, patches: Mapping[str, str],
+                 truncated: set[str]) -> RelandInfo | None:  # fmt: skip
+    """What a reland changes since the reverted original, and why that was reverted (git only)."""
+    order = {sha: i for i, sha in enumerate(by_sha)}  # newest first
+    shas = [s for s in dict.fromkeys((*link.chain, *link.originals)) if s in by_sha and s != head_sha]
+    commits = sorted((by_sha[s] for s in shas), key=lambda c: -order[c.sha])
+    original, revert = reland_story(commits, {c.sha: parse_message(c.message).kind for c in commits})
+    if original is None:
+        return None
+    original_patch = patches.get(original.sha)
+    cut = original.sha in truncated or head_sha in truncated
+    if original_patch is None:
+        more, _errors, more_cut = gitops.commit_patches(root, [(original.sha, (original.parents or (None,))[0])])
+        original_patch, cut = more.get(original.sha, ""), cut or bool(more_cut)
+    return analyse_reland(
+        commit_ref(original),
+        commit_ref(revert) if revert is not None else None,
+        strip_raw(original_patch),
+        strip_raw(patches.get(head_sha, "")),
+        reason=classify_revert(revert.message) if revert is not None else None,
+        revert_body=revert.body if revert is not None else "",
+        truncated=cut,
+        linked_by="patch" if link.linked_by == ("patch",) else "message",
+    )
+
+
+#: How far back a reland is looked for by its diff: reverts among the newest commits, and originals.
+RELAND_SCAN_COMMITS = 500
+RELAND_CANDIDATES = 20
+
+
+def find_reland_by_patch(root: Path, commits: Sequence[Commit], head_sha: str, parent: str | None) -> Link | None:
+    """A link for a change that redoes a recently reverted original without saying so: the
+    original (among the originals of the reverts in the newest :data:`RELAND_SCAN_COMMITS`
+    commits, at most :data:`RELAND_CANDIDATES`) most of whose changed lines the change makes too."""
+    recent = commits[:RELAND_SCAN_COMMITS]
+    recent_shas = {c.sha for c in recent} - {head_sha}
+    links = link_reverts(commits, lookup_objects=lambda names: gitops.object_types(root, names),
+                         select=lambda c: c.sha in recent_shas)  # fmt: skip
+    by_sha = {c.sha: c for c in commits}
+    pairs: list[tuple[str, str]] = []  # (original, revert)
+    for lk in links:
+        if lk.kind in ("revert", "partial", "backout") and lk.direction == 1:
+            pairs += [(o, lk.revert) for o in lk.originals if o in by_sha and o != head_sha]
+    pairs = list(dict.fromkeys(pairs))[:RELAND_CANDIDATES]
+    if not pairs:
+        return None
+    wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o, _ in pairs]
+    patches, _errors, _cut = gitops.commit_patches(root, wanted)
+    mine = strip_raw(patches.get(head_sha, ""))
+    scored = [(reland_similarity(strip_raw(patches.get(o, "")), mine), o, r) for o, r in pairs]
+    best = max(scored, key=lambda t: t[0])
+    if best[0] < RELAND_MIN_SIMILARITY:
+        return None
+    _score, original, revert = best
+    head = by_sha[head_sha]
+    chain = tuple(sorted({original, revert}, key=lambda s: -list(by_sha).index(s)))
+    return Link(head_sha, head.subject, "reland", (original,), ("patch",), direction=-1, chain=chain,
+                notes=(f"re-lands {original[:10]} by its diff ({best[0]:.0%} of its changed lines)",))  # fmt: skip
 
 
 def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Commit]) -> Link:

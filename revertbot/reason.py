@@ -32,26 +32,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from .detect import parse_message
+from .models import ReasonCategory, RevertReason
 
-ReasonCategory = Literal["ci-failure", "gpu-regression", "correctness", "performance", "other"]
 #: In order of precedence.
 REASON_CATEGORIES: tuple[ReasonCategory, ...] = ("gpu-regression", "correctness", "performance", "ci-failure", "other")
 MAX_SOURCE_CHARS = 16_000
 MAX_EVIDENCE_CHARS = 120
-
-
-@dataclass(frozen=True)
-class RevertReason:
-    """A revert's reason category and what decided it."""
-
-    category: ReasonCategory
-    evidence: str = ""  # the phrase that decided it ("" when nothing did)
-    source: str = ""  # commit message | PR title | PR body | label
-    set_by: str = ""  # login of whoever overrode it with /revertbot reason (or "" when the text decided)
 
 
 def _rx(*alternatives: str) -> re.Pattern[str]:

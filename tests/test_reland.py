@@ -1,0 +1,147 @@
+"""Relands: the diff of diffs against the reverted original, why it was reverted, detection by
+diff, and the action, on real git repositories."""
+
+from __future__ import annotations
+
+from revertbot.check import check_revert
+from revertbot.models import GpuSummary, GpuTestFlip, RelandTest
+from revertbot.reland import failure_gone, flipped_tests, reland_test_outcomes, valid_test_id
+from tests.gitrepo import GitRepo
+
+BASE = (
+    "def capture(sizes):\n"
+    "    buffers = {}\n"
+    "    for size in sizes:\n"
+    "        buffers[size] = alloc(size)\n"
+    "    return buffers\n"
+)
+ORIGINAL = (
+    "def capture(sizes):\n"
+    "    shared = alloc(max(sizes))\n"
+    "    buffers = {}\n"
+    "    for size in sizes:\n"
+    "        buffers[size] = shared[:size]\n"
+    "    return buffers\n"
+)
+FIXED = (
+    "def capture(sizes, warmup):\n"
+    "    shared = alloc(len(warmup))\n"
+    "    buffers = {}\n"
+    "    for size in sizes:\n"
+    "        buffers[size] = shared[:size]\n"
+    "    return buffers\n"
+)
+
+
+def story(repo: GitRepo, reland_message: str, reland_files: dict[str, str | bytes | None]) -> tuple[str, str, str]:
+    repo.commit("init", {"engine/capture.py": BASE, "README.md": "engine\n"})
+    original = repo.commit("Share output buffers across capture sizes (#27659)", {"engine/capture.py": ORIGINAL})
+    revert = repo.revert(original, message=(
+        'Revert "Share output buffers across capture sizes (#27659)" (#27758)\n\n'
+        f"This reverts commit {original}.\n\nCUDA graph capture fails for bs=160 after this.\n"))  # fmt: skip
+    repo.checkout("-b", "reland")  # the reland is a pull request's branch; main is the base
+    reland = repo.commit(reland_message, reland_files)
+    repo.checkout("main")
+    return original, revert, reland
+
+
+def test_reland_with_a_fix_shows_the_diff_of_diffs_exactly(repo: GitRepo) -> None:
+    message = 'Reland "Share output buffers across capture sizes (#27659)"\n\nSized from the warmup output this time.\n'
+    files: dict[str, str | bytes | None] = {"engine/capture.py": FIXED, "docs/capture.md": "sized from warmup\n"}
+    original, revert, reland = story(repo, message, files)
+    report = check_revert(repo.path, reland, base_ref="main")
+    assert report.kind == "reland"
+    info = report.reland
+    assert info is not None
+    assert info.original.sha == original and info.revert is not None and info.revert.sha == revert
+    assert info.reason is not None and info.reason.category == "gpu-regression"
+    assert report.reason == info.reason
+    assert "CUDA graph capture fails" in info.revert_summary and "This reverts" not in info.revert_summary
+    assert [(d.path, d.status) for d in info.files] == [("docs/capture.md", "only-reland"),
+                                                         ("engine/capture.py", "changed")]  # fmt: skip
+    assert info.files[0].diff == "@@\n+@@\n++sized from warmup"
+    assert info.files[1].diff == (
+        "@@\n"
+        " @@\n"
+        "- def capture(sizes):\n"  # the original kept the signature ...
+        "-+    shared = alloc(max(sizes))\n"
+        "+-def capture(sizes):\n"  # ... the reland changes it and sizes the buffer from the warmup output
+        "++def capture(sizes, warmup):\n"
+        "++    shared = alloc(len(warmup))\n"
+        "      buffers = {}"
+    )
+    assert not info.identical and info.skipped == ()
+    # Not a revert: no purity factor, and the action is about the original failure.
+    names = [f.name for f in report.risk.factors]
+    assert "purity" not in names and "reland" in names
+    # No GPU results: the original failure is not shown gone either way.
+    assert report.risk.action == "reland_unproven"
+
+
+def test_identical_reland_fixes_nothing(repo: GitRepo) -> None:
+    _original, _revert, reland = story(repo, 'Reland "Share output buffers across capture sizes (#27659)"',
+                                       {"engine/capture.py": ORIGINAL})
+    info = check_revert(repo.path, reland, base_ref="main").reland
+    assert info is not None and info.identical and info.files == ()
+    report = check_revert(repo.path, reland, base_ref="main")
+    factor = next(f for f in report.risk.factors if f.name == "reland")
+    assert (factor.code, factor.level) == ("identical", "medium")
+    assert report.risk.action == "review"
+
+
+def test_reland_found_by_its_diff_when_the_title_says_nothing(repo: GitRepo) -> None:
+    original, revert, reland = story(repo, "Capture: one shared output buffer, sized from warmup",
+                                     {"engine/capture.py": FIXED})
+    report = check_revert(repo.path, reland, base_ref="main")
+    assert report.kind == "reland" and report.linked_by == ("patch",)
+    assert [o.sha for o in report.originals] == [original]
+    assert report.reland is not None and report.reland.linked_by == "patch"
+    assert report.reland.revert is not None and report.reland.revert.sha == revert
+    assert [d.path for d in report.reland.files] == ["engine/capture.py"]
+
+
+def test_unrelated_change_is_not_a_reland(repo: GitRepo) -> None:
+    _original, _revert, change = story(repo, "Docs: typo", {"README.md": "the engine\n"})
+    import pytest
+
+    from revertbot.errors import NotFoundError
+
+    with pytest.raises(NotFoundError):
+        check_revert(repo.path, change, base_ref="main")
+
+
+def test_revert_gets_its_reason_category(repo: GitRepo) -> None:
+    _original, revert, _reland = story(repo, "unrelated", {"README.md": "x\n"})
+    report = check_revert(repo.path, revert, base_ref="main")
+    assert report.reason is not None and report.reason.category == "gpu-regression"
+    assert report.reason.evidence == "CUDA graph capture fails" and report.reland is None
+
+
+# --------------------------------------------------------------------------- GPU: flipped tests
+
+
+def test_flipped_tests_and_whether_the_failure_is_gone() -> None:
+    recorded = {"fixed": [{"name": "tests/test_capture.py::test_capture[160]", "before": "failed", "after": "passed"}],
+                "broken": [{"name": "tests/test_capture.py::test_memory", "before": "passed", "after": "failed"}]}
+    flipped = flipped_tests(recorded)
+    assert flipped == [("tests/test_capture.py::test_capture[160]", "fixed"),
+                       ("tests/test_capture.py::test_memory", "broken")]  # fmt: skip
+    gone = GpuSummary(("graph-capture",), "H200", passed_tests=("tests/test_capture.py::test_capture[160]",))
+    assert failure_gone(reland_test_outcomes(flipped, gone)) == "yes"
+    still = GpuSummary(("graph-capture",), "H200",
+                       broken=(GpuTestFlip("tests/test_capture.py::test_capture[160]", "passed", "failed"),))
+    tests = reland_test_outcomes(flipped, still)
+    assert tests[0] == RelandTest("tests/test_capture.py::test_capture[160]", "fixed", "fails")
+    assert failure_gone(tests) == "no"
+    # Not run, or no GPU results at all: never "gone".
+    assert failure_gone(reland_test_outcomes(flipped, GpuSummary(("graph-capture",), "H200"))) == "unknown"
+    assert failure_gone(reland_test_outcomes(flipped, None)) == "unknown"
+    assert failure_gone(()) == "unknown"
+
+
+def test_stored_test_names_are_validated_as_node_ids() -> None:
+    assert valid_test_id("tests/test_capture.py::test_capture[160]", ["tests/"])
+    assert valid_test_id("tests/test_capture.py::TestX::test_y[bs=8-fp16]")
+    for bad in ("tests/x.py::t; rm -rf /", "-k tests/x.py::t", "../x.py::t", "/etc/x.py::t", "tests/x.py",
+                "tests/x.py::t$(id)", "tests/x.py::t`id`", "tests/x.py::t\n", "other/x.py::t"):
+        assert not valid_test_id(bad, ["tests"]), bad
