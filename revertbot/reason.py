@@ -255,3 +255,14 @@ def reason_from_labels(labels: Sequence[str]) -> ReasonCategory | None:
         if label.startswith(REASON_LABEL_PREFIX):
             found = parse_category(label[len(REASON_LABEL_PREFIX) :]) or found
     return found
+
+
+def decide_reason(
+    text_reason: RevertReason | None, labels: Sequence[str], set_by: str = ""
+) -> RevertReason | None:
+    """The reason the report shows: a ``revertbot:reason/<category>`` label overrides the text
+    (``set_by``: who set it in this run, when known)."""
+    category = reason_from_labels(labels)
+    if category is None:
+        return text_reason
+    return RevertReason(category, source="label", set_by=set_by)

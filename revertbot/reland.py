@@ -25,6 +25,7 @@ Pure functions over plain data; the caller brings the patches (from :mod:`revert
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ from .models import (
     RelandInfo,
     RelandTest,
     RevertReason,
+    RevertReport,
     Risk,
     RiskFactor,
     RiskLevel,
@@ -268,3 +270,36 @@ def reland_risk(risk: Risk, info: RelandInfo) -> Risk:
     else:
         action = "reland_unproven"
     return Risk(level, factors, action, open_items, risk.follow_ups)
+
+
+def with_gpu_facts(report: RevertReport, flipped: Sequence[tuple[str, str]], original_ci: str = "") -> RevertReport:
+    """A reland's report with the revert's flipped tests judged on the report's GPU results, the
+    original's CI, and the risk and action that follow."""
+    if report.reland is None:
+        return report
+    tests = reland_test_outcomes(flipped, report.gpu)
+    info = dataclasses.replace(report.reland, tests=tests, failure_gone=failure_gone(tests),
+                               original_ci=original_ci or report.reland.original_ci)  # fmt: skip
+    return dataclasses.replace(report, reland=info, risk=reland_risk(report.risk, info))
+
+
+def suite_test_roots(command: Sequence[str]) -> list[str]:
+    """The test paths a suite's command names (``pytest -q tests/gpu`` -> ``tests/gpu``)."""
+    words = list(command)
+    start = next((i + 1 for i, w in enumerate(words) if w == "pytest" or w.endswith("/pytest")), None)
+    return [] if start is None else [w for w in words[start:] if not w.startswith("-")]
+
+
+def rerun_tests(flipped: Sequence[tuple[str, str]], suites: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """The flipped tests to re-run, by suite: only names that are pytest node ids under one of the
+    suite's test paths (``suites``: suite name -> its command). Names come from stored results:
+    never trusted, never passed through a shell."""
+    out: dict[str, list[str]] = {}
+    for name, _ in flipped:
+        test = _strip_suite(name)
+        for suite, command in sorted(suites.items()):
+            roots = suite_test_roots(command)
+            if roots and valid_test_id(test, roots):
+                out.setdefault(suite, []).append(test)
+                break
+    return out
