@@ -141,6 +141,7 @@ class ScanEntry:
     purity: PurityResult
     author: str = ""
     date: int = 0
+    reason: RevertReason | None = None  # why it was reverted (for a reland: why its original was)
 
 
 # --------------------------------------------------------------------------- report data

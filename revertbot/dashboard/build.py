@@ -114,8 +114,16 @@ _REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
+#: The recorded reason categories (:mod:`revertbot.reason`) as the dashboard names them.
+REASON_LABELS = {"ci-failure": "CI failure", "gpu-regression": "GPU regression", "correctness": "correctness",
+                 "performance": "performance", "other": "other"}  # fmt: skip
+
+
 def reason_of(r: StoredRevert) -> str:
-    """The reason category of a revert, from its message (subject and body as recorded)."""
+    """The reason category of a revert: as recorded (the check's, which a maintainer may have set
+    with ``/revertbot reason``), else, for rows recorded before reasons were, from its message."""
+    if r.reason in REASON_LABELS:
+        return REASON_LABELS[r.reason]
     body = ""
     if r.report is not None:
         body = str((r.report.get("revert") or {}).get("body", ""))
@@ -776,7 +784,7 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
          if repo_url(r.repo) else esc(r.repo)),
         ("commit", commit_link(r.repo, r.sha, 40)),
         ("pull request", pr_link(r.repo, r.pr) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
-        ("reason", esc(reason_of(r))),
+        ("reason", esc(reason_of(r)) + (f" — “{esc(r.reason_evidence, 120)}”" if r.reason_evidence else "")),
         ("kind", _badge("kind", r.kind)),
         ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
         ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),
