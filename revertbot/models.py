@@ -363,4 +363,4 @@ class RelandInfo:
     linked_by: str = "message"  # message (title/body say reland) | diff (its diff matches the original)
     tests: tuple[RelandTest, ...] = ()
     original_ci: str = ""  # the original's CI when GitHub is known
-    failure_gone: str = "unknown"  # yes | no | unknown: the tests the original broke pass on the reland
+    failure_gone: str = "unknown"  # yes | cpu-only | no | unknown: the tests the original broke pass on the reland

@@ -15,7 +15,8 @@ are not those of a revert ("is it exact?") but:
 3. **Is the original failure gone?** The GPU tests that flipped when the original was reverted
    (from the revert's recorded GPU results) and their outcome on the reland. "Gone" needs every
    test the original broke to have run and passed on the reland; one that still fails says
-   "no"; anything else (not run, flaky, no recorded results) is "unknown", never "gone".
+   "no"; passing only on suites that ran without a GPU is "cpu-only" (no GPU evidence); anything
+   else (not run, flaky, no recorded results) is "unknown", never "gone".
 
 Bounds: at most :data:`MAX_FILES` files and :data:`MAX_FILE_LINES` patch lines per file are
 compared (what is skipped is listed); each file's diff of diffs is cut at
@@ -217,13 +218,15 @@ def reland_test_outcomes(flipped: Sequence[tuple[str, str]], gpu: GpuSummary | N
     return tuple(out)
 
 
-def failure_gone(tests: Sequence[RelandTest]) -> str:
-    """yes: every test the original broke passed on the reland; no: one still fails; else unknown."""
+def failure_gone(tests: Sequence[RelandTest], gpu: GpuSummary | None = None) -> str:
+    """yes: every test the original broke passed on the reland, on a GPU; cpu-only: they passed,
+    but some suite ran without a GPU (no GPU evidence, so not "yes"); no: one still fails (on any
+    hardware); else unknown."""
     broken_by_original = [t for t in tests if t.at_revert == "fixed"]
     if any(t.now == "fails" for t in broken_by_original):
         return "no"
     if broken_by_original and all(t.now == "passes" for t in broken_by_original):
-        return "yes"
+        return "cpu-only" if gpu is not None and gpu.cpu_only else "yes"
     return "unknown"
 
 
@@ -248,8 +251,9 @@ def _own_story(f: RiskFactor) -> RiskFactor:
 
 def reland_risk(risk: Risk, info: RelandInfo) -> Risk:
     """``risk`` for a reland: the purity factor becomes the reland factor, and the action says
-    whether the original failure is shown gone (``reland_ok``), still there (``reland_fails``) or
-    not shown either way (``reland_unproven``), unless another factor needs review first."""
+    whether the original failure is shown gone on a GPU (``reland_ok``), still there
+    (``reland_fails``) or not shown either way (``reland_unproven``, also when the tests passed
+    only without a GPU), unless another factor needs review first."""
     factors = tuple(reland_factor(info) if f.name in ("purity", "reland") else _own_story(f) for f in risk.factors)
     level: RiskLevel = max((f.level for f in factors), key=lambda lv: RISK_ORDER[lv])
     if info.failure_gone == "no":
@@ -278,7 +282,7 @@ def with_gpu_facts(report: RevertReport, flipped: Sequence[tuple[str, str]], ori
     if report.reland is None:
         return report
     tests = reland_test_outcomes(flipped, report.gpu)
-    info = dataclasses.replace(report.reland, tests=tests, failure_gone=failure_gone(tests),
+    info = dataclasses.replace(report.reland, tests=tests, failure_gone=failure_gone(tests, report.gpu),
                                original_ci=original_ci or report.reland.original_ci)  # fmt: skip
     return dataclasses.replace(report, reland=info, risk=reland_risk(report.risk, info))
 

@@ -127,7 +127,10 @@ def test_flipped_tests_and_whether_the_failure_is_gone() -> None:
     assert flipped == [("tests/test_capture.py::test_capture[160]", "fixed"),
                        ("tests/test_capture.py::test_memory", "broken")]  # fmt: skip
     gone = GpuSummary(("graph-capture",), "H200", passed_tests=("tests/test_capture.py::test_capture[160]",))
-    assert failure_gone(reland_test_outcomes(flipped, gone)) == "yes"
+    assert failure_gone(reland_test_outcomes(flipped, gone), gone) == "yes"
+    # Passing without a GPU is no GPU evidence.
+    cpu = GpuSummary(("graph-capture",), "no GPU", passed_tests=gone.passed_tests, cpu_only=("graph-capture",))
+    assert failure_gone(reland_test_outcomes(flipped, cpu), cpu) == "cpu-only"
     still = GpuSummary(("graph-capture",), "H200",
                        broken=(GpuTestFlip("tests/test_capture.py::test_capture[160]", "passed", "failed"),))
     tests = reland_test_outcomes(flipped, still)

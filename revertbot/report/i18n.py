@@ -477,6 +477,8 @@ EN.update({
     "reland_now_not-run": "not run yet",
     "gone_yes": "**The original failure is gone:** every test the original broke passes on the reland.",
     "gone_no": "**The original failure is still there:** {tests} still fail(s) on the reland.",
+    "gone_cpu-only": "**The tests the original broke pass on the reland, but without a GPU:** that is no GPU "
+                     "evidence that the original failure is gone; run the suites on a GPU runner.",
     "gone_unknown": "**Not shown yet whether the original failure is gone:** the tests it broke have not "
                     "passed in a GPU run of the reland.",
     "gone_no_tests": "No GPU results of the revert are recorded, so no flipped tests can be re-run; the mapped "
@@ -529,6 +531,8 @@ ZH.update({
     "reland_now_not-run": "尚未运行",
     "gone_yes": "**原始故障已消失：**原始提交导致失败的测试在重新合入上全部通过。",
     "gone_no": "**原始故障仍然存在：**{tests} 在重新合入上仍然失败。",
+    "gone_cpu-only": "**原始提交导致失败的测试在重新合入上通过了，但运行时没有 GPU：**"
+                     "这不能作为原始故障已消失的 GPU 证据，请在 GPU 运行器上运行测试套件。",
     "gone_unknown": "**尚未证实原始故障已消失：**原始提交导致失败的测试还没有在重新合入的 GPU 运行中通过。",
     "gone_no_tests": "历史记录中没有该回退的 GPU 结果，因此没有可重跑的翻转测试；仍以映射的测试套件为准。",
     "action_reland_ok": "建议合并：已证实原始故障在重新合入上消失。",
