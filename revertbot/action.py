@@ -101,6 +101,8 @@ def wanted_labels(check: PrCheck) -> list[str]:
     labels = check.config.labels
     if report is None or not labels.enabled:
         return []
+    if report.reland is not None:  # a reland is no inverse of anything: no purity label
+        return [labels.revert, f"{labels.risk_prefix}{report.risk.level}"]
     return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
 
 

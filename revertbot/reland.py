@@ -246,6 +246,9 @@ def _own_story(f: RiskFactor) -> RiskFactor:
     # Every reland has a story of two (the original and its revert): only a longer one counts.
     if f.name == "history" and f.code == "chain" and int(f.param("count", "0") or 0) <= 2:
         return RiskFactor(f.name, "low", f.code, f.params, f.evidence)
+    # A release branch that carries the original needs no revert when the change re-lands.
+    if f.name == "backports":
+        return RiskFactor(f.name, "low", f.code, f.params, f.evidence)
     return f
 
 
@@ -273,7 +276,7 @@ def reland_risk(risk: Risk, info: RelandInfo) -> Risk:
         action = "reland_ok"
     else:
         action = "reland_unproven"
-    return Risk(level, factors, action, open_items, risk.follow_ups)
+    return Risk(level, factors, action, open_items, ())
 
 
 def with_gpu_facts(report: RevertReport, flipped: Sequence[tuple[str, str]], original_ci: str = "") -> RevertReport:

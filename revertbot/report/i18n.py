@@ -456,6 +456,7 @@ EN.update({
     "by_patch": "its diff (it redoes most of the reverted original's changed lines)",
     "one_line_reland": "A reland of {sha} {subject}{more}.",
     "h_reland": "Reland: what changed since the reverted original",
+    "reland_message": "Reland message",
     "reland_original": "Original: {sha} {subject}, reverted by {rsha} {rsubject}",
     "reland_original_no_revert": "Original: {sha} {subject}; no revert of it was found in the history",
     "reland_found_by_patch": "Found by its diff: nothing in its title says reland, but it redoes most of the "
@@ -511,6 +512,7 @@ ZH.update({
     "by_patch": "diff 比对（重做了被回退的原始提交的大部分改动行）",
     "one_line_reland": "对 {sha} {subject}{more} 的重新合入。",
     "h_reland": "重新合入：与被回退的原始提交相比的改动",
+    "reland_message": "重新合入说明",
     "reland_original": "原始提交：{sha} {subject}，被 {rsha} {rsubject} 回退",
     "reland_original_no_revert": "原始提交：{sha} {subject}；历史中未找到对它的回退",
     "reland_found_by_patch": "通过 diff 比对识别：标题中没有提到重新合入，但它重做了被回退的原始提交的大部分改动行。",

@@ -212,7 +212,8 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(f"- {t['unresolved']}: {code(u.ref, 80)} — {inline(u.reason, 200)}", joined=bool(s.blocks))
     message = r.revert.body.strip()
     if message:
-        s.add(f"- {t['revert_message']}: {inline(message, 400)}", joined=bool(s.blocks))
+        label = t["reland_message"] if r.reland is not None else t["revert_message"]
+        s.add(f"- {label}: {inline(message, 400)}", joined=bool(s.blocks))
     if r.reason is not None and r.reland is None:
         s.add(f"- {reason_line(r.reason, t)}", joined=bool(s.blocks))
     gh = r.github
@@ -220,7 +221,7 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s.add(f"- {t['original_ci']}: {t.get('ci_' + ci, inline(ci, 40))}", joined=bool(s.blocks))
     issues = ", ".join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
     s.add(f"- {t['linked_issues']}: {issues}", joined=True)
-    if r.originals:
+    if r.originals and r.reland is None:
         days = (r.revert.date - r.originals[-1].date) / 86400 if r.revert.date and r.originals[-1].date else None
         if days is not None:
             s.add(f"- {t['reverted_after'].format(days=round(max(days, 0.0), 1))}", joined=True)
