@@ -562,7 +562,7 @@ class _Run:
 
     def command_reason(self, pr: PullInfo, login: str, args: list[str]) -> int:
         """``/revertbot reason <category>``: record why the change was reverted as the PR's one
-        ``revertbot:reason/<category>`` label, then re-check and re-publish the report; no GPU runs."""
+        ``revertbot:reason:<category>`` label, then re-check and re-publish the report; no GPU runs."""
         from .reason import REASON_CATEGORIES, REASON_LABEL_PREFIX, parse_category
 
         category = parse_category(args[0]) if args else None

@@ -335,7 +335,7 @@ def check_pull(
     (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs).
 
     The report's reason comes from the revert's message and the PR's title and human body, unless
-    a ``revertbot:reason/<category>`` label overrides it (``reason_set_by``: who just set it). For a
+    a ``revertbot:reason:<category>`` label overrides it (``reason_set_by``: who just set it). For a
     reland, the tests that flipped when its original was reverted are read from the history data
     branch (``revertbot-history``), judged on ``gpu`` and planned for re-running (:attr:`PrCheck.rerun`).
     """

@@ -245,11 +245,12 @@ def parse_category(word: str) -> ReasonCategory | None:
     return next((c for c in REASON_CATEGORIES if c == w), None)
 
 
-REASON_LABEL_PREFIX = "revertbot:reason/"
+#: No "/" in the label name: clients put label names into a URL path unencoded when removing them.
+REASON_LABEL_PREFIX = "revertbot:reason:"
 
 
 def reason_from_labels(labels: Sequence[str]) -> ReasonCategory | None:
-    """The category a ``revertbot:reason/<category>`` label sets (the last valid one when several)."""
+    """The category a ``revertbot:reason:<category>`` label sets (the last valid one when several)."""
     found: ReasonCategory | None = None
     for label in labels:
         if label.startswith(REASON_LABEL_PREFIX):
@@ -260,7 +261,7 @@ def reason_from_labels(labels: Sequence[str]) -> ReasonCategory | None:
 def decide_reason(
     text_reason: RevertReason | None, labels: Sequence[str], set_by: str = ""
 ) -> RevertReason | None:
-    """The reason the report shows: a ``revertbot:reason/<category>`` label overrides the text
+    """The reason the report shows: a ``revertbot:reason:<category>`` label overrides the text
     (``set_by``: who set it in this run, when known)."""
     category = reason_from_labels(labels)
     if category is None:

@@ -159,8 +159,8 @@ def test_categories_and_labels() -> None:
     assert parse_category("Performance") == "performance"
     assert parse_category("ci_failure") == "ci-failure"
     assert parse_category("slow") is None
-    assert reason_from_labels(["bug", "revertbot:reason/performance"]) == "performance"
-    assert reason_from_labels(["revertbot:reason/nonsense"]) is None
+    assert reason_from_labels(["bug", "revertbot:reason:performance"]) == "performance"
+    assert reason_from_labels(["revertbot:reason:nonsense"]) is None
 
 
 def test_hostile_input_is_bounded() -> None:

@@ -144,7 +144,7 @@ def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: Worl
     writes = [f"{r.method} {r.path}" for r in world.gh.writes()]
     assert writes[:2] == ["POST /repos/demo-org/minisgl/labels", f"POST /repos/demo-org/minisgl/issues/{RELAND}/labels"]
     assert f"PATCH /repos/demo-org/minisgl/issues/comments/{comment['id']}" in writes  # the same comment, edited
-    assert world.repo.issue_labels[RELAND].count("revertbot:reason/performance") == 1
+    assert world.repo.issue_labels[RELAND].count("revertbot:reason:performance") == 1
     body = str(_report(world)["body"])
     assert f"{EN['reason']}: **{EN['reason_cat_performance']}** (set by @\u200bpriya)" in body
     assert json.loads(command.outputs["gpu_matrix"]) == {"include": []}  # the reason command starts no GPU run
@@ -154,7 +154,7 @@ def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: Worl
     again = _runner(world, tmp_path / "run-2", world.pr_event("synchronize", number=RELAND)).run_job("analyze")
     assert again.result == "success", again.log()
     body = str(_report(world)["body"])
-    assert f"{EN['reason']}: **{EN['reason_cat_performance']}** (set with the `revertbot:reason/performance` label)" \
+    assert f"{EN['reason']}: **{EN['reason_cat_performance']}** (set with the `revertbot:reason:performance` label)" \
         in body
 
     again_requests = len(world.gh.log)
