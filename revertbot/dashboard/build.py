@@ -778,7 +778,9 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     ttr = time_to_revert(r)
     risk = r.risk_level or NOT_CHECKED
     action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
-              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
+              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left",
+              "reland_ok": "merge: original failure gone", "reland_fails": "original failure still there",
+              "reland_unproven": "merge once the original failure is shown gone"}
     facts = _dl([
         ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
          if repo_url(r.repo) else esc(r.repo)),
