@@ -171,3 +171,21 @@ def test_hostile_input_is_bounded() -> None:
     assert time.perf_counter() - start < 5
     # The tail beyond the bound was not read.
     assert r.category == "other"
+
+
+def test_untrusted_evidence_and_logins_are_escaped_in_the_report_line() -> None:
+    from revertbot.models import RevertReason
+    from revertbot.report.i18n import TEXT
+    from revertbot.report.reland_md import reason_line
+
+    r = classify_revert('Revert "x"\n\n<img src=x onerror=alert(1)> @maintainer wrong results [link](http://e.vil) #5')
+    assert r.category == "correctness"
+    line = reason_line(RevertReason("correctness", "<img src=x> @maintainer wrong results #5", "commit message"),
+                       TEXT["en"])  # fmt: skip
+    # No raw HTML, no mention that pings, no cross-reference.
+    assert "<img" not in line.replace("\\<img", "") and "@maintainer" not in line and "#5" not in line
+    assert "@\u200bmaintainer" in line and "\\#\u200b5" in line
+    zh = reason_line(RevertReason("performance", source="label", set_by="ev<il>"), TEXT["zh"])
+    assert zh == "回退原因：**性能回退**（由 @\u200bev\\<il\\> 设置）"
+    zh = reason_line(RevertReason("ci-failure", source="label"), TEXT["zh"])
+    assert zh == "回退原因：**CI 失败**（由标签 `revertbot:reason:ci-failure` 设置）"

@@ -148,3 +148,25 @@ def test_stored_test_names_are_validated_as_node_ids() -> None:
     for bad in ("tests/x.py::t; rm -rf /", "-k tests/x.py::t", "../x.py::t", "/etc/x.py::t", "tests/x.py",
                 "tests/x.py::t$(id)", "tests/x.py::t`id`", "tests/x.py::t\n", "other/x.py::t"):
         assert not valid_test_id(bad, ["tests"]), bad
+
+
+def test_reland_section_in_both_languages_and_json(repo: GitRepo) -> None:
+    from revertbot.report import render_markdown, report_to_json
+
+    message = 'Reland "Share output buffers across capture sizes (#27659)"\n\nSized from the warmup output.\n'
+    _original, revert, reland = story(repo, message, {"engine/capture.py": FIXED})
+    report = check_revert(repo.path, reland, base_ref="main")
+    en = render_markdown(report, "en")
+    assert "### Reland: what changed since the reverted original\n" in en
+    assert "A reland of `" in en and "pure" not in en.split("### Motivation")[0]
+    assert "- Why it was reverted: **GPU regression** — “CUDA graph capture fails” in the commit message" in en
+    assert "- Reland message: Sized from the warmup output." in en
+    zh = render_markdown(report, "zh")
+    assert "### 重新合入：与被回退的原始提交相比的改动\n" in zh
+    assert "- 回退原因：**GPU 回归问题** — 提交说明中的“CUDA graph capture fails”" in zh
+    assert f"被 `{revert[:10]}` Revert" in zh
+    assert "历史记录中没有该回退的 GPU 结果" in zh
+    assert "请在证实原始故障消失后再合并" in zh
+    data = report_to_json(report)
+    assert data["reland"]["revert"]["sha"] == revert and data["reason"]["category"] == "gpu-regression"
+    assert data["reland"]["files"][0]["path"] == "engine/capture.py" and data["risk"]["action"] == "reland_unproven"
