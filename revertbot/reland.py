@@ -55,6 +55,8 @@ SUMMARY_LINES = 3
 SUMMARY_CHARS = 400
 #: Below this share of the original's changed lines found in a change, it is not the original's reland.
 MIN_SIMILARITY = 0.6
+#: An original with fewer changed lines is never matched by diff (one shared import proves nothing).
+MIN_MATCH_LINES = 3
 
 _UNDO_KINDS = ("revert", "partial", "backout")
 
@@ -97,13 +99,14 @@ def diff_of_diffs(original_patch: str, reland_patch: str) -> tuple[tuple[PatchDe
 
 
 def similarity(original_patch: str, change_patch: str) -> float:
-    """Share of the original's changed lines (per file, with their sign) that the change makes too."""
+    """Share of the original's changed lines (per file, with their sign) that the change makes too;
+    0 for an original of fewer than :data:`MIN_MATCH_LINES` non-blank changed lines."""
     def changed(patch: str) -> set[tuple[str, str]]:
         return {(path, line) for path, body in file_hunks(patch).items() for line in body[:MAX_FILE_LINES]
                 if line[:1] in "+-" and line[1:].strip()}  # fmt: skip
 
     ours = changed(original_patch)
-    if not ours:
+    if len(ours) < MIN_MATCH_LINES:
         return 0.0
     return len(ours & changed(change_patch)) / len(ours)
 

@@ -195,3 +195,14 @@ def test_flipped_tests_are_planned_only_as_node_ids_of_a_configured_suite() -> N
     assert build_matrix(cfg, ["docs/x.md"], rerun={"no-such-suite": ["tests/gpu/a.py::t"]})["include"] == []
     [plain] = build_matrix(cfg, ["engine/a.py"])["include"]
     assert "rerun_tests" not in plain
+
+
+def test_similarity_needs_enough_lines() -> None:
+    from revertbot.reland import similarity
+
+    one = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1,2 @@\n x\n+import os\n"
+    assert similarity(one, one) == 0.0  # one shared line proves nothing
+    three = ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,3 @@\n-a = 1\n+a = 2\n+b = 3\n c\n")
+    half = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n-a = 1\n+a = 5\n c\n"
+    assert similarity(three, three) == 1.0
+    assert round(similarity(three, half), 2) == 0.33
