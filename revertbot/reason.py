@@ -113,11 +113,17 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
 # A negation just before a phrase ("not a perf regression", "no NaNs") takes it back.
 _NEGATED_RE = re.compile(r"(?:\bnot|\bno|n't|\bwithout|\bnever)\W+(?:(?:a|an|the|any)\W+)?$", re.IGNORECASE)
 
-# Lines that only name the reverted change or carry trailers: never a reason.
+# Lines that carry trailers: never a reason.
 _NAMING_LINE_RE = re.compile(
-    r"^\s*(?:This (?:partially )?(?:reverts|reapplies|relands) commit|Reverts? [\w.-]+/[\w.-]+#\d+|"
-    r"(?:Signed-off-by|Co-authored-by|Reviewed By|Reviewed-by|Differential Revision|Pull Request resolved|"
-    r"ghstack-source-id|Approved by|Original commit changeset|Original Phabricator Diff|cc)\s*:)",
+    r"^\s*(?:Signed-off-by|Co-authored-by|Reviewed By|Reviewed-by|Differential Revision|Pull Request resolved|"
+    r"ghstack-source-id|Approved by|Original commit changeset|Original Phabricator Diff|cc)\s*:",
+    re.IGNORECASE,
+)
+# What only names the reverted change; the rest of its line may say why ("... abc123 because it OOMs").
+_NAMING_RE = re.compile(
+    r"This (?:partially )?(?:reverts|reapplies|relands) commits? [0-9a-fA-F]{7,64}"
+    r"(?:,? (?:and )?[0-9a-fA-F]{7,64}){0,20}"
+    r"|Reverts? [\w.-]{1,100}/[\w.-]{1,100}#\d+",
     re.IGNORECASE,
 )
 # Bot-written blocks in PR bodies: CodeRabbit and friends wrap theirs in marker comments.
@@ -197,7 +203,7 @@ def reason_text(message: str) -> str:
     message = message[:MAX_SOURCE_CHARS]
     subject, _, body = message.partition("\n")
     lines = [_without_titles(subject)]
-    lines += [ln for ln in body.splitlines() if not _NAMING_LINE_RE.match(ln)]
+    lines += [_NAMING_RE.sub(" ", ln) for ln in body.splitlines() if not _NAMING_LINE_RE.match(ln)]
     return "\n".join(lines)
 
 

@@ -100,6 +100,8 @@ CASES: list[tuple[str, str, str]] = [
     ('Revert "Fix wrong results in the NaN check (#42)"', "other", ""),
     ("Revert \"Enable flashinfer sampling\"\n\nThis is not a perf regression, the author asked to revert it.",
      "other", ""),
+    ('Revert "Chunked prefill v2"\n\nThis reverts commit 0123456789abcdef0123456789abcdef01234567 because it OOMs '
+     "on the nightly.", "gpu-regression", "OOMs"),
 ]
 
 
