@@ -134,6 +134,10 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
         "only_before": [], "only_after": [], "not_compared": [],
         "passed_both": 0, "skipped": 0, "total": len(tests),
     }  # fmt: skip
+    # Names of the tests that passed on the after side (fixed or passing both), for a reland's
+    # check that the tests its reverted original broke pass now.
+    passed_after: list[str] = []
+    out["passed_after"] = passed_after
     for test in sorted(tests):
         b, b_seen, b_issue = _side_status(before, test, local)
         a, a_seen, a_issue = _side_status(after, test, local)
@@ -157,12 +161,14 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
             out["skipped"] += 1
         elif b == "fail" and a == "pass":
             out["fixed"].append({"test": test, "before": _word(b_seen), "after": _word(a_seen)})
+            passed_after.append(test)
         elif b == "pass" and a == "fail":
             out["broken"].append({"test": test, "before": _word(b_seen), "after": _word(a_seen)})
         elif b == "fail" and a == "fail":
             out["failing_both"].append(test)
         else:
             out["passed_both"] += 1
+            passed_after.append(test)
     return out
 
 

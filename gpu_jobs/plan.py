@@ -99,15 +99,21 @@ def build_matrix(
     per_suite_durations: Mapping[str, Mapping[str, float]] | None = None,
     pooled_durations: Mapping[str, float] | None = None,
     assignments_dir: Path | None = None,
+    rerun: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """``{"include": [...]}`` for the suites ``changed_paths`` select (see gpu_jobs/README.md for the fields).
 
     With ``assignments_dir`` the balanced assignments are written there as ``<suite>.shards.json``.
+    ``rerun`` (suite -> pytest node ids, already validated) adds the suites of a reland's flipped
+    tests even when no changed path selects them; their entries list the ids as ``rerun_tests``
+    (the whole suite runs, so its results say how each of them fares).
     """
     from revertbot.config import select_suites
 
     include: list[dict[str, Any]] = []
-    for name in select_suites(changed_paths, config):
+    wanted = select_suites(changed_paths, config)
+    wanted += [s for s in sorted(rerun or {}) if s in config.gpu.suites and s not in wanted and (rerun or {})[s]]
+    for name in wanted:
         spec = from_config(config, name)
         known = dict(pooled_durations or {})
         known.update((per_suite_durations or {}).get(name, {}))
@@ -138,5 +144,6 @@ def build_matrix(
                 "tests": sum(1 for v in assignment.values() if v == index) if assignment else None,
                 "estimated_seconds": round(loads[index - 1], 3) if loads else None,
                 "suite_json": suite_json,
+                **({"rerun_tests": list((rerun or {})[name])} if (rerun or {}).get(name) else {}),
             })  # fmt: skip
     return {"include": include}

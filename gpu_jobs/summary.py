@@ -25,6 +25,9 @@ __all__ = ["Merged", "merge_dirs", "render_gpu_markdown", "summary_from_json", "
 
 SCHEMA_VERSION = 1
 _LIST_LIMIT = 30
+#: Names of passing tests kept in the summary (a reland's flipped tests are looked up there);
+#: beyond it a test counts as not seen, never as passed.
+PASSED_TESTS_LIMIT = 2_000
 
 
 @dataclass
@@ -139,6 +142,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
     flaky: list[str] = []
     infra: list[str] = []
     passed_both = 0
+    passed_tests: list[str] = []
     metric_rows: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     thresholds: dict[tuple[str, str, str, str], float | None] = {}
     for (suite, index), (_d, comp) in sorted(done.items()):
@@ -150,6 +154,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
         failing_both += [name(suite, t) for t in tests.get("failing_both", [])]
         flaky += [name(suite, t["test"]) for t in tests.get("flaky", [])]
         passed_both += int(tests.get("passed_both", 0))
+        passed_tests += [name(suite, t) for t in tests.get("passed_after", []) if isinstance(t, str)]
         for t in tests.get("infra", []):
             evidence = (t.get("evidence") or [""])[0]
             infra.append(f"{name(suite, t['test'])} ({t['side']}): {t['summary']}" + (f": {evidence}" if evidence
@@ -187,6 +192,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
         infra=tuple(infra),
         not_run=tuple(not_run),
         cpu_only=tuple(cpu_only),
+        passed_tests=tuple(passed_tests[:PASSED_TESTS_LIMIT]),
     )
     return Merged(summary, shards)
 
@@ -229,6 +235,7 @@ def summary_from_json(data: Mapping[str, Any]) -> GpuSummary:
         infra=tuple(data.get("infra", ())),
         not_run=tuple(data.get("not_run", ())),
         cpu_only=tuple(data.get("cpu_only", ())),
+        passed_tests=tuple(str(t) for t in data.get("passed_tests", ()))[:PASSED_TESTS_LIMIT],
     )
 
 

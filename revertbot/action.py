@@ -66,11 +66,13 @@ Echo = Callable[[str], None]
 # --------------------------------------------------------------------------- small pure pieces
 
 
-def build_gpu_matrix(changed_paths: Sequence[str], config: Config) -> dict[str, list[dict[str, Any]]]:
-    """The ``strategy.matrix`` for the GPU jobs: one entry per shard of each selected suite."""
+def build_gpu_matrix(changed_paths: Sequence[str], config: Config,
+                     rerun: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """The ``strategy.matrix`` for the GPU jobs: one entry per shard of each selected suite (and of
+    the suites of a reland's flipped tests, ``rerun``)."""
     from gpu_jobs.plan import build_matrix
 
-    matrix: dict[str, list[dict[str, Any]]] = build_matrix(config, list(changed_paths))
+    matrix: dict[str, list[dict[str, Any]]] = build_matrix(config, list(changed_paths), rerun=rerun)
     return matrix
 
 
@@ -85,7 +87,10 @@ def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
         state = "pending"
     what = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
             "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
-    desc = f"risk {level}, {report.purity.verdict}: {what.get(report.risk.action, report.risk.action)}"
+    what.update({"reland_ok": "original failure gone", "reland_fails": "original failure still there",
+                 "reland_unproven": "original failure not shown gone yet"})  # fmt: skip
+    verdict = "reland" if report.reland is not None else report.purity.verdict  # a reland is no inverse
+    desc = f"risk {level}, {verdict}: {what.get(report.risk.action, report.risk.action)}"
     if gpu_pending:
         desc += " (GPU jobs running)"
     return state, desc[:140]
@@ -96,6 +101,8 @@ def wanted_labels(check: PrCheck) -> list[str]:
     labels = check.config.labels
     if report is None or not labels.enabled:
         return []
+    if report.reland is not None:  # a reland is no inverse of anything: no purity label
+        return [labels.revert, f"{labels.risk_prefix}{report.risk.level}"]
     return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
 
 
@@ -331,7 +338,7 @@ class _Run:
     # -------------------------------------------------------------- the work
 
     def check_and_publish(self, pr: PullInfo, *, read_only: bool, gpu: Callable[[PrCheck], tuple[bool, str]],
-                          budget: int) -> int:  # fmt: skip
+                          budget: int, reason_set_by: str = "") -> int:  # fmt: skip
         if self.opts.gpu is not None and self.opts.gpu_head != pr.head_sha:
             # GPU results attach only to the commit they ran on: after a push they describe old code.
             self.echo(f"::warning::the GPU results are for {str(self.opts.gpu_head)[:12]}, but #{pr.number}'s "
@@ -341,7 +348,8 @@ class _Run:
         self.outputs.set("head_sha", pr.head_sha)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
         try:
-            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu)
+            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu,
+                               reason_set_by=reason_set_by)  # fmt: skip
         finally:
             self.echo("::endgroup::")
         may_write = not (read_only or self.opts.authorize_only or self.opts.dry_run or self.opts.gpu is not None)
@@ -370,8 +378,9 @@ class _Run:
         if self.opts.gpu is not None:
             allowed, why = False, "the GPU results are already in this report"
         else:
-            allowed, why = gpu(check) if check.suites else (False, "no GPU suite matches the changed files")
-        matrix = build_gpu_matrix(check.changed_paths, check.config) if allowed else EMPTY_MATRIX
+            selected = check.suites or check.rerun  # a reland's flipped tests select their suite too
+            allowed, why = gpu(check) if selected else (False, "no GPU suite matches the changed files")
+        matrix = build_gpu_matrix(check.changed_paths, check.config, check.rerun) if allowed else EMPTY_MATRIX
         self.outputs.set("gpu_matrix", json.dumps(matrix, separators=(",", ":")))
         verdict = "scheduled" if allowed else f"not run: {why}"
         self.echo(f"GPU suites: {', '.join(check.suites) or 'none'}; {verdict}")
@@ -545,7 +554,7 @@ class _Run:
     @property
     def verbs(self) -> dict[str, Callable[[PullInfo, str, list[str]], int]]:
         """Comment commands by verb: each gets the PR, the authorised login and the words after the verb."""
-        return {"check": self.command_check, "backport": self.command_backport}
+        return {"check": self.command_check, "backport": self.command_backport, "reason": self.command_reason}
 
     def command_check(self, pr: PullInfo, login: str, args: list[str]) -> int:
         """``/revertbot check [<full head sha>]``: re-check and publish; GPU runs bound to that head."""
@@ -567,6 +576,48 @@ class _Run:
         self.echo(f"backport of #{pr.number}: {(done.problem and log_safe(done.problem)) or 'done'}; opened "
                   f"{', '.join(opened) or 'no new pull request'} ({done.requests} requests)")  # fmt: skip
         return 0
+
+    def command_reason(self, pr: PullInfo, login: str, args: list[str]) -> int:
+        """``/revertbot reason <category>``: record why the change was reverted as the PR's one
+        ``revertbot:reason:<category>`` label, then re-check and re-publish the report; no GPU runs."""
+        from .reason import REASON_CATEGORIES, REASON_LABEL_PREFIX, parse_category
+
+        category = parse_category(args[0]) if args else None
+        if category is None:
+            valid = ", ".join(f"`{c}`" for c in REASON_CATEGORIES)
+            said = log_safe(args[0], 40) if args else "nothing"
+            self.echo(f"{COMMAND_PREFIX} reason: unknown category {said!r}; replying with the valid ones")
+            if self.opts.dry_run:
+                return 0
+            reply = (f"`{COMMAND_PREFIX} reason` needs one of: {valid}; for example "
+                     f"`{COMMAND_PREFIX} reason performance`.")  # fmt: skip
+            try:
+                self.api.create_comment(pr.number, reply)
+            except GitHubError as exc:
+                self.echo(f"::error::could not reply: {log_safe(exc.message)}")
+                return EXIT_GITHUB
+            return 0
+        label = REASON_LABEL_PREFIX + category
+        others = [lb for lb in pr.labels if lb.startswith(REASON_LABEL_PREFIX) and lb != label]
+        if self.opts.dry_run:
+            self.echo(f"dry run: would set the label {label} on #{pr.number} (removing {others or 'none'}) "
+                      "and re-publish the report")  # fmt: skip
+            return 0
+        try:
+            for lb in others:  # one reason label at a time
+                with contextlib.suppress(NotFoundOnGitHub):
+                    self.api.remove_label(pr.number, lb)
+            if label not in pr.labels:
+                self.api.create_label(label, "d4c5f9", "why the change was reverted (set by /revertbot reason)")
+                self.api.add_labels(pr.number, [label])
+        except GitHubError as exc:
+            self.echo(f"::error::could not set the label {label}: {log_safe(exc.message)}")
+            return EXIT_GITHUB
+        self.echo(f"reason of #{pr.number} set to {category} by {log_safe(login, 60)}")
+        labels = tuple(lb for lb in pr.labels if lb not in others) + (() if label in pr.labels else (label,))
+        return self.check_and_publish(dataclasses.replace(pr, labels=labels), read_only=False,
+                                      gpu=lambda _c: (False, "the reason command starts no GPU runs"),
+                                      budget=self.api.requests + REQUEST_BUDGET, reason_set_by=login)  # fmt: skip
 
     def on_workflow_run(self, event: Mapping[str, Any]) -> int:
         """The trusted follow-up of a fork PR's read-only run: re-create its report and publish it.

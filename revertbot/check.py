@@ -34,6 +34,9 @@ from .models import (
 )
 from .proof import judge
 from .purity import Side, hunks, patch_stats, raw_entries, strip_raw
+from .reason import classify_revert
+from .reland import reland_risk
+from .reland_stage import find_reland_by_patch, reland_stage
 from .scan import cut_by_shallow_history
 
 CONFIG_FILE = ".revertbot.yml"
@@ -55,6 +58,7 @@ def check_revert(
     language: str | None = None,
     since: str | None = None,
     message: str | None = None,
+    detect_relands: bool = True,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
 
@@ -62,7 +66,9 @@ def check_revert(
     request's merge base) it is everything from ``since`` to ``revert_ref`` (the PR's head): the
     verdict, files, symbols and dependents cover the whole PR, and the originals are those of
     every revert-like commit in it. When no commit message says what is reverted, ``message``
-    (the PR's title and body) is read as the head's message.
+    (the PR's title and body) is read as the head's message. When nothing says revert or
+    reland and ``detect_relands`` holds, a change whose diff redoes a recently reverted original
+    is checked as its reland (see :func:`find_reland_by_patch`).
     """
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
@@ -86,6 +92,10 @@ def check_revert(
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
         links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha)
+    if not links and detect_relands:
+        # Nothing says reland, but the change may redo a reverted original: compare the diffs.
+        found = find_reland_by_patch(root, commits, head_sha, since_sha or (head.parents or (None,))[0])
+        links = [found] if found else []
     if not links:
         raise NotFoundError(
             f"{head_sha[:12]} ({head.subject!r}) does not look like a revert",
@@ -116,6 +126,9 @@ def check_revert(
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
             apply_params = (("why", "already-undone" if had else "never-had"),)
 
+    reland_info = None
+    if link.kind == "reland":
+        reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
     files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
     originals = [by_sha[o] for o in link.originals]
     # Drift and backports mostly wait on git: they run beside the symbol and dependents analysis.
@@ -162,6 +175,8 @@ def check_revert(
         ),
         thresholds,
     )
+    if reland_info is not None:
+        risk = reland_risk(risk, reland_info)
     chain = tuple(commit_ref(by_sha[s]) for s in link.chain if s in by_sha)
     return RevertReport(
         repo=repo_name or root.name,
@@ -189,6 +204,8 @@ def check_revert(
         max_files_listed=cfg.report.max_files_listed,
         scope=tuple(commit_ref(by_sha[s]) for s in scope) if len(scope) > 1 else (),
         later=tuple(commit_ref(by_sha[s]) for s in link.later if s in by_sha),
+        reason=reland_info.reason if reland_info is not None else classify_revert(revert.message),
+        reland=reland_info,
     )
 
 

@@ -261,8 +261,9 @@ def _commit(git_dir: Path, tip: str | None, blobs: Mapping[str, str], count: int
 # --------------------------------------------------------------------------- reading the branch
 
 
-def read_records(repo: str | os.PathLike[str], rev: str) -> list[Record]:
-    """Every record on ``rev`` (e.g. ``origin/revertbot-history``) of the repository at ``repo``.
+def read_records(repo: str | os.PathLike[str], rev: str, under: str = "records") -> list[Record]:
+    """Every record on ``rev`` (e.g. ``origin/revertbot-history``) of the repository at ``repo``
+    (only those below the folder ``under``, e.g. one PR's ``records/<owner>/<name>/pr-<N>``).
 
     A missing branch is an empty history (nothing was recorded yet); a file that is not a valid
     record is skipped, so one bad file never hides the rest.
@@ -271,7 +272,7 @@ def read_records(repo: str | os.PathLike[str], rev: str) -> list[Record]:
     probe = gitops.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=root, check=False).strip()
     if not probe:
         return []
-    listing = gitops.run("ls-tree", "-r", "-z", probe, "--", "records", cwd=root)
+    listing = gitops.run("ls-tree", "-r", "-z", probe, "--", under, cwd=root)
     entries = []
     for item in listing.split("\0"):
         if not item:
@@ -306,6 +307,25 @@ def _cat_blobs(root: Path, shas: Iterable[str]) -> list[str]:
     return out
 
 
+#: Where a checkout has the history data branch: fetched as a branch (the bot's cached clone fetches
+#: every branch) or as a remote-tracking branch (a maintainer's clone).
+HISTORY_REFS = (f"refs/heads/{DEFAULT_BRANCH}", f"refs/remotes/origin/{DEFAULT_BRANCH}")
+
+
+def recorded_gpu(repo: str | os.PathLike[str], repo_name: str, pr: int) -> Mapping[str, Any] | None:
+    """The GPU summary (JSON) of the newest record of PR ``pr`` that has one, from the history data
+    branch; None when there is none. Only that PR's folder is read. The content was written by
+    test runs: treat every name in it as untrusted."""
+    owner, _, name = normalise_repo(repo_name).partition("/")
+    if not owner or not name or pr <= 0:
+        return None
+    for ref in HISTORY_REFS:
+        records = [r for r in read_records(repo, ref, under=f"records/{owner}/{name}/pr-{pr}") if r.gpu]
+        if records:
+            return max(records, key=lambda r: (r.recorded_at, r.run_id, r.run_attempt)).gpu
+    return None
+
+
 def remote_from_env(env: Mapping[str, str]) -> str:
     """Where the record job pushes: ``REVERTBOT_HISTORY_REMOTE``, else this repository on GitHub."""
     explicit = env.get("REVERTBOT_HISTORY_REMOTE")
@@ -318,5 +338,5 @@ def remote_from_env(env: Mapping[str, str]) -> str:
 
 
 __all__ = ["DEFAULT_BRANCH", "HistoryError", "PushResult", "Record", "load_record_files",
-           "normalise_repo", "push_records", "read_records", "record_from_json", "remote_from_env",
+           "normalise_repo", "push_records", "read_records", "record_from_json", "recorded_gpu", "remote_from_env",
            "write_record_file"]  # fmt: skip

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 RevertKind = Literal["revert", "partial", "reland", "backout"]
-LinkMethod = Literal["sha", "pr", "title", "diff"]
+LinkMethod = Literal["sha", "pr", "title", "diff", "patch"]  # patch: a reland whose diff matches the original
 Purity = Literal["pure", "partial", "extra", "modified", "unverifiable"]
 PURITY_VALUES: tuple[Purity, ...] = ("pure", "partial", "extra", "modified", "unverifiable")
 
@@ -141,6 +141,7 @@ class ScanEntry:
     purity: PurityResult
     author: str = ""
     date: int = 0
+    reason: RevertReason | None = None  # why it was reverted (for a reland: why its original was)
 
 
 # --------------------------------------------------------------------------- report data
@@ -278,6 +279,7 @@ class GpuSummary:
     infra: tuple[str, ...] = ()  # infrastructure problems (not the revert's fault)
     not_run: tuple[str, ...] = ()
     cpu_only: tuple[str, ...] = ()  # shards whose suites ran without a GPU: no GPU evidence
+    passed_tests: tuple[str, ...] = ()  # watched tests (a reland's re-run of flipped tests) that passed after
 
 
 @dataclass(frozen=True)
@@ -309,3 +311,56 @@ class RevertReport:
     max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
     scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several
     later: tuple[CommitRef, ...] = ()  # later relands (or reverts again) of the same change on the base
+    reason: RevertReason | None = None  # why the change was reverted (for a reland: why the original was)
+    reland: RelandInfo | None = None  # for a reland: what changed since the original, and the original's failure
+
+
+# --------------------------------------------------------------------------- why it was reverted; relands
+
+ReasonCategory = Literal["ci-failure", "gpu-regression", "correctness", "performance", "other"]
+
+
+@dataclass(frozen=True)
+class RevertReason:
+    """A revert's reason category and what decided it (see :mod:`revertbot.reason`)."""
+
+    category: ReasonCategory
+    evidence: str = ""  # the phrase that decided it ("" when nothing did)
+    source: str = ""  # commit message | PR title | PR body | label
+    set_by: str = ""  # login of whoever set it with /revertbot reason ("" when the text or a label decided)
+
+
+@dataclass(frozen=True)
+class PatchDelta:
+    """How one file's change in a reland differs from the reverted original's (a diff of the two diffs)."""
+
+    path: str
+    status: Literal["changed", "only-original", "only-reland"]
+    diff: str = ""  # unified diff of the original's hunks (-) against the reland's (+), line numbers dropped
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class RelandTest:
+    """A GPU test that flipped when the original was reverted, and how it fares on the reland."""
+
+    name: str
+    at_revert: str  # "fixed" (failed with the original, passed after the revert) | "broken"
+    now: str = "not-run"  # passes | fails | flaky | not-run
+
+
+@dataclass(frozen=True)
+class RelandInfo:
+    """What a reland changes since the reverted original, and why the original was reverted."""
+
+    original: CommitRef
+    revert: CommitRef | None = None
+    reason: RevertReason | None = None
+    revert_summary: str = ""  # the revert message after its subject, first lines
+    files: tuple[PatchDelta, ...] = ()
+    identical: bool = False  # the reland's patch equals the original's: nothing was fixed
+    skipped: tuple[str, ...] = ()  # what the bounded diff of diffs did not compare, and why
+    linked_by: str = "message"  # message (title/body say reland) | diff (its diff matches the original)
+    tests: tuple[RelandTest, ...] = ()
+    original_ci: str = ""  # the original's CI when GitHub is known
+    failure_gone: str = "unknown"  # yes | cpu-only | no | unknown: the tests the original broke pass on the reland

@@ -41,7 +41,10 @@ from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from .globs import match_branch
+from .history import HistoryError, recorded_gpu
 from .models import Backport, GitHubContext, GpuSummary, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
+from .reason import classify_revert, decide_reason
+from .reland import flipped_tests, rerun_tests, with_gpu_facts
 from .report import MARKER
 
 REQUEST_BUDGET = 12
@@ -69,6 +72,8 @@ class PrCheck:
     notes: tuple[str, ...] = ()
     base_sha: str = ""  # the base commit the revert was checked against
     github_error: str = ""  # set when GitHub failed while the context was gathered (the report lacks it)
+    #: A reland's flipped tests to re-run on the GPU, by suite (validated pytest node ids).
+    rerun: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -328,9 +333,16 @@ def check_pull(
     budget: int = REQUEST_BUDGET,
     log: Log | None = None,
     gpu: GpuSummary | None = None,
+    reason_set_by: str = "",
 ) -> PrCheck:
     """Decide whether ``pr`` is a revert and, if so, build its full report with GitHub context
-    (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs)."""
+    (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs).
+
+    The report's reason comes from the revert's message and the PR's title and human body, unless
+    a ``revertbot:reason:<category>`` label overrides it (``reason_set_by``: who just set it). For a
+    reland, the tests that flipped when its original was reverted are read from the history data
+    branch (``revertbot-history``), judged on ``gpu`` and planned for re-running (:attr:`PrCheck.rerun`).
+    """
     say = log or (lambda _m: None)
     intent = revert_intent(pr)
     how = "title/body"
@@ -360,6 +372,7 @@ def check_pull(
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "
                            f"{exc.message.splitlines()[0]}", config=cfg, revert_sha=revert_sha,
                            requests=api.requests, base_sha=base_sha)  # fmt: skip
+        flipped, history_note = _revert_flips(prep.root, pr.base_repo, report)
     report = dataclasses.replace(report, base_ref=pr.base_ref or report.base_ref)
     github_error = ""
     try:
@@ -371,6 +384,20 @@ def check_pull(
         ctx = GitHubContext(repo=pr.base_repo, revert_pr=pr.number, revert_pr_title=pr.title, html_url=pr.html_url,
                             head_sha=pr.head_sha, is_fork=pr.is_fork, notes=tuple(notes), api_requests=api.requests)
         report = dataclasses.replace(report, github=ctx)
+    if history_note:
+        notes.append(history_note)
+    text_reason = report.reason
+    if report.reland is None:
+        text_reason = classify_revert(f"{report.revert.subject}\n\n{report.revert.body}", pr.title, pr.body)
+    report = dataclasses.replace(report, reason=decide_reason(text_reason, pr.labels, reason_set_by))
+    rerun: dict[str, tuple[str, ...]] = {}
+    if report.reland is not None:
+        # GitHub's "original" is the reland's original only when the reland names it (not its revert).
+        names_original = bool(report.originals) and report.originals[-1].sha == report.reland.original.sha
+        original_ci = report.github.original_ci if report.github is not None and names_original else ""
+        report = with_gpu_facts(report, flipped, "" if original_ci == "unknown" else original_ci)
+        commands = {name: s.command for name, s in cfg.gpu.suites.items()}
+        rerun = {k: tuple(v) for k, v in rerun_tests(flipped, commands).items()}
     paths = tuple(f.path for f in report.files)
     return PrCheck(
         pr,
@@ -385,7 +412,20 @@ def check_pull(
         notes=tuple(notes),
         base_sha=base_sha,
         github_error=github_error,
+        rerun=rerun,
     )
+
+
+def _revert_flips(root: Path, repo_name: str, report: RevertReport) -> tuple[list[tuple[str, str]], str]:
+    """The tests that flipped when a reland's original was reverted (from the revert PR's recorded
+    GPU results), and a note when they could not be read."""
+    revert = report.reland.revert if report.reland is not None else None
+    if revert is None or not revert.pr:
+        return [], ""
+    try:
+        return flipped_tests(recorded_gpu(root, repo_name, revert.pr)), ""
+    except (GitError, HistoryError) as exc:
+        return [], f"the GPU results of the revert #{revert.pr} could not be read: {exc.message.splitlines()[0]}"
 
 
 def add_github_context(

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
-from .detect import choose_candidate, index_message, link_reverts
+from .detect import choose_candidate, index_message, link_reverts, parse_message
 from .errors import NotFoundError, UsageError
-from .models import Commit, Link, PurityResult, ScanEntry
+from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
 from .purity import change_vector, classify, compare, patch_requests
+from .reason import classify_revert
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -185,6 +186,7 @@ def classify_links(
                 purity=purity,
                 author=c.author_name if c else "",
                 date=c.commit_time if c else 0,
+                reason=scan_reason(link, by_sha),
             )
         )
         progress("classifying", n, len(links))
@@ -213,6 +215,17 @@ def _choose_by_diff(link: Link, patches: Mapping[str, str]) -> Link:
     return choose_candidate(link, exact[0], what)
 
 
+def scan_reason(link: Link, by_sha: Mapping[str, Commit]) -> RevertReason | None:
+    """Why the change was reverted, from the revert's message; for a reland, from the message of
+    the revert in its story (None when that is not on the ref)."""
+    if link.kind != "reland":
+        c = by_sha.get(link.revert)
+        return classify_revert(c.message) if c else None
+    story = [by_sha[s] for s in (*link.chain, *link.originals) if s in by_sha]
+    reverts = [c for c in story if parse_message(c.message).kind in ("revert", "partial", "backout")]
+    return classify_revert(reverts[-1].message) if reverts else None
+
+
 def entry_to_json(entry: ScanEntry) -> dict[str, object]:
     link, purity = entry.link, entry.purity
     return {
@@ -234,4 +247,6 @@ def entry_to_json(entry: ScanEntry) -> dict[str, object]:
         "notes": list(link.notes),
         "author": entry.author,
         "date": entry.date,
+        "reason": None if entry.reason is None else {
+            "category": entry.reason.category, "evidence": entry.reason.evidence, "source": entry.reason.source},
     }

@@ -189,14 +189,27 @@ def _m4_identity(db: sqlite3.Connection) -> None:
     _merge_bare_names(db)
 
 
+def _m5_reason(db: sqlite3.Connection) -> None:
+    """Why each change was reverted (a category and the phrase that decided it); '' in rows written
+    before this version, which the dashboard then classifies from the message as it did."""
+    _execute_all(
+        db,
+        """
+        ALTER TABLE reverts ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+        ALTER TABLE reverts ADD COLUMN reason_evidence TEXT NOT NULL DEFAULT ''
+        """,
+    )
+
+
 #: Applied in order; the schema version of a file is the number of migrations applied to it.
-MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity)
+MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity, _m5_reason)
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Tables each migration creates, to recognise a file whose version number lies (damaged or edited).
 _TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
     frozenset({"repositories", "reverts", "originals", "revert_modules"}),
     frozenset({"reports", "backports"}),
     frozenset({"gpu_results"}),
+    frozenset(),
     frozenset(),
 )
 
@@ -439,6 +452,11 @@ class RevertRow:
     files: Sequence[str] = ()
     modules: Mapping[str, int] = field(default_factory=dict)
     direction: int = 1
+    reason: str = ""  # reason category ("" when unknown)
+    reason_evidence: str = ""
+    #: The reason overrides one already stored (a report's, which may come from a maintainer's
+    #: label); a scan's reason only fills an empty one.
+    reason_overrides: bool = False
 
 
 _HEADER = re.compile(r"\x01([0-9a-f]{40,64}) (\d+)\x00")
@@ -511,6 +529,8 @@ def rows_from_scan(result: ScanResult, config: Config | None = None) -> list[Rev
                 files=files,
                 modules=modules,
                 direction=link.direction,
+                reason=e.reason.category if e.reason else "",
+                reason_evidence=e.reason.evidence if e.reason else "",
             )
         )
     return rows
@@ -535,6 +555,10 @@ def _upsert_revert(db: sqlite3.Connection, repo_id: int, row: RevertRow, now: in
             _dumps(list(row.chain)), _dumps(list(row.files)), now, now,
         ),
     )  # fmt: skip
+    if row.reason:
+        db.execute("UPDATE reverts SET reason = ?, reason_evidence = ? WHERE repo_id = ? AND sha = ?"
+                   " AND (? OR reason = '')",
+                   (row.reason, row.reason_evidence, repo_id, row.sha, int(row.reason_overrides)))  # fmt: skip
     db.execute("DELETE FROM originals WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
     db.executemany(
         "INSERT INTO originals (repo_id, revert_sha, position, sha, linked_by, subject, author, date)"
@@ -641,6 +665,8 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
         modules[mod] = modules.get(mod, 0) + 1
     originals = [o for o in data.get("original_commits") or () if isinstance(o, Mapping)]
     risk = data.get("risk") or {}
+    found = data.get("reason")
+    reason: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     row = RevertRow(
         sha=str(revert.get("sha", "")),
         subject=str(revert.get("subject", "")),
@@ -659,6 +685,9 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
         chain=[str(c.get("sha", "")) if isinstance(c, Mapping) else str(c) for c in data.get("chain") or ()],
         files=[str(f.get("path", "")) for f in files],
         modules=modules,
+        reason=str(reason.get("category", "")),
+        reason_evidence=str(reason.get("evidence", "")),
+        reason_overrides=True,
     )
     if not row.sha:
         raise StoreError("a report without a revert sha cannot be recorded")
@@ -836,6 +865,8 @@ class StoredRevert:
     gpu: Mapping[str, Any] | None = None
     pr: int = 0  # the pull request the recorded check was for (0: not from a PR check)
     head_sha: str = ""
+    reason: str = ""  # reason category as recorded ("" in rows from before it was recorded)
+    reason_evidence: str = ""
 
     @property
     def original_date(self) -> int:
@@ -887,7 +918,7 @@ def _load(db: sqlite3.Connection) -> History:
     out = []
     for r in db.execute(
         "SELECT repo_id, sha, subject, kind, direction, author, date, purity, purity_reason, purity_files,"
-        " unresolved, chain, files FROM reverts ORDER BY date DESC, sha"
+        " unresolved, chain, files, reason, reason_evidence FROM reverts ORDER BY date DESC, sha"
     ):
         key = (int(r[0]), str(r[1]))
         rep = reports.get(key)
@@ -918,6 +949,8 @@ def _load(db: sqlite3.Connection) -> History:
                 gpu=json.loads(g[1]) if g else None,
                 pr=rep[4] if rep else 0,
                 head_sha=rep[5] if rep else "",
+                reason=str(r[13]),
+                reason_evidence=str(r[14]),
             )
         )
     return History(tuple(repos.values()), tuple(out), schema_version(db))

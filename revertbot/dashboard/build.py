@@ -114,8 +114,16 @@ _REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
+#: The recorded reason categories (:mod:`revertbot.reason`) as the dashboard names them.
+REASON_LABELS = {"ci-failure": "CI failure", "gpu-regression": "GPU regression", "correctness": "correctness",
+                 "performance": "performance", "other": "other"}  # fmt: skip
+
+
 def reason_of(r: StoredRevert) -> str:
-    """The reason category of a revert, from its message (subject and body as recorded)."""
+    """The reason category of a revert: as recorded (the check's, which a maintainer may have set
+    with ``/revertbot reason``), else, for rows recorded before reasons were, from its message."""
+    if r.reason in REASON_LABELS:
+        return REASON_LABELS[r.reason]
     body = ""
     if r.report is not None:
         body = str((r.report.get("revert") or {}).get("body", ""))
@@ -770,13 +778,15 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     ttr = time_to_revert(r)
     risk = r.risk_level or NOT_CHECKED
     action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
-              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
+              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left",
+              "reland_ok": "merge: original failure gone", "reland_fails": "original failure still there",
+              "reland_unproven": "merge once the original failure is shown gone"}
     facts = _dl([
         ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
          if repo_url(r.repo) else esc(r.repo)),
         ("commit", commit_link(r.repo, r.sha, 40)),
         ("pull request", pr_link(r.repo, r.pr) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
-        ("reason", esc(reason_of(r))),
+        ("reason", esc(reason_of(r)) + (f" — “{esc(r.reason_evidence, 120)}”" if r.reason_evidence else "")),
         ("kind", _badge("kind", r.kind)),
         ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
         ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),

@@ -435,3 +435,123 @@ def translate_detail(detail: str, lang: str) -> str:
                 break
         out.append(piece)
     return "；".join(out)
+
+
+# --------------------------------------------------------------------------- why it was reverted; relands
+
+EN.update({
+    "colon": ": ",
+    "semi": "; ",
+    "paren": " ({text})",
+    "reason": "Why it was reverted",
+    "reason_cat_ci-failure": "CI failure",
+    "reason_cat_gpu-regression": "GPU regression",
+    "reason_cat_correctness": "correctness",
+    "reason_cat_performance": "performance",
+    "reason_cat_other": "other",
+    "reason_src_commit message": "commit message",
+    "reason_src_PR title": "PR title",
+    "reason_src_PR body": "PR description",
+    "reason_src_label": "label",
+    "reason_evidence": "“{phrase}” in the {source}",
+    "reason_set_by": "set by {login}",
+    "reason_label": "set with the {label} label",
+    "reason_none": "no reason given",
+    "by_patch": "its diff (it redoes most of the reverted original's changed lines)",
+    "one_line_reland": "A reland of {sha} {subject}{more}.",
+    "h_reland": "Reland: what changed since the reverted original",
+    "reland_message": "Reland message",
+    "reland_original": "Original: {sha} {subject}, reverted by {rsha} {rsubject}",
+    "reland_original_no_revert": "Original: {sha} {subject}; no revert of it was found in the history",
+    "reland_found_by_patch": "Found by its diff: nothing in its title says reland, but it redoes most of the "
+                             "reverted original's changed lines.",
+    "reland_identical": "The reland's patch is identical to the reverted original's: nothing in the code was fixed.",
+    "reland_changed": "It differs from the original in {n} file(s) (the fix). Diff of diffs: the first column "
+                      "compares the two patches, the second is the patch's own +/−.",
+    "reland_status_changed": "changed",
+    "reland_status_only-original": "only in the original (dropped by the reland)",
+    "reland_status_only-reland": "only in the reland (new)",
+    "reland_delta_cut": "diff of diffs cut; the JSON report has the start of it",
+    "reland_skipped": "Not compared",
+    "reland_tests": "GPU tests that flipped when it was reverted, re-run on the reland",
+    "reland_at_fixed": "failed with the original",
+    "reland_at_broken": "failed after the revert",
+    "reland_now_passes": "passes now",
+    "reland_now_fails": "fails now",
+    "reland_now_flaky": "flaky now",
+    "reland_now_not-run": "not run yet",
+    "gone_yes": "**The original failure is gone:** every test the original broke passes on the reland.",
+    "gone_no": "**The original failure is still there:** {tests} still fail(s) on the reland.",
+    "gone_cpu-only": "**The tests the original broke pass on the reland, but without a GPU:** that is no GPU "
+                     "evidence that the original failure is gone; run the suites on a GPU runner.",
+    "gone_unknown": "**Not shown yet whether the original failure is gone:** the tests it broke have not "
+                    "passed in a GPU run of the reland.",
+    "gone_no_tests": "No GPU results of the revert are recorded, so no flipped tests can be re-run; the mapped "
+                     "suites still decide.",
+    "action_reland_ok": "Merge: the original failure is shown gone on the reland.",
+    "action_reland_fails": "Do not merge: the failure that got the original reverted is still there.",
+    "action_reland_unproven": "Merge only once the original failure is shown gone: run the GPU suites, with the "
+                              "tests that flipped at the revert.",
+    "factor_reland": "reland",
+})  # fmt: skip
+
+ZH.update({
+    "colon": "：",
+    "semi": "；",
+    "paren": "（{text}）",
+    "reason": "回退原因",
+    "reason_cat_ci-failure": "CI 失败",
+    "reason_cat_gpu-regression": "GPU 回归问题",
+    "reason_cat_correctness": "正确性问题",
+    "reason_cat_performance": "性能回退",
+    "reason_cat_other": "其他",
+    "reason_src_commit message": "提交说明",
+    "reason_src_PR title": "PR 标题",
+    "reason_src_PR body": "PR 描述",
+    "reason_src_label": "标签",
+    "reason_evidence": "{source}中的“{phrase}”",
+    "reason_set_by": "由 {login} 设置",
+    "reason_label": "由标签 {label} 设置",
+    "reason_none": "未说明原因",
+    "by_patch": "diff 比对（重做了被回退的原始提交的大部分改动行）",
+    "one_line_reland": "对 {sha} {subject}{more} 的重新合入。",
+    "h_reland": "重新合入：与被回退的原始提交相比的改动",
+    "reland_message": "重新合入说明",
+    "reland_original": "原始提交：{sha} {subject}，被 {rsha} {rsubject} 回退",
+    "reland_original_no_revert": "原始提交：{sha} {subject}；历史中未找到对它的回退",
+    "reland_found_by_patch": "通过 diff 比对识别：标题中没有提到重新合入，但它重做了被回退的原始提交的大部分改动行。",
+    "reland_identical": "重新合入的补丁与被回退的原始提交完全相同：代码中没有任何修复。",
+    "reland_changed": "与原始提交相比有 {n} 个文件不同（即修复内容）。"
+                      "diff 的 diff：第一列比较两个补丁，第二列是补丁本身的增删。",
+    "reland_status_changed": "有改动",
+    "reland_status_only-original": "仅原始提交有（重新合入时去掉）",
+    "reland_status_only-reland": "仅重新合入有（新增）",
+    "reland_delta_cut": "diff 的 diff 已截断；JSON 报告中有其开头部分",
+    "reland_skipped": "未比较",
+    "reland_tests": "回退时结果翻转的 GPU 测试，在重新合入上重新运行",
+    "reland_at_fixed": "原始提交下失败",
+    "reland_at_broken": "回退后失败",
+    "reland_now_passes": "现在通过",
+    "reland_now_fails": "现在失败",
+    "reland_now_flaky": "现在不稳定",
+    "reland_now_not-run": "尚未运行",
+    "gone_yes": "**原始故障已消失：**原始提交导致失败的测试在重新合入上全部通过。",
+    "gone_no": "**原始故障仍然存在：**{tests} 在重新合入上仍然失败。",
+    "gone_cpu-only": "**原始提交导致失败的测试在重新合入上通过了，但运行时没有 GPU：**"
+                     "这不能作为原始故障已消失的 GPU 证据，请在 GPU 运行器上运行测试套件。",
+    "gone_unknown": "**尚未证实原始故障已消失：**原始提交导致失败的测试还没有在重新合入的 GPU 运行中通过。",
+    "gone_no_tests": "历史记录中没有该回退的 GPU 结果，因此没有可重跑的翻转测试；仍以映射的测试套件为准。",
+    "action_reland_ok": "建议合并：已证实原始故障在重新合入上消失。",
+    "action_reland_fails": "不要合并：导致原始提交被回退的故障仍然存在。",
+    "action_reland_unproven": "请在证实原始故障消失后再合并：运行 GPU 测试套件，包括回退时结果翻转的测试。",
+    "factor_reland": "重新合入",
+})  # fmt: skip
+
+_SENTENCES["en"].update({
+    ("reland", "changed"): "changed in {files} file(s) since the reverted original",
+    ("reland", "identical"): "identical to the reverted original ({original}): nothing fixed in the code",
+})  # fmt: skip
+_SENTENCES["zh"].update({
+    ("reland", "changed"): "与被回退的原始提交相比改动了 {files} 个文件",
+    ("reland", "identical"): "与被回退的原始提交（{original}）完全相同：代码中没有修复",
+})  # fmt: skip

@@ -75,5 +75,7 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "github": to_jsonable(report.github),
         "gpu": to_jsonable(report.gpu),
         "language": report.language,
+        "reason": to_jsonable(report.reason),
+        "reland": to_jsonable(report.reland),
     }
     return data

@@ -16,6 +16,7 @@ from ..models import RevertReport, RiskFactor
 from .escape import code, fenced, inline, table_cell
 from .gpu_sentence import gpu_sentence_line
 from .i18n import TEXT, factor_sentence, translate_detail
+from .reland_md import reason_line, reland_blocks
 
 MARKER = "<!-- revertbot:report -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -106,6 +107,7 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     t = TEXT["zh" if lang == "zh" else "en"]
     sections = [
         _summary(report, t),
+        *([_reland(report, t)] if report.reland is not None else []),
         _motivation(report, t),
         _breakdown(report, t),
         _key_files(report, t),
@@ -156,7 +158,11 @@ def _assemble(title: str, sections: list[Section], footer: str, note: str, budge
 
 def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_summary"])
-    if r.originals:
+    if r.reland is not None:
+        # A reland is not an inverse of anything: no purity word.
+        first = r.reland.original
+        what = t["one_line_reland"].format(sha=_sha(first.sha), subject=inline(first.subject, 120), more="")
+    elif r.originals:
         orig = r.originals[-1]
         purity = t[f"purity_{r.purity.verdict}"]
         what = t["one_line"].format(
@@ -202,7 +208,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
 
 def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_motivation"])
-    how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"]}
+    how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"], "patch": t["by_patch"]}
     for orig, linked in zip(r.originals, r.linked_by, strict=False):
         pr = f" (#{orig.pr})" if orig.pr and not orig.subject.rstrip().endswith(f"(#{orig.pr})") else ""
         s.add(
@@ -214,16 +220,27 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(f"- {t['unresolved']}: {code(u.ref, 80)} — {inline(u.reason, 200)}", joined=bool(s.blocks))
     message = r.revert.body.strip()
     if message:
-        s.add(f"- {t['revert_message']}: {inline(message, 400)}", joined=bool(s.blocks))
+        label = t["reland_message"] if r.reland is not None else t["revert_message"]
+        s.add(f"- {label}: {inline(message, 400)}", joined=bool(s.blocks))
+    if r.reason is not None and r.reland is None:
+        s.add(f"- {reason_line(r.reason, t)}", joined=bool(s.blocks))
     gh = r.github
     ci = gh.original_ci if gh and gh.original_ci else "unknown"
     s.add(f"- {t['original_ci']}: {t.get('ci_' + ci, inline(ci, 40))}", joined=bool(s.blocks))
     issues = ", ".join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
     s.add(f"- {t['linked_issues']}: {issues}", joined=True)
-    if r.originals:
+    if r.originals and r.reland is None:
         days = (r.revert.date - r.originals[-1].date) / 86400 if r.revert.date and r.originals[-1].date else None
         if days is not None:
             s.add(f"- {t['reverted_after'].format(days=round(max(days, 0.0), 1))}", joined=True)
+    return s
+
+
+def _reland(r: RevertReport, t: dict[str, str]) -> Section:
+    s = Section(t["h_reland"])
+    assert r.reland is not None
+    for text, joined in reland_blocks(r.reland, r.reason, t):
+        s.add(text, joined=joined and bool(s.blocks))
     return s
 
 

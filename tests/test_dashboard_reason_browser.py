@@ -1,0 +1,75 @@
+"""The reason column and filter in a real browser (Debian's Chromium, headless, Playwright): the
+recorded reason (a maintainer's override included) is what the filter selects, and the revert
+page shows the phrase that decided it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from revertbot import store
+from revertbot.dashboard import build_from_db, serve_in_thread, url_of
+from revertbot.dashboard.build import page_name
+from tests.test_dashboard_reason import _row
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+try:
+    from playwright import sync_api
+except ImportError:
+    pytest.fail("playwright is not installed (pip install -e '.[test]'; scripts/test.sh does)", pytrace=False)
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (scripts/test.sh does)", pytrace=False)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    db = tmp_path / "h.db"
+    store.record_rows(db, "org/eng", [
+        _row("a" * 40, "Revert x: CI is slower", "performance", overrides=True),  # words say CI; recorded: perf
+        _row("b" * 40, "Revert y: broke the build"),  # recorded before reasons were: from the message
+        _row("c" * 40, "Revert z", "gpu-regression"),
+    ])  # fmt: skip
+    build_from_db(db, tmp_path / "site")
+    server, thread = serve_in_thread(tmp_path / "site")
+    try:
+        yield {"url": url_of(server), "history": store.load_history(db)}
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_reason_filter_and_revert_page(site: dict[str, Any]) -> None:
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(site["url"] + "index.html")
+
+            def visible() -> list[str]:
+                return page.eval_on_selector_all(
+                    "#reverts tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.reason)")
+
+            assert sorted(visible()) == ["CI failure", "GPU regression", "performance"]
+            options = page.eval_on_selector_all("#filter-reason option", "os => os.map(o => o.textContent)")
+            assert {"CI failure", "GPU regression", "performance"} <= set(options)
+            page.select_option("#filter-reason", "performance")
+            assert visible() == ["performance"]
+            page.select_option("#filter-reason", "CI failure")
+            assert visible() == ["CI failure"]
+            [rev] = [r for r in site["history"].reverts if r.sha == "a" * 40]
+            page.goto(site["url"] + "reverts/" + page_name(rev))
+            assert "performance — “perf regression”" in page.inner_text("body")
+        finally:
+            browser.close()
+    assert errors == []
