@@ -43,7 +43,16 @@ from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from .globs import match_branch
-from .models import Backport, CiCheck, GitHubContext, GpuSummary, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
+from .models import (
+    Backport,
+    CiCheck,
+    GitHubContext,
+    GpuSummary,
+    ParsedMessage,
+    RevertReport,
+    ReviewHighlight,
+    Unresolved,
+)
 from .report import MARKER
 
 REQUEST_BUDGET = 16

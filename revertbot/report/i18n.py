@@ -192,7 +192,9 @@ EN: dict[str, str] = {
     "ci_required_maybe": "required: unknown",
     "ci_verdict_cleared": "passes on the revert: cleared",
     "ci_verdict_still-failing": "still failing on the revert",
-    "ci_verdict_broken-trunk": "still failing on the revert and on its merge base as well: broken trunk, not caused or fixed by the revert",
+    "ci_verdict_broken-trunk": (
+        "still failing on the revert and on its merge base as well: broken trunk, not caused or fixed by the revert"
+    ),
     "ci_verdict_flaky": "flaky: a re-run of the same commit gave a different result",
     "ci_verdict_pending": "still running on the revert",
     "ci_verdict_not-run": "not run on the revert",

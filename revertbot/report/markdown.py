@@ -275,8 +275,9 @@ def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
     for ch in checks[:CI_SHOWN]:
         kind = t["ci_required"] if ch.required else t["ci_optional"] if ch.required is False else t["ci_required_maybe"]
         verdict = t.get("ci_verdict_" + ch.verdict, inline(ch.verdict, 40))
-        comma = "，" if t["lang"] == "zh" else ", "
-        lines.append(f"  - {code(ch.name, 100)} ({kind}{comma}{code(ch.conclusion, 30)}){c}{verdict}{_link(ch.url, t['ci_log'])}")
+        lp, comma, rp = ("（", "，", "）") if t["lang"] == "zh" else (" (", ", ", ")")
+        state = code(ch.conclusion, 30)
+        lines.append(f"  - {code(ch.name, 100)}{lp}{kind}{comma}{state}{rp}{c}{verdict}{_link(ch.url, t['ci_log'])}")
     if len(checks) > CI_SHOWN:
         lines.append("  - " + t["ci_more"].format(n=len(checks) - CI_SHOWN))
     return "\n".join(lines)
@@ -323,7 +324,8 @@ def _file_entry(n: int, f: FileChange, syms: list[SymbolChange], t: dict[str, st
     status = t["status_" + f.status]
     comma = "，" if t["lang"] == "zh" else ", "
     lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
-    head = f"{n}. {code(f.path)}{lp}{inline(f.module, 80)}{comma}{category}{rp}{c}{status}{comma}+{f.added} −{f.removed}"
+    where = f"{lp}{inline(f.module, 80)}{comma}{category}{rp}"
+    head = f"{n}. {code(f.path)}{where}{c}{status}{comma}+{f.added} −{f.removed}"
     lines = [head]
     imports: dict[str, list[str]] = {}  # imports are folded into one line per file and change
     shown = 0
@@ -391,7 +393,8 @@ def _file_row(f: FileChange, t: dict[str, str]) -> str:
 
 def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_key_files"])
-    header = f"| {t['col_file']} | {t['col_module']} | {t['col_category']} | {t['col_role']} | +/− |\n|---|---|---|---|---|"
+    columns = (t["col_file"], t["col_module"], t["col_category"], t["col_role"], "+/−")
+    header = "| " + " | ".join(columns) + " |\n|---|---|---|---|---|"
     s.add(header)
     listed = r.files[: r.max_files_listed]
     for f in listed[:FILES_SHOWN]:
@@ -550,7 +553,7 @@ def _impact(r: RevertReport, t: dict[str, str]) -> str:
         for m in mem[:2]:
             parts.append(
                 t["impact_memory"].format(
-                    name=inline(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=inline(m.unit, 20)
+                    name=code(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=inline(m.unit, 20)
                 )
             )
     elif any(f.critical for f in r.files):
@@ -560,19 +563,23 @@ def _impact(r: RevertReport, t: dict[str, str]) -> str:
 
 def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
     """``release/v0.1``: #7 carries the original; the revert is missing: one branch, its PRs, its state."""
+    # "PR #7" in ``how`` is said by ``original_pr`` already; what is left of it is whether it is open.
     how = b.how if not b.how.startswith("PR #") else ("open" if b.how.endswith("(open)") else "")
-    how_text = t["bp_how"].format(how=t.get("how_" + how, inline(how, 40))) if how else ""
+    how_said = t.get("how_" + how, inline(how, 40)) if how else ""
     if b.original_pr:
         carried = t["bp_carried_pr"].format(pr=b.original_pr)
-        if b.original_pick:
-            how_text = t["bp_how"].format(how=_sha(b.original_pick) + (t["list_sep"] + t.get("how_" + how, inline(how, 40)) if how else ""))
+        details = [x for x in (_sha(b.original_pick) if b.original_pick else "", how_said) if x]
     else:
         carried = t["bp_carried_sha"].format(sha=_sha(b.original_pick) if b.original_pick else "?")
+        details = [how_said] if how_said else []
+    how_text = t["bp_how"].format(how=t["list_sep"].join(details)) if details else ""
     state = backport_state(b)
     if same_branch(b.branch, r.base_ref) and state != "reverted":
         after = t["bp_this_branch"]
+    elif state == "reverted" and b.revert_pr:
+        after = t["bp_reverted_pr"].format(pr=b.revert_pr)
     elif state == "reverted":
-        after = t["bp_reverted_pr"].format(pr=b.revert_pr) if b.revert_pr else t["bp_reverted_sha"].format(sha=_sha(b.revert_pick or ""))
+        after = t["bp_reverted_sha"].format(sha=_sha(b.revert_pick or ""))
     elif state == "revert-open":
         after = t["bp_revert_open"].format(pr=b.revert_pr)
     else:
@@ -605,9 +612,11 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
         items.append(f"- {t['backport']}{c}{t['backports_none']}")
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
-        items += [f"  - {_sha(d.sha)} {inline(d.subject, 120)} ({_date(d.date)})" for d in r.drift[:SHOWN]]
+        lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
+        lines = [f"{_sha(d.sha)} {inline(d.subject, 120)}{lp}{_date(d.date)}{rp}" for d in r.drift[:FOLD_CAP]]
+        items += [f"  - {line}" for line in lines[:SHOWN]]
         if len(r.drift) > SHOWN:
-            rest = "\n".join(f"- {_sha(d.sha)} {inline(d.subject, 120)} ({_date(d.date)})" for d in r.drift[SHOWN:FOLD_CAP])
+            rest = "\n".join(f"- {line}" for line in lines[SHOWN:])
             if len(r.drift) > FOLD_CAP:
                 rest += "\n- " + t["folded_note"].format(n=len(r.drift) - FOLD_CAP)
             items.append("\n" + folded(t["more_commits"].format(n=len(r.drift) - SHOWN), rest))
