@@ -46,7 +46,7 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "| dependents | 🟢 low | no remaining use of removed symbols or parameters |" in out
     assert (
         "- **Recommended action:** Merge after GPU validation: critical GPU paths change and the mapped "
-        "suites have not run yet. The revert is pure; what is left is running the GPU suites. "
+        "suites have not run yet. Apart from that nothing is open: the revert is pure and applies cleanly. "
         "Afterwards, revert it on `release/0.5` too."
     ) in out
     assert "- Backport `release/0.5`: the original is there as `" in out

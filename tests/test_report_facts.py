@@ -225,6 +225,17 @@ def test_a_merged_revert_is_never_told_to_wait_for_review_before_merging() -> No
         assert banned not in md and said in md
 
 
+def test_a_merged_revert_with_release_branches_left_is_not_told_nothing_is_left() -> None:
+    ref = "refs/heads/release/0.5"
+    risk = Risk("medium", (RiskFactor("backports", "medium", "revert-missing", (("count", "1"), ("branches", ref))),),
+                "follow_up", ("backports",), (ref,))  # fmt: skip
+    report = _report(apply_note="already-merged", risk=risk, backports=(Backport(ref, "d" * 40, "title", None),))
+    en, zh = render_markdown(report, "en"), render_markdown(report, "zh")
+    assert "- **Recommended action:** Already merged. Still to do: revert it on `release/0.5` too.\n" in en
+    assert "nothing to decide" not in en and "Afterwards" not in en
+    assert "- **推荐动作：** 已合并。还需在 `release/0.5` 上同样回退。\n" in zh
+
+
 # --------------------------------------------------------------------------- noise
 
 

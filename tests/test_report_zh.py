@@ -56,7 +56,8 @@ def variants(r: RevertReport) -> dict[str, RevertReport]:
     for verdict in ("partial", "extra", "modified", "unverifiable"):
         v = dataclasses.replace(r, purity=PurityResult(verdict, "it drops the change to a.py"))  # type: ignore[arg-type]
         v = _factor(v, "purity", code=verdict, level="high", params=(("reason", "it drops the change to a.py"),),
-                    evidence=("a.py: only in the original", "  missing +x = 1", "  extra   -y = 2"))  # fmt: skip
+                    evidence=("a.py: 1 line(s) of the inverse not done, 1 line(s) beyond it", "  missing +x = 1",
+                              "  extra   -y = 2"))  # fmt: skip
         out[verdict] = dataclasses.replace(v, risk=dataclasses.replace(v.risk, action="review", level="high",
                                                                        open_items=("purity",)))  # fmt: skip
     conflict = ApplyResult("c" * 40, False, (ConflictFile("a.py", (ConflictHunk("x", "y", 3),)),))
@@ -156,7 +157,7 @@ def test_zh_risk_flags_and_prose_follow_the_sample_digest(demo: RevertReport) ->
     md = render_markdown(demo, "zh")
     assert "**风险标记**：关键路径、GPU 验证、发布分支" in md
     assert "该回退删除 2 个方法（`_slice_output`、`_copy_output_to_buffer`）" in md
-    assert "这是完全回退；剩下的只是运行 GPU 测试。" in md
+    assert "除此之外没有待处理项：这是完全回退，且可以干净地应用。" in md
     assert "的完全回退。" in md
     assert "原始提交合入 6 天后被回退。" in md
     same_day = variants(demo)["same-day"]
@@ -166,9 +167,12 @@ def test_zh_risk_flags_and_prose_follow_the_sample_digest(demo: RevertReport) ->
 def test_zh_ci_and_backport_lines_read_naturally(demo: RevertReport) -> None:
     all_variants = variants(demo)
     ci = render_markdown(all_variants["github"], "zh")
-    assert "- 原始提交的 CI：失败，4 项检查未通过（其中 1 项为必需检查）：" in ci
+    assert "- 原始提交的 CI：失败，4 项检查未通过（其中 1 项为必需检查，2 项无法确定是否必需）：" in ci
+    assert "已消除（[日志](https://ci.example.com/1)）" in ci
     assert "  - `ci/build`（非必需，`error`）：在回退及其合并基点上都失败" in ci
     assert "- 关联 issue：#98、#99" in ci or "- 关联 issue：#99、#98" in ci
+    partial = render_markdown(all_variants["partial"], "zh")
+    assert "- `a.py`：1 行应回退而未回退，1 行超出回退范围\n  - 缺少：`+x = 1`\n  - 多出：`-y = 2`" in partial
     bp = render_markdown(all_variants["backports"], "zh")
     assert "- 发布分支 `release/0.6`：#105 移植了原始提交（`eeeeeeeeee`、补丁相同）；#110 已回退" in bp
     assert "- 发布分支 `release/0.7`：#106 移植了原始提交（`1111111111`）；#111 回退了它，但尚未合并" in bp

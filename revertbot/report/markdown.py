@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import __version__
@@ -215,7 +216,14 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
                 action += t["sep"] + t["action_why_gpu"].format(purity_word=t["purity_pure"])
     follow_ups = follow_up_branches(r)
     if follow_ups and r.risk.action != "no_op":
-        action += t["sep"] + t["follow_up"].format(branches=t["list_sep"].join(code(b, 80) for b in follow_ups))
+        branches = t["list_sep"].join(code(b, 80) for b in follow_ups)
+        if is_merged(r):
+            # "Nothing to decide" and "afterwards" do not fit a revert that is in already.
+            if r.risk.action == "follow_up":
+                action = t["action_merged"]
+            action += t["sep"] + t["follow_up_merged"].format(branches=branches)
+        else:
+            action += t["sep"] + t["follow_up"].format(branches=branches)
     return action
 
 
@@ -255,9 +263,12 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
 _SAFE_URL_RE = re.compile(r"^https://[A-Za-z0-9.-]+(?::\d+)?/[A-Za-z0-9._~/?=&%+:@!,;-]*$")
 
 
-def _link(url: str, label: str) -> str:
+def _link(url: str, t: dict[str, str]) -> str:
     """A link to a CI log, only for a plain https URL (a status's target_url is set by whoever posts it)."""
-    return f" ([{label}]({url}))" if len(url) <= 300 and _SAFE_URL_RE.match(url) else ""
+    if len(url) > 300 or not _SAFE_URL_RE.match(url):
+        return ""
+    lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
+    return f"{lp}[{t['ci_log']}]({url}){rp}"
 
 
 def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
@@ -266,8 +277,11 @@ def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
         return ""
     checks = gh.original_ci_checks
     required = sum(1 for ch in checks if ch.required)
-    if gh.required_checks_source in ("", "unknown") or any(ch.required is None for ch in checks):
-        req = t["ci_required_unknown"] if not required else t["ci_required_count"].format(n=required)
+    unknown = sum(1 for ch in checks if ch.required is None)
+    if unknown and not required:
+        req = t["ci_required_unknown"]
+    elif unknown:
+        req = t["ci_required_partial"].format(n=required, u=unknown)
     else:
         req = t["ci_required_count"].format(n=required)
     c = t["colon"]
@@ -277,7 +291,7 @@ def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
         verdict = t.get("ci_verdict_" + ch.verdict, inline(ch.verdict, 40))
         lp, comma, rp = ("（", "，", "）") if t["lang"] == "zh" else (" (", ", ", ")")
         state = code(ch.conclusion, 30)
-        lines.append(f"  - {code(ch.name, 100)}{lp}{kind}{comma}{state}{rp}{c}{verdict}{_link(ch.url, t['ci_log'])}")
+        lines.append(f"  - {code(ch.name, 100)}{lp}{kind}{comma}{state}{rp}{c}{verdict}{_link(ch.url, t)}")
     if len(checks) > CI_SHOWN:
         lines.append("  - " + t["ci_more"].format(n=len(checks) - CI_SHOWN))
     return "\n".join(lines)
@@ -436,8 +450,9 @@ def _reviews(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(t["reviews_none"])
     else:
         for n, rv in enumerate(gh.reviews):
-            where = f" ({code(rv.path)})" if rv.path else ""
-            s.add(f"- **{inline(rv.author, 60)}**{where}: {inline(rv.body, 400)}", joined=n > 0)
+            lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
+            where = f"{lp}{code(rv.path)}{rp}" if rv.path else ""
+            s.add(f"- **{inline(rv.author, 60)}**{where}{t['colon']}{inline(rv.body, 400)}", joined=n > 0)
     return s
 
 
@@ -473,6 +488,17 @@ _ZH_EVIDENCE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# The purity check's per-file notes (revertbot.purity), in Chinese.
+_ZH_PURITY_NOTES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"^(\d+) line\(s\) of the inverse not done, (\d+) line\(s\) beyond it(?: \(first (\d+) shown\))?$"),
+     lambda m: f"{m[1]} 行应回退而未回退，{m[2]} 行超出回退范围" + (f"（仅列出前 {m[3]} 行）" if m[3] else "")),
+    (re.compile(r"^the same lines change, but the result differs \(order or place\)$"),
+     lambda m: "改动的行相同，但结果不同（顺序或位置）"),
+    (re.compile(r"^(\d+) edit\(s\) of the inverse not done, (\d+) beyond it, by position$"),
+     lambda m: f"按位置比较：{m[1]} 处应回退而未回退，{m[2]} 处超出回退范围"),
+)  # fmt: skip
+
+
 def _evidence_item(e: str, t: dict[str, str]) -> str:
     """One evidence line: data as code, the few English words around it in the report's language."""
     text = e.strip()
@@ -480,6 +506,11 @@ def _evidence_item(e: str, t: dict[str, str]) -> str:
     if more:
         return t["more_evidence"].format(n=more[1])
     if t["lang"] == "zh":
+        path, _, note = text.rpartition(": ")
+        for note_re, say in _ZH_PURITY_NOTES:
+            m = note_re.match(note)
+            if path and m:
+                return f"{code(path, 300)}：{say(m)}"
         line = re.match(r"^line (\d+)$", text)
         if line:
             return f"第 {line[1]} 行"
