@@ -288,7 +288,8 @@ def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) 
     said = {"title": "same title"}.get(label, label)
     assert (f"- Backport `release/1.0`: the original is there as `{pick[:10]}` ({said}); "
             "**the revert is missing: revert it there too**") in md
-    assert "Afterwards, revert it on `release/1.0` too." in md
+    # The revert is on main already: what is left is said as a follow-up, not "afterwards".
+    assert "Already merged. Still to do: revert it on `release/1.0` too." in md
 
 
 def test_no_backport_when_release_branch_lacks_the_original(repo: GitRepo) -> None:
