@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from revertbot.analysis.risk import with_backports
 from revertbot.check import check_revert
 from revertbot.demo import REPO_SLUG, build_demo_repo
 from revertbot.models import (
@@ -47,8 +48,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> RevertReport:
 
 
 def _factor(r: RevertReport, name: str, **kw: object) -> RevertReport:
+    """``r`` with one factor changed and the level and action concluded again by the risk model."""
     factors = tuple(dataclasses.replace(f, **kw) if f.name == name else f for f in r.risk.factors)  # type: ignore[arg-type]
-    return dataclasses.replace(r, risk=dataclasses.replace(r.risk, factors=factors))
+    risk = with_backports(dataclasses.replace(r.risk, factors=factors), r.backports, any(f.critical for f in r.files))
+    return dataclasses.replace(r, risk=risk)
 
 
 def variants(r: RevertReport) -> dict[str, RevertReport]:
@@ -58,17 +61,16 @@ def variants(r: RevertReport) -> dict[str, RevertReport]:
         v = _factor(v, "purity", code=verdict, level="high", params=(("reason", "it drops the change to a.py"),),
                     evidence=("a.py: 1 line(s) of the inverse not done, 1 line(s) beyond it", "  missing +x = 1",
                               "  extra   -y = 2"))  # fmt: skip
-        out[verdict] = dataclasses.replace(v, risk=dataclasses.replace(v.risk, action="review", level="high",
-                                                                       open_items=("purity",)))  # fmt: skip
+        out[verdict] = v
     conflict = ApplyResult("c" * 40, False, (ConflictFile("a.py", (ConflictHunk("x", "y", 3),)),))
     v = _factor(dataclasses.replace(r, apply=conflict), "applies", code="conflicts", level="high",
                 params=(("count", "1"), ("base", "c" * 12)), evidence=("a.py", "  line 3"))  # fmt: skip
-    out["conflict"] = dataclasses.replace(v, risk=dataclasses.replace(v.risk, action="review", open_items=("applies",)))
+    out["conflict"] = v
     v = _factor(dataclasses.replace(r, apply_note="no-op"), "applies", code="no-op", params=(("base", "c" * 12),
                 ("why", "never-had")))  # fmt: skip
-    out["no-op"] = dataclasses.replace(v, risk=dataclasses.replace(v.risk, action="no_op"))
+    out["no-op"] = v
     v = _factor(dataclasses.replace(r, apply_note="already-merged"), "applies", code="already-merged")
-    out["merged"] = dataclasses.replace(v, risk=dataclasses.replace(v.risk, action="follow_up"))
+    out["merged"] = v
     out["merged-review"] = dataclasses.replace(
         r, github=GitHubContext(repo=REPO_SLUG, revert_pr=108, revert_merged=True),
         risk=dataclasses.replace(r.risk, action="review", open_items=("drift", "backports")))  # fmt: skip
@@ -78,7 +80,7 @@ def variants(r: RevertReport) -> dict[str, RevertReport]:
         Backport("refs/heads/release/0.7", "1" * 40, "PR #106", None, 106, 111, False),
         *(Backport(f"refs/heads/release/1.{i}", "2" * 40, "title", None) for i in range(8)),
     )
-    out["backports"] = dataclasses.replace(r, backports=bps)
+    out["backports"] = dataclasses.replace(r, backports=bps, risk=with_backports(r.risk, bps, True))
     gpu = GpuSummary(
         suites=("graph-capture",), hardware="NVIDIA H200 141GB", fixed=(GpuTestFlip("test_capture_sizes", "failed",
         "passed"),), broken=(GpuTestFlip("test_replay", "passed", "failed"),), flaky=("test_warmup",),
@@ -140,6 +142,7 @@ def test_zh_reports_have_no_english_prose_and_use_chinese_punctuation(demo: Reve
         assert not re.search(r"[\u4e00-\u9fff]\s*,", prose), f"{name}: ASCII comma after Chinese text"
         assert not re.search(r"` ?, `", md), f"{name}: a list joined with ', ' instead of '、'"
         assert not re.search(r"(?<![\d.])0 天", md), f"{name}: '0 天'"
+        assert not re.search(r"[\u4e00-\u9fff，。；：、）] +[\u4e00-\u9fff（]", prose), f"{name}: a stray space"
         for avoided, term in ZH_AVOID.items():
             assert avoided not in md, f"{name}: {avoided!r} instead of {term!r}"
         assert "refs/" not in md, f"{name}: a raw ref"
@@ -177,6 +180,7 @@ def test_zh_ci_and_backport_lines_read_naturally(demo: RevertReport) -> None:
     assert "- 发布分支 `release/0.6`：#105 移植了原始提交（`eeeeeeeeee`、补丁相同）；#110 已回退" in bp
     assert "- 发布分支 `release/0.7`：#106 移植了原始提交（`1111111111`）；#111 回退了它，但尚未合并" in bp
     assert "<details><summary>… 另有 6 项</summary>" in bp
+    assert "合并后还需在 `release/0.5`、`release/0.7`、`release/1.0`、`release/1.1`、`release/1.2` 等 10 个发布分支上同样回退。" in bp
 
 
 def test_en_reports_render_every_variant(demo: RevertReport, tmp_path: Path) -> None:

@@ -200,7 +200,10 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
 def _action(r: RevertReport, t: dict[str, str]) -> str:
     """The recommended action, why, and what to do afterwards; never contradicting itself."""
     base = code(short_branch(r.base_ref), 80)
-    names = t["list_sep"].join(t[f"factor_{n}"] for n in r.risk.open_items)
+    follow_ups = follow_up_branches(r)
+    # Release branches left are said once, as the follow-up below, not also as a point to look at.
+    open_items = [n for n in r.risk.open_items if not (n == "backports" and follow_ups)] or list(r.risk.open_items)
+    names = t["list_sep"].join(t[f"factor_{n}"] for n in open_items)
     if r.risk.action == "review" and is_merged(r):
         # A merged revert cannot be "reviewed before merging": what is open is a follow-up.
         action = t["action_review_merged"].format(items=names)
@@ -214,16 +217,18 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
             others = [n for n in r.risk.open_items if n not in ("critical_paths", "gpu")]
             if r.purity.verdict == "pure" and set(others) <= {"backports"}:
                 action += t["sep"] + t["action_why_gpu"].format(purity_word=t["purity_pure"])
-    follow_ups = follow_up_branches(r)
     if follow_ups and r.risk.action != "no_op":
-        branches = t["list_sep"].join(code(b, 80) for b in follow_ups)
+        branches = t["list_sep"].join(code(b, 80) for b in follow_ups[:SHOWN])
+        many = len(follow_ups) > SHOWN  # "… and N more": in Chinese, no space before the next word
+        if many:
+            branches += t["more_branches"].format(n=len(follow_ups) - SHOWN, total=len(follow_ups))
         if is_merged(r):
             # "Nothing to decide" and "afterwards" do not fit a revert that is in already.
             if r.risk.action == "follow_up":
                 action = t["action_merged"]
-            action += t["sep"] + t["follow_up_merged"].format(branches=branches)
+            action += t["sep"] + t["follow_up_merged" + "_many" * many].format(branches=branches)
         else:
-            action += t["sep"] + t["follow_up"].format(branches=branches)
+            action += t["sep"] + t["follow_up" + "_many" * many].format(branches=branches)
     return action
 
 
@@ -466,7 +471,11 @@ def _risk(r: RevertReport, t: dict[str, str], lang: str) -> Section:
     flags = [t["factor_" + f.name] for f in r.risk.factors if f.level != "low"]
     s.add(f"**{t['risk_flags']}**{t['colon']}" + (t["list_sep"].join(flags) if flags else t["flags_none"]))
     for f in r.risk.factors:
-        if (f.evidence and f.level != "low") or (f.name in ("dependents", "drift", "backports") and f.evidence):
+        # Backports and later commits are listed in "Related context": their evidence here would
+        # repeat the same lines, so it is shown only when the factor raises the risk.
+        if (f.evidence and f.level != "low" and not (f.name == "backports" and r.backports)) or (
+            f.name == "dependents" and f.evidence
+        ):
             s.add(_evidence(f, t, r))
     if r.gpu is not None:
         s.add(_gpu(r, t))
@@ -534,10 +543,13 @@ def _evidence(f: RiskFactor, t: dict[str, str], r: RevertReport) -> str:
         # Evidence lines indented by the risk model (a conflict's hunks, a file's missing lines)
         # belong to the line above: a nested item, not a code span that starts with spaces.
         items = [f"{'  ' if e.startswith('  ') else ''}- {_evidence_item(e, t)}" for e in f.evidence]
+    # The risk model caps evidence with a last "... and N more" line: count those in the fold.
+    capped = _MORE_RE.match(f.evidence[-1].strip()) if f.evidence and f.name != "backports" else None
+    hidden = len(items) - SHOWN + (int(capped[1]) - 1 if capped else 0)
     lines += items[:SHOWN]
     if len(items) > SHOWN:
         rest = "\n".join(x.lstrip() for x in items[SHOWN:FOLD_CAP])
-        lines += ["", folded(t["more_entries"].format(n=len(items) - SHOWN), rest)]
+        lines += ["", folded(t["more_entries"].format(n=hidden), rest)]
     return "\n".join(lines)
 
 
