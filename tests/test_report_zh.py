@@ -180,7 +180,8 @@ def test_zh_ci_and_backport_lines_read_naturally(demo: RevertReport) -> None:
     assert "- 发布分支 `release/0.6`：#105 移植了原始提交（`eeeeeeeeee`、补丁相同）；#110 已回退" in bp
     assert "- 发布分支 `release/0.7`：#106 移植了原始提交（`1111111111`）；#111 回退了它，但尚未合并" in bp
     assert "<details><summary>… 另有 6 项</summary>" in bp
-    assert "合并后还需在 `release/0.5`、`release/0.7`、`release/1.0`、`release/1.1`、`release/1.2` 等 10 个发布分支上同样回退。" in bp
+    first = "、".join(f"`release/{v}`" for v in ("0.5", "0.7", "1.0", "1.1", "1.2"))
+    assert f"合并后还需在 {first} 等 10 个发布分支上同样回退。" in bp
 
 
 def test_en_reports_render_every_variant(demo: RevertReport, tmp_path: Path) -> None:
