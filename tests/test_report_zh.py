@@ -160,7 +160,7 @@ def test_zh_risk_flags_and_prose_follow_the_sample_digest(demo: RevertReport) ->
     md = render_markdown(demo, "zh")
     assert "**风险标记**：关键路径、GPU 验证、发布分支" in md
     assert "该回退删除 2 个方法（`_slice_output`、`_copy_output_to_buffer`）" in md
-    assert "除此之外没有待处理项：这是完全回退，且可以干净地应用。" in md
+    assert "除此之外没有待处理项：这是完全回退，且能干净地应用到目标分支。" in md
     assert "的完全回退。" in md
     assert "原始提交合入 6 天后被回退。" in md
     same_day = variants(demo)["same-day"]
