@@ -176,6 +176,10 @@ EN: dict[str, str] = {
     "backports_none": "the original reached no release branch",
     "drift": "{n} later commit(s) touched the same files after the original:",
     "colon": ": ",  # after a label
+    "comma": ", ",
+    "semicolon": "; ",
+    "paren_open": " (",  # around a remark after a word
+    "paren_close": ")",
     "reverted_same_day": "Reverted less than a day after the original landed.",
     "message_shortened": "(shortened: bot-generated sections and text past {n} characters left out; the PR has it all)",
     "action_review_merged": "Already merged; worth a follow-up look at: {items}.",
@@ -376,7 +380,11 @@ ZH: dict[str, str] = {
     "backport_missing": "**尚未回退：需要在该分支上同样回退**",
     "backports_none": "原始提交没有进入任何发布分支",
     "drift": "原始提交之后有 {n} 个提交修改了相同文件：",
-    "colon": "：",
+    "colon": "：",  # full-width punctuation takes no space around it
+    "comma": "，",
+    "semicolon": "；",
+    "paren_open": "（",
+    "paren_close": "）",
     "reverted_same_day": "原始提交合入不到一天即被回退。",
     "message_shortened": "（已截短：省略了机器人生成的内容和超过 {n} 个字符的部分，完整内容见 PR）",
     "action_review_merged": "已合并；后续建议再看一下：{items}。",

@@ -235,9 +235,7 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
 def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_motivation"])
     how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"]}
-    c = t["colon"]
-    comma = "，" if t["lang"] == "zh" else ", "
-    semi = "；" if t["lang"] == "zh" else "; "
+    c, comma, semi = t["colon"], t["comma"], t["semicolon"]
     for orig, linked in zip(r.originals, r.linked_by, strict=False):
         pr = f" (#{orig.pr})" if orig.pr and not orig.subject.rstrip().endswith(f"(#{orig.pr})") else ""
         s.add(
@@ -272,8 +270,7 @@ def _link(url: str, t: dict[str, str]) -> str:
     """A link to a CI log, only for a plain https URL (a status's target_url is set by whoever posts it)."""
     if len(url) > 300 or not _SAFE_URL_RE.match(url):
         return ""
-    lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
-    return f"{lp}[{t['ci_log']}]({url}){rp}"
+    return f"{t['paren_open']}[{t['ci_log']}]({url}){t['paren_close']}"
 
 
 def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
@@ -294,9 +291,8 @@ def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
     for ch in checks[:CI_SHOWN]:
         kind = t["ci_required"] if ch.required else t["ci_optional"] if ch.required is False else t["ci_required_maybe"]
         verdict = t.get("ci_verdict_" + ch.verdict, inline(ch.verdict, 40))
-        lp, comma, rp = ("（", "，", "）") if t["lang"] == "zh" else (" (", ", ", ")")
-        state = code(ch.conclusion, 30)
-        lines.append(f"  - {code(ch.name, 100)}{lp}{kind}{comma}{state}{rp}{c}{verdict}{_link(ch.url, t)}")
+        state = f"{t['paren_open']}{kind}{t['comma']}{code(ch.conclusion, 30)}{t['paren_close']}"
+        lines.append(f"  - {code(ch.name, 100)}{state}{c}{verdict}{_link(ch.url, t)}")
     if len(checks) > CI_SHOWN:
         lines.append("  - " + t["ci_more"].format(n=len(checks) - CI_SHOWN))
     return "\n".join(lines)
@@ -341,10 +337,8 @@ def _file_entry(n: int, f: FileChange, syms: list[SymbolChange], t: dict[str, st
     c = t["colon"]
     category = t.get("cat_" + f.category, f.category)
     status = t["status_" + f.status]
-    comma = "，" if t["lang"] == "zh" else ", "
-    lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
-    where = f"{lp}{inline(f.module, 80)}{comma}{category}{rp}"
-    head = f"{n}. {code(f.path)}{where}{c}{status}{comma}+{f.added} −{f.removed}"
+    where = f"{t['paren_open']}{inline(f.module, 80)}{t['comma']}{category}{t['paren_close']}"
+    head = f"{n}. {code(f.path)}{where}{c}{status}{t['comma']}+{f.added} −{f.removed}"
     lines = [head]
     imports: dict[str, list[str]] = {}  # imports are folded into one line per file and change
     shown = 0
@@ -455,8 +449,7 @@ def _reviews(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(t["reviews_none"])
     else:
         for n, rv in enumerate(gh.reviews):
-            lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
-            where = f"{lp}{code(rv.path)}{rp}" if rv.path else ""
+            where = f"{t['paren_open']}{code(rv.path)}{t['paren_close']}" if rv.path else ""
             s.add(f"- **{inline(rv.author, 60)}**{where}{t['colon']}{inline(rv.body, 400)}", joined=n > 0)
     return s
 
@@ -557,9 +550,9 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
     g = r.gpu
     assert g is not None
     c = t["colon"]
-    lp, rp, semi = ("（", "）", "；") if t["lang"] == "zh" else (" (", ")", "; ")
     suites = t["list_sep"].join(code(x, 60) for x in g.suites)
-    lines = [f"**{t['gpu_title']}**{lp}{t['hardware']}{c}{inline(g.hardware, 120)}{semi}{t['suites']}{c}{suites}{rp}"]
+    where = f"{t['hardware']}{c}{inline(g.hardware, 120)}{t['semicolon']}{t['suites']}{c}{suites}"
+    lines = [f"**{t['gpu_title']}**{t['paren_open']}{where}{t['paren_close']}"]
     lines.append("")
     lines.append(gpu_sentence_line(g, t["lang"]))
     lines.append("")
@@ -627,8 +620,7 @@ def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
         after = t["bp_revert_open"].format(pr=b.revert_pr)
     else:
         after = t["bp_missing"]
-    semi = "；" if t["lang"] == "zh" else "; "
-    return f"{code(short_branch(b.branch), 80)}{t['colon']}{carried}{how_text}{semi}{after}"
+    return f"{code(short_branch(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
 
 
 def _related(r: RevertReport, t: dict[str, str]) -> Section:
@@ -636,8 +628,8 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
     c = t["colon"]
     items: list[str] = []
     for orig in r.originals:
-        lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
-        items.append(f"- {t['original']}{c}{_sha(orig.sha)} {inline(orig.subject, 150)}{lp}{_date(orig.date)}{rp}")
+        date = f"{t['paren_open']}{_date(orig.date)}{t['paren_close']}"
+        items.append(f"- {t['original']}{c}{_sha(orig.sha)} {inline(orig.subject, 150)}{date}")
     if r.chain:
         chain = " → ".join(f"{_sha(x.sha)} {inline(x.subject, 80)}" for x in r.chain)
         items.append(f"- {t['chain']}{c}{chain} → {_sha(r.revert.sha)}")
@@ -655,7 +647,7 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
         items.append(f"- {t['backport']}{c}{t['backports_none']}")
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
-        lp, rp = ("（", "）") if t["lang"] == "zh" else (" (", ")")
+        lp, rp = t["paren_open"], t["paren_close"]
         lines = [f"{_sha(d.sha)} {inline(d.subject, 120)}{lp}{_date(d.date)}{rp}" for d in r.drift[:FOLD_CAP]]
         items += [f"  - {line}" for line in lines[:SHOWN]]
         if len(r.drift) > SHOWN:
