@@ -54,6 +54,7 @@ from .models import (
     Unresolved,
 )
 from .report import MARKER
+from .report.facts import branch_name
 
 REQUEST_BUDGET = 16
 MAX_ORIGINALS = 3
@@ -550,8 +551,7 @@ def merge_backports(backports: list[Backport], found: Sequence[BackportPR], reve
     """Git's view of release branches, completed with what the backport PRs say: each branch tied
     to the PR that carried the original there and to the PR that reverts it there, if any."""
     out = list(backports)
-    by_branch = {bp.branch.removeprefix("refs/heads/").removeprefix("refs/remotes/origin/"): i
-                 for i, bp in enumerate(out)}  # fmt: skip
+    by_branch = {branch_name(bp.branch): i for i, bp in enumerate(out)}
     revert_by_branch: dict[str, tuple[int, str]] = {}
     for br, n, sha in reverted:
         revert_by_branch.setdefault(br, (n, sha))

@@ -213,7 +213,12 @@ def test_branch_names_never_show_refs_and_the_target_is_no_follow_up() -> None:
         assert "refs/" not in md
         assert "Afterwards" not in md and "合并后还需" not in md, "told to revert it again on the branch it targets"
         assert "`release/0.10.0`" in md
-    assert report_to_json(report)["follow_up_branches"] == []
+    data = report_to_json(report)
+    assert data["follow_up_branches"] == []
+    # JSON sentences name the branch; the full ref stays in the data fields.
+    (bp_factor,) = data["risk"]["factors"]
+    assert bp_factor["summary"] == "1 release branch(es) still carry the original: release/0.10.0"
+    assert bp_factor["params"]["branches"] == ref and data["backport_branches"][0]["ref"] == ref
 
 
 def test_a_merged_revert_is_never_told_to_wait_for_review_before_merging() -> None:

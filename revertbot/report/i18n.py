@@ -550,6 +550,8 @@ def factor_summary_en(f: RiskFactor) -> str:
     """Plain (unescaped) English summary for the JSON report."""
     template = _SENTENCES["en"].get((f.name, f.code), "{code}")
     params = dict(f.params)
+    if "branches" in params:  # branch names as people say them; the full refs are in "params"
+        params["branches"] = ", ".join(branch_name(b) for b in params["branches"].split(", "))
     params.setdefault("code", f.code)
     try:
         return template.format(**params)
