@@ -134,25 +134,32 @@ def _assemble(title: str, sections: list[Section], footer: str, note: str, budge
         return f"{MARKER}\n## {title}\n\n{body}\n\n---\n{footer}\n"
 
     def note_size(omitted: int) -> int:
-        return len(note.format(n=omitted)) + 2 if omitted else 0
+        return _size(note.format(n=omitted)) + 2 if omitted else 0
 
     out = text()
     # Drop whole blocks from the largest section until the comment fits. The length is updated
     # arithmetically: re-rendering after each dropped block is quadratic for huge reverts.
-    size = len(out)
-    content = [sum(len(b.text) for b in s.blocks) for s in sections]
+    size = _size(out)
+    initial = size
+    content = [sum(_size(b.text) for b in s.blocks) for s in sections]
     while size > budget:
         i = max(range(len(sections)), key=lambda k: content[k])
         s = sections[i]
         if not s.blocks:
             break
         b = s.blocks.pop()
-        content[i] -= len(b.text)
+        content[i] -= _size(b.text)
         separator = (1 if b.joined else 2) if s.blocks else 0
-        size -= len(b.text) + separator + note_size(s.omitted)
+        size -= _size(b.text) + separator + note_size(s.omitted)
         s.omitted += 1
         size += note_size(s.omitted)
-    return text() if size != len(out) else out
+    return text() if size != initial else out
+
+
+def _size(text: str) -> int:
+    """Length in UTF-8 bytes: never less than the characters GitHub counts, so a Chinese comment
+    (three bytes a character) stays under the limit whichever way it is measured."""
+    return len(text.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- sections
