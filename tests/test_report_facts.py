@@ -118,7 +118,7 @@ def test_a_passing_original_costs_no_extra_request(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     md = _check(monkeypatch, world, capsys)
-    assert "- Original's CI: passed\n" in md
+    assert "- Original's CI: passed\n- Revert's CI: pending\n" in md
     assert world.gh.requests("GET", r"/rules/branches/") == []
     assert len(world.gh.requests("GET", r"/check-runs$|/status$")) == 4
 

@@ -175,6 +175,8 @@ EN: dict[str, str] = {
     "backport_missing": "**revert missing: revert it there too**",
     "backports_none": "the original reached no release branch",
     "drift": "{n} later commit(s) touched the same files after the original:",
+    "revert_ci": "Revert's CI",
+    "ci_none_reported": "no checks reported",
     "colon": ": ",  # after a label
     "comma": ", ",
     "semicolon": "; ",
@@ -380,6 +382,8 @@ ZH: dict[str, str] = {
     "backport_missing": "**尚未回退：需要在该分支上同样回退**",
     "backports_none": "原始提交没有进入任何发布分支",
     "drift": "原始提交之后有 {n} 个提交修改了相同文件：",
+    "revert_ci": "回退的 CI",
+    "ci_none_reported": "没有检查结果",
     "colon": "：",  # full-width punctuation takes no space around it
     "comma": "，",
     "semicolon": "；",

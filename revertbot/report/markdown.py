@@ -259,6 +259,9 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     gh = r.github
     ci = gh.original_ci if gh and gh.original_ci else "unknown"
     s.add(f"- {t['original_ci']}{c}{t.get('ci_' + ci, inline(ci, 40))}{_ci_checks(gh, t)}", joined=bool(s.blocks))
+    if gh is not None and gh.revert_ci:
+        state = "none_reported" if gh.revert_ci == "unknown" else gh.revert_ci
+        s.add(f"- {t['revert_ci']}{c}{t.get('ci_' + state, inline(state, 40))}", joined=True)
     issues = t["list_sep"].join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
     s.add(f"- {t['linked_issues']}{c}{issues}", joined=True)
     if r.originals:
