@@ -218,7 +218,7 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
         action = t[f"action_{r.risk.action}"].format(base=base)
         if r.risk.action == "review":
             action += t["sep"] + t["needs_review_on"].format(items=names)
-        elif r.risk.action == "merge":
+        elif r.risk.action == "merge" and not r.risk.open_items and r.purity.verdict == "pure":
             action += t["sep"] + t["action_why_merge"]
         elif r.risk.action == "merge_after_gpu":
             others = [n for n in r.risk.open_items if n not in ("critical_paths", "gpu")]
