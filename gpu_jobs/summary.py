@@ -249,8 +249,10 @@ def render_gpu_markdown(summary: GpuSummary, lang: str = "en") -> str:
     from revertbot.report.i18n import TEXT
 
     t = TEXT.get(lang, TEXT["en"])
-    suites = ", ".join(code(s, 60) for s in summary.suites) or "—"
-    lines = [f"### {t['gpu_title']}", "", f"{inline(summary.hardware, 300)}; {t['suites']}: {suites}", "",
+    c, sep = t["colon"], t["list_sep"]  # full-width punctuation and "、" in Chinese
+    suites = sep.join(code(s, 60) for s in summary.suites) or "—"
+    where = f"{inline(summary.hardware, 300)}{t['semicolon']}{t['suites']}{c}{suites}"
+    lines = [f"### {t['gpu_title']}", "", where, "",
              gpu_sentence_line(summary, lang if lang in TEXT else "en"), ""]
     if summary.metrics:
         noise = any(m.spread is not None for m in summary.metrics)
@@ -269,15 +271,16 @@ def render_gpu_markdown(summary: GpuSummary, lang: str = "en") -> str:
     def listing(label: str, names: Sequence[str]) -> None:
         if names:
             more = f" … (+{len(names) - _LIST_LIMIT})" if len(names) > _LIST_LIMIT else ""
-            lines.append(f"- {label} ({len(names)}): " + ", ".join(code(n, 160) for n in names[:_LIST_LIMIT]) + more)
+            count = f"{t['paren_open']}{len(names)}{t['paren_close']}{c}"
+            lines.append(f"- {label}{count}" + sep.join(code(n, 160) for n in names[:_LIST_LIMIT]) + more)
 
     listing(t["gpu_fixed"], [f.name for f in summary.fixed])
     listing(t["gpu_broken"], [f.name for f in summary.broken])
     listing(t["gpu_flaky"], list(summary.flaky))
     listing(t["gpu_failing_both"], list(summary.failing_both))
-    lines.append(f"- {t['gpu_passed_both']}: {summary.passed_both}")
+    lines.append(f"- {t['gpu_passed_both']}{c}{summary.passed_both}")
     for item in summary.infra[:_LIST_LIMIT]:
-        lines.append(f"- {t['gpu_infra']}: {inline(item, 400)}")
+        lines.append(f"- {t['gpu_infra']}{c}{inline(item, 400)}")
     for item in summary.not_run[:_LIST_LIMIT]:
-        lines.append(f"- {t['gpu_not_run']}: {inline(item, 200)}")
+        lines.append(f"- {t['gpu_not_run']}{c}{inline(item, 200)}")
     return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ import contextlib
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -141,6 +142,19 @@ class CiRun:
     name: str
     status: str  # queued | in_progress | completed (check runs); pending | done (statuses)
     conclusion: str  # success, failure, ... ; "" while not completed
+    url: str = ""  # html_url of a check run, target_url of a status
+    kind: str = "check"  # check | status
+    earlier: tuple[str, ...] = ()  # conclusions of earlier attempts of the same check run (re-runs)
+
+
+@dataclass(frozen=True)
+class RequiredChecks:
+    """The status checks a branch requires, as far as a read-only token can tell."""
+
+    names: tuple[str, ...]
+    source: str  # rulesets | branch protection | rulesets and branch protection | unknown
+    #: False when some source could not be read (then a check not named here may still be required)
+    complete: bool
 
 
 @dataclass(frozen=True)
@@ -166,6 +180,8 @@ class GitHubAPI(Protocol):
     def pulls_for_commit(self, sha: str) -> list[PullInfo]: ...
 
     def ci_runs(self, sha: str) -> list[CiRun]: ...
+
+    def required_checks(self, branch: str) -> RequiredChecks: ...
 
     def review_items(self, number: int) -> list[ReviewItem]: ...
 
@@ -489,20 +505,64 @@ class GitHubClient:
         )
 
     def ci_runs(self, sha: str) -> list[CiRun]:
-        """Check runs and commit statuses (latest per context) of ``sha``."""
+        """Check runs (the latest attempt per name, with the conclusions of earlier attempts) and
+        commit statuses (latest per context) of ``sha``: 2 requests (more only past 100 check runs)."""
 
         def fetch() -> list[CiRun]:
             commit = self._repo().get_commit(sha)
-            runs = [CiRun(r.name or "", r.status or "", r.conclusion or "")
-                    for r in islice(commit.get_check_runs(), 200)]  # fmt: skip
+            latest: dict[str, CiRun] = {}
+            # filter=all lists every attempt, so a re-run with another result is visible (flaky).
+            attempts = sorted(islice(commit.get_check_runs(filter="all"), 200), key=lambda r: int(r.id or 0))
+            for r in attempts:
+                name = r.name or ""
+                before = latest.get(name)
+                earlier = (*before.earlier, before.conclusion or before.status) if before else ()
+                latest[name] = CiRun(name, r.status or "", r.conclusion or "", r.html_url or "", "check", earlier)
+            runs = list(latest.values())
             combined = commit.get_combined_status()
             for s in combined.statuses:
                 state = s.state or ""
                 runs.append(CiRun(s.context or "", "pending" if state == "pending" else "completed",
-                                  "" if state == "pending" else state))  # fmt: skip
+                                  "" if state == "pending" else state, s.target_url or "", "status"))  # fmt: skip
             return runs
 
         return self._call(f"reading the CI state of {sha[:12]}", fetch)
+
+    def required_checks(self, branch: str) -> RequiredChecks:
+        """The checks ``branch`` requires: its rulesets (readable with read access), then classic
+        branch protection (often needs admin rights). 2 requests."""
+        quoted = urllib.parse.quote(branch, safe="")
+        names: list[str] = []
+        read: list[str] = []
+        complete = True
+        try:
+            rules = self.get_json(f"/repos/{self.repo}/rules/branches/{quoted}")
+            read.append("rulesets")
+            for rule in rules if isinstance(rules, list) else ():
+                if isinstance(rule, Mapping) and rule.get("type") == "required_status_checks":
+                    params = rule.get("parameters") or {}
+                    for c in params.get("required_status_checks") or ():
+                        if isinstance(c, Mapping) and c.get("context"):
+                            names.append(str(c["context"]))
+        except GitHubError:
+            complete = False
+        try:
+            prot = self.get_json(f"/repos/{self.repo}/branches/{quoted}/protection/required_status_checks")
+            read.append("branch protection")
+            if isinstance(prot, Mapping):
+                names += [str(c) for c in prot.get("contexts") or () if c]
+                names += [str(c["context"]) for c in prot.get("checks") or ()
+                          if isinstance(c, Mapping) and c.get("context")]  # fmt: skip
+        except NotFoundOnGitHub as exc:
+            # 404 means "not protected" to a token that may read protection, and "no access" otherwise.
+            if "not protected" not in str(exc.__cause__ or "").lower():
+                complete = False
+            else:
+                read.append("branch protection")
+        except GitHubError:
+            complete = False
+        source = " and ".join(read) if read else "unknown"
+        return RequiredChecks(tuple(dict.fromkeys(names)), source, complete and bool(read))
 
     def review_items(self, number: int) -> list[ReviewItem]:
         def fetch() -> list[ReviewItem]:

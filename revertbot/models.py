@@ -186,6 +186,9 @@ class Backport:
     original_pick: str | None  # the cherry-pick of the original on that branch
     how: str  # "cherry-pick trailer" | "same patch" | "title"
     revert_pick: str | None  # the matching revert on that branch, when present
+    original_pr: int | None = None  # the PR that carried the original to that branch, when GitHub knows it
+    revert_pr: int | None = None  # the PR that reverts it there, merged or not
+    revert_pr_merged: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,21 @@ class ReviewHighlight:
 
 
 @dataclass(frozen=True)
+class CiCheck:
+    """One check of the original that did not pass, and what became of it on the revert."""
+
+    name: str
+    kind: str  # "check" (a check run) | "status" (a commit status)
+    conclusion: str  # on the original: failure, timed_out, error, ...
+    url: str = ""  # html_url of the check run, target_url of the status
+    required: bool | None = None  # None: the branch's required checks could not be read
+    on_revert: str = ""  # the same check on the revert: success, failure, pending, ... ; "" when absent
+    on_base: str = ""  # the same check on the revert's merge base, when it was looked up
+    #: cleared | still-failing | broken-trunk | flaky | pending | not-run (see revertbot.ci_facts)
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
 class GitHubContext:
     """What only GitHub knows; absent offline."""
 
@@ -245,6 +263,9 @@ class GitHubContext:
     is_fork: bool = False
     notes: tuple[str, ...] = ()  # what could not be looked up, and why
     api_requests: int = 0  # REST requests the check used
+    original_ci_checks: tuple[CiCheck, ...] = ()  # the original's checks that did not pass
+    required_checks_source: str = ""  # rulesets | branch protection | rulesets and branch protection | unknown
+    revert_merged: bool = False  # the revert PR is merged already: advice is about follow-ups
 
 
 @dataclass(frozen=True)

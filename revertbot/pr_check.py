@@ -13,7 +13,9 @@ The flow, and the REST requests each step costs (a revert PR check stays within
 5. the original PR(s): named in the title/body (``Reverts o/r#N``), in the original commit's
    subject (``(#N)``), or looked up from a SHA through ``commits/{sha}/pulls`` (1 each, only when
    needed), then read (1 each);
-6. CI of the original and of the revert: check runs + combined status (2 each);
+6. CI of the original and of the revert: check runs + combined status (2 each); when the
+   original's CI failed, the base branch's required checks (rulesets, then branch protection: 2)
+   and, when a check fails on both sides, the merge base's CI (2): see :mod:`revertbot.ci_facts`;
 7. review highlights of the original: review comments, reviews, issue comments (3);
 8. backport PRs on release branches: one search, then the base branch of a few candidates
    (1 + up to 3, only while the budget allows).
@@ -33,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitops
+from . import ci_facts, gitops
 from .analysis.risk import with_backports
 from .check import CONFIG_FILE, check_revert
 from .config import Config, load_config, select_suites
@@ -42,12 +44,22 @@ from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from .globs import match_branch
 from .history import HistoryError, recorded_gpu
-from .models import Backport, GitHubContext, GpuSummary, ParsedMessage, RevertReport, ReviewHighlight, Unresolved
+from .models import (
+    Backport,
+    CiCheck,
+    GitHubContext,
+    GpuSummary,
+    ParsedMessage,
+    RevertReport,
+    ReviewHighlight,
+    Unresolved,
+)
 from .reason import classify_revert, decide_reason
 from .reland import flipped_tests, rerun_tests, with_gpu_facts
 from .report import MARKER
+from .report.facts import branch_name
 
-REQUEST_BUDGET = 12
+REQUEST_BUDGET = 16
 MAX_ORIGINALS = 3
 MAX_SHA_LOOKUPS = 3
 MAX_BACKPORT_CANDIDATES = 3
@@ -376,7 +388,7 @@ def check_pull(
     report = dataclasses.replace(report, base_ref=pr.base_ref or report.base_ref)
     github_error = ""
     try:
-        report, notes = add_github_context(api, pr, report, intent, cfg, budget)
+        report, notes = add_github_context(api, pr, report, intent, cfg, budget, merge_base=since or base_sha)
     except GitHubError as exc:
         # The git analysis stands on its own: keep it, say what is missing, and let the caller fail (exit 7).
         github_error = exc.message.splitlines()[0]
@@ -435,6 +447,7 @@ def add_github_context(
     intent: ParsedMessage,
     cfg: Config,
     budget: int = REQUEST_BUDGET,
+    merge_base: str = "",
 ) -> tuple[RevertReport, list[str]]:
     """The report with what only GitHub knows: original PRs, CI, reviews, closed issues, backport PRs."""
     b = _Budget(api, budget)
@@ -479,9 +492,16 @@ def add_github_context(
 
     main = originals[-1] if originals else None
     original_ci = ""
+    original_runs: list[CiRun] = []
+    revert_runs: list[CiRun] = []
     if main is not None and main.head_sha and b.allows(2, "original CI"):
-        original_ci = summarize_ci(api.ci_runs(main.head_sha))
-    revert_ci = summarize_ci(api.ci_runs(pr.head_sha)) if pr.head_sha and b.allows(2, "revert CI") else ""
+        original_runs = api.ci_runs(main.head_sha)
+        original_ci = summarize_ci(original_runs)
+    revert_ci = ""
+    if pr.head_sha and b.allows(2, "revert CI"):
+        revert_runs = api.ci_runs(pr.head_sha)
+        revert_ci = summarize_ci(revert_runs)
+    ci_checks, required_source = _original_ci_checks(api, b, pr, original_runs, revert_runs, merge_base)
     highlights: tuple[ReviewHighlight, ...] = ()
     if main is not None and b.allows(3, "review highlights"):
         highlights = review_highlights(api.review_items(main.number))
@@ -515,11 +535,32 @@ def add_github_context(
         is_fork=pr.is_fork,
         notes=tuple(notes),
         api_requests=api.requests,
+        original_ci_checks=ci_checks,
+        required_checks_source=required_source,
+        revert_merged=pr.merged,
     )
     # Backport PRs may name release branches the local history does not have: re-assess that factor.
     risk = with_backports(report.risk, backports, any(f.critical for f in report.files))
     return dataclasses.replace(report, github=ctx, unresolved=tuple(unresolved), backports=tuple(backports),
                                risk=risk), notes  # fmt: skip
+
+
+def _original_ci_checks(api: GitHubAPI, b: _Budget, pr: PullInfo, original: list[CiRun], revert: list[CiRun],
+                        merge_base: str) -> tuple[tuple[CiCheck, ...], str]:  # fmt: skip
+    """The original's failing checks judged against the revert's (and the merge base's) CI.
+
+    Costs nothing when the original's CI passed; otherwise 2 requests for the branch's required
+    checks and, only when a check fails on both sides, 2 for the merge base's CI.
+    """
+    if not ci_facts.failing_checks(original):
+        return (), ""
+    required = None
+    if pr.base_ref and b.allows(2, "required checks"):
+        required = api.required_checks(pr.base_ref)
+    base_runs = None
+    if merge_base and ci_facts.needs_base(original, revert) and b.allows(2, "merge-base CI"):
+        base_runs = api.ci_runs(merge_base)
+    return ci_facts.classify(original, revert, base_runs, required), required.source if required else "unknown"
 
 
 BackportPR = tuple[str, int, str]  # (branch, number, merge commit sha or "")
@@ -551,21 +592,24 @@ def find_backport_prs(api: GitHubAPI, b: _Budget, pr: PullInfo, original: PullIn
 
 def merge_backports(backports: list[Backport], found: Sequence[BackportPR], reverted: Sequence[BackportPR]
                     ) -> list[Backport]:  # fmt: skip
-    """Git's view of release branches, completed with what the backport PRs say."""
+    """Git's view of release branches, completed with what the backport PRs say: each branch tied
+    to the PR that carried the original there and to the PR that reverts it there, if any."""
     out = list(backports)
-    by_branch = {bp.branch.removeprefix("refs/heads/").removeprefix("refs/remotes/origin/"): i
-                 for i, bp in enumerate(out)}  # fmt: skip
-    revert_by_branch = {br: (n, sha) for br, n, sha in reverted}
+    by_branch = {branch_name(bp.branch): i for i, bp in enumerate(out)}
+    revert_by_branch: dict[str, tuple[int, str]] = {}
+    for br, n, sha in reverted:
+        revert_by_branch.setdefault(br, (n, sha))
     for br, n, sha in found:
         rv = revert_by_branch.get(br)
         if br in by_branch:
             i = by_branch[br]
-            if rv and out[i].revert_pick is None:
-                out[i] = dataclasses.replace(out[i], how=f"{out[i].how}; revert PR #{rv[0]}")
-            continue
-        how = f"PR #{n}" + ("" if sha else " (open)")
+            out[i] = dataclasses.replace(out[i], original_pr=out[i].original_pr or n)
+        else:
+            out.append(Backport(f"refs/heads/{br}", sha or None, f"PR #{n}" + ("" if sha else " (open)"), None,
+                                original_pr=n))  # fmt: skip
+            by_branch[br] = i = len(out) - 1
         if rv:
-            how += f"; revert PR #{rv[0]}"
-        out.append(Backport(f"refs/heads/{br}", sha or None, how, rv[1] or None if rv else None))
-        by_branch[br] = len(out) - 1
+            merged = bool(rv[1])
+            pick = out[i].revert_pick or (rv[1] if merged else None)
+            out[i] = dataclasses.replace(out[i], revert_pr=rv[0], revert_pr_merged=merged, revert_pick=pick)
     return out

@@ -106,6 +106,14 @@ class Repo:
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    # Branch rules (GET /rules/branches/{branch}: a list of rule objects) by branch; a branch
+    # missing here has no rules. ``rules_forbidden`` answers 403 instead (a token without access).
+    branch_rules: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rules_forbidden: bool = False
+    # Classic protection's required_status_checks object by branch; missing: "Branch not protected".
+    # ``protection_forbidden`` answers 403 (GitHub's answer to a token without admin rights).
+    protection_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    protection_forbidden: bool = False
     # Settings the Actions API shows, by the path after /repos/{owner}/{repo}/actions/.
     actions: dict[str, Any] = field(default_factory=dict)
 
@@ -411,7 +419,33 @@ class FakeGitHub:
             "app": None,
         })
 
-    def add_status(self, repo: Repo, sha: str, state: str, context: str, description: str = "") -> dict[str, Any]:
+    def require_checks(self, repo: Repo, branch: str, contexts: list[str], via: str = "rules") -> None:
+        """Make ``branch`` require ``contexts``: through a ruleset (``via="rules"``) or classic protection."""
+        if via == "rules":
+            repo.branch_rules.setdefault(branch, []).append({
+                "type": "required_status_checks",
+                "parameters": {
+                    "strict_required_status_checks_policy": False,
+                    "do_not_enforce_on_create": False,
+                    "required_status_checks": [{"context": c, "integration_id": 15368} for c in contexts],
+                },
+                "ruleset_source_type": "Repository",
+                "ruleset_source": repo.full_name,
+                "ruleset_id": self.next_id(),
+            })
+        else:
+            quoted = urllib.parse.quote(branch, safe="")
+            repo.protection_checks[branch] = {
+                "url": f"{self.base_url}/repos/{repo.full_name}/branches/{quoted}/protection/required_status_checks",
+                "strict": True,
+                "contexts": list(contexts),
+                "checks": [{"context": c, "app_id": None} for c in contexts],
+                "contexts_url": f"{self.base_url}/repos/{repo.full_name}/branches/{quoted}/protection/"
+                                "required_status_checks/contexts",
+            }
+
+    def add_status(self, repo: Repo, sha: str, state: str, context: str, description: str = "",
+                   target_url: str | None = None) -> dict[str, Any]:  # fmt: skip
         sid = self.next_id()
         now = self.clock()
         status = {
@@ -420,7 +454,7 @@ class FakeGitHub:
             "url": f"{self.base_url}/repos/{repo.full_name}/statuses/{sha}",
             "state": state,
             "description": description,
-            "target_url": None,
+            "target_url": target_url,
             "context": context,
             "created_at": iso(now),
             "updated_at": iso(now),
@@ -504,6 +538,9 @@ _ROUTES: list[Route] = [
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/labels/(?P<name>[^/]+)", "get_label"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission", "permission"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/(?P<rest>.+)", "repo_actions"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/rules/branches/(?P<branch>.+)", "branch_rules"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/branches/(?P<branch>.+)/protection/required_status_checks",
+         "protection_checks"),
         ("GET", r"/orgs/(?P<org>[^/]+)/actions/(?P<rest>.+)", "org_actions"),
     ]
 ]
@@ -944,6 +981,19 @@ class _Handler(BaseHTTPRequestHandler):
         if p["rest"] not in repo.actions:
             raise ApiError(404, "Not Found")
         return 200, repo.actions[p["rest"]], {}
+
+    def _branch_rules(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if repo.rules_forbidden:
+            raise ApiError(403, "Resource not accessible by integration")
+        return self._page(repo.branch_rules.get(p["branch"], []), q, f"/repos/{repo.full_name}/rules/branches/"
+                          + urllib.parse.quote(p["branch"], safe=""))  # fmt: skip
+
+    def _protection_checks(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        if repo.protection_forbidden:
+            raise ApiError(403, "Resource not accessible by integration")
+        if p["branch"] not in repo.protection_checks:
+            raise ApiError(404, "Branch not protected")
+        return 200, repo.protection_checks[p["branch"]], {}
 
     def _org_actions(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         key = (p["org"], p["rest"])

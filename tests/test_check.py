@@ -67,7 +67,8 @@ def test_pure_revert_is_low_risk_and_can_be_merged(repo: GitRepo) -> None:
     assert data["dependents"] == [] and data["backports"] == [] and data["drift"] == []
     assert data["base"]["note"] == ""
     md = render_markdown(report)
-    assert "- **Recommended action:** Merge.\n" in md
+    said = "- **Recommended action:** Merge. The revert is proven exact, applies cleanly and nothing flags risk.\n"
+    assert said in md
     assert "A pure revert of" in md
 
 
@@ -275,7 +276,8 @@ def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) 
     report = check_revert(repo.path, revert, base_ref="main")
     data = json_of(report)
     assert data["backports"] == [
-        {"branch": "refs/heads/release/1.0", "original_pick": pick, "how": label, "revert_pick": None}
+        {"branch": "refs/heads/release/1.0", "original_pick": pick, "how": label, "revert_pick": None,
+         "original_pr": None, "revert_pr": None, "revert_pr_merged": False}
     ]
     bp = factor(data, "backports")
     assert (bp["level"], bp["code"]) == ("medium", "revert-missing")
@@ -283,8 +285,11 @@ def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) 
     assert data["risk"]["follow_ups"] == ["refs/heads/release/1.0"]
     assert data["risk"]["level"] == "medium"
     md = render_markdown(report)
-    assert f"- Backport `release/1.0`: `{pick[:10]}` ({label}); **revert missing: revert it there too**" in md
-    assert "Afterwards, revert it on `release/1.0` too." in md
+    said = {"title": "same title"}.get(label, label)
+    assert (f"- Backport `release/1.0`: the original is there as `{pick[:10]}` ({said}); "
+            "**the revert is missing: revert it there too**") in md
+    # The revert is on main already: what is left is said as a follow-up, not "afterwards".
+    assert "Already merged. Still to do: revert it on `release/1.0` too." in md
 
 
 def test_no_backport_when_release_branch_lacks_the_original(repo: GitRepo) -> None:
@@ -308,6 +313,9 @@ def test_backport_already_reverted_on_release_branch_is_low(repo: GitRepo, how: 
             "original_pick": pick,
             "how": "cherry-pick trailer",
             "revert_pick": release_revert,
+            "original_pr": None,
+            "revert_pr": None,
+            "revert_pr_merged": False,
         }
     ]
     bp = factor(data, "backports")
@@ -316,7 +324,7 @@ def test_backport_already_reverted_on_release_branch_is_low(repo: GitRepo, how: 
     assert data["risk"]["level"] == "low"
     assert data["risk"]["action"] == "follow_up"  # the revert is on main already: history, not a decision
     md = render_markdown(report)
-    assert f"revert present (`{release_revert[:10]}`)" in md
+    assert f"reverted there (`{release_revert[:10]}`)" in md
 
 
 # --------------------------------------------------------------------------- the CLI

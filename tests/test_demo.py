@@ -40,15 +40,17 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert out.startswith(MARKER + "\n")
     assert "A pure revert of" in out
     assert "Share BCG output buffers across capture sizes (\\#\u200b101)" in out
-    assert "- removes `BreakableCudaGraphRunner._slice_output`: method removed" in out
-    assert "- removes `BreakableCudaGraphRunner._copy_output_to_buffer`: method removed" in out
+    assert "- removes `BreakableCudaGraphRunner._slice_output`: `(self, output: Any, num_tokens: int) -> Any`" in out
+    assert "The revert removes 2 method(s): `_slice_output`, `_copy_output_to_buffer`" in out
     assert "- changes `BreakableCudaGraphRunner._capture_one`: parameter `shared_output_buffer` removed" in out
     assert "| dependents | 🟢 low | no remaining use of removed symbols or parameters |" in out
     assert (
         "- **Recommended action:** Merge after GPU validation: critical GPU paths change and the mapped "
-        "suites have not run yet. Afterwards, revert it on `release/0.5` too."
+        "suites have not run yet. Apart from that nothing is open: the revert is pure and applies cleanly. "
+        "Afterwards, revert it on `release/0.5` too."
     ) in out
-    assert "- Backport `release/0.5`: " in out and "(cherry-pick trailer); **revert missing" in out
+    assert "- Backport `release/0.5`: the original is there as `" in out
+    assert "(cherry-pick trailer); **the revert is missing: revert it there too**" in out
     drift = section_lines(out, "- 2 later commit(s) touched the same files after the original:")
     assert [re.sub(r"^  - `[0-9a-f]{10}` ", "", line) for line in drift] == [
         "Clarify BCG runner docstring (\\#\u200b107) (2026-05-08)",

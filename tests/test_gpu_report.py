@@ -122,7 +122,7 @@ def test_markdown_escapes_untrusted_names_and_json_round_trips(tmp_path: Path) -
     assert md.count("@maintainer") == 1
     assert "| gpu\\_memory\\_peak\\_allocated | 10 MiB | 20 MiB | +100.0% ⚠ |" in md
     zh = render_gpu_markdown(merged.summary, "zh")
-    assert "### GPU 验证" in zh and "回退修复的测试 (1)" in zh
+    assert "### GPU 验证" in zh and "- 回退修复的测试（1）：" in zh and "- 前后都通过：1" in zh
     data = json.loads(json.dumps(merged.to_json()))
     assert data["schema"] == 1
     assert set(data) == {"schema", "suites", "hardware", "fixed", "broken", "failing_both", "flaky",

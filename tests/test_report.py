@@ -241,13 +241,13 @@ def test_zh_report_translates_findings(tmp_path: Path) -> None:
     rows = [line for line in risk_zh.split("\n") if line.startswith("| ") and not line.startswith("| 因素")]
     assert len(rows) == len(report.risk.factors) == 9
     factor_names_zh = [
-        "纯净度",
-        "能否应用到基线",
+        "回退完整性",
+        "能否应用到目标分支",
         "后续改动",
         "残留依赖",
         "关键路径",
         "GPU 验证",
-        "版本分支",
+        "发布分支",
         "回退历史",
         "时间跨度",
     ]
@@ -255,7 +255,7 @@ def test_zh_report_translates_findings(tmp_path: Path) -> None:
     for row in rows:
         finding = table_cells(row)[2]
         assert re.search(r"[\u4e00-\u9fff]", finding), f"untranslated finding: {row}"
-    assert "纯净：与原始提交完全互逆" in risk_zh
+    assert "完全回退：与原始提交完全互逆" in risk_zh
     assert "GPU 测试尚未运行" in risk_zh
     assert "1 个发布分支仍包含原始提交" in risk_zh
     # None of the English sentences leaks into the Chinese report.

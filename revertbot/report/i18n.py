@@ -6,7 +6,36 @@ import re
 from collections.abc import Callable
 
 from ..models import RiskFactor
-from .escape import table_cell
+from .escape import code, table_cell
+from .facts import branch_name
+
+#: The Chinese word for each concept the report names: one word per concept, used by the Chinese
+#: strings below (a native maintainer should never meet two words for one thing). docs/report.md
+#: shows the table.
+ZH_TERMS: dict[str, str] = {
+    "revert": "回退",
+    "original": "原始提交",
+    "release branch": "发布分支",
+    "target branch": "目标分支",
+    "pure revert": "完全回退",
+    "merge base": "合并基点",
+    "required check": "必需检查",
+    "risk flags": "风险标记",
+    "GPU suite": "GPU 测试",
+    "dependents": "残留依赖",
+    "drift": "后续改动",
+    "reland": "重新合入",
+}
+#: Words that read stiffly or name the same thing twice, and the term used instead. The Chinese
+#: report must contain none of them.
+ZH_AVOID: dict[str, str] = {
+    "版本分支": ZH_TERMS["release branch"],
+    "纯净": "完全",
+    "基线": ZH_TERMS["target branch"],
+    "还原": ZH_TERMS["revert"],
+    "撤回": ZH_TERMS["revert"],
+    "原提交": ZH_TERMS["original"],
+}
 
 EN: dict[str, str] = {
     "lang": "en",
@@ -148,13 +177,82 @@ EN: dict[str, str] = {
     "revert_backport_prs": "Pull requests backporting this revert: {prs}",
     "backport_pr_ref": "#{n} ({branch})",
     "drift": "{n} later commit(s) touched the same files after the original:",
+    "revert_ci": "Revert's CI",
+    "ci_none_reported": "no checks reported",
+    "colon": ": ",  # after a label
+    "comma": ", ",
+    "semicolon": "; ",
+    "paren_open": " (",  # around a remark after a word
+    "paren_close": ")",
+    "reverted_same_day": "Reverted less than a day after the original landed.",
+    "message_shortened": "(shortened: bot-generated sections and text past {n} characters left out; the PR has it all)",
+    "action_review_merged": "Already merged; worth a follow-up look at: {items}.",
+    "action_why_merge": "The revert is proven exact, applies cleanly and nothing flags risk.",
+    "action_why_gpu": "Apart from that nothing is open: the revert is {purity_word} and applies cleanly.",
+    "action_merged": "Already merged.",
+    "follow_up_merged": "Still to do: revert it on {branches} too.",
+    "follow_up_merged_many": "Still to do: revert it on {branches} too.",
+    "follow_up_many": "Afterwards, revert it on {branches} too.",
+    "action_why_review": "Open points: {items}.",
+    "risk_flags": "Risk flags",
+    "flags_none": "none",
+    "ci_failed_checks": " — {n} check(s) did not pass ({required}):",
+    "ci_required_count": "{n} required",
+    "ci_required_partial": "{n} required, {u} unknown: some of the branch's required checks could not be read",
+    "ci_required_unknown": "required: unknown, the branch's required checks could not be read",
+    "ci_required": "required",
+    "ci_optional": "optional",
+    "ci_required_maybe": "required: unknown",
+    "ci_verdict_cleared": "passes on the revert: cleared",
+    "ci_verdict_still-failing": "still failing on the revert",
+    "ci_verdict_broken-trunk": (
+        "still failing on the revert and on its merge base as well: broken trunk, not caused or fixed by the revert"
+    ),
+    "ci_verdict_flaky": "flaky: a re-run of the same commit gave a different result",
+    "ci_verdict_pending": "still running on the revert",
+    "ci_verdict_not-run": "not run on the revert",
+    "ci_more": "… and {n} more failing check(s)",
+    "ci_log": "log",
+    "breakdown_intro": "The revert {parts}.",
+    "bd_removes": "removes {n} {kind}: {names}",
+    "bd_adds_back": "adds back {n} {kind}: {names}",
+    "bd_signature": "changes the signature of {names}",
+    "bd_changes": "changes {n} other symbol(s)",
+    "bd_files_only": "changes {n} file(s) without Python symbol changes",
+    "bd_kind_function": "function(s)",
+    "bd_kind_method": "method(s)",
+    "bd_kind_class": "class(es)",
+    "bd_kind_variable": "variable(s)",
+    "bd_kind_other": "symbol(s)",
+    "and": " and ",
+    "clause_sep": "; ",
+    "bd_drops_params": " (drops {names})",
+    "more_symbols": "… and {n} more symbol(s)",
+    "more_entries": "… and {n} more",
+    "more_evidence": "… and {n} more",
+    "more_rows": "… and {n} more row(s)",
+    "more_branches": " and {n} more branch(es)",
+    "folded_note": "{n} more listed in the JSON report",
+    "bp_carried_pr": "#{pr} carries the original",
+    "bp_carried_sha": "the original is there as {sha}",
+    "bp_how": " ({how})",
+    "bp_reverted_pr": "#{pr} reverts it",
+    "bp_reverted_sha": "reverted there ({sha})",
+    "bp_revert_open": "#{pr} reverts it but is not merged yet",
+    "bp_missing": "**the revert is missing: revert it there too**",
+    "bp_this_branch": "this revert targets that branch",
+    "hardware": "hardware",
+    "how_cherry-pick trailer": "cherry-pick trailer",
+    "how_same patch": "same patch",
+    "how_title": "same title",
+    "how_open": "open",
 }
 
 ZH: dict[str, str] = {
     "lang": "zh",
     "sep": "",  # Chinese punctuation needs no space after it
     "title": "revertbot：{subject} — 风险{level}",
-    "footer": "_revertbot {version} · 基线 {base} @ `{sha}` · 本评论会原地更新_",
+    "footer": "_revertbot {version} · 目标分支 {base} @ `{sha}` · 本评论会原地更新_",
     "omitted": "_… 为符合 GitHub 评论长度上限，省略了 {n} 项；完整内容见 JSON 报告。_",
     "level_low": "🟢 低",
     "level_medium": "🟡 中",
@@ -164,35 +262,35 @@ ZH: dict[str, str] = {
     "one_line": "对 {sha} {subject}{more} 的{purity}{kind}。",
     "one_line_unlinked": "一个无法确定原始提交的{kind}。",
     "and_more": "（另有 {n} 个）",
-    "kind_revert": "回退",
+    "kind_revert": ZH_TERMS["revert"],
     "kind_partial": "部分回退",
-    "kind_reland": "重新合入",
+    "kind_reland": ZH_TERMS["reland"],
     "kind_backout": "撤销",
-    "purity_pure": "纯净",
+    "purity_pure": "完全",
     "purity_partial": "不完整的",
     "purity_extra": "附带额外改动的",
     "purity_modified": "经过修改的",
     "purity_unverifiable": "无法验证的",
     "facts": "涉及 {files} 个文件，删除 {removed} 个符号，修改 {sig} 个签名；",
     "applies_merged": "已在 {base} 上。",
-    "applies_unknown": "未检查能否应用到基线。",
+    "applies_unknown": "未检查能否应用到目标分支。",
     "applies_clean": "可以干净地应用到 {base}。",
     "applies_conflict": "与 {base} 在 {n} 个文件上冲突。",
     "recommended": "推荐动作：",
     "action_merge": "建议合并。",
-    "action_merge_after_gpu": "GPU 验证通过后合并：改动涉及关键 GPU 路径，映射的测试套件尚未运行。",
+    "action_merge_after_gpu": "GPU 验证通过后合并：改动涉及关键 GPU 路径，对应的 GPU 测试尚未运行。",
     "action_review": "合并前需要人工审查。",
     "action_no_op": "无需合并：该改动不会让 {base} 有任何变化。",
     "action_follow_up": "已合并，无需再做合并决定。",
-    "applies_noop_already-undone": "在 {base} 上不产生任何改动：原始提交已在该分支上被撤销。",
+    "applies_noop_already-undone": "在 {base} 上不产生任何改动：原始提交已在该分支上被回退。",
     "applies_noop_never-had": "在 {base} 上不产生任何改动：该分支从未包含原始提交。",
     "scope": "该 PR 共有 {n} 个提交，结论针对全部提交的整体改动：{commits}。",
     "needs_review_on": "重点关注：{items}。",
     "follow_up": "合并后还需在 {branches} 上同样回退。",
     "risk_level": "风险：",
     "h_motivation": "功能与动机",
-    "original": "原始提交",
-    "linked": "关联方式：",
+    "original": ZH_TERMS["original"],
+    "linked": "关联方式",
     "by_sha": "提交信息中的提交 ID",
     "by_pr": "PR 编号",
     "by_title": "完全相同的标题",
@@ -208,7 +306,7 @@ ZH: dict[str, str] = {
     "reverted_after": "原始提交合入 {days} 天后被回退。",
     "revert_message": "回退说明",
     "more_files": "… 另有 {n} 个文件",
-    "more_commits": "… 另有 {n} 个",
+    "more_commits": "… 另有 {n} 个提交",
     "h_breakdown": "实现拆解",
     "cat_source": "源码",
     "cat_test": "测试",
@@ -251,13 +349,13 @@ ZH: dict[str, str] = {
     "col_factor": "因素",
     "col_level": "等级",
     "col_finding": "结论",
-    "factor_purity": "纯净度",
-    "factor_applies": "能否应用到基线",
-    "factor_drift": "后续改动",
-    "factor_dependents": "残留依赖",
+    "factor_purity": "回退完整性",
+    "factor_applies": "能否应用到目标分支",
+    "factor_drift": ZH_TERMS["drift"],
+    "factor_dependents": ZH_TERMS["dependents"],
     "factor_critical_paths": "关键路径",
     "factor_gpu": "GPU 验证",
-    "factor_backports": "版本分支",
+    "factor_backports": ZH_TERMS["release branch"],
     "factor_history": "回退历史",
     "factor_age": "时间跨度",
     "evidence_for": "证据：",
@@ -274,20 +372,87 @@ ZH: dict[str, str] = {
     "gpu_infra": "基础设施问题（与回退无关）",
     "gpu_not_run": "未运行",
     "impact": "影响",
-    "impact_scope": "{files} 个文件，模块：{modules}。",
+    "impact_scope": "涉及 {files} 个文件，模块：{modules}。",
     "impact_memory": "{name}：{before} → {after} {unit}。",
     "impact_gpu_unknown": "GPU 显存和捕获时间需在 GPU 测试运行后才能测得。",
     "h_related": "关联脉络",
     "chain": "回退历史",
     "chain_none": "该改动首次被回退",
     "relanded": "后续：本次回退 {days} 天后，{sha} {subject}",
-    "backport": "版本分支",
+    "backport": ZH_TERMS["release branch"],
     "backport_reverted": "已回退（{sha}）",
     "backport_missing": "**尚未回退：需要在该分支上同样回退**",
     "backports_none": "原始提交没有进入任何发布分支",
     "revert_backport_prs": "将本次回退移植到发布分支的 PR：{prs}",
     "backport_pr_ref": "#{n}（{branch}）",
     "drift": "原始提交之后有 {n} 个提交修改了相同文件：",
+    "revert_ci": "回退的 CI",
+    "ci_none_reported": "没有检查结果",
+    "colon": "：",  # full-width punctuation takes no space around it
+    "comma": "，",
+    "semicolon": "；",
+    "paren_open": "（",
+    "paren_close": "）",
+    "reverted_same_day": "原始提交合入不到一天即被回退。",
+    "message_shortened": "（已截短：省略了机器人生成的内容和超过 {n} 个字符的部分，完整内容见 PR）",
+    "action_review_merged": "已合并；后续建议再看一下：{items}。",
+    "action_why_merge": "已证明是原始提交的完全回退，可以干净地应用，没有风险标记。",
+    "action_why_gpu": "除此之外没有待处理项：这是{purity_word}回退，且能干净地应用到目标分支。",
+    "action_merged": "已合并。",
+    "follow_up_merged": "还需在 {branches} 上同样回退。",
+    "follow_up_merged_many": "还需在 {branches}上同样回退。",
+    "follow_up_many": "合并后还需在 {branches}上同样回退。",
+    "action_why_review": "待处理：{items}。",
+    "risk_flags": ZH_TERMS["risk flags"],
+    "flags_none": "暂无",
+    "ci_failed_checks": "，{n} 项检查未通过（{required}）：",
+    "ci_required_count": "其中 {n} 项为必需检查",
+    "ci_required_partial": "其中 {n} 项为必需检查，{u} 项无法确定是否必需",
+    "ci_required_unknown": "无法读取目标分支的必需检查，是否必需未知",
+    "ci_required": "必需",
+    "ci_optional": "非必需",
+    "ci_required_maybe": "是否必需未知",
+    "ci_verdict_cleared": "在回退上通过：已消除",
+    "ci_verdict_still-failing": "在回退上仍然失败",
+    "ci_verdict_broken-trunk": "在回退及其合并基点上都失败：目标分支本身已损坏，与回退无关",
+    "ci_verdict_flaky": "不稳定：同一提交重跑后结果不同",
+    "ci_verdict_pending": "在回退上仍在运行",
+    "ci_verdict_not-run": "未在回退上运行",
+    "ci_more": "… 另有 {n} 项未通过的检查",
+    "ci_log": "日志",
+    "breakdown_intro": "该回退{parts}。",
+    "bd_removes": "删除 {n} 个{kind}（{names}）",
+    "bd_adds_back": "恢复 {n} 个{kind}（{names}）",
+    "bd_signature": "修改 {names} 的签名",
+    "bd_changes": "另外修改 {n} 个符号",
+    "bd_files_only": "修改 {n} 个文件，没有 Python 符号变化",
+    "bd_kind_function": "函数",
+    "bd_kind_method": "方法",
+    "bd_kind_class": "类",
+    "bd_kind_variable": "变量",
+    "bd_kind_other": "符号",
+    "and": "，",
+    "clause_sep": "；",
+    "bd_drops_params": "（去掉参数 {names}）",
+    "more_symbols": "… 另有 {n} 个符号",
+    "more_entries": "… 另有 {n} 项",
+    "more_evidence": "… 另有 {n} 项",
+    "more_rows": "… 另有 {n} 行",
+    "more_branches": " 等 {total} 个发布分支",
+    "folded_note": "另有 {n} 项见 JSON 报告",
+    "bp_carried_pr": "#{pr} 移植了原始提交",
+    "bp_carried_sha": "原始提交在该分支上为 {sha}",
+    "bp_how": "（{how}）",
+    "bp_reverted_pr": "#{pr} 已回退",
+    "bp_reverted_sha": "已回退（{sha}）",
+    "bp_revert_open": "#{pr} 回退了它，但尚未合并",
+    "bp_missing": "**尚未回退：需要在该分支上同样回退**",
+    "bp_this_branch": "本次回退的目标分支就是该分支",
+    "hardware": "硬件",
+    "how_cherry-pick trailer": "cherry-pick 标记",
+    "how_same patch": "补丁相同",
+    "how_title": "标题相同",
+    "how_open": "尚未合并",
 }
 
 TEXT = {"en": EN, "zh": ZH}
@@ -327,15 +492,15 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("age", "same-day"): "the original landed less than a day before the revert",
     },
     "zh": {
-        ("purity", "pure"): "纯净：与原始提交完全互逆",
+        ("purity", "pure"): "完全回退：与原始提交完全互逆",
         ("purity", "partial"): "不完整：只回退了原始改动的一部分",
         ("purity", "extra"): "附带额外改动：在完整回退之外还有其他修改",
         ("purity", "modified"): "经过修改：与原始改动的逆不一致（双向都有差异）",
         ("purity", "unverifiable"): "无法验证：{reason}",
-        ("applies", "clean"): "可干净地应用到基线（{base}）",
-        ("applies", "conflicts"): "在基线（{base}）上有 {count} 个文件冲突",
-        ("applies", "already-merged"): "已包含在基线中",
-        ("applies", "no-op"): "在基线（{base}）上不产生任何改动",
+        ("applies", "clean"): "可干净地应用到目标分支（{base}）",
+        ("applies", "conflicts"): "在目标分支（{base}）上有 {count} 个文件冲突",
+        ("applies", "already-merged"): "已包含在目标分支中",
+        ("applies", "no-op"): "在目标分支（{base}）上不产生任何改动",
         ("applies", "not-checked"): "未检查：{reason}",
         ("drift", "none"): "原始提交之后没有提交修改相同文件",
         ("drift", "drift"): "原始提交之后有 {count} 个提交修改了相同文件",
@@ -366,7 +531,7 @@ def factor_sentence(f: RiskFactor, lang: str) -> str:
     """The finding of one risk factor as a sentence in ``lang`` (params escaped)."""
     table = _SENTENCES["zh" if lang == "zh" else "en"]
     template = table.get((f.name, f.code), "{code}")
-    params = {k: table_cell(v, 200) for k, v in f.params}
+    params = {k: _param(k, v, lang) for k, v in f.params}
     params.setdefault("code", table_cell(f.code))
     try:
         return template.format(**params)
@@ -374,10 +539,27 @@ def factor_sentence(f: RiskFactor, lang: str) -> str:
         return table_cell(f.code)
 
 
+#: Params that hold a ", "-joined list of names: shown as code, joined the way the language joins lists.
+_LIST_PARAMS = frozenset({"branches", "globs", "symbols", "metrics"})
+
+
+def _param(key: str, value: str, lang: str) -> str:
+    if key in _LIST_PARAMS:
+        names = [branch_name(x) if key == "branches" else x for x in value.split(", ") if x]
+        return TEXT["zh" if lang == "zh" else "en"]["list_sep"].join(code(x, 120).replace("|", "\\|") for x in names)
+    if key == "base":
+        return code(value, 80)
+    if key == "reason" and lang == "zh":
+        return code(value, 200).replace("|", "\\|")  # generated in English: shown as quoted data
+    return table_cell(value, 200)
+
+
 def factor_summary_en(f: RiskFactor) -> str:
     """Plain (unescaped) English summary for the JSON report."""
     template = _SENTENCES["en"].get((f.name, f.code), "{code}")
     params = dict(f.params)
+    if "branches" in params:  # branch names as people say them; the full refs are in "params"
+        params["branches"] = ", ".join(branch_name(b) for b in params["branches"].split(", "))
     params.setdefault("code", f.code)
     try:
         return template.format(**params)
@@ -399,7 +581,7 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     (re.compile(r"^import of (`.*`) (removed|added)$"), lambda m: f"{_CHANGE_ZH[m[2]]}导入 {m[1]}"),
     (
         re.compile(r"^(async function|async method|function|method|class|variable|import) (removed|added)(?:: (.*))?$"),
-        lambda m: f"{_KIND_ZH[m[1]]}被{_CHANGE_ZH[m[2]]}" + (f"：{m[3]}" if m[3] else ""),
+        lambda m: f"{_KIND_ZH[m[1]]}被{_CHANGE_ZH[m[2]]}" + (f"：`{m[3]}`" if m[3] else ""),
     ),
     (
         re.compile(r"^parameters? (.*) (removed|added)$"),
@@ -407,13 +589,13 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     ),
     (
         re.compile(r"^(signature|bases|annotation) changed: (.*)$"),
-        lambda m: {"signature": "签名", "bases": "基类", "annotation": "类型注解"}[m[1]] + f"变更：{m[2]}",
+        lambda m: {"signature": "签名", "bases": "基类", "annotation": "类型注解"}[m[1]] + f"变更：`{m[2]}`",
     ),
     (
         re.compile(r"^decorator (`.*`) (removed|added)$"),
         lambda m: f"{'删除' if m[2] == 'removed' else '新增'}装饰器 {m[1]}",
     ),
-    (re.compile(r"^kind changed: (.*)$"), lambda m: f"类型变更：{m[1]}"),
+    (re.compile(r"^kind changed: (.*)$"), lambda m: f"类型变更：`{m[1]}`"),
     (re.compile(r"^decorators reordered$"), lambda m: "装饰器顺序变更"),
     (re.compile(r"^value changed$"), lambda m: "值变更"),
     (re.compile(r"^body changed$"), lambda m: "函数体变更"),

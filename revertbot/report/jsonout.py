@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import __version__
 from ..models import RevertReport
+from .facts import backport_branches, follow_up_branches
 from .i18n import factor_summary_en
 
 SCHEMA_VERSION = 1
@@ -54,6 +55,9 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "dependents": to_jsonable(report.dependents),
         "drift": to_jsonable(report.drift),
         "backports": to_jsonable(report.backports),
+        # Each release branch by name (the full ref beside it) with its backport PR and the revert's.
+        "backport_branches": backport_branches(report),
+        "follow_up_branches": list(follow_up_branches(report)),
         "excerpts": to_jsonable(report.excerpts),
         "risk": {
             "level": report.risk.level,

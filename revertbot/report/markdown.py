@@ -8,12 +8,15 @@ dropping whole blocks (never cutting inside a code fence), and escapes all untru
 from __future__ import annotations
 
 import datetime as _dt
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import __version__
-from ..analysis.symbols import SymbolChange
-from ..models import RevertReport, RiskFactor
+from ..analysis.symbols import SymbolChange, bare_name
+from ..models import Backport, FileChange, GitHubContext, RevertReport, RiskFactor
 from .escape import code, fenced, inline, table_cell
+from .facts import MESSAGE_LIMIT, backport_state, branch_name, follow_up_branches, human_message, is_merged, same_branch
 from .gpu_sentence import gpu_sentence_line
 from .i18n import TEXT, factor_sentence, translate_detail
 from .reland_md import reason_line, reland_blocks
@@ -22,6 +25,12 @@ MARKER = "<!-- revertbot:report -->"
 GITHUB_COMMENT_LIMIT = 65_536
 #: Headroom under the hard limit for the truncation notes themselves.
 DEFAULT_BUDGET = 60_000
+#: Entries shown before a list folds into a ``<details>`` block, and entries inside one at most.
+SHOWN = 5
+CI_SHOWN = 10
+FILES_SHOWN = 10
+SYMBOLS_SHOWN = 12
+FOLD_CAP = 200
 
 
 @dataclass
@@ -67,10 +76,13 @@ def _backport_pr(ref: str, t: dict[str, str]) -> str:
 
 
 def short_branch(ref: str) -> str:
-    for prefix in ("refs/heads/", "refs/remotes/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix) :]
-    return ref
+    """A ref as the branch name people say (``refs/remotes/origin/x`` and ``refs/heads/x`` as ``x``)."""
+    return branch_name(ref)
+
+
+def folded(summary: str, body: str) -> str:
+    """A collapsed ``<details>`` block: one line shown, the rest on a click."""
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
 def table_code(text: str, limit: int | None = 200) -> str:
@@ -120,7 +132,7 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     title = t["title"].format(subject=inline(report.revert.subject, 120), level=t[f"level_{level}"])
     footer = t["footer"].format(
         version=__version__,
-        base=inline(short_branch(report.base_ref), 80),
+        base=inline(short_branch(report.base_ref), 80),  # the branch name, never refs/heads/...
         sha=report.apply.base[:10] if report.apply else "?",
     )
     return _assemble(title, sections, footer, t["omitted"], budget)
@@ -132,25 +144,32 @@ def _assemble(title: str, sections: list[Section], footer: str, note: str, budge
         return f"{MARKER}\n## {title}\n\n{body}\n\n---\n{footer}\n"
 
     def note_size(omitted: int) -> int:
-        return len(note.format(n=omitted)) + 2 if omitted else 0
+        return _size(note.format(n=omitted)) + 2 if omitted else 0
 
     out = text()
     # Drop whole blocks from the largest section until the comment fits. The length is updated
     # arithmetically: re-rendering after each dropped block is quadratic for huge reverts.
-    size = len(out)
-    content = [sum(len(b.text) for b in s.blocks) for s in sections]
+    size = _size(out)
+    initial = size
+    content = [sum(_size(b.text) for b in s.blocks) for s in sections]
     while size > budget:
         i = max(range(len(sections)), key=lambda k: content[k])
         s = sections[i]
         if not s.blocks:
             break
         b = s.blocks.pop()
-        content[i] -= len(b.text)
+        content[i] -= _size(b.text)
         separator = (1 if b.joined else 2) if s.blocks else 0
-        size -= len(b.text) + separator + note_size(s.omitted)
+        size -= _size(b.text) + separator + note_size(s.omitted)
         s.omitted += 1
         size += note_size(s.omitted)
-    return text() if size != len(out) else out
+    return text() if size != initial else out
+
+
+def _size(text: str) -> int:
+    """Length in UTF-8 bytes: never less than the characters GitHub counts, so a Chinese comment
+    (three bytes a character) stays under the limit whichever way it is measured."""
+    return len(text.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- sections
@@ -178,61 +197,96 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import")
     changed_sig = sum(1 for sym in r.symbols if getattr(sym, "signature_changed", False))
     facts = t["facts"].format(files=len(r.files), removed=removed, sig=changed_sig)
+    base = code(short_branch(r.base_ref), 80)
     if r.apply_note == "already-merged":
-        applies = t["applies_merged"].format(base=code(r.base_ref, 80))
+        applies = t["applies_merged"].format(base=base)
     elif r.apply_note == "no-op":
         why = next((f.param("why") for f in r.risk.factors if f.name == "applies"), "") or "already-undone"
-        applies = t[f"applies_noop_{why}"].format(base=code(r.base_ref, 80))
+        applies = t[f"applies_noop_{why}"].format(base=base)
     elif r.apply is None:
         applies = t["applies_unknown"]
     elif r.apply.clean:
-        applies = t["applies_clean"].format(base=code(r.base_ref, 80))
+        applies = t["applies_clean"].format(base=base)
     else:
-        applies = t["applies_conflict"].format(base=code(r.base_ref, 80), n=len(r.apply.conflicts))
+        applies = t["applies_conflict"].format(base=base, n=len(r.apply.conflicts))
     s.add(f"- **{t['in_one_sentence']}** {what}{t['sep']}{facts}{t['sep']}{applies}")
-    action = t[f"action_{r.risk.action}"].format(base=code(r.base_ref, 80))
-    if r.risk.action == "review":
-        names = ", ".join(t[f"factor_{n}"] for n in r.risk.open_items)
-        action += t["sep"] + t["needs_review_on"].format(items=names)
-    if r.risk.follow_ups:
-        action += t["sep"] + t["follow_up"].format(
-            branches=", ".join(code(short_branch(b), 80) for b in r.risk.follow_ups)
-        )
-    s.add(f"- **{t['recommended']}** {action}", joined=True)
+    s.add(f"- **{t['recommended']}** {_action(r, t)}", joined=True)
     s.add(f"- **{t['risk_level']}** {t['level_' + r.risk.level]}", joined=True)
     if r.scope:
-        commits = ", ".join(f"{_sha(c.sha)} {inline(c.subject, 80)}" for c in r.scope[:10])
+        commits = t["list_sep"].join(f"{_sha(c.sha)} {inline(c.subject, 80)}" for c in r.scope[:10])
         s.add("- " + t["scope"].format(n=len(r.scope), commits=commits), joined=True)
     return s
+
+
+def _action(r: RevertReport, t: dict[str, str]) -> str:
+    """The recommended action, why, and what to do afterwards; never contradicting itself."""
+    base = code(short_branch(r.base_ref), 80)
+    follow_ups = follow_up_branches(r)
+    # Release branches left are said once, as the follow-up below, not also as a point to look at.
+    open_items = [n for n in r.risk.open_items if not (n == "backports" and follow_ups)] or list(r.risk.open_items)
+    names = t["list_sep"].join(t[f"factor_{n}"] for n in open_items)
+    if r.risk.action == "review" and is_merged(r):
+        # A merged revert cannot be "reviewed before merging": what is open is a follow-up.
+        action = t["action_review_merged"].format(items=names)
+    else:
+        action = t[f"action_{r.risk.action}"].format(base=base)
+        if r.risk.action == "review":
+            action += t["sep"] + t["needs_review_on"].format(items=names)
+        elif r.risk.action == "merge" and not r.risk.open_items and r.purity.verdict == "pure":
+            action += t["sep"] + t["action_why_merge"]
+        elif r.risk.action == "merge_after_gpu":
+            others = [n for n in r.risk.open_items if n not in ("critical_paths", "gpu")]
+            if r.purity.verdict == "pure" and set(others) <= {"backports"}:
+                action += t["sep"] + t["action_why_gpu"].format(purity_word=t["purity_pure"])
+    if follow_ups and r.risk.action != "no_op":
+        branches = t["list_sep"].join(code(b, 80) for b in follow_ups[:SHOWN])
+        many = len(follow_ups) > SHOWN  # "… and N more": in Chinese, no space before the next word
+        if many:
+            branches += t["more_branches"].format(n=len(follow_ups) - SHOWN, total=len(follow_ups))
+        if is_merged(r):
+            # "Nothing to decide" and "afterwards" do not fit a revert that is in already.
+            if r.risk.action == "follow_up":
+                action = t["action_merged"]
+            action += t["sep"] + t["follow_up_merged" + "_many" * many].format(branches=branches)
+        else:
+            action += t["sep"] + t["follow_up" + "_many" * many].format(branches=branches)
+    return action
 
 
 def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_motivation"])
     how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"], "patch": t["by_patch"]}
+    c, comma, semi = t["colon"], t["comma"], t["semicolon"]
     for orig, linked in zip(r.originals, r.linked_by, strict=False):
         pr = f" (#{orig.pr})" if orig.pr and not orig.subject.rstrip().endswith(f"(#{orig.pr})") else ""
         s.add(
-            f"- {t['original']}: {_sha(orig.sha)} {inline(orig.subject, 150)}{pr} — "
-            f"{inline(orig.author, 60)}, {_date(orig.date)}; {t['linked']}{t['sep']}{how.get(linked, linked)}",
+            f"- {t['original']}{c}{_sha(orig.sha)} {inline(orig.subject, 150)}{pr} — "
+            f"{inline(orig.author, 60)}{comma}{_date(orig.date)}{semi}{t['linked']}{c}{how.get(linked, linked)}",
             joined=bool(s.blocks),
         )
     for u in r.unresolved:
-        s.add(f"- {t['unresolved']}: {code(u.ref, 80)} — {inline(u.reason, 200)}", joined=bool(s.blocks))
-    message = r.revert.body.strip()
+        s.add(f"- {t['unresolved']}{c}{code(u.ref, 80)} — {inline(u.reason, 200)}", joined=bool(s.blocks))
+    message, shortened = human_message(r.revert.body)
     if message:
+        note = t["sep"] + t["message_shortened"].format(n=MESSAGE_LIMIT) if shortened else ""
         label = t["reland_message"] if r.reland is not None else t["revert_message"]
-        s.add(f"- {label}: {inline(message, 400)}", joined=bool(s.blocks))
+        s.add(f"- {label}{c}{inline(message, None)}{note}", joined=bool(s.blocks))
     if r.reason is not None and r.reland is None:
         s.add(f"- {reason_line(r.reason, t)}", joined=bool(s.blocks))
     gh = r.github
     ci = gh.original_ci if gh and gh.original_ci else "unknown"
-    s.add(f"- {t['original_ci']}: {t.get('ci_' + ci, inline(ci, 40))}", joined=bool(s.blocks))
-    issues = ", ".join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
-    s.add(f"- {t['linked_issues']}: {issues}", joined=True)
+    s.add(f"- {t['original_ci']}{c}{t.get('ci_' + ci, inline(ci, 40))}{_ci_checks(gh, t)}", joined=bool(s.blocks))
+    if gh is not None and gh.revert_ci:
+        state = "none_reported" if gh.revert_ci == "unknown" else gh.revert_ci
+        s.add(f"- {t['revert_ci']}{c}{t.get('ci_' + state, inline(state, 40))}", joined=True)
+    issues = t["list_sep"].join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
+    s.add(f"- {t['linked_issues']}{c}{issues}", joined=True)
     if r.originals and r.reland is None:
         days = (r.revert.date - r.originals[-1].date) / 86400 if r.revert.date and r.originals[-1].date else None
-        if days is not None:
-            s.add(f"- {t['reverted_after'].format(days=round(max(days, 0.0), 1))}", joined=True)
+        if days is not None and days < 1:
+            s.add(f"- {t['reverted_same_day']}", joined=True)
+        elif days is not None:
+            s.add(f"- {t['reverted_after'].format(days=f'{days:.1f}'.removesuffix('.0'))}", joined=True)
     return s
 
 
@@ -244,58 +298,168 @@ def _reland(r: RevertReport, t: dict[str, str]) -> Section:
     return s
 
 
+_SAFE_URL_RE = re.compile(r"^https://[A-Za-z0-9.-]+(?::\d+)?/[A-Za-z0-9._~/?=&%+:@!,;-]*$")
+
+
+def _link(url: str, t: dict[str, str]) -> str:
+    """A link to a CI log, only for a plain https URL (a status's target_url is set by whoever posts it)."""
+    if len(url) > 300 or not _SAFE_URL_RE.match(url):
+        return ""
+    return f"{t['paren_open']}[{t['ci_log']}]({url}){t['paren_close']}"
+
+
+def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
+    """The original's failing checks, each with whether it is required and what the revert's CI says."""
+    if gh is None or not gh.original_ci_checks:
+        return ""
+    checks = gh.original_ci_checks
+    required = sum(1 for ch in checks if ch.required)
+    unknown = sum(1 for ch in checks if ch.required is None)
+    if unknown and not required:
+        req = t["ci_required_unknown"]
+    elif unknown:
+        req = t["ci_required_partial"].format(n=required, u=unknown)
+    else:
+        req = t["ci_required_count"].format(n=required)
+    c = t["colon"]
+    lines = [t["ci_failed_checks"].format(n=len(checks), required=req)]
+    for ch in checks[:CI_SHOWN]:
+        kind = t["ci_required"] if ch.required else t["ci_optional"] if ch.required is False else t["ci_required_maybe"]
+        verdict = t.get("ci_verdict_" + ch.verdict, inline(ch.verdict, 40))
+        state = f"{t['paren_open']}{kind}{t['comma']}{code(ch.conclusion, 30)}{t['paren_close']}"
+        lines.append(f"  - {code(ch.name, 100)}{state}{c}{verdict}{_link(ch.url, t)}")
+    if len(checks) > CI_SHOWN:
+        lines.append("  - " + t["ci_more"].format(n=len(checks) - CI_SHOWN))
+    return "\n".join(lines)
+
+
+def _names(syms: list[SymbolChange], t: dict[str, str], limit: int = 4) -> str:
+    shown = t["list_sep"].join(code(bare_name(x), 80) for x in syms[:limit])
+    return shown + ("…" if len(syms) > limit else "")
+
+
+def _breakdown_intro(r: RevertReport, t: dict[str, str]) -> str:
+    """One sentence built from the symbol changes: what the revert removes, adds back and reshapes."""
+    syms = [x for x in r.symbols if x.kind != "import"]
+    parts: list[str] = []
+    for change, key in (("removed", "bd_removes"), ("added", "bd_adds_back")):
+        by_kind: dict[str, list[SymbolChange]] = {}
+        for x in syms:
+            if x.change == change:
+                kind = x.kind.removeprefix("async ")
+                by_kind.setdefault(kind if f"bd_kind_{kind}" in t else "other", []).append(x)
+        for kind, group in by_kind.items():
+            parts.append(t[key].format(n=len(group), kind=t[f"bd_kind_{kind}"], names=_names(group, t)))
+    sig = [x for x in syms if x.change == "modified" and x.signature_changed]
+    if sig:
+        text = t["bd_signature"].format(names=_names(sig, t))
+        dropped = [p for x in sig for p in x.removed_params]
+        if dropped:
+            text += t["bd_drops_params"].format(names=t["list_sep"].join(code(p, 60) for p in dropped[:4]))
+        parts.append(text)
+    other = [x for x in syms if x.change == "modified" and not x.signature_changed]
+    if other:
+        parts.append(t["bd_changes"].format(n=len(other)))
+    if not parts and r.files:
+        parts.append(t["bd_files_only"].format(n=len(r.files)))
+    return t["breakdown_intro"].format(parts=t["clause_sep"].join(parts)) if parts else ""
+
+
+_WHOLE_SYMBOL_RE = re.compile(r"^(?:async )?(?:function|method|class|variable) (?:removed|added)(?::\s*(.*))?$")
+
+
+def _file_entry(n: int, f: FileChange, syms: list[SymbolChange], t: dict[str, str]) -> str:
+    c = t["colon"]
+    category = t.get("cat_" + f.category, f.category)
+    status = t["status_" + f.status]
+    where = f"{t['paren_open']}{inline(f.module, 80)}{t['comma']}{category}{t['paren_close']}"
+    head = f"{n}. {code(f.path)}{where}{c}{status}{t['comma']}+{f.added} −{f.removed}"
+    lines = [head]
+    imports: dict[str, list[str]] = {}  # imports are folded into one line per file and change
+    shown = 0
+    for sym in syms:
+        verb = t["sym_" + sym.change]
+        if sym.kind == "import":
+            imports.setdefault(verb, []).append(code(sym.name.removeprefix("import:"), 80))
+            continue
+        shown += 1
+        if shown > SYMBOLS_SHOWN:
+            continue
+        line = f"   - {verb} {symbol_name(sym.name)}"
+        whole = _WHOLE_SYMBOL_RE.match(sym.detail)
+        if whole:
+            # "removes X: method removed: (sig)" says it twice: the verb, then the signature as code.
+            if whole[1]:
+                line += f"{c}{code(whole[1], 200)}"
+        elif sym.detail and not sym.detail.startswith("import of "):
+            line += f"{c}{rich(translate_detail(sym.detail, t['lang']), 300)}"
+        lines.append(line)
+    if shown > SYMBOLS_SHOWN:
+        lines.append("   - " + t["more_symbols"].format(n=shown - SYMBOLS_SHOWN))
+    for verb, names in imports.items():
+        lines.append(f"   - {t['imports_line'].format(verb=verb, names=t['list_sep'].join(names[:SYMBOLS_SHOWN]))}")
+    return "\n".join(lines)
+
+
 def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_breakdown"])
+    intro = _breakdown_intro(r, t)
+    if intro:
+        s.add(intro)
     by_file: dict[str, list[SymbolChange]] = {}
     for sym in r.symbols:
         by_file.setdefault(sym.file, []).append(sym)
-    for n, f in enumerate(r.files[: r.max_files_listed], 1):
-        category = t.get("cat_" + f.category, f.category)
-        status = t["status_" + f.status]
-        head = f"{n}. {code(f.path)} ({inline(f.module, 80)}, {category}): {status}, +{f.added} −{f.removed}"
-        lines = [head]
-        imports: dict[str, list[str]] = {}  # imports are folded into one line per file and change
-        for sym in by_file.get(f.path, []):
-            verb = t["sym_" + sym.change]
-            if sym.kind == "import":
-                imports.setdefault(verb, []).append(code(sym.name.removeprefix("import:"), 80))
-                continue
-            line = f"   - {verb} {symbol_name(sym.name)}"
-            if sym.detail:
-                line += f": {rich(translate_detail(sym.detail, t['lang']), 300)}"
-            lines.append(line)
-        for verb, names in imports.items():
-            lines.append(f"   - {t['imports_line'].format(verb=verb, names=t['list_sep'].join(names))}")
-        s.add("\n".join(lines), joined=n > 1)
-    if len(r.files) > r.max_files_listed:
+    listed = r.files[: r.max_files_listed]
+    entries = [_file_entry(n, f, by_file.get(f.path, []), t) for n, f in enumerate(listed, 1)]
+    for n, entry in enumerate(entries[:FILES_SHOWN]):
+        s.add(entry, joined=n > 0)
+    if len(r.files) > FILES_SHOWN:
         # Every file the change touches stays visible (folded), so nothing can hide behind the cap.
-        rest = r.files[r.max_files_listed :]
-        listing = ", ".join(f"{code(f.path)} (+{f.added} −{f.removed})" for f in rest)
-        s.add(f"<details><summary>{t['more_files'].format(n=len(rest))}</summary>\n\n{listing}\n\n</details>")
-    for note in r.symbol_notes:
+        body = "\n".join(entries[FILES_SHOWN:])
+        rest = r.files[max(r.max_files_listed, FILES_SHOWN) :]
+        if rest:
+            listing = t["list_sep"].join(f"{code(f.path)} (+{f.added} −{f.removed})" for f in rest[:FOLD_CAP])
+            if len(rest) > FOLD_CAP:
+                listing += t["list_sep"] + t["folded_note"].format(n=len(rest) - FOLD_CAP)
+            body = f"{body}\n\n{listing}" if body else listing
+        s.add(folded(t["more_files"].format(n=len(r.files) - FILES_SHOWN), body))
+    for note in r.symbol_notes[:SHOWN]:
         s.add(f"- {inline(note, 300)}")
+    if len(r.symbol_notes) > SHOWN:
+        s.add(folded(t["more_entries"].format(n=len(r.symbol_notes) - SHOWN),
+                     "\n".join(f"- {inline(n, 300)}" for n in r.symbol_notes[SHOWN:FOLD_CAP])))  # fmt: skip
     if not r.files:
         s.add(t["no_files"])
     return s
 
 
+def _file_row(f: FileChange, t: dict[str, str]) -> str:
+    role = t["role_critical"] if f.critical else t.get("role_" + f.category, "")
+    return (f"| {table_code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
+            f"{role} | +{f.added} −{f.removed} |")  # fmt: skip
+
+
 def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_key_files"])
-    s.add(f"| {t['col_file']} | {t['col_module']} | {t['col_category']} | {t['col_role']} | +/− |")
-    s.add("|---|---|---|---|---|", joined=True)
-    for f in r.files[: r.max_files_listed]:
-        role = t["role_critical"] if f.critical else t.get("role_" + f.category, "")
-        s.add(
-            f"| {table_code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
-            f"{role} | +{f.added} −{f.removed} |",
-            joined=True,
-        )
+    columns = (t["col_file"], t["col_module"], t["col_category"], t["col_role"], "+/−")
+    header = "| " + " | ".join(columns) + " |\n|---|---|---|---|---|"
+    s.add(header)
+    listed = r.files[: r.max_files_listed]
+    for f in listed[:FILES_SHOWN]:
+        s.add(_file_row(f, t), joined=True)
+    if len(listed) > FILES_SHOWN:
+        rows = "\n".join(_file_row(f, t) for f in listed[FILES_SHOWN:])
+        s.add(folded(t["more_rows"].format(n=len(listed) - FILES_SHOWN), f"{header}\n{rows}"))
     if len(r.files) > r.max_files_listed:
         s.add("_" + t["more_files"].format(n=len(r.files) - r.max_files_listed) + "_")
     key_syms = [sym for sym in r.symbols
                 if sym.kind != "import" and (sym.change in ("removed", "added") or sym.signature_changed)]  # fmt: skip
     if key_syms:
-        s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
+        names = t["list_sep"].join(symbol_name(sym.name) for sym in key_syms[:SYMBOLS_SHOWN])
+        if len(key_syms) > SYMBOLS_SHOWN:
+            more = t["list_sep"].join(symbol_name(sym.name) for sym in key_syms[SYMBOLS_SHOWN:FOLD_CAP])
+            names += "\n\n" + folded(t["more_symbols"].format(n=len(key_syms) - SYMBOLS_SHOWN), more)
+        s.add(f"**{t['key_symbols']}**{t['colon']}" + names)
     return s
 
 
@@ -320,8 +484,8 @@ def _reviews(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(t["reviews_none"])
     else:
         for n, rv in enumerate(gh.reviews):
-            where = f" ({code(rv.path)})" if rv.path else ""
-            s.add(f"- **{inline(rv.author, 60)}**{where}: {inline(rv.body, 400)}", joined=n > 0)
+            where = f"{t['paren_open']}{code(rv.path)}{t['paren_close']}" if rv.path else ""
+            s.add(f"- **{inline(rv.author, 60)}**{where}{t['colon']}{inline(rv.body, 400)}", joined=n > 0)
     return s
 
 
@@ -332,31 +496,98 @@ def _risk(r: RevertReport, t: dict[str, str], lang: str) -> Section:
     s.add("|---|---|---|", joined=True)
     for f in r.risk.factors:
         s.add(f"| {t['factor_' + f.name]} | {t['level_' + f.level]} | {factor_sentence(f, lang)} |", joined=True)
+    flags = [t["factor_" + f.name] for f in r.risk.factors if f.level != "low"]
+    s.add(f"**{t['risk_flags']}**{t['colon']}" + (t["list_sep"].join(flags) if flags else t["flags_none"]))
     for f in r.risk.factors:
-        if (f.evidence and f.level != "low") or (f.name in ("dependents", "drift", "backports") and f.evidence):
-            s.add(_evidence(f, t))
+        # Backports and later commits are listed in "Related context": their evidence here would
+        # repeat the same lines, so it is shown only when the factor raises the risk.
+        if (f.evidence and f.level != "low" and not (f.name == "backports" and r.backports)) or (
+            f.name == "dependents" and f.evidence
+        ):
+            s.add(_evidence(f, t, r))
     if r.gpu is not None:
         s.add(_gpu(r, t))
     impact = _impact(r, t)
     if impact:
-        s.add(f"**{t['impact']}**: {impact}")
+        s.add(f"**{t['impact']}**{t['colon']}{impact}")
     return s
 
 
-def _evidence(f: RiskFactor, t: dict[str, str]) -> str:
+_MORE_RE = re.compile(r"^\.\.\. and (\d+) more$")
+_ZH_EVIDENCE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^missing (.*)$"), "缺少"),
+    (re.compile(r"^extra +(.*)$"), "多出"),
+    (re.compile(r"^broken: (.*)$"), "被回退破坏"),
+    (re.compile(r"^fixed: (.*)$"), "被回退修复"),
+    (re.compile(r"^flaky: (.*)$"), "不稳定"),
+    (re.compile(r"^infrastructure: (.*)$"), "基础设施问题"),
+    (re.compile(r"^no GPU: (.*)$"), "没有 GPU"),
+)
+
+
+# The purity check's per-file notes (revertbot.purity), in Chinese.
+_ZH_PURITY_NOTES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"^(\d+) line\(s\) of the inverse not done, (\d+) line\(s\) beyond it(?: \(first (\d+) shown\))?$"),
+     lambda m: f"{m[1]} 行应回退而未回退，{m[2]} 行超出回退范围" + (f"（仅列出前 {m[3]} 行）" if m[3] else "")),
+    (re.compile(r"^the same lines change, but the result differs \(order or place\)$"),
+     lambda m: "改动的行相同，但结果不同（顺序或位置）"),
+    (re.compile(r"^(\d+) edit\(s\) of the inverse not done, (\d+) beyond it, by position$"),
+     lambda m: f"按位置比较：{m[1]} 处应回退而未回退，{m[2]} 处超出回退范围"),
+)  # fmt: skip
+
+
+def _evidence_item(e: str, t: dict[str, str]) -> str:
+    """One evidence line: data as code, the few English words around it in the report's language."""
+    text = e.strip()
+    more = _MORE_RE.match(text)
+    if more:
+        return t["more_evidence"].format(n=more[1])
+    if t["lang"] == "zh":
+        path, _, note = text.rpartition(": ")
+        for note_re, say in _ZH_PURITY_NOTES:
+            m = note_re.match(note)
+            if path and m:
+                return f"{code(path, 300)}：{say(m)}"
+        line = re.match(r"^line (\d+)$", text)
+        if line:
+            return f"第 {line[1]} 行"
+        matches = re.match(r"^(.*?)  \(matches (.*)\)$", text)
+        if matches:
+            globs = t["list_sep"].join(code(g, 120) for g in matches[2].split(", "))
+            return f"{code(matches[1], 300)}（匹配 {globs}）"
+        for pattern, label in _ZH_EVIDENCE:
+            m = pattern.match(text)
+            if m:
+                return f"{label}：{code(m[1], 300)}"
+    return code(text, 300)
+
+
+def _evidence(f: RiskFactor, t: dict[str, str], r: RevertReport) -> str:
     lines = [f"**{t['evidence_for']}{t['sep']}{t['factor_' + f.name]}**"]
-    # Evidence lines indented by the risk model (a conflict's hunks, a file's missing lines)
-    # belong to the line above: a nested item, not a code span that starts with spaces.
-    lines += [f"{'  ' if e.startswith('  ') else ''}- {code(e.strip(), 300)}" for e in f.evidence]
+    if f.name == "backports" and r.backports:
+        # Said from the structured data: each branch with its backport PR and the revert's, if any.
+        items = [f"- {_backport_line(b, r, t)}" for b in r.backports]
+    else:
+        # Evidence lines indented by the risk model (a conflict's hunks, a file's missing lines)
+        # belong to the line above: a nested item, not a code span that starts with spaces.
+        items = [f"{'  ' if e.startswith('  ') else ''}- {_evidence_item(e, t)}" for e in f.evidence]
+    # The risk model caps evidence with a last "... and N more" line: count those in the fold.
+    capped = _MORE_RE.match(f.evidence[-1].strip()) if f.evidence and f.name != "backports" else None
+    hidden = len(items) - SHOWN + (int(capped[1]) - 1 if capped else 0)
+    lines += items[:SHOWN]
+    if len(items) > SHOWN:
+        rest = "\n".join(x.lstrip() for x in items[SHOWN:FOLD_CAP])
+        lines += ["", folded(t["more_entries"].format(n=hidden), rest)]
     return "\n".join(lines)
 
 
 def _gpu(r: RevertReport, t: dict[str, str]) -> str:
     g = r.gpu
     assert g is not None
-    lines = [
-        f"**{t['gpu_title']}** ({inline(g.hardware, 120)}; {t['suites']}: {', '.join(code(x, 60) for x in g.suites)})"
-    ]
+    c = t["colon"]
+    suites = t["list_sep"].join(code(x, 60) for x in g.suites)
+    where = f"{t['hardware']}{c}{inline(g.hardware, 120)}{t['semicolon']}{t['suites']}{c}{suites}"
+    lines = [f"**{t['gpu_title']}**{t['paren_open']}{where}{t['paren_close']}"]
     lines.append("")
     lines.append(gpu_sentence_line(g, t["lang"]))
     lines.append("")
@@ -367,68 +598,101 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
         flag = " ⚠" if m.regressed else ""
         unit = table_cell(m.unit, 20)  # written by the suite: untrusted like any name it reports
         lines.append(
-            f"| {table_cell(m.name, 80)} | {m.before:g} {unit} | {m.after:g} {unit} | {delta:+.1f}%{flag} |"
+            f"| {table_code(m.name, 80)} | {m.before:g} {unit} | {m.after:g} {unit} | {delta:+.1f}%{flag} |"
         )
     lines.append("")
     for label, flips in ((t["gpu_fixed"], g.fixed), (t["gpu_broken"], g.broken)):
         if flips:
-            lines.append(f"- {label}: " + ", ".join(code(f.name, 120) for f in flips[:20]))
+            lines.append(f"- {label}{c}" + t["list_sep"].join(code(f.name, 120) for f in flips[:20]))
     if g.flaky:
-        lines.append(f"- {t['gpu_flaky']}: " + ", ".join(code(x, 120) for x in g.flaky[:20]))
+        lines.append(f"- {t['gpu_flaky']}{c}" + t["list_sep"].join(code(x, 120) for x in g.flaky[:20]))
     if g.failing_both:
-        lines.append(f"- {t['gpu_failing_both']}: " + ", ".join(code(x, 120) for x in g.failing_both[:20]))
-    lines.append(f"- {t['gpu_passed_both']}: {g.passed_both}")
-    for i in g.infra:
-        lines.append(f"- {t['gpu_infra']}: {inline(i, 200)}")
-    for n in g.not_run:
-        lines.append(f"- {t['gpu_not_run']}: {inline(n, 120)}")
+        lines.append(f"- {t['gpu_failing_both']}{c}" + t["list_sep"].join(code(x, 120) for x in g.failing_both[:20]))
+    lines.append(f"- {t['gpu_passed_both']}{c}{g.passed_both}")
+    for i in g.infra[:20]:
+        lines.append(f"- {t['gpu_infra']}{c}{code(i, 200)}")
+    for n in g.not_run[:20]:
+        lines.append(f"- {t['gpu_not_run']}{c}{code(n, 120)}")
     return "\n".join(lines)
 
 
 def _impact(r: RevertReport, t: dict[str, str]) -> str:
     modules = sorted({f.module for f in r.files})
-    parts = [t["impact_scope"].format(files=len(r.files), modules=", ".join(code(m, 60) for m in modules[:8]))]
+    parts = [t["impact_scope"].format(files=len(r.files), modules=t["list_sep"].join(code(m, 60) for m in modules[:8]))]
     if r.gpu is not None:
         mem = [m for m in r.gpu.metrics if "memory" in m.name]
         for m in mem[:2]:
             parts.append(
                 t["impact_memory"].format(
-                    name=inline(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=inline(m.unit, 20)
+                    name=code(m.name, 60), before=f"{m.before:g}", after=f"{m.after:g}", unit=inline(m.unit, 20)
                 )
             )
     elif any(f.critical for f in r.files):
         parts.append(t["impact_gpu_unknown"])
-    return " ".join(parts)
+    return t["sep"].join(parts)
+
+
+def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
+    """``release/v0.1``: #7 carries the original; the revert is missing: one branch, its PRs, its state."""
+    # "PR #7" in ``how`` is said by ``original_pr`` already; what is left of it is whether it is open.
+    how = b.how if not b.how.startswith("PR #") else ("open" if b.how.endswith("(open)") else "")
+    how_said = t.get("how_" + how, inline(how, 40)) if how else ""
+    if b.original_pr:
+        carried = t["bp_carried_pr"].format(pr=b.original_pr)
+        details = [x for x in (_sha(b.original_pick) if b.original_pick else "", how_said) if x]
+    else:
+        carried = t["bp_carried_sha"].format(sha=_sha(b.original_pick) if b.original_pick else "?")
+        details = [how_said] if how_said else []
+    how_text = t["bp_how"].format(how=t["list_sep"].join(details)) if details else ""
+    state = backport_state(b)
+    if same_branch(b.branch, r.base_ref) and state != "reverted":
+        after = t["bp_this_branch"]
+    elif state == "reverted" and b.revert_pr:
+        after = t["bp_reverted_pr"].format(pr=b.revert_pr)
+    elif state == "reverted":
+        after = t["bp_reverted_sha"].format(sha=_sha(b.revert_pick or ""))
+    elif state == "revert-open":
+        after = t["bp_revert_open"].format(pr=b.revert_pr)
+    else:
+        after = t["bp_missing"]
+    return f"{code(short_branch(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
 
 
 def _related(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_related"])
+    c = t["colon"]
     items: list[str] = []
     for orig in r.originals:
-        items.append(f"- {t['original']}: {_sha(orig.sha)} {inline(orig.subject, 150)} ({_date(orig.date)})")
+        date = f"{t['paren_open']}{_date(orig.date)}{t['paren_close']}"
+        items.append(f"- {t['original']}{c}{_sha(orig.sha)} {inline(orig.subject, 150)}{date}")
     if r.chain:
-        chain = " → ".join(f"{_sha(c.sha)} {inline(c.subject, 80)}" for c in r.chain)
-        items.append(f"- {t['chain']}: {chain} → {_sha(r.revert.sha)}")
+        chain = " → ".join(f"{_sha(x.sha)} {inline(x.subject, 80)}" for x in r.chain)
+        items.append(f"- {t['chain']}{c}{chain} → {_sha(r.revert.sha)}")
     else:
-        items.append(f"- {t['chain']}: {t['chain_none']}")
+        items.append(f"- {t['chain']}{c}{t['chain_none']}")
     for later in r.later:
         days = max(0, round((later.date - r.revert.date) / 86400))
         items.append("- " + t["relanded"].format(days=days, sha=_sha(later.sha), subject=inline(later.subject, 120)))
     if r.backports:
-        for b in r.backports:
-            state = t["backport_reverted"].format(sha=_sha(b.revert_pick)) if b.revert_pick else t["backport_missing"]
-            pick = _sha(b.original_pick) if b.original_pick else "?"
-            items.append(f"- {t['backport']} {code(short_branch(b.branch), 80)}: {pick} ({inline(b.how, 40)}); {state}")
+        items += [f"- {t['backport']} {_backport_line(b, r, t)}" for b in r.backports[:SHOWN]]
+        if len(r.backports) > SHOWN:
+            rest = "\n".join(f"- {_backport_line(b, r, t)}" for b in r.backports[SHOWN:FOLD_CAP])
+            items.append("\n" + folded(t["more_entries"].format(n=len(r.backports) - SHOWN), rest) + "\n")
     else:
-        items.append(f"- {t['backport']}: {t['backports_none']}")
+        items.append(f"- {t['backport']}{c}{t['backports_none']}")
     if r.github and r.github.revert_backport_prs:
         prs = t["list_sep"].join(_backport_pr(ref, t) for ref in r.github.revert_backport_prs)
         items.append("- " + t["revert_backport_prs"].format(prs=prs))
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
-        items += [f"  - {_sha(d.sha)} {inline(d.subject, 120)} ({_date(d.date)})" for d in r.drift[:15]]
-        if len(r.drift) > 15:
-            items.append("  - " + t["more_commits"].format(n=len(r.drift) - 15))
+        lp, rp = t["paren_open"], t["paren_close"]
+        lines = [f"{_sha(d.sha)} {inline(d.subject, 120)}{lp}{_date(d.date)}{rp}" for d in r.drift[:FOLD_CAP]]
+        items += [f"  - {line}" for line in lines[:SHOWN]]
+        if len(r.drift) > SHOWN:
+            rest = "\n".join(f"- {line}" for line in lines[SHOWN:])
+            if len(r.drift) > FOLD_CAP:
+                rest += "\n- " + t["folded_note"].format(n=len(r.drift) - FOLD_CAP)
+            items.append("\n" + folded(t["more_commits"].format(n=len(r.drift) - SHOWN), rest))
     for n, it in enumerate(items):
         s.add(it, joined=n > 0)
     return s
