@@ -11,9 +11,12 @@ from pathlib import Path
 
 from . import gitops
 from .analysis.dependents import search_dependents
+from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
+from .analysis.symbols_cpp import MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES
+from .analysis.symbols_cpp import diff_cpp_symbols, is_cpp_path
 from .config import Config, categorize, load_config_file, module_for
 from .detect import link_reverts, parse_message
 from .errors import NotFoundError
@@ -128,6 +131,10 @@ def check_revert(
         search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)
+        if any(is_cpp_path(s.file) for s in symbols):
+            cpp_search = search_cpp_dependents(root, after_tree, symbols, before=applied_on)
+            dependents += list(cpp_search.dependents)
+            notes += list(cpp_search.notes)
 
     originals = [by_sha[o] for o in link.originals]
     drift = []
@@ -260,9 +267,44 @@ def _symbol_changes(
         changes += list(found)
         if note:
             notes.append(f"{p}: {note}")
-    non_py = [f.path for f in files if not f.path.endswith((".py", ".pyi"))]
-    if non_py:
-        notes.append(f"{len(non_py)} non-Python file(s) analysed at file level only")
+    cpp_changes, cpp_notes = _cpp_symbol_changes(root, revert, parent, [f.path for f in files if is_cpp_path(f.path)])
+    changes += cpp_changes
+    notes += cpp_notes
+    other = [f.path for f in files if not f.path.endswith((".py", ".pyi")) and not is_cpp_path(f.path)]
+    if other:
+        notes.append(f"{len(other)} other file(s) (not Python or C++/CUDA) analysed at file level only")
+    return changes, notes
+
+
+def _cpp_symbol_changes(
+    root: Path, revert: str, parent: str | None, paths: Sequence[str]
+) -> tuple[list[SymbolChange], list[str]]:
+    """C++/CUDA symbol changes of ``paths``, reading at most ``MAX_CPP_TOTAL_BYTES`` of source."""
+    if not paths:
+        return [], []
+    sides = [(revert, p) for p in paths] + ([(parent, p) for p in paths] if parent else [])
+    sizes = gitops.blob_sizes(root, [f"{rev}:{p}" for rev, p in sides])
+    changes: list[SymbolChange] = []
+    notes: list[str] = []
+    total = 0
+    wanted: list[str] = []
+    for i, p in enumerate(paths):
+        size = sum(sizes.get(f"{rev}:{p}") or 0 for rev in (revert, parent) if rev)
+        if total + size > MAX_CPP_TOTAL_BYTES:
+            notes.append(f"{len(paths) - i} C++/CUDA file(s) not analysed for symbols (limit "
+                         f"{MAX_CPP_TOTAL_BYTES // 1_000_000} MB of source), e.g. {p}")  # fmt: skip
+            break
+        total += size
+        wanted.append(p)
+    for start in range(0, len(wanted), 100):
+        batch = wanted[start : start + 100]
+        specs = [f"{revert}:{p}" for p in batch] + ([f"{parent}:{p}" for p in batch] if parent else [])
+        contents = gitops.blobs(root, specs)
+        for p in batch:
+            found, found_notes = diff_cpp_symbols(p, contents.get(f"{parent}:{p}") if parent else None,
+                                                  contents.get(f"{revert}:{p}"))  # fmt: skip
+            changes += list(found)
+            notes += found_notes
     return changes, notes
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .symbols import ChangeKind, SymbolChange
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Language, Node, Parser, Query
 
 CPP_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".inl")
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -102,40 +102,59 @@ def is_cpp_path(path: str) -> bool:
 
 # --------------------------------------------------------------------------- parsing
 
+_LANGUAGES: dict[str, Language] = {}
 _PARSERS: dict[str, Parser] = {}
 
 
 def grammar_for(path: str, source: bytes) -> str:
-    """"cuda" for CUDA files and for CUDA code in headers and C++ files, else "cpp"."""
+    """ "cuda" for CUDA files and for CUDA code in headers and C++ files, else "cpp"."""
     cuda = path.lower().endswith(CUDA_SUFFIXES) or any(k in source for k in (b"__global__", b"__device__", b"<<<"))
     return "cuda" if cuda else "cpp"
 
 
-def parser_for(name: str) -> Parser:
-    """The tree-sitter parser of a grammar ("cuda" or "cpp"), loaded once."""
-    cuda = name == "cuda"
-    if name not in _PARSERS:
+def language_for(name: str) -> Language:
+    """The tree-sitter grammar "cuda" or "cpp", loaded once."""
+    if name not in _LANGUAGES:
         # Imported here: reverts without C++ files never pay for loading the grammars.
         import tree_sitter
 
-        if cuda:
-            import tree_sitter_cuda as grammar
+        if name == "cuda":
+            import tree_sitter_cuda
+
+            _LANGUAGES[name] = tree_sitter.Language(tree_sitter_cuda.language())
         else:
-            import tree_sitter_cpp as grammar
-        _PARSERS[name] = tree_sitter.Parser(tree_sitter.Language(grammar.language()))
+            import tree_sitter_cpp
+
+            _LANGUAGES[name] = tree_sitter.Language(tree_sitter_cpp.language())
+    return _LANGUAGES[name]
+
+
+def parser_for(name: str) -> Parser:
+    """A tree-sitter parser of the grammar "cuda" or "cpp", made once."""
+    if name not in _PARSERS:
+        import tree_sitter
+
+        _PARSERS[name] = tree_sitter.Parser(language_for(name))
     return _PARSERS[name]
 
 
-_QUERIES: dict[str, Any] = {}
+_QUERIES: dict[str, Query] = {}
+
+
+def query_for(grammar: str, text: str, cache: dict[str, Query]) -> Query:
+    """A compiled tree-sitter query of ``grammar``, kept in ``cache``."""
+    if grammar not in cache:
+        import tree_sitter
+
+        cache[grammar] = tree_sitter.Query(language_for(grammar), text)
+    return cache[grammar]
 
 
 def _comment_nodes(root: Node, grammar: str) -> list[Node]:
     """Every comment node, found by a tree-sitter query (in C: a Python walk costs seconds on big files)."""
     import tree_sitter
 
-    query = _QUERIES.get(grammar)
-    if query is None:
-        query = _QUERIES[grammar] = tree_sitter.Query(_PARSERS[grammar].language, "(comment) @c")
+    query = query_for(grammar, "(comment) @c", _QUERIES)
     return list(tree_sitter.QueryCursor(query).captures(root).get("c", []))
 
 
@@ -180,7 +199,9 @@ class _Source:
 
     def tidy(self, *nodes: Node | None, prefix: str = "") -> str:
         """Canonical text of nodes: their tokens, spaced the usual way."""
-        toks = [t.decode("utf-8", "replace") for n in nodes if n is not None for t in self.tokens(n.start_byte, n.end_byte)]
+        toks = [
+            t.decode("utf-8", "replace") for n in nodes if n is not None for t in self.tokens(n.start_byte, n.end_byte)
+        ]
         return _tidy(([prefix] if prefix else []) + toks)
 
     def hash(self, ranges: Sequence[tuple[int, int]]) -> str:
@@ -365,9 +386,11 @@ class _Walker:
         signature = _tidy([template, *(self.src.tidy(c) for c in header)])
         own = []  # members that are not symbols of their own make the class's body
         for member in body.named_children:
-            if member.type in ("function_definition", "template_declaration", "comment") or (
-                member.type in ("field_declaration", "declaration") and _has_function_declarator(member)
-            ) or member.type in _CLASS_TYPES:
+            if (
+                member.type in ("function_definition", "template_declaration", "comment")
+                or (member.type in ("field_declaration", "declaration") and _has_function_declarator(member))
+                or member.type in _CLASS_TYPES
+            ):
                 continue
             own.append((member.start_byte, member.end_byte))
         self.ex.symbols.append(CppSymbol(
@@ -533,9 +556,9 @@ def diff_cpp_symbols(
     new, new_errors = extract_cpp_symbols(path, after) if after is not None else ([], [])
     notes = []
     if old_errors or new_errors:
-        where = "; ".join(f"{label} version: line{'s' if len(lines) > 1 else ''} "
-                          + ", ".join(str(n) for n in lines if n) if any(lines) else f"{label} version: nested too deeply"
-                          for label, lines in (("before", old_errors), ("after", new_errors)) if lines)  # fmt: skip
+        where = "; ".join(
+            _where(label, lines) for label, lines in (("before", old_errors), ("after", new_errors)) if lines
+        )
         notes.append(f"{path}: parsed with errors ({where}); symbols may be incomplete in {path}")
     overloaded = _overloaded(old) | _overloaded(new)
     old_by = _by_key(old, overloaded)
@@ -562,6 +585,13 @@ def diff_cpp_symbols(
                 changes.append(found)
     changes.sort(key=lambda c: (c.line, c.name, c.change))
     return tuple(changes), notes
+
+
+def _where(label: str, lines: list[int]) -> str:
+    known = [str(n) for n in lines if n]
+    if not known:
+        return f"{label} version: nested too deeply"
+    return f"{label} version: line{'s' if len(known) > 1 else ''} {', '.join(known)}"
 
 
 def _overloaded(symbols: Sequence[CppSymbol]) -> set[str]:
@@ -609,7 +639,9 @@ def _inside(s: CppSymbol, classes: set[str]) -> bool:
 
 def _added_or_removed(path: str, key: str, s: CppSymbol, change: ChangeKind) -> CppSymbolChange:
     what = s.kind if s.defined or s.kind in REGISTRATION_KINDS else f"{s.kind} declaration"
-    detail = f"{what} {change}" + (f": {s.signature}" if s.signature else "") + (f"; calls `{s.binds}`" if s.binds else "")
+    detail = (
+        f"{what} {change}" + (f": {s.signature}" if s.signature else "") + (f"; calls `{s.binds}`" if s.binds else "")
+    )
     return CppSymbolChange(name=key, kind=s.kind, change=change, file=path, line=s.line, detail=detail,
                            bound_name=s.bound_name, binds=s.binds)  # fmt: skip
 
@@ -621,6 +653,10 @@ def _compare(path: str, old: CppSymbol, new: CppSymbol, key: str) -> CppSymbolCh
     removed: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     signature_changed = old.api != new.api
+    if old.defined != new.defined and new.kind in CALLABLE_CPP_KINDS:
+        # A prototype and a definition are written differently (``static``, ``Cls::`` qualifier,
+        # defaults): only the parameter types tell whether callers are affected.
+        signature_changed = old.param_types != new.param_types
     if old.param_types != new.param_types:
         removed = tuple(p for p in old.params if p and p not in new.params)
         added = tuple(p for p in new.params if p and p not in old.params)
@@ -631,7 +667,7 @@ def _compare(path: str, old: CppSymbol, new: CppSymbol, key: str) -> CppSymbolCh
     if signature_changed:
         label = "schema" if new.kind == "torch op" else "signature"
         details.append(f"{label} changed: {old.signature or '()'} -> {new.signature or '()'}")
-    elif old.signature != new.signature and new.kind in CALLABLE_CPP_KINDS:
+    elif old.signature != new.signature and new.kind in CALLABLE_CPP_KINDS and old.defined == new.defined:
         details.append("parameter names changed")
     if old.defined and not new.defined:
         details.append("definition removed (declaration kept)")
