@@ -445,6 +445,19 @@ def test_signature_change_finds_untouched_callers_only(repo: GitRepo) -> None:
     ]
 
 
+def test_a_multi_line_call_whose_arguments_the_revert_changes_is_not_a_dependent(repo: GitRepo) -> None:
+    repo.commit("base", {"a.cuh": "namespace ns {\nint scale(int x) { return x; }\n}\n",
+                         "user.cu": "int u() {\n  return ns::scale(\n      1);\n}\n"})  # fmt: skip
+    original = repo.commit("scale takes a factor (#3)", {"a.cuh": "namespace ns {\nint scale(int x, int f) { return x; }\n}\n",
+                                                         "user.cu": "int u() {\n  return ns::scale(\n      1, 2);\n}\n"})  # fmt: skip
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    assert [(s.name, s.signature_changed) for s in report.symbols] == [("ns::scale", True), ("u", False)]
+    assert report.dependents == ()
+
+
 def test_a_function_moved_to_another_file_has_no_dependents(repo: GitRepo) -> None:
     repo.commit(
         "base", {"a.cu": "namespace k {\nvoid helper() {}\n}\n", "use.cu": "namespace k {\nvoid u() { helper(); }\n}\n"}

@@ -34,6 +34,7 @@ Bounds (names searched, grep lines, files and bytes parsed, uses listed) are rep
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -117,8 +118,23 @@ def search_cpp_dependents(
     search = _Search(repo, tree, targets, ops, notes)
     deps = search.run()
     if before is not None and deps:
-        deps = _outside_changed_lines(repo, before, tree, deps)
+        deps = _outside_untouched_calls(repo, before, tree, deps, search.spans)
     return DependentSearch(_capped(deps, search.order, notes), tuple(notes))
+
+
+def _outside_untouched_calls(
+    repo: Path, before: str, tree: str, deps: list[Dependent], spans: dict[tuple[str, str, int], int]
+) -> list[Dependent]:
+    """Drop uses on lines the revert changes; for a call written over several lines, on any of its
+    lines: a revert that drops an argument changes the argument's line, not the callee's."""
+    probes: list[Dependent] = []
+    for d in deps:
+        end = spans.get((d.symbol, d.file, d.line), d.line)
+        probes += [dataclasses.replace(d, line=n) for n in range(d.line, min(end, d.line + 200) + 1)]
+    untouched = {(p.symbol, p.file, p.line) for p in _outside_changed_lines(repo, before, tree, probes)}
+    return [d for d in deps if all((d.symbol, d.file, n) in untouched
+                                   for n in range(d.line, min(spans.get((d.symbol, d.file, d.line), d.line),
+                                                              d.line + 200) + 1))]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- what to search
@@ -136,6 +152,7 @@ def _index(changes: Sequence[SymbolChange], notes: list[str]) -> tuple[list[_Tar
     targets: list[_Target] = []
     ops: list[_OpTarget] = []
     moved: list[str] = []
+    constructors: list[str] = []
     unsearchable: list[str] = []
     for seq, c in enumerate(cpp):
         wanted = c.change == "removed" or (c.change == "modified" and c.signature_changed)
@@ -152,6 +169,11 @@ def _index(changes: Sequence[SymbolChange], notes: list[str]) -> tuple[list[_Tar
         word = c.bound_name or c.name.rsplit("::", 1)[-1]
         if c.kind not in SEARCHED_KINDS or not _IDENT.match(word):
             continue  # destructors and operators are called implicitly
+        if mode == "signature" and c.kind == "method" and _plain(c.name).rsplit("::", 2)[-2:] == [word, word]:
+            constructors.append(
+                c.name
+            )  # constructed as `T x(...)`, `make_unique<T>(...)`: not told apart from type uses
+            continue
         qual = _plain(c.name)
         if mode == "removed" and qual in added and "(" not in c.name:
             moved.append(qual)
@@ -161,6 +183,9 @@ def _index(changes: Sequence[SymbolChange], notes: list[str]) -> tuple[list[_Tar
     if moved:
         notes.append(f"dependents: {len(moved)} C++ symbol(s) removed in one file and added in another (moved), "
                      "not searched: " + ", ".join(f"`{m}`" for m in moved[:5]))  # fmt: skip
+    if constructors:
+        notes.append(f"dependents: callers of {len(constructors)} constructor(s) whose parameters change not searched: "
+                     + ", ".join(f"`{m}`" for m in constructors[:5]))  # fmt: skip
     if unsearchable:
         notes.append("dependents: Python uses not searched for ops registered under a name set at build time "
                      "(such as TORCH_EXTENSION_NAME): " + ", ".join(f"`{u}`" for u in unsearchable[:5]))  # fmt: skip
@@ -214,6 +239,7 @@ class _Search:
         self.parsed = 0
         self.total = 0
         self.searched_ops: set[str] = set()
+        self.spans: dict[tuple[str, str, int], int] = {}  # a call over several lines: its last line
 
     def run(self) -> list[Dependent]:
         words = sorted(self.by_word)
@@ -338,6 +364,9 @@ class _Search:
                 if reason:
                     line = n.start_point[0] + 1
                     self._add(t.symbol, t.word, path, line, _line(lines, line), reason)
+                    end = _call_end_line(n)
+                    if end > line:
+                        self.spans[(t.symbol, path, line)] = end
                     if t.mode == "removed":
                         self._registration(path, n, t, text)
         for n in captures.get("arg", []):  # macro bodies are not parsed: their words count as uses
@@ -378,6 +407,8 @@ class _Search:
             reason += " (another overload remains; the call may resolve to it)"
         if t.kind == "macro":
             return reason
+        if t.kind in CALLABLE_CPP_KINDS and n.type in ("type_identifier", "namespace_identifier"):
+            return ""  # a type or a scope of the same name, not the function
         scope = _written_scope(n, text)
         if n.type == "field_identifier":
             if t.kind != "method":
@@ -603,6 +634,16 @@ def _is_call(n: Node) -> bool:
     if p is not None and p.type == "field_expression" and p.child_by_field_name("field") == n:
         root, p = p, p.parent
     return p is not None and p.type == "call_expression" and p.child_by_field_name("function") == root
+
+
+def _call_end_line(n: Node) -> int:
+    """Last line (1-based) of the call whose callee ``n`` names; 0 when ``n`` is not called."""
+    if not _is_call(n):
+        return 0
+    cur: Node | None = n
+    while cur is not None and cur.type != "call_expression":
+        cur = cur.parent
+    return cur.end_point[0] + 1 if cur is not None else 0
 
 
 def _is_launch(n: Node) -> bool:

@@ -240,8 +240,13 @@ def extract_cpp_symbols(path: str, data: bytes) -> tuple[list[CppSymbol], list[i
     out = []
     for s in ex.symbols:
         owner = s.qualname.rsplit("::", 1)[0] if "::" in s.qualname else ""
-        if s.kind in ("function", "device function") and owner and (owner in classes or owner.rsplit("::", 1)[-1]
-                                                                    in bare_classes):  # fmt: skip
+        owner_name = owner.rsplit("::", 1)[-1]
+        # "Runner::Runner(...)" is a constructor even when the class is declared in another file
+        if (
+            s.kind in ("function", "device function")
+            and owner
+            and (owner in classes or owner_name in bare_classes or owner_name == s.bound_name)
+        ):
             s = _replace(s, kind="method")
         out.append(s)
     return out, ex.error_lines
@@ -483,6 +488,8 @@ def _innermost_identifier(decl: Node | None) -> Node | None:
         if decl.type in ("identifier", "field_identifier"):
             return decl
         inner = decl.child_by_field_name("declarator")
+        if inner is None and decl.type in _WRAPPING_DECLARATORS | {"array_declarator"} and decl.named_children:
+            inner = decl.named_children[-1]  # "T& x": the reference declarator has no field for its name
         if inner is None:
             return None
         decl = inner
