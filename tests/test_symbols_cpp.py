@@ -446,10 +446,11 @@ def test_signature_change_finds_untouched_callers_only(repo: GitRepo) -> None:
 
 
 def test_a_multi_line_call_whose_arguments_the_revert_changes_is_not_a_dependent(repo: GitRepo) -> None:
+    scale_v2 = "namespace ns {\nint scale(int x, int f) { return x; }\n}\n"
     repo.commit("base", {"a.cuh": "namespace ns {\nint scale(int x) { return x; }\n}\n",
                          "user.cu": "int u() {\n  return ns::scale(\n      1);\n}\n"})  # fmt: skip
-    original = repo.commit("scale takes a factor (#3)", {"a.cuh": "namespace ns {\nint scale(int x, int f) { return x; }\n}\n",
-                                                         "user.cu": "int u() {\n  return ns::scale(\n      1, 2);\n}\n"})  # fmt: skip
+    user_v2 = "int u() {\n  return ns::scale(\n      1, 2);\n}\n"
+    original = repo.commit("scale takes a factor (#3)", {"a.cuh": scale_v2, "user.cu": user_v2})
     repo.checkout("-b", "r")
     revert = repo.revert(original)
     repo.checkout("main")

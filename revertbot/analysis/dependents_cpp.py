@@ -159,6 +159,8 @@ def _index(changes: Sequence[SymbolChange], notes: list[str]) -> tuple[list[_Tar
         if not wanted:
             continue
         mode = "removed" if c.change == "removed" else "signature"
+        if mode == "signature" and c.kind not in CALLABLE_CPP_KINDS | {"macro", *REGISTRATION_KINDS}:
+            continue  # a class's template header or bases: its uses are too many to tell which break
         if c.kind in REGISTRATION_KINDS:
             op = _op_target(c, seq, removed_functions)
             if op is None:
@@ -239,6 +241,7 @@ class _Search:
         self.parsed = 0
         self.total = 0
         self.searched_ops: set[str] = set()
+        self.method_owners: dict[str, set[str]] = {}  # per file: method name -> classes declaring it
         self.spans: dict[tuple[str, str, int], int] = {}  # a call over several lines: its last line
 
     def run(self) -> list[Dependent]:
@@ -347,6 +350,7 @@ class _Search:
             usings.append(re.sub(r"\s+", " ", text(n)).removeprefix("using ").rstrip(";").strip())
         ids = [n for n in captures.get("id", []) if text(n) in self.by_word]
         declared_here: set[str] = set()
+        self.method_owners = {}
         uses: list[tuple[Node, str]] = []
         for n in ids:
             word = text(n)
@@ -357,6 +361,9 @@ class _Search:
             declared_here.add(word)
             if role in ("defines", "declares"):
                 self._definition(path, n, word, role, text)
+                written = _written_scope(n, text)
+                owners = _enclosing(n, text)[1] | ({written[-1]} if written and written[-1] != "::" else set())
+                self.method_owners.setdefault(word, set()).update(owners)
         file_words = set(_WORD.findall(data.decode("utf-8", "replace"))) if uses else set()
         for n, word in uses:
             for t in self.by_word[word]:
@@ -373,6 +380,8 @@ class _Search:
             body = text(n)
             for word in set(_WORD.findall(body)) & set(self.by_word):
                 for t in self.by_word[word]:
+                    if t.kind == "method":
+                        continue  # a method name in a macro body says nothing about its class
                     offset = body.find(word)
                     line = n.start_point[0] + 1 + body.count("\n", 0, max(offset, 0))
                     verb = "removed" if t.mode == "removed" else "changed"
@@ -420,6 +429,8 @@ class _Search:
             owner = t.scope.rsplit("::", 1)[-1]
             if owner not in file_words:
                 return ""
+            if not removed and self.method_owners.get(t.word, set()) - {owner}:
+                return ""  # another class here has a method of that name: a changed signature cannot be told apart
             return reason + f" on an object (its class is not checked; the file names `{owner}`)"
         if scope:
             if scope == ["::"]:
@@ -440,8 +451,6 @@ class _Search:
                     return reason
             elif u.lstrip(":") == t.qualname or t.qualname.endswith("::" + u.lstrip(":")):
                 return reason
-        if call and t.word not in declared_here:
-            return reason + " (unqualified call outside its namespace: argument-dependent lookup may find it)"
         return ""
 
     def _registration(self, path: str, n: Node, t: _Target, text: Any) -> None:
