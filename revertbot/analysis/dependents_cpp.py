@@ -123,18 +123,19 @@ def search_cpp_dependents(
 
 
 def _outside_untouched_calls(
-    repo: Path, before: str, tree: str, deps: list[Dependent], spans: dict[tuple[str, str, int], int]
+    repo: Path, before: str, tree: str, deps: list[Dependent], spans: dict[tuple[str, str, int], tuple[int, int]]
 ) -> list[Dependent]:
-    """Drop uses on lines the revert changes; for a call written over several lines, on any of its
-    lines: a revert that drops an argument changes the argument's line, not the callee's."""
-    probes: list[Dependent] = []
-    for d in deps:
-        end = spans.get((d.symbol, d.file, d.line), d.line)
-        probes += [dataclasses.replace(d, line=n) for n in range(d.line, min(end, d.line + 200) + 1)]
+    """Drop uses on lines the revert changes; for a call written over several lines (or a macro
+    definition), on any of its lines: a revert that drops an argument changes the argument's line,
+    not the callee's."""
+
+    def lines_of(d: Dependent) -> range:
+        start, end = spans.get((d.symbol, d.file, d.line), (d.line, d.line))
+        return range(start, min(end, start + 200) + 1)
+
+    probes = [dataclasses.replace(d, line=n) for d in deps for n in lines_of(d)]
     untouched = {(p.symbol, p.file, p.line) for p in _outside_changed_lines(repo, before, tree, probes)}
-    return [d for d in deps if all((d.symbol, d.file, n) in untouched
-                                   for n in range(d.line, min(spans.get((d.symbol, d.file, d.line), d.line),
-                                                              d.line + 200) + 1))]  # fmt: skip
+    return [d for d in deps if all((d.symbol, d.file, n) in untouched for n in lines_of(d))]
 
 
 # --------------------------------------------------------------------------- what to search
@@ -242,7 +243,7 @@ class _Search:
         self.total = 0
         self.searched_ops: set[str] = set()
         self.method_owners: dict[str, set[str]] = {}  # per file: method name -> classes declaring it
-        self.spans: dict[tuple[str, str, int], int] = {}  # a call over several lines: its last line
+        self.spans: dict[tuple[str, str, int], tuple[int, int]] = {}  # lines of a call or #define a use is in
 
     def run(self) -> list[Dependent]:
         words = sorted(self.by_word)
@@ -373,7 +374,7 @@ class _Search:
                     self._add(t.symbol, t.word, path, line, _line(lines, line), reason)
                     end = _call_end_line(n)
                     if end > line:
-                        self.spans[(t.symbol, path, line)] = end
+                        self.spans[(t.symbol, path, line)] = (line, end)
                     if t.mode == "removed":
                         self._registration(path, n, t, text)
         for n in captures.get("arg", []):  # macro bodies are not parsed: their words count as uses
@@ -387,6 +388,8 @@ class _Search:
                     verb = "removed" if t.mode == "removed" else "changed"
                     self._add(t.symbol, t.word, path, line, _line(lines, line),
                               f"uses {verb} {t.kind} `{word}` in a macro body")  # fmt: skip
+                    define = n.parent if n.parent is not None else n
+                    self.spans[(t.symbol, path, line)] = (define.start_point[0] + 1, define.end_point[0] + 1)
 
     def _definition(self, path: str, n: Node, word: str, role: str, text: Any) -> None:
         """A definition of a target's name in the tree: the target still exists (moved), or another
