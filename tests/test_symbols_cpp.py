@@ -295,6 +295,18 @@ def test_template_parameters_are_part_of_the_signature_and_bodies_ignore_comment
     assert same == ()
 
 
+def test_launch_bounds_and_inline_are_not_signature_changes() -> None:
+    before = b"template <int B>\n__global__ __launch_bounds__(B) void k(float* x) {}\n"
+    before += b"static inline int f(int a) { return a; }\n"
+    after = b"template <int B>\n__global__ void k(float* x) {}\nint f(int a) { return a; }\n"
+    changes, _ = diff_cpp_symbols("s.cuh", before, after)
+    assert [(c.name, c.signature_changed, c.detail) for c in changes] == [
+        ("k", False, "declaration changed: template <int B> __global__ __launch_bounds__(B) void k(float* x) -> "
+                     "template <int B> __global__ void k(float* x)"),
+        ("f", False, "declaration changed: static inline int f(int a) -> int f(int a)"),
+    ]  # fmt: skip
+
+
 def test_overloads_keep_their_own_names_and_a_changed_overload_is_a_signature_change() -> None:
     before = b"float norm(float* x, int n) { return 0; }\nfloat norm(double* x, int n) { return 0; }\n"
     after = b"float norm(float* x, int n) { return 1; }\nfloat norm(half* x, int n) { return 0; }\n"

@@ -53,6 +53,11 @@ TORCH_BLOCKS = frozenset({"TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBR
 PYBIND_BLOCKS = frozenset({"PYBIND11_MODULE"})
 
 _TOKEN = re.compile(rb"[A-Za-z_]\w*|\d[\w.']*|::|->|\.\.\.|\S")
+#: Specifiers that do not change how a function is called: inlining, linkage, launch bounds, attributes.
+_NOT_API = re.compile(
+    r"\b(?:inline|__inline__|__forceinline__|__noinline__|static|extern|constexpr|virtual|explicit)\b"
+    r"|__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)|__attribute__\s*\(\(.*?\)\)|\[\[.*?\]\]"
+)
 _MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _CONTAINERS = frozenset({"declaration_list", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                          "preproc_elifdef", "ERROR", "translation_unit"})  # fmt: skip
@@ -326,7 +331,8 @@ class _Walker:
             after = [c for c in fd.children if c.start_byte >= params.end_byte]
             head = _tidy([template, spec_text])
             signature = _tidy([head, self.src.tidy(decl)])
-            api = _tidy([head, name_text + "(" + ", ".join(types) + ")", *(self.src.tidy(c) for c in after)])
+            api_head = _tidy([template, " ".join(_NOT_API.sub(" ", spec_text).split())])
+            api = _tidy([api_head, name_text + "(" + ", ".join(types) + ")", *(self.src.tidy(c) for c in after)])
             if cls is not None:
                 kind = "method"
             elif "__global__" in words:
@@ -675,7 +681,10 @@ def _compare(path: str, old: CppSymbol, new: CppSymbol, key: str) -> CppSymbolCh
         label = "schema" if new.kind == "torch op" else "signature"
         details.append(f"{label} changed: {old.signature or '()'} -> {new.signature or '()'}")
     elif old.signature != new.signature and new.kind in CALLABLE_CPP_KINDS and old.defined == new.defined:
-        details.append("parameter names changed")
+        if old.params != new.params:
+            details.append("parameter names changed")
+        else:  # specifiers callers do not see: inline, static, __launch_bounds__, attributes
+            details.append(f"declaration changed: {old.signature} -> {new.signature}")
     if old.defined and not new.defined:
         details.append("definition removed (declaration kept)")
     elif new.defined and not old.defined:
