@@ -9,15 +9,16 @@ bodies do) that resolves to the target by name and scope:
 * a qualified use (``ns::launch``, ``Runner::go``) when the written scope ends the target's scope
   (``rope::launch`` for ``flashinfer::rope::launch``);
 * an unqualified use from inside the target's namespace (or one nested in it), or where a
-  ``using namespace``/``using ns::name`` brings it in; an unqualified *call* anywhere else too
-  (argument-dependent lookup may find it), unless the file declares a function of that name
-  itself (another namespace's ``launch``);
+  ``using namespace``/``using ns::name`` brings it in (argument-dependent lookup is not modelled);
 * a method: ``Class::m``, ``m`` inside the class or one of its out-of-class member definitions,
   ``this->m``, and ``obj.m``/``obj->m`` in a file that names the class (there is no type
-  inference, so the last is a likely use, not a proven one);
+  inference, so the last is a likely use, not a proven one; for a signature change, only where no
+  other class in the file declares a method of that name);
 * a macro: any identifier with its name.
 
-A declaration is not a use. A removed function or class that the tree still *defines* elsewhere
+Only removed classes are searched (a changed template header or base list has too many uses to
+tell which break), and callers of constructors whose parameters change are not (a note lists
+them). A declaration is not a use. A removed function or class that the tree still *defines* elsewhere
 (moved to another file) has no dependents, and a note says where it is defined.
 
 Python bindings: a removed ``torch op`` or ``python binding`` registration (see symbols_cpp), or a
