@@ -518,3 +518,23 @@ def test_dependent_search_is_bounded_by_file_size(repo: GitRepo, tmp_path: Path)
     result = search_cpp_dependents(repo.path, tree, changes)
     assert [(d.file, d.line) for d in result.dependents] == [("big.cu", 2)]
     assert any("over 2 MB not parsed" in n and "gen.cu" in n for n in result.notes)
+
+
+def test_hostile_text_in_cpp_symbols_is_inert_in_the_report(repo: GitRepo) -> None:
+    from tests.github_linker import linked
+    from tests.test_untrusted_text import ATTACK
+
+    attack = ATTACK.replace('"', "'")
+    hostile = f'namespace evil {{\nvoid f(const char* s = "{attack} `x") {{}}\n}}\n'
+    hostile += f"TORCH_LIBRARY(evil, m) {{\n  m.def(\"op(Tensor a, str b='{attack}') -> Tensor\", &evil::f);\n}}\n"
+    repo.commit("base", {"README.md": "x\n"})
+    original = repo.commit("Add evil (#12)", {"csrc/evil.cu": hostile})
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    assert {s.name for s in report.symbols} == {"evil::f", "torch.ops.evil.op"}
+    for lang in ("en", "zh"):
+        md = render_markdown(report, lang)
+        assert "evil.example" in md
+        assert linked(md) == [], linked(md)
