@@ -270,8 +270,13 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     key_syms = [sym for sym in r.symbols
                 if sym.kind != "import" and (sym.change in ("removed", "added") or sym.signature_changed)]  # fmt: skip
     if key_syms:
-        s.add(f"**{t['key_symbols']}**: " + ", ".join(symbol_name(sym.name) for sym in key_syms[:30]))
+        s.add(f"**{t['key_symbols']}**: " + ", ".join(_key_symbol(sym, t) for sym in key_syms[:30]))
     return s
+
+
+def _key_symbol(sym: SymbolChange, t: dict[str, str]) -> str:
+    """A key symbol's name; CUDA kernels say so, since they are what GPU reviewers look for."""
+    return symbol_name(sym.name) + (f" ({t['tag_kernel']})" if sym.kind == "kernel" else "")
 
 
 def _excerpts(r: RevertReport, t: dict[str, str]) -> Section:
