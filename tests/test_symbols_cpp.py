@@ -540,3 +540,59 @@ def test_hostile_text_in_cpp_symbols_is_inert_in_the_report(repo: GitRepo) -> No
         md = render_markdown(report, lang)
         assert "evil.example" in md
         assert linked(md) == [], linked(md)
+
+
+def test_nested_anonymous_and_extern_c_scopes_and_if_alternatives() -> None:
+    before = b"""namespace a::b {
+namespace {
+__device__ int helper(int x) { return x; }
+}
+#if defined(USE_FAST)
+int pick(int x) { return helper(x); }
+#else
+int pick(int x) { return x; }
+#endif
+}
+extern "C" {
+void c_entry(void);
+}
+"""
+    after = before.replace(b"int pick(int x) { return x; }", b"int pick(int x) { return -x; }").replace(
+        b"void c_entry(void);\n", b""
+    )
+    symbols, errors = extract_cpp_symbols("s.cu", before)
+    assert errors == []
+    assert [(s.qualname, s.kind, s.defined) for s in symbols] == [
+        ("a::b::(anonymous)::helper", "device function", True),
+        ("a::b::pick", "function", True),
+        ("a::b::pick", "function", True),
+        ("c_entry", "function", False),
+    ]
+    changes, _ = diff_cpp_symbols("s.cu", before, after)
+    # a change in either #if branch shows; the prototype goes as a declaration
+    assert [(c.name, c.change, c.detail) for c in changes] == [
+        ("a::b::pick", "modified", "body changed"),
+        ("c_entry", "removed", "function declaration removed: void c_entry(void)"),
+    ]
+
+
+def test_op_strings_and_binding_imports_in_python_are_dependents(repo: GitRepo) -> None:
+    bind = 'TORCH_LIBRARY(fi, m) {\n  m.def("rope(Tensor x) -> Tensor", &rope);\n}\n'
+    bind += 'PYBIND11_MODULE(_ext, m) {\n  m.def("rope", &rope);\n}\n'
+    repo.commit("base", {"csrc/x.cc": "// x\n"})
+    original = repo.commit("add rope op (#6)", {"csrc/bind.cc": bind})
+    repo.commit("python side", {
+        "fi/fake.py": 'import torch\n\n\n@torch.library.register_fake("fi::rope")\ndef _(x):\n    return x\n',
+        "fi/use.py": "from fi._ext import rope\nimport fi._ext as E\n\n\ndef f(x):\n    return E.rope(x)\n",
+    })  # fmt: skip
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    assert [(d.file, d.line, d.symbol, d.reason) for d in report.dependents] == [
+        ("fi/fake.py", 4, "torch.ops.fi.rope", "names removed op `fi::rope` in a string"),
+        ("fi/use.py", 1, "_ext.rope", "imports removed binding"),
+        ("fi/use.py", 6, "_ext.rope", "calls removed binding `_ext.rope`"),
+    ]
+    assert report.dependents[0].via == ("csrc/bind.cc: the registration of torch.ops.fi.rope (line 2) is removed; "
+                                        "used at fi/fake.py:4")  # fmt: skip
