@@ -596,3 +596,18 @@ def test_op_strings_and_binding_imports_in_python_are_dependents(repo: GitRepo) 
     ]
     assert report.dependents[0].via == ("csrc/bind.cc: the registration of torch.ops.fi.rope (line 2) is removed; "
                                         "used at fi/fake.py:4")  # fmt: skip
+
+
+def test_specifier_macros_of_cuda_libraries_do_not_break_parsing() -> None:
+    source = (b"struct __align__(16) Tile { float v[4]; };\n"
+              b"CUTLASS_DEVICE static void prefetch(int x) { x += NUM_DEVICE; }\n"
+              b"CUTE_HOST_DEVICE constexpr bool enabled() { return true; }\n"
+              b"FLASHINFER_INLINE void vec_add(float* a) { a[0] += 1; }\n")  # fmt: skip
+    symbols, errors = extract_cpp_symbols("t.cuh", source)
+    assert errors == []
+    assert [(s.qualname, s.kind, s.signature) for s in symbols] == [
+        ("Tile", "struct", "struct __align__(16) Tile"),
+        ("prefetch", "device function", "CUTLASS_DEVICE static void prefetch(int x)"),
+        ("enabled", "device function", "CUTE_HOST_DEVICE constexpr bool enabled()"),
+        ("vec_add", "function", "FLASHINFER_INLINE void vec_add(float* a)"),
+    ]

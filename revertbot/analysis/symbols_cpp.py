@@ -163,6 +163,35 @@ def _comment_nodes(root: Node, grammar: str) -> list[Node]:
     return list(tree_sitter.QueryCursor(query).captures(root).get("c", []))
 
 
+#: Specifier macros of CUDA libraries (``CUTLASS_DEVICE``, ``CUTE_HOST_DEVICE``, ``FLASHINFER_INLINE``) and
+#: ``__align__(N)``, which the grammars do not know: before a declaration they turn it into an ERROR region.
+#: Only in a specifier's place (followed by a name): ``x = NUM_DEVICE;`` is left alone.
+_SPECIFIER_MACRO = re.compile(rb"\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:HOST_DEVICE|DEVICE|INLINE|FORCEINLINE|HOST)\b"
+                              rb"(?=[ \t\r\n]+[A-Za-z_~])|\b__align__\s*\(\s*\w+\s*\)")  # fmt: skip
+
+
+def mask_specifier_macros(data: bytes) -> bytes:
+    """``data`` with specifier macros replaced by the CUDA keyword they stand for, padded with spaces
+    to the same length (``CUTLASS_DEVICE`` -> ``__device__    ``; ``__align__(16)`` -> spaces), so
+    every byte offset and line stays where it was. Only the parser sees this text."""
+
+    def replace(m: re.Match[bytes]) -> bytes:
+        word = m.group(0)
+        if word.startswith(b"__align__"):
+            stand_in = b""
+        elif word.endswith(b"DEVICE"):
+            stand_in = b"__device__"
+        elif word.endswith(b"INLINE"):
+            stand_in = b"inline"
+        else:
+            stand_in = b"__host__"
+        if len(stand_in) > len(word):
+            stand_in = b""
+        return stand_in + b" " * (len(word) - len(stand_in))
+
+    return _SPECIFIER_MACRO.sub(replace, data)
+
+
 def error_lines(root: Node, limit: int = MAX_ERROR_LINES) -> list[int]:
     """First lines (1-based) of ERROR and MISSING nodes, descending only where errors are."""
     out: list[int] = []
@@ -232,7 +261,7 @@ def extract_cpp_symbols(path: str, data: bytes) -> tuple[list[CppSymbol], list[i
     """Symbols of one version of a C++/CUDA file (in source order, possibly repeating a qualname:
     overloads, declarations, ``#if`` alternatives) and the first lines of its parse errors."""
     grammar = grammar_for(path, data)
-    tree = parser_for(grammar).parse(data)
+    tree = parser_for(grammar).parse(mask_specifier_macros(data))
     src = _Source(data, tree.root_node, grammar)
     ex = _Extraction(error_lines=error_lines(tree.root_node) if tree.root_node.has_error else [])
     walker = _Walker(src, ex)
@@ -324,9 +353,10 @@ class _Walker:
             parts = _split_scope(name_text)
             qual = "::".join((*scope, *parts))
             bound = re.sub(r"<.*", "", parts[-1])
-            specifiers = [c for c in node.children if c.end_byte <= decl.start_byte and c.type != "comment"]
-            spec_text = " ".join(self.src.tidy(c) for c in specifiers)
-            words = set(spec_text.split())
+            # Specifiers and return type, from the source as written (a masked macro is shown as is).
+            spec_tokens = [t.decode("utf-8", "replace") for t in self.src.tokens(node.start_byte, decl.start_byte)]
+            spec_text = _tidy(spec_tokens)
+            words = set(mask_specifier_macros(" ".join(spec_tokens).encode()).decode("utf-8", "replace").split())
             names, types, min_args, max_args = self.parameters(params)
             after = [c for c in fd.children if c.start_byte >= params.end_byte]
             head = _tidy([template, spec_text])
@@ -393,8 +423,8 @@ class _Walker:
         parts = _split_scope(re.sub(r"\s+", "", self.src.text(name_node)))
         qual = "::".join((*scope, *parts))
         kind = _CLASS_TYPES[node.type]
-        header = [c for c in node.children if c.end_byte <= body.start_byte and c.type != "comment"]
-        signature = _tidy([template, *(self.src.tidy(c) for c in header)])
+        header = [t.decode("utf-8", "replace") for t in self.src.tokens(node.start_byte, body.start_byte)]
+        signature = _tidy([template, *header])
         own = []  # members that are not symbols of their own make the class's body
         for member in body.named_children:
             if (
