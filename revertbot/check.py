@@ -318,7 +318,7 @@ def select_excerpts(
     symbols the revert touches, then the largest."""
     critical = {f.path for f in files if f.critical}
     category = {f.path: f.category for f in files}
-    names = Counter(s.name.rsplit(".", 1)[-1] for s in symbols)
+    names = Counter(s.bound_name if is_cpp_path(s.file) else s.name.rsplit(".", 1)[-1] for s in symbols)
     names.pop("", None)
     # Identifier names are looked up among each line's words (a regex per name and line is
     # quadratic: minutes for a revert of thousands of files); the rare other names keep a regex.

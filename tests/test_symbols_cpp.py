@@ -611,3 +611,10 @@ def test_specifier_macros_of_cuda_libraries_do_not_break_parsing() -> None:
         ("enabled", "device function", "CUTE_HOST_DEVICE constexpr bool enabled()"),
         ("vec_add", "function", "FLASHINFER_INLINE void vec_add(float* a)"),
     ]
+
+
+def test_absurd_nesting_is_noted_not_a_crash() -> None:
+    deep = b"namespace a {\n" * 3000 + b"void f() {}\n" + b"}\n" * 3000
+    changes, notes = diff_cpp_symbols("deep.h", deep, b"")
+    assert changes == ()
+    assert notes == ["deep.h: parsed with errors (before version: nested too deeply); symbols may be incomplete in deep.h"]
