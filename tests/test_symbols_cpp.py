@@ -617,4 +617,6 @@ def test_absurd_nesting_is_noted_not_a_crash() -> None:
     deep = b"namespace a {\n" * 3000 + b"void f() {}\n" + b"}\n" * 3000
     changes, notes = diff_cpp_symbols("deep.h", deep, b"")
     assert changes == ()
-    assert notes == ["deep.h: parsed with errors (before version: nested too deeply); symbols may be incomplete in deep.h"]
+    assert notes == [
+        "deep.h: parsed with errors (before version: nested too deeply); symbols may be incomplete in deep.h"
+    ]
