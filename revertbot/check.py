@@ -15,8 +15,9 @@ from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
+from .analysis.symbols_cpp import MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES
 from .analysis.symbols_cpp import MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES
-from .analysis.symbols_cpp import diff_cpp_symbols, is_cpp_path
+from .analysis.symbols_cpp import diff_cpp_symbols, is_cpp_path, too_large_note
 from .config import Config, categorize, load_config_file, module_for
 from .detect import link_reverts, parse_message
 from .errors import NotFoundError
@@ -289,6 +290,10 @@ def _cpp_symbol_changes(
     total = 0
     wanted: list[str] = []
     for i, p in enumerate(paths):
+        largest = max(sizes.get(f"{rev}:{p}") or 0 for rev in (revert, parent) if rev)
+        if largest > MAX_CPP_SOURCE_BYTES:  # generated code: not even read
+            notes.append(too_large_note(p, largest))
+            continue
         size = sum(sizes.get(f"{rev}:{p}") or 0 for rev in (revert, parent) if rev)
         if total + size > MAX_CPP_TOTAL_BYTES:
             notes.append(f"{len(paths) - i} C++/CUDA file(s) not analysed for symbols (limit "

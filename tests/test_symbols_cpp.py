@@ -620,3 +620,20 @@ def test_absurd_nesting_is_noted_not_a_crash() -> None:
     assert notes == [
         "deep.h: parsed with errors (before version: nested too deeply); symbols may be incomplete in deep.h"
     ]
+
+
+def test_a_huge_generated_file_in_a_revert_is_skipped_with_a_note(repo: GitRepo) -> None:
+    generated = "".join(f"template __global__ void k<{i}>(float*);\n" for i in range(60_000))  # about 2.4 MB
+    repo.commit("base", {"csrc/a.cu": "void a() {}\n"})
+    original = repo.commit(
+        "add generated instances (#7)", {"csrc/gen.cu": generated, "csrc/a.cu": "void a() {}\nvoid b() {}\n"}
+    )
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    assert [(s.file, s.name, s.change) for s in report.symbols] == [("csrc/a.cu", "b", "removed")]
+    size = f"{len(generated) / 1e6:.1f}"
+    assert f"csrc/gen.cu: {size} MB of source: symbols not analysed (limit 2 MB); file-level change only" in (
+        report.symbol_notes
+    )

@@ -592,9 +592,7 @@ def diff_cpp_symbols(
         return (), []
     largest = max(len(before or b""), len(after or b""))
     if largest > MAX_SOURCE_BYTES:
-        limit = MAX_SOURCE_BYTES // 1_000_000
-        return (), [f"{path}: {largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); "
-                    "file-level change only"]  # fmt: skip
+        return (), [too_large_note(path, largest)]
     old, old_errors = extract_cpp_symbols(path, before) if before is not None else ([], [])
     new, new_errors = extract_cpp_symbols(path, after) if after is not None else ([], [])
     notes = []
@@ -628,6 +626,12 @@ def diff_cpp_symbols(
                 changes.append(found)
     changes.sort(key=lambda c: (c.line, c.name, c.change))
     return tuple(changes), notes
+
+
+def too_large_note(path: str, size: int) -> str:
+    """The note for a file whose larger version has ``size`` bytes, over ``MAX_SOURCE_BYTES``."""
+    limit = MAX_SOURCE_BYTES // 1_000_000
+    return f"{path}: {size / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
 
 
 def _where(label: str, lines: list[int]) -> str:
