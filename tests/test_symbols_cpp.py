@@ -637,3 +637,16 @@ def test_a_huge_generated_file_in_a_revert_is_skipped_with_a_note(repo: GitRepo)
     assert f"csrc/gen.cu: {size} MB of source: symbols not analysed (limit 2 MB); file-level change only" in (
         report.symbol_notes
     )
+
+
+def test_out_of_class_members_of_class_templates_are_the_declared_methods() -> None:
+    before = (b"namespace t {\ntemplate <typename T>\nstruct Tile {\n  __device__ void load(const T* p);\n};\n"
+              b"template <typename T>\n__device__ void Tile<T>::load(const T* p) { (void)p; }\n}\n")  # fmt: skip
+    symbols, _ = extract_cpp_symbols("tile.cuh", before)
+    assert [(s.qualname, s.kind, s.defined) for s in symbols] == [
+        ("t::Tile", "struct", True),
+        ("t::Tile::load", "method", False),
+        ("t::Tile::load", "method", True),
+    ]
+    changes, _ = diff_cpp_symbols("tile.cuh", before, before.replace(b"(void)p;", b"(void)p; (void)p;"))
+    assert [(c.name, c.kind, c.detail) for c in changes] == [("t::Tile::load", "method", "body changed")]

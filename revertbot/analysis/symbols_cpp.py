@@ -351,6 +351,8 @@ class _Walker:
                 self.registrations(node, name_text, params)  # TORCH_LIBRARY(ns, m) { ... } and the like
                 return
             parts = _split_scope(name_text)
+            # "Tile<T>::load": the member of the class template Tile, declared in its body as "load"
+            parts = [re.sub(r"<.*", "", p) for p in parts[:-1]] + parts[-1:]
             qual = "::".join((*scope, *parts))
             bound = re.sub(r"<.*", "", parts[-1])
             # Specifiers and return type, from the source as written (a masked macro is shown as is).
