@@ -17,7 +17,7 @@ from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
 from .analysis.symbols_cpp import MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES
 from .analysis.symbols_cpp import MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES
-from .analysis.symbols_cpp import diff_cpp_symbols, is_cpp_path, too_large_note
+from .analysis.symbols_cpp import diff_cpp_symbols, fold_parse_notes, is_cpp_path, too_large_note
 from .config import Config, categorize, load_config_file, module_for
 from .detect import link_reverts, parse_message
 from .errors import NotFoundError
@@ -310,7 +310,7 @@ def _cpp_symbol_changes(
                                                   contents.get(f"{revert}:{p}"))  # fmt: skip
             changes += list(found)
             notes += found_notes
-    return changes, notes
+    return changes, fold_parse_notes(notes)
 
 
 _WORD_RE = re.compile(r"\w+")

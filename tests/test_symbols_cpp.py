@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
-from revertbot.analysis.symbols_cpp import MAX_SOURCE_BYTES, CppSymbolChange, diff_cpp_symbols, extract_cpp_symbols
+from revertbot.analysis.symbols_cpp import (
+    MAX_SOURCE_BYTES,
+    CppSymbolChange,
+    diff_cpp_symbols,
+    extract_cpp_symbols,
+    fold_parse_notes,
+)
 from revertbot.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
@@ -650,3 +656,23 @@ def test_out_of_class_members_of_class_templates_are_the_declared_methods() -> N
     ]
     changes, _ = diff_cpp_symbols("tile.cuh", before, before.replace(b"(void)p;", b"(void)p; (void)p;"))
     assert [(c.name, c.kind, c.detail) for c in changes] == [("t::Tile::load", "method", "body changed")]
+
+
+def test_many_parse_error_notes_fold_into_one() -> None:
+    notes = (
+        ["a.py: syntax error"]
+        + [
+            f"f{i}.cu: parsed with errors (after version: line 3); symbols may be incomplete in f{i}.cu"
+            for i in range(9)
+        ]
+        + ["x.cu: 3.0 MB of source: symbols not analysed (limit 2 MB); file-level change only"]
+    )
+    folded = fold_parse_notes(notes, keep=2, names=3)
+    assert folded == [
+        "a.py: syntax error",
+        "f0.cu: parsed with errors (after version: line 3); symbols may be incomplete in f0.cu",
+        "f1.cu: parsed with errors (after version: line 3); symbols may be incomplete in f1.cu",
+        "parsed with errors; symbols may be incomplete in 7 more file(s): f2.cu, f3.cu, f4.cu and 4 more",
+        "x.cu: 3.0 MB of source: symbols not analysed (limit 2 MB); file-level change only",
+    ]
+    assert fold_parse_notes(notes[:4], keep=2) == notes[:4]

@@ -636,6 +636,20 @@ def too_large_note(path: str, size: int) -> str:
     return f"{path}: {size / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
 
 
+def fold_parse_notes(notes: Sequence[str], keep: int = 5, names: int = 20) -> list[str]:
+    """``notes`` with the "parsed with errors" notes after the first ``keep`` folded into one that
+    names the files (a change of many macro-heavy files would otherwise drown the report)."""
+    marker = ": parsed with errors ("
+    parse = [n for n in notes if marker in n]
+    if len(parse) <= keep + 1:
+        return list(notes)
+    rest = [n.split(marker, 1)[0] for n in parse[keep:]]
+    listed = ", ".join(rest[:names]) + (f" and {len(rest) - names} more" if len(rest) > names else "")
+    folded = f"parsed with errors; symbols may be incomplete in {len(rest)} more file(s): {listed}"
+    out = [n for n in notes if marker not in n or n in parse[:keep]]
+    return [*out[: out.index(parse[keep - 1]) + 1], folded, *out[out.index(parse[keep - 1]) + 1 :]]
+
+
 def _where(label: str, lines: list[int]) -> str:
     known = [str(n) for n in lines if n]
     if not known:
