@@ -287,13 +287,15 @@ class _Search:
         globs = [*(CPP_GLOBS if with_cpp and words else ()), *(("*.py", "*.pyi") if op_patterns else ())]
         cpp: dict[str, None] = {}
         py: dict[str, None] = {}
+        word_re = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b") if words else None
         for lines, (path, _, text) in enumerate(gitops.grep_fixed(self.repo, self.tree, patterns, globs), 1):
             if lines > MAX_GREP_LINES:
                 self.notes.append(f"dependents: stopped reading C++ search results after {MAX_GREP_LINES:,} lines; "
                                   "files beyond were not checked")  # fmt: skip
                 break
             if is_cpp_path(path):
-                cpp[path] = None
+                if path not in cpp and word_re is not None and word_re.search(text):  # "init" in "initialize" is not
+                    cpp[path] = None
             elif path.endswith((".py", ".pyi")) and any(p in text for p in op_patterns):
                 py[path] = None
         return list(cpp), list(py)
