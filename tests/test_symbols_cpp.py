@@ -676,3 +676,19 @@ def test_many_parse_error_notes_fold_into_one() -> None:
         "x.cu: 3.0 MB of source: symbols not analysed (limit 2 MB); file-level change only",
     ]
     assert fold_parse_notes(notes[:4], keep=2) == notes[:4]
+
+
+def test_the_number_of_names_searched_is_bounded_and_said(repo: GitRepo, monkeypatch: Any) -> None:
+    import revertbot.analysis.dependents_cpp as dependents_cpp
+
+    monkeypatch.setattr(dependents_cpp, "MAX_WORDS", 2)
+    repo.commit("base", {"use.cu": "void u() { alpha(); beta(); gamma(); }\n"})
+    changes = [
+        CppSymbolChange(name=n, kind="function", change="removed", file="k.cu", line=1, detail="-", bound_name=n)
+        for n in ("alpha", "beta", "gamma")
+    ]
+    result = search_cpp_dependents(repo.path, repo.head(), changes)
+    assert [d.name for d in result.dependents] == ["alpha", "beta"]
+    assert "dependents: 3 C++ names removed or changed; only the first 2 (in alphabetical order) were searched" in (
+        result.notes
+    )
