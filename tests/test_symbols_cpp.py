@@ -692,3 +692,22 @@ def test_the_number_of_names_searched_is_bounded_and_said(repo: GitRepo, monkeyp
     assert "dependents: 3 C++ names removed or changed; only the first 2 (in alphabetical order) were searched" in (
         result.notes
     )
+
+
+def test_a_removed_prototype_breaks_callers_even_where_the_definition_stays(repo: GitRepo) -> None:
+    repo.commit("base", {"ops.h": "#pragma once\n", "impl.cu": "void extra(int x) {}\n"})
+    original = repo.commit("declare extra (#8)", {"ops.h": "#pragma once\nvoid extra(int x);\n"})
+    repo.commit("call extra", {"user.cu": '#include "ops.h"\nvoid u() { extra(2); }\n'})
+    repo.checkout("-b", "r")
+    revert = repo.revert(original)
+    repo.checkout("main")
+    report = check_revert(repo.path, revert)
+    assert [(s.name, s.detail) for s in report.symbols] == [
+        ("extra", "function declaration removed: void extra(int x)")
+    ]
+    assert [(d.file, d.line, d.reason) for d in report.dependents] == [("user.cu", 2, "calls removed function `extra`")]
+    # a declaration in another header keeps it declared
+    repo.commit("declare it again", {"more.h": "#pragma once\nvoid extra(int x);\n"})
+    report = check_revert(repo.path, revert)
+    assert report.dependents == ()
+    assert "dependents: `extra` is still declared at more.h:2; its uses are not dependents" in report.symbol_notes

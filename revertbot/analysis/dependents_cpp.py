@@ -63,6 +63,7 @@ from .symbols_cpp import (
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+CUDA_SOURCES = (".cu", ".cpp", ".cc", ".cxx")  # translation units: a declaration there is seen by that file only
 MAX_WORDS = 300  # distinct names given to git grep
 MAX_FILES = 600  # files parsed
 MAX_FILE_BYTES = 2_000_000
@@ -93,6 +94,7 @@ class _Target:
     mode: str  # "removed" | "signature"
     seq: int
     overload: bool = False  # named with its parameter types: other overloads of the name exist
+    declaration: bool = False  # a prototype (in a header) is removed, not a definition
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ def _index(changes: Sequence[SymbolChange], notes: list[str]) -> tuple[list[_Tar
             moved.append(qual)
             continue
         scope = qual.rsplit("::", 1)[0] if "::" in qual else ""
-        targets.append(_Target(c.name, word, qual, scope, c.kind, c.file, mode, seq, overload="(" in c.name))
+        declaration = mode == "removed" and " declaration removed" in c.detail
+        targets.append(_Target(c.name, word, qual, scope, c.kind, c.file, mode, seq, "(" in c.name, declaration))
     if moved:
         notes.append(f"dependents: {len(moved)} C++ symbol(s) removed in one file and added in another (moved), "
                      "not searched: " + ", ".join(f"`{m}`" for m in moved[:5]))  # fmt: skip
@@ -259,7 +262,7 @@ class _Search:
             self._scan_cpp(path, text)
         for symbol, where in self.defined_elsewhere.items():
             self.found = {k: d for k, d in self.found.items() if d.symbol != symbol}
-            self.notes.append(f"dependents: `{symbol}` is still defined at {where}; its uses are not dependents")
+            self.notes.append(f"dependents: `{symbol}` is {where}; its uses are not dependents")
         # Registrations in the tree that name a removed function: their Python uses break too.
         late = [o for o in self.ops if o.symbol not in self.searched_ops]
         if late:
@@ -395,20 +398,23 @@ class _Search:
                     self.spans[(t.symbol, path, line)] = (define.start_point[0] + 1, define.end_point[0] + 1)
 
     def _definition(self, path: str, n: Node, word: str, role: str, text: Any) -> None:
-        """A definition of a target's name in the tree: the target still exists (moved), or another
-        overload of it does."""
-        if role != "defines":
-            return
+        """A definition or declaration of a target's name in the tree: the target still exists
+        (moved), or another overload of it does."""
         qual = "::".join([*_enclosing(n, text)[0], *_written_scope(n, text), word])
+        where = f"{path}:{n.start_point[0] + 1}"
         for t in self.by_word[word]:
-            if t.kind == "macro" or qual.lstrip(":") != t.qualname:
-                continue
-            if t.mode != "removed":
-                continue  # the changed definition itself
-            if t.overload:
-                self.other_overload.add(t.symbol)
-            else:
-                self.defined_elsewhere.setdefault(t.symbol, f"{path}:{n.start_point[0] + 1}")
+            if t.kind == "macro" or qual.lstrip(":") != t.qualname or t.mode != "removed":
+                continue  # (a changed definition is the target itself)
+            if t.declaration:
+                # A removed prototype: a definition elsewhere does not declare it to callers in other
+                # files; another header's declaration does.
+                if role == "declares" and path != t.file and not path.lower().endswith(CUDA_SOURCES):
+                    self.defined_elsewhere.setdefault(t.symbol, f"still declared at {where}")
+            elif role == "defines":
+                if t.overload:
+                    self.other_overload.add(t.symbol)
+                else:
+                    self.defined_elsewhere.setdefault(t.symbol, f"still defined at {where}")
 
     def _match(self, n: Node, t: _Target, text: Any, usings: list[str], declared_here: set[str],
                file_words: set[str]) -> str:  # fmt: skip
