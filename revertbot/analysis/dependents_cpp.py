@@ -19,7 +19,9 @@ bodies do) that resolves to the target by name and scope:
 Only removed classes are searched (a changed template header or base list has too many uses to
 tell which break), and callers of constructors whose parameters change are not (a note lists
 them). A declaration is not a use. A removed function or class that the tree still *defines* elsewhere
-(moved to another file) has no dependents, and a note says where it is defined.
+(moved to another file) has no dependents, and a note says where it is defined; a removed
+header prototype keeps its dependents where only a definition stays, and loses them when another
+header still declares it.
 
 Python bindings: a removed ``torch op`` or ``python binding`` registration (see symbols_cpp), or a
 registration that remains in the tree but names a removed function, makes Python uses
