@@ -12,9 +12,13 @@ from pathlib import Path
 
 from . import gitops
 from .analysis.dependents import search_dependents
+from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
+from .analysis.symbols_cpp import MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES
+from .analysis.symbols_cpp import MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES
+from .analysis.symbols_cpp import diff_cpp_symbols, fold_parse_notes, is_cpp_path, too_large_note
 from .config import Config, categorize, load_config_file, module_for
 from .detect import index_message, link_reverts, parse_message
 from .errors import NotFoundError
@@ -153,6 +157,10 @@ def check_revert(
         search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)
+        if any(is_cpp_path(s.file) for s in symbols):
+            cpp_search = search_cpp_dependents(root, after_tree, symbols, before=applied_on)
+            dependents += list(cpp_search.dependents)
+            notes += list(cpp_search.notes)
 
     drift = drift_job.result() if drift_job else []
     backports = backports_job.result()
@@ -295,10 +303,50 @@ def _symbol_changes(
     if skipped:
         notes.append(f"symbols analysed in {MAX_SYMBOL_FILES:,} of {MAX_SYMBOL_FILES + len(skipped):,} Python files "
                      f"(the critical and most changed first); not in {len(skipped):,} more, e.g. {skipped[0]}")
-    non_py = [f.path for f in files if not f.path.endswith((".py", ".pyi"))]
-    if non_py:
-        notes.append(f"{len(non_py)} non-Python file(s) analysed at file level only")
+    cpp_changes, cpp_notes = _cpp_symbol_changes(root, raw, [f.path for f in files if is_cpp_path(f.path)])
+    changes += cpp_changes
+    notes += cpp_notes
+    other = [f.path for f in files if not f.path.endswith((".py", ".pyi")) and not is_cpp_path(f.path)]
+    if other:
+        notes.append(f"{len(other)} other file(s) (not Python or C++/CUDA) analysed at file level only")
     return changes, notes
+
+
+def _cpp_symbol_changes(
+    root: Path, raw: Mapping[str, tuple[Side, Side]], paths: Sequence[str]
+) -> tuple[list[SymbolChange], list[str]]:
+    """C++/CUDA symbol changes of ``paths``, reading at most ``MAX_CPP_TOTAL_BYTES`` of source
+    (blobs by the ids of the change's raw diff, as for Python)."""
+    if not paths:
+        return [], []
+    ids = {p: tuple(side[1] if side else None for side in raw.get(p, (None, None))) for p in paths}
+    sizes = gitops.blob_sizes(root, [i for pair in ids.values() for i in pair if i])
+    changes: list[SymbolChange] = []
+    notes: list[str] = []
+    total = 0
+    wanted: list[str] = []
+    for i, p in enumerate(paths):
+        side_sizes = [sizes.get(oid) or 0 for oid in ids[p] if oid]
+        largest = max(side_sizes, default=0)
+        if largest > MAX_CPP_SOURCE_BYTES:  # generated code: not even read
+            notes.append(too_large_note(p, largest))
+            continue
+        if total + sum(side_sizes) > MAX_CPP_TOTAL_BYTES:
+            notes.append(f"{len(paths) - i} C++/CUDA file(s) not analysed for symbols (limit "
+                         f"{MAX_CPP_TOTAL_BYTES // 1_000_000} MB of source), e.g. {p}")  # fmt: skip
+            break
+        total += sum(side_sizes)
+        wanted.append(p)
+    for start in range(0, len(wanted), 100):
+        batch = wanted[start : start + 100]
+        contents = gitops.blobs(root, [oid for p in batch for oid in ids[p] if oid])
+        for p in batch:
+            before_id, after_id = ids[p]
+            found, found_notes = diff_cpp_symbols(p, contents.get(before_id) if before_id else None,
+                                                  contents.get(after_id) if after_id else None)  # fmt: skip
+            changes += list(found)
+            notes += found_notes
+    return changes, fold_parse_notes(notes)
 
 
 _WORD_RE = re.compile(r"\w+")
@@ -311,7 +359,7 @@ def select_excerpts(
     symbols the revert touches, then the largest."""
     critical = {f.path for f in files if f.critical}
     category = {f.path: f.category for f in files}
-    names = Counter(s.name.rsplit(".", 1)[-1] for s in symbols)
+    names = Counter(s.bound_name if is_cpp_path(s.file) else s.name.rsplit(".", 1)[-1] for s in symbols)
     names.pop("", None)
     # Identifier names are looked up among each line's words (a regex per name and line is
     # quadratic: minutes for a revert of thousands of files); the rare other names keep a regex.

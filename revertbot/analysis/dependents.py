@@ -49,7 +49,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from .. import gitops
 from ..purity import unquote_path
@@ -76,6 +76,7 @@ _ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
 _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
 _ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_K = TypeVar("_K")
 _HUNK = re.compile(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -89,6 +90,9 @@ class Dependent:
     line: int
     text: str  # the source line, stripped, at most 200 characters
     reason: str
+    #: How the use reaches the removed symbol when it is not direct, e.g. through an op
+    #: registration: "csrc/ops.cu: launch_rope removed; registered as torch.ops.ns.rope in csrc/bind.cc:12; ..."
+    via: str = ""
 
 
 @dataclass(frozen=True)
@@ -322,11 +326,9 @@ def _targets_in_order(modules: Mapping[str, _Module]) -> list[_Target]:
     return sorted(seen, key=lambda t: t.seq)
 
 
-def _outside_changed_lines(
-    repo: Path, before: str, tree: str, found: dict[tuple[_Target, str, int], Dependent]
-) -> dict[tuple[_Target, str, int], Dependent]:
+def _outside_changed_lines(repo: Path, before: str, tree: str, found: dict[_K, Dependent]) -> dict[_K, Dependent]:
     """Drop uses on lines that differ between ``before`` and ``tree``: the revert's own code."""
-    paths = sorted({path for _, path, _ in found})
+    paths = sorted({d.file for d in found.values()})
     changed: dict[str, list[tuple[int, int]]] = {}
     for raw, header in gitops.hunk_headers(repo, before, tree, paths):
         m = _HUNK.match(header)
@@ -346,6 +348,13 @@ def _outside_changed_lines(
         return i >= 0 and line < ranges[i][1]
 
     return {k: d for k, d in found.items() if not in_changed(d.file, d.line)}
+
+
+def outside_changed_lines(repo: Path, before: str, tree: str, found: Sequence[Dependent]) -> list[Dependent]:
+    """The dependents of ``found`` that are not on lines the revert itself changes (``before`` is
+    the tree it was applied to, ``tree`` the result)."""
+    kept = _outside_changed_lines(repo, before, tree, dict(enumerate(found)))
+    return [kept[i] for i in sorted(kept)]
 
 
 def _own_files(repo: Path, tree: str, modules: dict[str, _Module], notes: list[str]) -> dict[str, _Module]:

@@ -106,7 +106,9 @@ def drift_factor(drift: Sequence[DriftCommit], t: RiskThresholds) -> RiskFactor:
 def dependents_factor(dependents: Sequence[Any], t: RiskThresholds) -> RiskFactor:
     if not dependents:
         return RiskFactor("dependents", "low", "none")
-    evidence = [f"{d.file}:{d.line}: {d.text}  [{d.symbol}]" for d in dependents]
+    # A use reached through something else (an op registration) says how: "(… removed; registered as …)".
+    evidence = [f"{d.file}:{d.line}: {d.text}  [{d.symbol}]" + (f"  ({d.via})" if getattr(d, "via", "") else "")
+                for d in dependents]  # fmt: skip
     symbols = sorted({d.symbol for d in dependents})
     level: RiskLevel = "high" if len(dependents) >= t.dependents_high else "medium"
     return RiskFactor(

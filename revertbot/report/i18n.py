@@ -129,6 +129,7 @@ EN: dict[str, str] = {
     "role_ci": "CI",
     "role_gpu-kernel": "GPU kernel",
     "key_symbols": "Key symbols",
+    "tag_kernel": "kernel",
     "h_excerpt": "Key code excerpt",
     "no_excerpt": "No textual diff to show.",
     "excerpt_cut": "excerpt shortened",
@@ -338,6 +339,7 @@ ZH: dict[str, str] = {
     "role_ci": "CI",
     "role_gpu-kernel": "GPU 内核",
     "key_symbols": "关键符号",
+    "tag_kernel": "内核",
     "h_excerpt": "关键源码片段",
     "no_excerpt": "没有可展示的文本差异。",
     "excerpt_cut": "片段已截断",
@@ -575,6 +577,13 @@ _KIND_ZH = {
     "class": "类",
     "variable": "变量",
     "import": "导入",
+    "kernel": "内核",
+    "device function": "设备函数",
+    "struct": "结构体",
+    "union": "联合体",
+    "macro": "宏",
+    "torch op": "torch 算子",
+    "python binding": "Python 绑定",
 }
 _CHANGE_ZH = {"removed": "删除", "added": "恢复"}
 _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
@@ -601,6 +610,22 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     (re.compile(r"^body changed$"), lambda m: "函数体变更"),
     (re.compile(r"^became async$"), lambda m: "改为 async"),
     (re.compile(r"^no longer async$"), lambda m: "不再是 async"),
+    # C++/CUDA symbols (revertbot.analysis.symbols_cpp)
+    (
+        re.compile(r"^(kernel|device function|function|method|class|struct|union|macro|torch op|python binding)"
+                   r"( declaration)? (removed|added)(?:: (.*))?$"),
+        lambda m: f"{_KIND_ZH[m[1]]}{'声明' if m[2] else ''}被{_CHANGE_ZH[m[3]]}" + (f"：{m[4]}" if m[4] else ""),
+    ),
+    (re.compile(r"^calls (`.*`)$"), lambda m: f"调用 {m[1]}"),
+    (re.compile(r"^definition removed \(declaration kept\)$"), lambda m: "定义被删除（声明保留）"),
+    (re.compile(r"^definition added \(was a declaration\)$"), lambda m: "补回定义（此前只有声明）"),
+    (re.compile(r"^members changed$"), lambda m: "成员变更"),
+    (re.compile(r"^definition changed$"), lambda m: "定义变更"),
+    (re.compile(r"^parameter names changed$"), lambda m: "参数名变更"),
+    (re.compile(r"^declaration changed: (.*)$"), lambda m: f"声明变更（不影响调用方）：{m[1]}"),
+    (re.compile(r"^schema changed: (.*)$"), lambda m: f"算子 schema 变更：{m[1]}"),
+    (re.compile(r"^implementation changed: (.*)$"), lambda m: f"实现函数变更：{m[1]}"),
+    (re.compile(r"^registration changed$"), lambda m: "注册方式变更"),
 )
 
 

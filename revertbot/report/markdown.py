@@ -455,12 +455,17 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
     key_syms = [sym for sym in r.symbols
                 if sym.kind != "import" and (sym.change in ("removed", "added") or sym.signature_changed)]  # fmt: skip
     if key_syms:
-        names = t["list_sep"].join(symbol_name(sym.name) for sym in key_syms[:SYMBOLS_SHOWN])
+        names = t["list_sep"].join(_key_symbol(sym, t) for sym in key_syms[:SYMBOLS_SHOWN])
         if len(key_syms) > SYMBOLS_SHOWN:
-            more = t["list_sep"].join(symbol_name(sym.name) for sym in key_syms[SYMBOLS_SHOWN:FOLD_CAP])
+            more = t["list_sep"].join(_key_symbol(sym, t) for sym in key_syms[SYMBOLS_SHOWN:FOLD_CAP])
             names += "\n\n" + folded(t["more_symbols"].format(n=len(key_syms) - SYMBOLS_SHOWN), more)
         s.add(f"**{t['key_symbols']}**{t['colon']}" + names)
     return s
+
+
+def _key_symbol(sym: SymbolChange, t: dict[str, str]) -> str:
+    """A key symbol's name; CUDA kernels say so, since they are what GPU reviewers look for."""
+    return symbol_name(sym.name) + (t["paren_open"] + t["tag_kernel"] + t["paren_close"] if sym.kind == "kernel" else "")
 
 
 def _excerpts(r: RevertReport, t: dict[str, str]) -> Section:
