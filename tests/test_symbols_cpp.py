@@ -430,8 +430,8 @@ def test_check_reports_cpp_symbols_dependents_and_the_binding_chain(repo: GitRep
     assert "`flashinfer::norm::FusedAddRMSNormKernel` (kernel), `flashinfer::norm::FusedAddRMSNorm`," in md
     assert "删除 `flashinfer::norm::FusedAddRMSNormKernel`：内核被删除：template" in zh
     assert "`flashinfer::norm::FusedAddRMSNormKernel`（内核）" in zh
-    assert "删除 `flashinfer::norm::rsqrt_approx`: 设备函数被删除：" in zh
-    assert "删除 `_norm_ext.fused_add_rmsnorm`: Python 绑定被删除；调用 `fused_add_rmsnorm`" in zh
+    assert "删除 `flashinfer::norm::rsqrt_approx`：设备函数被删除：" in zh
+    assert "删除 `_norm_ext.fused_add_rmsnorm`：Python 绑定被删除；调用 `fused_add_rmsnorm`" in zh
 
 
 def test_comments_strings_and_other_namespaces_are_not_dependents(repo: GitRepo) -> None:
