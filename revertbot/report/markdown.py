@@ -465,7 +465,8 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
 
 def _key_symbol(sym: SymbolChange, t: dict[str, str]) -> str:
     """A key symbol's name; CUDA kernels say so, since they are what GPU reviewers look for."""
-    return symbol_name(sym.name) + (t["paren_open"] + t["tag_kernel"] + t["paren_close"] if sym.kind == "kernel" else "")
+    tag = t["paren_open"] + t["tag_kernel"] + t["paren_close"] if sym.kind == "kernel" else ""
+    return symbol_name(sym.name) + tag
 
 
 def _excerpts(r: RevertReport, t: dict[str, str]) -> Section:
