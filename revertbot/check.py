@@ -41,7 +41,7 @@ from .purity import Side, hunks, patch_stats, raw_entries, strip_raw
 from .reason import classify_revert
 from .reland import reland_risk
 from .reland_stage import find_reland_by_patch, reland_stage
-from .scan import cut_by_shallow_history
+from .scan import cut_by_shallow_history, github_slug
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -90,12 +90,16 @@ def check_revert(
     def lookup(names: Sequence[str]) -> dict[str, str | None]:
         return gitops.object_types(root, names)
 
-    links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha in in_scope)
+    # "Reverts owner/name#N" names this repository's PR only when the names agree.
+    slug = repo_name if repo_name and repo_name.count("/") == 1 else github_slug(root)
+    links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha in in_scope,
+                         repo_slug=slug)  # fmt: skip
     if not links and message:
         # A hand-made revert PR: its commits say nothing, its title and body do.
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
-        links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha)
+        links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha,
+                             repo_slug=slug)  # fmt: skip
     if not links and detect_relands:
         # Nothing says reland, but the change may redo a reverted original: compare the diffs.
         found = find_reland_by_patch(root, commits, head_sha, since_sha or (head.parents or (None,))[0])

@@ -424,7 +424,7 @@ def _to_plain(value: object) -> Any:
 # Built-in categories, tried in order after the user's `categories` rules: the first match wins.
 # Order matters: .github/ is ci even for its Markdown, tests are tests even when they test Triton.
 _DEFAULT_CATEGORY_TABLE: tuple[tuple[Category, tuple[str, ...]], ...] = (
-    ("ci", (".github/", ".gitlab-ci.yml", ".circleci/", ".buildkite/", "Jenkinsfile")),
+    ("ci", (".github/", ".ci/", ".gitlab-ci.yml", ".circleci/", ".buildkite/", "Jenkinsfile")),
     ("test", ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")),
     ("docs", ("docs/", "doc/", "*.md", "*.rst")),
     ("gpu-kernel", ("*.cu", "*.cuh", "**/*triton*/**/*.py", "*triton*.py")),

@@ -76,7 +76,7 @@ def scan_repository(
         lookup_objects=lambda names: gitops.object_types(root, names),
         # An original that is in the object store but not on the ref can still be diffed exactly.
         link_off_ref=True,
-        repo_slug=_github_slug(root),
+        repo_slug=github_slug(root),
         # Only reverts are filtered by date; originals are still looked up in the whole history.
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
     )
@@ -98,7 +98,7 @@ def scan_repository(
 _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
 
 
-def _github_slug(root: Path) -> str | None:
+def github_slug(root: Path) -> str | None:
     """``owner/name`` of the ``origin`` remote when it is on GitHub: "Reverts owner/name#N" in a
     message means this repository's PR N only when the names agree."""
     url = gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False).strip()

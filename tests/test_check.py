@@ -117,8 +117,8 @@ def test_conflicting_base_is_high_with_file_and_hunk_line(repo: GitRepo) -> None
     assert data["risk"]["level"] == "high"
     assert data["risk"]["action"] == "review"
     md = render_markdown(report)
-    assert "it conflicts with `main` in 1 file(s)." in md
-    assert "| applies to base | 🔴 high | conflicts in 1 file(s) on the base" in md
+    assert "it conflicts with `main` in 1 file." in md
+    assert "| applies to base | 🔴 high | conflicts in 1 file on the base" in md
     assert "**Evidence: applies to base**\n- `pkg/runner.py`\n  - `line 2`" in md
     # The conflicting later commit is also drift on the same file.
     assert [d["subject"] for d in data["drift"]] == ["Step by three (#21)"]
@@ -219,7 +219,7 @@ def test_drift_lists_later_commits_on_the_same_files(repo: GitRepo) -> None:
     assert (drift["level"], drift["code"], drift["params"]["count"]) == ("medium", "drift", "1")  # configured
     assert drift["evidence"] == [f"{later[:10]} Document base (#13) (pkg/util.py)"]
     md = render_markdown(report)
-    assert "- 1 later commit(s) touched the same files after the original:" in md
+    assert "- 1 later commit touched the same files after the original:" in md
     assert f"  - `{later[:10]}` Document base (\\#\u200b13)" in md
 
 

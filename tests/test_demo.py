@@ -41,7 +41,7 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "A pure revert of" in out
     assert "Share BCG output buffers across capture sizes (\\#\u200b101)" in out
     assert "- removes `BreakableCudaGraphRunner._slice_output`: `(self, output: Any, num_tokens: int) -> Any`" in out
-    assert "The revert removes 2 method(s): `_slice_output`, `_copy_output_to_buffer`" in out
+    assert "The revert removes 2 methods: `_slice_output`, `_copy_output_to_buffer`" in out
     assert "- changes `BreakableCudaGraphRunner._capture_one`: parameter `shared_output_buffer` removed" in out
     assert "| dependents | 🟢 low | no remaining use of removed symbols or parameters |" in out
     assert (
@@ -51,7 +51,7 @@ def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     ) in out
     assert "- Backport `release/0.5`: the original is there as `" in out
     assert "(cherry-pick trailer); **the revert is missing: revert it there too**" in out
-    drift = section_lines(out, "- 2 later commit(s) touched the same files after the original:")
+    drift = section_lines(out, "- 2 later commits touched the same files after the original:")
     assert [re.sub(r"^  - `[0-9a-f]{10}` ", "", line) for line in drift] == [
         "Clarify BCG runner docstring (\\#\u200b107) (2026-05-08)",
         "Validate token count in BCG replay (\\#\u200b103) (2026-05-04)",

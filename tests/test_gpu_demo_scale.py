@@ -62,7 +62,7 @@ def test_gpu_run_of_the_demo_records_capture_metrics_and_does_not_pass_for_gpu_e
     summary = merge_dirs([out]).summary
     assert summary.cpu_only == ("graph-capture",)
     sentence = gpu_sentence(summary)
-    assert sentence.startswith("the revert fixes 2 test(s); not validated on a GPU; capture time ")
+    assert sentence.startswith("the revert fixes 2 tests; not validated on a GPU; capture time ")
     report = check_revert(demo.path, demo.revert, gpu=summary)
     gpu = next(f for f in report.risk.factors if f.name == "gpu")
     assert gpu.code == "cpu-only" and gpu.level == "medium"
@@ -102,7 +102,7 @@ def test_risk_factor_uses_the_demo_threshold(demo, tmp_path: Path) -> None:  # t
     assert (gpu.level, gpu.code) == ("medium", "regressed")
     assert any("graph_memory: 700.2 -> 728.2 MiB" in e for e in gpu.evidence)
     text = render_markdown(report)
-    assert ("**In one sentence**: the revert fixes 2 test(s); graph memory +28.0 MiB (+4.0 %) at 14 capture "
+    assert ("**In one sentence**: the revert fixes 2 tests; graph memory +28.0 MiB (+4.0 %) at 14 capture "
             "sizes, past the 3 % threshold; capture time +0.0 %") in text
     zh = render_markdown(report, "zh")
     assert "**一句话**：回退修复了 2 个测试；图显存 +28.0 MiB（+4.0 %），共 14 个捕获尺寸，超过 3 % 阈值" in zh

@@ -66,7 +66,7 @@ def test_smoke_flow_writes_every_file(tmp_path: Path) -> None:
     comp = json.loads((results / "demo" / "comparison.json").read_text())
     assert comp["thresholds"]["memory_regression_pct"] == 3.0 and len(comp["tests"]["fixed"]) == 2
     summary = json.loads((results / "demo_gpu_summary.json").read_text())
-    assert summary["sentence"]["en"].startswith("the revert fixes 2 test(s); not validated on a GPU")
+    assert summary["sentence"]["en"].startswith("the revert fixes 2 tests; not validated on a GPU")
     assert "GPU validation" in (results / "demo_gpu_section.md").read_text()
     assert "GPU 验证" in (results / "demo_gpu_section.zh.md").read_text()
     assert "not validated on a GPU" in (results / "demo_report.md").read_text()

@@ -28,7 +28,7 @@ PEAK = GpuMetricDelta("gpu_memory_peak_allocated", 1000.0, 1010.0, "MiB", 5.0, F
 
 def test_verdict_memory_sizes_and_capture_time_in_one_sentence() -> None:
     s = summary(PEAK, CAPTURE, GRAPH, SIZES)
-    assert gpu_sentence(s) == ("the revert fixes 2 test(s); graph memory +64.0 MiB (+6.5 %) at 14 capture sizes, "
+    assert gpu_sentence(s) == ("the revert fixes 2 tests; graph memory +64.0 MiB (+6.5 %) at 14 capture sizes, "
                                "past the 3 % threshold; capture time −80.0 %")
     assert gpu_sentence(s, "zh") == ("回退修复了 2 个测试；图显存 +64.0 MiB（+6.5 %），共 14 个捕获尺寸，"
                                      "超过 3 % 阈值；捕获时间 −80.0 %")
@@ -36,11 +36,11 @@ def test_verdict_memory_sizes_and_capture_time_in_one_sentence() -> None:
 
 def test_verdicts() -> None:
     broken = (GpuTestFlip("tests/t.py::c", "passed", "failed"),)
-    assert gpu_sentence(summary(broken=broken)) == "the revert breaks 1 test(s) and fixes 2"
+    assert gpu_sentence(summary(broken=broken)) == "the revert breaks 1 test and fixes 2"
     assert gpu_sentence(summary(fixed=(), passed_both=7)) == "no test changes outcome (7 passing before and after)"
     assert gpu_sentence(summary(fixed=(), passed_both=7), "zh") == "没有测试改变结果（7 个前后都通过）"
     incomplete = summary(flaky=("x",), infra=("oom",), not_run=("s 2/2: no results",), cpu_only=("s",))
-    assert gpu_sentence(incomplete) == ("the revert fixes 2 test(s); 1 flaky; GPU results incomplete (2 problem(s)); "
+    assert gpu_sentence(incomplete) == ("the revert fixes 2 tests; 1 flaky; GPU results incomplete (2 problems); "
                                         "not validated on a GPU")
 
 
@@ -49,14 +49,14 @@ def test_headline_metric_preference() -> None:
     assert headline_metrics((other_mem, PEAK, GRAPH))[0] is GRAPH
     assert headline_metrics((other_mem, PEAK))[0] is PEAK
     assert headline_metrics((other_mem,))[0] is other_mem
-    assert gpu_sentence(summary(PEAK)) == "the revert fixes 2 test(s); peak GPU memory +10.0 MiB (+1.0 %)"
+    assert gpu_sentence(summary(PEAK)) == "the revert fixes 2 tests; peak GPU memory +10.0 MiB (+1.0 %)"
     assert gpu_sentence(summary(other_mem)) == (
-        "the revert fixes 2 test(s); kv_cache +2.0 GiB (+20.0 %), past the 5 % threshold")
+        "the revert fixes 2 tests; kv_cache +2.0 GiB (+20.0 %), past the 5 % threshold")
     # Shown names carry the test and suite: the base name still matches.
     shown = GpuMetricDelta("graph_memory [tests/t.py::m] (engine)", 100.0, 90.0, "MiB", 5.0, False)
     cap = GpuMetricDelta("demo.capture_ms", 10.0, 11.0, "ms", 20.0, False)
     assert headline_metrics((shown, cap, SIZES)) == (shown, cap, SIZES)
-    assert gpu_sentence(summary(shown, cap)) == ("the revert fixes 2 test(s); graph memory −10.0 MiB (−10.0 %); "
+    assert gpu_sentence(summary(shown, cap)) == ("the revert fixes 2 tests; graph memory −10.0 MiB (−10.0 %); "
                                                  "capture time +10.0 %")
     assert headline_metrics(()) == (None, None, None)
     assert headline_metrics((GpuMetricDelta("tokens_per_s", 1, 2, "tok/s"),)) == (None, None, None)
@@ -78,7 +78,7 @@ def test_the_sentence_line_is_escaped() -> None:
     # A memory metric's name is the suite's to choose: untrusted like any name it reports.
     evil = GpuMetricDelta("<b>@admin</b>", 1.0, 2.0, "MiB", 5.0, True)
     line = gpu_sentence_line(summary(evil))
-    assert line.startswith("**In one sentence**: the revert fixes 2 test(s); ")
+    assert line.startswith("**In one sentence**: the revert fixes 2 tests; ")
     assert line.endswith(" +1.0 MiB (+100.0 %), past the 5 % threshold")
     assert "<b>" not in line and "@admin" not in line
 
@@ -147,7 +147,7 @@ def test_merge_combines_spreads_and_renders_the_sentence(tmp_path: Path) -> None
     assert by["graph_memory"].regressed is True
     assert (by["capture_time"].before, by["capture_time"].after, by["capture_time"].spread) == (150, 40, 7.0)
     md = render_gpu_markdown(merged)
-    assert ("**In one sentence**: the revert fixes 2 test(s); graph memory +64.0 MiB (+6.5 %), past the 3 % "
+    assert ("**In one sentence**: the revert fixes 2 tests; graph memory +64.0 MiB (+6.5 %), past the 3 % "
             "threshold; capture time −73.3 %") in md
     assert "| graph\\_memory | 991.9 MiB | 1055.9 MiB | +6.5% ⚠ | 0.5 MiB |" in md
     zh = render_gpu_markdown(merged, "zh")

@@ -453,7 +453,7 @@ def test_summary_grammar_an_before_a_vowel_and_same_day_age(tmp_path: Path) -> N
 
     same_day = "the original landed less than a day before the revert"
     assert factor_summary_en(age_factor(0.2, RiskThresholds())) == same_day
-    assert factor_summary_en(age_factor(3.5, RiskThresholds())) == "the original landed 3 day(s) before the revert"
+    assert factor_summary_en(age_factor(3.5, RiskThresholds())) == "the original landed 3 days before the revert"
     report = _demo_report(tmp_path)
     for verdict, article in (("extra", "An extended"), ("unverifiable", "An unverified"), ("pure", "A pure")):
         md = render_markdown(dataclasses.replace(report, purity=PurityResult(verdict, "x")))  # type: ignore[arg-type]

@@ -72,7 +72,7 @@ def test_failing_checks_are_named_required_and_judged_against_the_revert(
     world.gh.require_checks(world.repo, "main", ["gpu-tests", "ci/build"])
     md = _check(monkeypatch, world, capsys)
     motivation = section(md, "Motivation")
-    assert "- Original's CI: failed — 4 check(s) did not pass (2 required):" in motivation
+    assert "- Original's CI: failed — 4 checks did not pass (2 required):" in motivation
     assert "  - `ci/build` (required, `failure`): still failing on the revert and on its merge base as well: " \
            "broken trunk" in motivation  # fmt: skip
     assert "([log](https://ci.example.com/build/1))" in motivation
@@ -217,7 +217,7 @@ def test_branch_names_never_show_refs_and_the_target_is_no_follow_up() -> None:
     assert data["follow_up_branches"] == []
     # JSON sentences name the branch; the full ref stays in the data fields.
     (bp_factor,) = data["risk"]["factors"]
-    assert bp_factor["summary"] == "1 release branch(es) still carry the original: release/0.10.0"
+    assert bp_factor["summary"] == "1 release branch still carrying the original: release/0.10.0"
     assert bp_factor["params"]["branches"] == ref and data["backport_branches"][0]["ref"] == ref
 
 
@@ -305,7 +305,7 @@ def test_adversarial_report_stays_well_under_githubs_limit(lang: str) -> None:
     assert_fences_balanced(md)
     assert md.count("<details>") == md.count("</details>")
     note = "omitted to fit GitHub's comment limit" if lang == "en" else "为符合 GitHub 评论长度上限"
-    folded = "more failing check(s)" if lang == "en" else "项未通过的检查"
+    folded = "more failing checks" if lang == "en" else "项未通过的检查"
     assert note in md
     assert folded in md  # the CI list is bounded on its own: 10 shown, the rest counted
     assert "refs/heads/" not in md

@@ -206,7 +206,7 @@ def test_merged_revert_shows_its_later_reland(repo: GitRepo) -> None:
     assert [c["sha"] for c in data["later"]] == [reland]
     assert data["risk"]["action"] == "follow_up"
     md = render_markdown(report)
-    assert f"Later: 5 day(s) after this revert, `{reland[:10]}` Reland clamp helper" in md
+    assert f"Later: 5 days after this revert, `{reland[:10]}` Reland clamp helper" in md
 
 
 def test_every_file_of_a_large_change_is_named_in_the_comment(repo: GitRepo) -> None:
@@ -218,5 +218,5 @@ def test_every_file_of_a_large_change_is_named_in_the_comment(repo: GitRepo) -> 
     repo.checkout("main")
     md = render_markdown(check_revert(repo.path, revert))
     # Ten files open, the other 70 folded (40 with their symbols, 30 by name past max_files_listed).
-    assert "<details><summary>… and 70 more file(s)</summary>" in md
+    assert "<details><summary>… and 70 more files</summary>" in md
     assert all(f"gen/f{i:03d}.py" in md for i in range(80))

@@ -129,8 +129,8 @@ def critical_factor(files: Sequence[FileChange]) -> RiskFactor:
 
 def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
     if gpu is None:
-        level: RiskLevel = "medium" if critical else "low"
-        return RiskFactor("gpu", level, "not-run")
+        # Off the critical GPU paths no suite is expected: say so, rather than "not run yet".
+        return RiskFactor("gpu", "medium", "not-run") if critical else RiskFactor("gpu", "low", "not-needed")
     evidence = [f"broken: {f.name} ({f.before} -> {f.after})" for f in gpu.broken]
     evidence += [f"fixed: {f.name} ({f.before} -> {f.after})" for f in gpu.fixed]
     evidence += [f"flaky: {name}" for name in gpu.flaky]
@@ -145,7 +145,7 @@ def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
         # A suite that did not run on a GPU is no GPU validation, whatever it passed: the bugs
         # this is for (CUDA graph capture, memory) only show on the device.
         evidence += [f"no GPU: {shard} ({gpu.hardware})" for shard in gpu.cpu_only]
-        level = "medium" if critical else "low"
+        level: RiskLevel = "medium" if critical else "low"
         return RiskFactor("gpu", level, "cpu-only", _p(count=len(gpu.cpu_only)), _cap(evidence))
     if regressed:
         return RiskFactor(

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..models import GpuMetricDelta, GpuSummary
+from .i18n import EnglishTemplate
 
 __all__ = ["gpu_sentence", "gpu_sentence_line", "headline_metrics"]
 
@@ -63,6 +64,7 @@ _TEXT = {
         "label": "一句话",
     },
 }
+_TEXT["en"] = {key: EnglishTemplate(value) for key, value in _TEXT["en"].items()}
 
 
 def _base(name: str) -> str:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 from ..models import RiskFactor
-from .escape import code, table_cell
+from .escape import code, inline, table_cell
 from .facts import branch_name
 
 #: The Chinese word for each concept the report names: one word per concept, used by the Chinese
@@ -478,6 +478,7 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("critical_paths", "none"): "no configured critical path changes",
         ("critical_paths", "critical"): "{count} file(s) on critical paths ({globs})",
         ("gpu", "not-run"): "GPU suites have not run yet",
+        ("gpu", "not-needed"): "not required: nothing on a critical GPU path changed",
         ("gpu", "cpu-only"): "not validated on a GPU: {count} suite run(s) had no GPU, so they do not count",
         ("gpu", "broken"): "{count} test(s) broken by the revert",
         ("gpu", "incomplete"): "{count} suite/infrastructure problem(s): results incomplete",
@@ -485,7 +486,7 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("gpu", "flaky"): "{count} flaky test(s)",
         ("gpu", "green"): "green: {fixed} test(s) fixed, {passed} passing before and after",
         ("backports", "none"): "the original is on no release branch",
-        ("backports", "revert-missing"): "{count} release branch(es) still carry the original: {branches}",
+        ("backports", "revert-missing"): "{count} release branch(es) still carrying the original: {branches}",
         ("backports", "reverted-everywhere"): "reverted on all {count} release branch(es) that carry the original",
         ("history", "first"): "first revert of this change",
         ("history", "chain"): "{count} earlier revert/reland step(s) of the same change",
@@ -511,6 +512,7 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("critical_paths", "none"): "没有修改配置的关键路径",
         ("critical_paths", "critical"): "{count} 个文件位于关键路径（{globs}）",
         ("gpu", "not-run"): "GPU 测试尚未运行",
+        ("gpu", "not-needed"): "不要求：未改动关键 GPU 路径",
         ("gpu", "cpu-only"): "未经 GPU 验证：{count} 次套件运行没有 GPU，不计入验证",
         ("gpu", "broken"): "回退破坏了 {count} 个测试",
         ("gpu", "incomplete"): "{count} 个套件或基础设施问题：结果不完整",
@@ -644,6 +646,31 @@ def translate_detail(detail: str, lang: str) -> str:
     return "；".join(out)
 
 
+def translate_note(note: str, lang: str) -> str:
+    """An analysis note (generated in English) as report Markdown in ``lang``, escaped. Notes
+    without a translation are shown as they are."""
+    if lang == "zh":
+        for pattern, render in _NOTE_RULES_ZH:
+            m = pattern.fullmatch(note)
+            if m:
+                return render(m)
+    return inline(note, 300)
+
+
+_NOTE_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"(\d+) other file\(s\) \(not Python or C\+\+/CUDA\) analysed at file level only"),
+     lambda m: f"另有 {m[1]} 个文件（不是 Python 或 C++/CUDA）只做了文件级分析"),
+    (re.compile(r"(\d+) non-Python file\(s\) analysed at file level only"),
+     lambda m: f"另有 {m[1]} 个非 Python 文件只做了文件级分析"),
+    (re.compile(r"symbols analysed in ([\d,]+) of ([\d,]+) Python files \(the critical and most changed first\); "
+                r"not in ([\d,]+) more, e\.g\. (.+)"),
+     lambda m: f"只分析了 {m[2]} 个 Python 文件中 {m[1]} 个的符号（关键文件和改动最多的优先）；"
+               f"另有 {m[3]} 个未分析，例如 {code(m[4], 120)}"),
+    (re.compile(r"(.+): ([\d.]+) MB of source: symbols not analysed \(limit (\d+) MB\); file-level change only"),
+     lambda m: f"{code(m[1], 120)}：源码 {m[2]} MB，超过 {m[3]} MB 上限，未分析符号，只做了文件级分析"),
+)  # fmt: skip
+
+
 # --------------------------------------------------------------------------- why it was reverted; relands
 
 EN.update({
@@ -762,3 +789,42 @@ _SENTENCES["zh"].update({
     ("reland", "changed"): "与被回退的原始提交相比改动了 {files} 个文件",
     ("reland", "identical"): "与被回退的原始提交（{original}）完全相同：代码中没有修复",
 })  # fmt: skip
+
+
+# --------------------------------------------------------------------------- English plurals
+
+# "{n} file(s)" in a template becomes "1 file" or "3 files" once n is known. Only the template's own
+# words are touched: values (commit subjects, paths) are substituted afterwards, untouched.
+_PLURAL = re.compile(r"\{(?P<key>\w+)\}(?P<mid>(?:[ \t]+[\w/'-]+){0,3}?[ \t]+)(?P<word>[\w-]+)\((?P<suffix>s|es)\)")
+
+
+class EnglishTemplate(str):
+    """An English template whose "(s)" plurals agree with the numbers put into it."""
+
+    __slots__ = ()
+
+    def format(self, *args: object, **kwargs: object) -> str:
+        template = str(self)
+        for key, value in kwargs.items():
+            if isinstance(value, EnglishTemplate):  # a template piece ("method(s)") joins the template first
+                template = template.replace("{" + key + "}", str(value).replace("{", "{{").replace("}", "}}"))
+
+        def agree(m: re.Match[str]) -> str:
+            count = _number(kwargs.get(m["key"]))
+            if count is None:
+                return m[0]
+            word = m["word"] if count == 1 else m["word"] + m["suffix"]
+            return "{" + m["key"] + "}" + m["mid"] + word
+
+        return _PLURAL.sub(agree, template).format(*args, **kwargs)
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(str(value).replace(",", ""))
+    except ValueError:
+        return None
+
+
+EN.update({key: EnglishTemplate(value) for key, value in EN.items()})
+_SENTENCES["en"].update({key: EnglishTemplate(value) for key, value in _SENTENCES["en"].items()})

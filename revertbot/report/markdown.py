@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ from ..models import Backport, FileChange, GitHubContext, RevertReport, RiskFact
 from .escape import code, fenced, inline, table_cell
 from .facts import MESSAGE_LIMIT, backport_state, branch_name, follow_up_branches, human_message, is_merged, same_branch
 from .gpu_sentence import gpu_sentence_line
-from .i18n import TEXT, factor_sentence, translate_detail
+from .i18n import TEXT, factor_sentence, translate_detail, translate_note
 from .reland_md import reason_line, reland_blocks
 
 MARKER = "<!-- revertbot:report -->"
@@ -334,7 +335,17 @@ def _ci_checks(gh: GitHubContext | None, t: dict[str, str]) -> str:
 
 
 def _names(syms: list[SymbolChange], t: dict[str, str], limit: int = 4) -> str:
-    shown = t["list_sep"].join(code(bare_name(x), 80) for x in syms[:limit])
+    """Short names; where two share one (``forward`` of two classes) with their class too."""
+    bare = [bare_name(x) for x in syms]
+    repeated = {b for b, n in Counter(bare).items() if n > 1}
+
+    def label(sym: SymbolChange, name: str) -> str:
+        if name not in repeated:
+            return name
+        sep = "::" if "::" in sym.name else "."
+        return sep.join(sym.name.split(sep)[-2:])
+
+    shown = t["list_sep"].join(code(label(x, b), 80) for x, b in zip(syms[:limit], bare[:limit], strict=True))
     return shown + ("…" if len(syms) > limit else "")
 
 
@@ -423,11 +434,11 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
                 listing += t["list_sep"] + t["folded_note"].format(n=len(rest) - FOLD_CAP)
             body = f"{body}\n\n{listing}" if body else listing
         s.add(folded(t["more_files"].format(n=len(r.files) - FILES_SHOWN), body))
-    for note in r.symbol_notes[:SHOWN]:
-        s.add(f"- {inline(note, 300)}")
+    notes = ["- " + translate_note(note, t["lang"]) for note in r.symbol_notes[:FOLD_CAP]]
+    for note in notes[:SHOWN]:
+        s.add(note)
     if len(r.symbol_notes) > SHOWN:
-        s.add(folded(t["more_entries"].format(n=len(r.symbol_notes) - SHOWN),
-                     "\n".join(f"- {inline(n, 300)}" for n in r.symbol_notes[SHOWN:FOLD_CAP])))  # fmt: skip
+        s.add(folded(t["more_entries"].format(n=len(r.symbol_notes) - SHOWN), "\n".join(notes[SHOWN:])))
     if not r.files:
         s.add(t["no_files"])
     return s
