@@ -227,24 +227,23 @@ _CHEAP_WORDS = ("revert", "reappl", "reland", "re-land", "backout", "back out", 
 
 def index_message(message: str) -> str:
     """The part of a commit message that linking reads: all of it when it may be a revert (see
-    :func:`might_be_revert`) or a merge commit's; otherwise the subject and the lines
-    :class:`HistoryIndex` matches (a resolved pull request, a Differential Revision with the line
-    after it, cherry-pick sources), in their order. A scan keeps only this for most commits, so
-    its memory follows the number of commits, not the length of their messages."""
-    lines = message.split("\n")
-    if might_be_revert(message) or _MERGE_PR_RE.match(lines[0].strip()):
+    :func:`might_be_revert`) or a merge commit's; otherwise the subject and, in their order, the
+    first resolved pull request, the first Differential Revision and every cherry-pick source, as
+    :class:`HistoryIndex` matches them. A scan keeps only this for most commits, so its memory
+    follows the number of commits, not the length of their messages."""
+    subject = message.partition("\n")[0]
+    if might_be_revert(message) or _MERGE_PR_RE.match(subject.strip()):
         return message
-    kept = [lines[0]]
-    after_diff_line = False
-    for line in lines[1:]:
-        if after_diff_line or any(w in line for w in _INDEXED_MARKERS):
-            kept.append(line)
-        # The revision id may stand on the line after "Differential Revision:".
-        after_diff_line = "Differential Revision" in line
-    return "\n".join(kept)
-
-
-_INDEXED_MARKERS = ("Pull Request resolved", "Differential Revision", "cherry picked from")
+    pieces: list[tuple[int, str]] = []
+    if "Pull Request resolved" in message and (m := _PULL_RESOLVED_RE.search(message)):
+        pieces.append((m.start(), m.group(0)))
+    if "Differential Revision" in message and (m := _DIFF_REV_RE.search(message)):
+        pieces.append((m.start(), m.group(0)))
+    if "cherry picked from" in message:
+        pieces += [(m.start(), m.group(0)) for m in _CHERRY_PICK_RE.finditer(message)]
+    if not pieces:
+        return subject
+    return "\n".join([subject, *(text for _, text in sorted(pieces))])
 
 
 def might_be_revert(message: str) -> bool:

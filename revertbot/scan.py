@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from .detect import choose_candidate, index_message, link_reverts, parse_message
 from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
-from .purity import change_vector, classify, compare, patch_requests
+from .purity import change_vector, classify, compare, fast_proof, patch_requests, raw_entries
 from .reason import classify_revert
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -169,7 +170,19 @@ def classify_links(
     # Commits that match an ambiguous reference equally are chosen by their diffs' text.
     add_texts([s for link in links if link.candidates for s in (link.revert, *link.candidates)])
     links = [_choose_by_diff(link, texts) if link.candidates else link for link in links]
-    proofs = prove(root, links, raws, errors, parent_of)
+    # The text of the links the raw ids do not prove is diffed on another core while the merge
+    # proof runs (some of them the merges will prove pure; their text is then unused).
+    likely = [s for link in links if link.originals and not link.unresolved and _fast_outcome(link, raws, errors)
+              != "equal" for s in (link.revert, *link.originals)]  # fmt: skip
+    wanted = [(s, parent_of[s]) for s in dict.fromkeys(likely) if s in raws and s not in errors and s not in texts]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        early = pool.submit(gitops.commit_patches, root, wanted) if wanted else None
+        proofs = prove(root, links, raws, errors, parent_of)
+        if early is not None:
+            more_texts, more_errors, cut_text = early.result()
+            texts.update(more_texts)
+            errors.update(more_errors)
+            truncated.update(cut_text)
     unproven = [link for link in links if proofs.get(link.revert) != "equal"]
     add_texts([s for link in unproven if link.originals and not link.unresolved
                for s in (link.revert, *link.originals)])  # fmt: skip
@@ -191,6 +204,15 @@ def classify_links(
         )
         progress("classifying", n, len(links))
     return tuple(entries)
+
+
+def _fast_outcome(link: Link, raws: Mapping[str, str], errors: Mapping[str, str]) -> str:
+    """What the raw ids alone say about ``link`` (see :func:`purity.fast_proof`); "unknown" when
+    a diff is missing."""
+    shas = (link.revert, *link.originals)
+    if any(s in errors or s not in raws for s in shas):
+        return "unknown"
+    return fast_proof(link, {s: raw_entries(raws[s]) for s in shas})
 
 
 def _choose_by_diff(link: Link, patches: Mapping[str, str]) -> Link:
