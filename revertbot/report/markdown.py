@@ -373,7 +373,8 @@ def _breakdown_intro(r: RevertReport, t: dict[str, str]) -> str:
         parts.append(t["bd_changes"].format(n=len(other)))
     if not parts and r.files:
         parts.append(t["bd_files_only"].format(n=len(r.files)))
-    return t["breakdown_intro"].format(parts=t["clause_sep"].join(parts)) if parts else ""
+    intro = t["breakdown_intro_reland" if r.reland is not None else "breakdown_intro"]
+    return intro.format(parts=t["clause_sep"].join(parts)) if parts else ""
 
 
 _WHOLE_SYMBOL_RE = re.compile(r"^(?:async )?(?:function|method|class|variable) (?:removed|added)(?::\s*(.*))?$")
