@@ -225,12 +225,18 @@ def title_key(title: str) -> str:
 _CHEAP_WORDS = ("revert", "reappl", "reland", "re-land", "backout", "back out", "back\tout", "backed")
 
 
+SHORT_MESSAGE = 512
+
+
 def index_message(message: str) -> str:
     """The part of a commit message that linking reads: all of it when it may be a revert (see
     :func:`might_be_revert`) or a merge commit's; otherwise the subject and, in their order, the
     first resolved pull request, the first Differential Revision and every cherry-pick source, as
     :class:`HistoryIndex` matches them. A scan keeps only this for most commits, so its memory
-    follows the number of commits, not the length of their messages."""
+    follows the number of commits, not the length of their messages. Messages of up to
+    :data:`SHORT_MESSAGE` characters are kept whole: they cost little, and reading them costs time."""
+    if len(message) <= SHORT_MESSAGE:
+        return message
     subject = message.partition("\n")[0]
     if might_be_revert(message) or _MERGE_PR_RE.match(subject.strip()):
         return message

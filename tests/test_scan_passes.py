@@ -82,6 +82,9 @@ def test_slimmed_message_keeps_what_the_index_reads(message: str) -> None:
     def index(msg: str) -> HistoryIndex:
         return HistoryIndex.build([Commit("f" * 40, (), "a", "a@x", 0, 0, msg)])
 
+    message = message.replace("\n\n", "\n\n" + "A long summary line of the change. " * 20 + "\n", 1)
+    merge = message.startswith("Merge pull request")  # kept whole: its title is the first body line
+    assert len(message) > 512 and (len(index_message(message)) < len(message)) != merge
     full, slim = index(message), index(index_message(message))
     assert (full.by_pr, full.by_diff, full.by_title, full.by_cherry_source) == (
         slim.by_pr, slim.by_diff, slim.by_title, slim.by_cherry_source)  # fmt: skip
