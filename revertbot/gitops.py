@@ -320,9 +320,9 @@ _CHUNK = 1 << 20
 
 def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
               keep: Callable[[str], str] | None = None) -> list[Commit]:
-    """Commits from ``git log -z`` parsed while it is read, a chunk at a time, so memory stays near
-    the size of the commits themselves (one decoded string of the whole log would take up to four
-    bytes per character as soon as one message is not ASCII)."""
+    """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
+    memory stays near the size of the commits themselves (one decoded string of the whole log
+    would take up to four bytes per character as soon as one message is not ASCII)."""
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=repo, env=_git_env(),
@@ -338,21 +338,16 @@ def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
             feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
             feeder.start()
         commits: list[Commit] = []
-        fields: list[str] = []  # of a commit not yet complete
+        fields: list[str] = []
         rest = b""
         while chunk := proc.stdout.read(_CHUNK):
-            data = rest + chunk
-            cut = data.rfind(b"\x00")
-            if cut < 0:
-                rest = data
-                continue
-            # Decoded a chunk at a time up to its last NUL (an ASCII byte, never inside a UTF-8
-            # sequence): the same text as decoding field by field, in a few calls.
-            rest = data[cut + 1 :]
-            fields += data[:cut].decode("utf-8", "replace").split("\x00")
-            whole = len(fields) - len(fields) % _LOG_FIELDS
-            commits += [_commit(fields[i : i + _LOG_FIELDS], keep) for i in range(0, whole, _LOG_FIELDS)]
-            fields = fields[whole:]
+            parts = (rest + chunk).split(b"\x00")
+            rest = parts.pop()
+            for part in parts:
+                fields.append(part.decode("utf-8", "replace"))
+                if len(fields) == _LOG_FIELDS:
+                    commits.append(_commit(fields, keep))
+                    fields = []
         proc.stdout.close()
         if proc.wait() != 0:
             err.seek(0)
