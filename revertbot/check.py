@@ -146,7 +146,7 @@ def check_revert(
     ) if originals else None  # fmt: skip
     backports_job = background.submit(
         find_backports, root, originals, revert, base_sha,
-        lambda name: any(match_branch(name, g) for g in cfg.release_branches),
+        lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
     )  # fmt: skip
     background.shutdown(wait=False)
     symbols: list[SymbolChange] = []

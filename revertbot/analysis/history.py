@@ -88,14 +88,17 @@ def find_backports(
     revert: Commit,
     base: str,
     branch_matches: Callable[[str], bool],
+    history: Sequence[Commit] = (),
 ) -> list[Backport]:
     """Release branches that carry the original (picked or branched after it), and whether the
     revert reached them too.
 
-    A constant number of git processes, whatever the number of release branches: the refs that
-    contain the original and the revert come from ``for-each-ref --contains``, and the commits of
-    every release branch that the base lacks from one ``git log`` of all tips at once; which
-    branch has which commit is worked out from the parents, here."""
+    A constant number of git processes, whatever the number of release branches: the commits of
+    every release branch that the base lacks come from one ``git log`` of all tips at once, and
+    which branch has which commit is worked out from the parents, here. Which branches contain the
+    original and the revert is worked out the same way when ``history`` (the commits reachable
+    from the base or the revert, as the check read them) holds the commits where the branches
+    leave it; otherwise ``for-each-ref --contains`` answers."""
     if not originals:
         return []
     refs = [
@@ -110,13 +113,18 @@ def find_backports(
     orig_titles = {title_key(o.subject) for o in originals}
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
-    # Three independent walks of the history: git runs them side by side.
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        containing_original = pool.submit(gitops.branches_containing, repo, orig.sha, *names)
-        containing_revert = pool.submit(gitops.branches_containing, repo, revert.sha, *names)
-        release_commits = pool.submit(gitops.log_revs, repo, [*tips, f"^{base}"])
-        with_original, with_revert = set(containing_original.result()), set(containing_revert.result())
-        by_sha = {c.sha: c for c in release_commits.result()}
+    by_sha = {c.sha: c for c in gitops.log_revs(repo, [*tips, f"^{base}"])}
+    contains = _containing(refs, by_sha, history)
+    with_original, with_revert = contains(orig.sha), contains(revert.sha)
+    missing = [sha for sha, found in ((orig.sha, with_original), (revert.sha, with_revert)) if found is None]
+    if missing:
+        # Git walks the history for what the commits in hand cannot tell: side by side.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            walked = dict(zip(missing, pool.map(lambda sha: set(gitops.branches_containing(repo, sha, *names)),
+                                                missing), strict=True))  # fmt: skip
+        with_original = walked.get(orig.sha, with_original)
+        with_revert = walked.get(revert.sha, with_revert)
+    assert with_original is not None and with_revert is not None
     pids: dict[str, str] | None = None  # patch ids, computed once and only when a branch needs them
 
     def patch_id_of(sha: str) -> str | None:
@@ -164,6 +172,42 @@ def find_backports(
                                         pids)  # fmt: skip
         results.append(Backport(name, original_pick, how, revert_pick))
     return results
+
+
+def _containing(
+    refs: Sequence[tuple[str, str]], release: Mapping[str, Commit], history: Sequence[Commit]
+) -> Callable[[str], set[str] | None]:
+    """``contains(sha)``: the refs whose history contains the commit, worked out from the release
+    branches' own commits (``release``: reachable from their tips, not from the base) and
+    ``history``; None when a branch leaves the base at a commit ``history`` lacks."""
+    parents_known = {c.sha for c in history}
+    children: dict[str, list[str]] = {}
+    for c in history:
+        for p in c.parents:
+            children.setdefault(p, []).append(c.sha)
+    # Where each branch meets the commits in ``history``: its tip there, or the parents of its own commits.
+    meets: dict[str, set[str]] = {}
+    owns: dict[str, set[str]] = {}
+    for name, tip in refs:
+        own = owns[name] = {c.sha for c in _reachable(tip, release)}
+        meets[name] = {tip} if not own else {p for sha in own for p in release[sha].parents if p not in release}
+    reach_cache: dict[str, set[str]] = {}
+
+    def contains(sha: str) -> set[str] | None:
+        if not parents_known or any(m not in parents_known for ms in meets.values() for m in ms):
+            return None
+        if sha not in reach_cache:
+            found, stack = {sha}, [sha]  # the commit and its descendants among ``history``
+            while stack:
+                for child in children.get(stack.pop(), ()):
+                    if child not in found:
+                        found.add(child)
+                        stack.append(child)
+            reach_cache[sha] = found
+        below = reach_cache[sha]
+        return {name for name, tip in refs if sha == tip or sha in owns[name] or meets[name] & below}
+
+    return contains
 
 
 def _reachable(tip: str, commits: Mapping[str, Commit]) -> list[Commit]:
