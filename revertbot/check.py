@@ -113,6 +113,13 @@ def check_revert(
     revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
+    originals = [by_sha[o] for o in link.originals]
+    # Backports and drift mostly wait on git: they run beside the rest of the check.
+    background = ThreadPoolExecutor(max_workers=2)
+    backports_job = background.submit(
+        find_backports, root, originals, revert, base_sha,
+        lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
+    )  # fmt: skip
     wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
     patches, errors, truncated = gitops.commit_patches(root, wanted)
     purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
@@ -138,16 +145,9 @@ def check_revert(
     if link.kind == "reland":
         reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
     files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
-    originals = [by_sha[o] for o in link.originals]
-    # Drift and backports mostly wait on git: they run beside the symbol and dependents analysis.
-    background = ThreadPoolExecutor(max_workers=2)
     drift_job = background.submit(
         find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
     ) if originals else None  # fmt: skip
-    backports_job = background.submit(
-        find_backports, root, originals, revert, base_sha,
-        lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
-    )  # fmt: skip
     background.shutdown(wait=False)
     symbols: list[SymbolChange] = []
     notes: list[str] = []
