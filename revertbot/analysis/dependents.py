@@ -46,7 +46,7 @@ import ast
 import bisect
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -326,6 +326,30 @@ def _targets_in_order(modules: Mapping[str, _Module]) -> list[_Target]:
     return sorted(seen, key=lambda t: t.seq)
 
 
+def within_budget(
+    paths: Sequence[str], size_of: Callable[[str], int | None], max_file: int, max_total: int,
+    max_count: int | None = None,
+) -> tuple[list[str], list[str], int | None]:
+    """The candidate files to read, in order: those of a known size up to ``max_file`` bytes, until
+    ``max_total`` bytes or ``max_count`` files. Returns them, the ones over ``max_file``, and the
+    index in ``paths`` where a budget stopped the reading (None: everything fitted)."""
+    readable: list[str] = []
+    too_big: list[str] = []
+    total = 0
+    for i, p in enumerate(paths):
+        size = size_of(p)
+        if size is None:
+            continue
+        if size > max_file:
+            too_big.append(p)
+            continue
+        if total + size > max_total or (max_count is not None and len(readable) >= max_count):
+            return readable, too_big, i
+        readable.append(p)
+        total += size
+    return readable, too_big, None
+
+
 def _outside_changed_lines(repo: Path, before: str, tree: str, found: dict[_K, Dependent]) -> dict[_K, Dependent]:
     """Drop uses on lines that differ between ``before`` and ``tree``: the revert's own code."""
     paths = sorted({d.file for d in found.values()})
@@ -546,22 +570,11 @@ class _Search:
         """Read candidates (within a byte budget), skip those that mention none of the names, and
         parse the rest (within a file budget); say what a budget left unchecked."""
         sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
-        readable: list[str] = []
-        total = 0
-        too_big: list[str] = []
-        for i, p in enumerate(paths):
-            size = sizes.get(f"{self.tree}:{p}")
-            if size is None:
-                continue
-            if size > MAX_FILE_BYTES:
-                too_big.append(p)
-                continue
-            if total + size > MAX_TOTAL_BYTES:
-                self.notes.append(f"dependents: {len(paths) - i} candidate file(s) not read (limit "
-                                  f"{MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{p}`")  # fmt: skip
-                break
-            readable.append(p)
-            total += size
+        readable, too_big, stop = within_budget(paths, lambda p: sizes.get(f"{self.tree}:{p}"), MAX_FILE_BYTES,
+                                                MAX_TOTAL_BYTES)  # fmt: skip
+        if stop is not None:
+            self.notes.append(f"dependents: {len(paths) - stop} candidate file(s) not read (limit "
+                              f"{MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{paths[stop]}`")  # fmt: skip
         if too_big:
             self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
                               f"e.g. `{too_big[0]}`")  # fmt: skip

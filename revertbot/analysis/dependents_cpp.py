@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import gitops
-from .dependents import MAX_DEPENDENTS, MAX_GREP_LINES, MAX_PER_SYMBOL, MAX_TEXT, Dependent, DependentSearch
+from .dependents import (
+    MAX_DEPENDENTS,
+    MAX_GREP_LINES,
+    MAX_PER_SYMBOL,
+    MAX_TEXT,
+    Dependent,
+    DependentSearch,
+    within_budget,
+)
 from .dependents import outside_changed_lines as _outside_changed_lines
 from .symbols import SymbolChange
 from .symbols_cpp import (
@@ -308,21 +316,12 @@ class _Search:
     def _read(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
         """Contents of candidate files within the file, byte and count budgets (notes say what was left)."""
         sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
-        readable: list[str] = []
-        too_big: list[str] = []
-        for i, p in enumerate(paths):
-            size = sizes.get(f"{self.tree}:{p}")
-            if size is None:
-                continue
-            if size > MAX_FILE_BYTES:
-                too_big.append(p)
-                continue
-            if self.total + size > MAX_TOTAL_BYTES or self.parsed + len(readable) >= MAX_FILES:
-                self.notes.append(f"dependents: {len(paths) - i} candidate file(s) not checked (limits: "
-                                  f"{MAX_FILES} files, {MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{p}`")  # fmt: skip
-                break
-            readable.append(p)
-            self.total += size
+        readable, too_big, stop = within_budget(paths, lambda p: sizes.get(f"{self.tree}:{p}"), MAX_FILE_BYTES,
+                                                MAX_TOTAL_BYTES - self.total, MAX_FILES - self.parsed)  # fmt: skip
+        if stop is not None:
+            self.notes.append(f"dependents: {len(paths) - stop} candidate file(s) not checked (limits: {MAX_FILES} "
+                              f"files, {MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{paths[stop]}`")  # fmt: skip
+        self.total += sum(sizes.get(f"{self.tree}:{p}") or 0 for p in readable)
         if too_big:
             self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
                               f"e.g. `{too_big[0]}`")  # fmt: skip
