@@ -660,7 +660,7 @@ def translate_note(note: str, lang: str) -> str:
 
 
 _NOTE_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    (re.compile(r"(\d+) other file\(s\) \(not Python or C\+\+/CUDA\) analysed at file level only"),
+    (re.compile(r"(\d+) other files? \(not Python or C\+\+/CUDA\) analysed at file level only"),
      lambda m: f"另有 {m[1]} 个文件（不是 Python 或 C++/CUDA）只做了文件级分析"),
     (re.compile(r"(\d+) non-Python file\(s\) analysed at file level only"),
      lambda m: f"另有 {m[1]} 个非 Python 文件只做了文件级分析"),
