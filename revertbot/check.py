@@ -312,8 +312,8 @@ def _symbol_changes(
     notes += cpp_notes
     other = [f.path for f in files if not f.path.endswith((".py", ".pyi")) and not is_cpp_path(f.path)]
     if other:
-        files = "file" if len(other) == 1 else "files"
-        notes.append(f"{len(other)} other {files} (not Python or C++/CUDA) analysed at file level only")
+        noun = "file" if len(other) == 1 else "files"
+        notes.append(f"{len(other)} other {noun} (not Python or C++/CUDA) analysed at file level only")
     return changes, notes
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ci_facts, gitops
-from .analysis.risk import with_backports
+from .analysis.risk import with_backports, with_revert_ci
 from .check import CONFIG_FILE, check_revert
 from .config import Config, load_config, select_suites
 from .detect import parse_message, strip_pr_suffix
@@ -540,7 +540,10 @@ def add_github_context(
         revert_merged=pr.merged,
     )
     # Backport PRs may name release branches the local history does not have: re-assess that factor.
-    risk = with_backports(report.risk, backports, any(f.critical for f in report.files))
+    critical = any(f.critical for f in report.files)
+    risk = with_backports(report.risk, backports, critical)
+    if report.reland is None:
+        risk = with_revert_ci(risk, [r.name for r in ci_facts.failing_checks(revert_runs)], backports, critical)
     return dataclasses.replace(report, github=ctx, unresolved=tuple(unresolved), backports=tuple(backports),
                                risk=risk), notes  # fmt: skip
 

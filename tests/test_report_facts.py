@@ -325,3 +325,21 @@ def test_github_server_rules_endpoint_shapes(gh: FakeGitHub, tmp_path: Path) -> 
     repo.protection_forbidden = True
     partial = client.required_checks("main")
     assert (partial.source, partial.complete) == ("rulesets", False)
+
+
+def test_a_revert_whose_own_ci_fails_is_never_told_to_merge(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever else is proven, a revert with red checks of its own gets a review, with the checks named."""
+    green = json.loads(_check(monkeypatch, world, capsys, "--format", "json"))
+    assert "ci" not in {f["name"] for f in green["risk"]["factors"]}
+    world.gh.add_check_run(world.repo, world.demo.revert, "unit-tests", conclusion="failure")
+    world.gh.add_status(world.repo, world.demo.revert, "error", "ci/lint")
+    data = json.loads(_check(monkeypatch, world, capsys, "--format", "json"))
+    ci = next(f for f in data["risk"]["factors"] if f["name"] == "ci")
+    assert ci["level"] == "medium" and ci["evidence"] == ["ci/lint", "unit-tests"]
+    assert data["risk"]["action"] == "review" and "ci" in data["risk"]["open_items"]
+    md = _check(monkeypatch, world, capsys)
+    assert "| revert's CI | 🟡 medium | 2 checks of the revert's own CI did not pass |" in md
+    zh = _check(monkeypatch, world, capsys, "--lang", "zh")
+    assert "| 回退的 CI | 🟡 中 | 回退自身的 CI 有 2 项检查未通过 |" in zh

@@ -213,6 +213,18 @@ def assess(inputs: RiskInputs, t: RiskThresholds) -> Risk:
     return _conclude(factors, inputs.backports, critical)
 
 
+def with_revert_ci(risk: Risk, failing: Sequence[str], backports: Sequence[Backport], critical: bool) -> Risk:
+    """``risk`` with a ``ci`` factor when the revert's own CI has checks that did not pass
+    (``failing``: their names, required ones first): whatever else is proven, a red revert is
+    never "merge". Without GitHub data, or with a green CI, nothing changes."""
+    if not failing:
+        return risk
+    names = sorted(dict.fromkeys(failing))
+    factor = RiskFactor("ci", "medium", "revert-failing", _p(count=len(names)), _cap(names))
+    factors = (*tuple(f for f in risk.factors if f.name != "ci"), factor)
+    return _conclude(factors, backports, critical)
+
+
 def with_backports(risk: Risk, backports: Sequence[Backport], critical: bool) -> Risk:
     """``risk`` with its backports factor re-assessed, e.g. once GitHub's backport PRs are known."""
     factors = tuple(backports_factor(backports) if f.name == "backports" else f for f in risk.factors)
