@@ -85,8 +85,13 @@ def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
     state = "failure" if level == "high" else "success"
     if gpu_pending and level != "high":
         state = "pending"
-    what = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
-            "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left"}
+    what = {
+        "merge": "merge",
+        "merge_after_gpu": "merge after GPU validation",
+        "review": "needs review",
+        "no_op": "changes nothing on the base",
+        "follow_up": "merged; follow-ups left",
+    }
     what.update({"reland_ok": "original failure gone", "reland_fails": "original failure still there",
                  "reland_unproven": "original failure not shown gone yet"})  # fmt: skip
     verdict = "reland" if report.reland is not None else report.purity.verdict  # a reland is no inverse
@@ -392,8 +397,10 @@ class _Run:
             return 0
         self.summary(markdown)
         if check.github_error:
-            msg = (f"GitHub failed while the report for #{pr.number} was being completed ({check.github_error}); "
-                   f"the report is in the job summary and in {self.report_path}, and was not published.")
+            msg = (
+                f"GitHub failed while the report for #{pr.number} was being completed ({check.github_error}); "
+                f"the report is in the job summary and in {self.report_path}, and was not published."
+            )
             self.echo(f"::error::{log_safe(msg, 600)}")
             self.summary(f"\n---\n> **Not published:** {code(check.github_error, 300)}\n")
             return EXIT_GITHUB
@@ -719,7 +726,8 @@ def check_payload(name: str, event: Any) -> None:
 
     def number(value: Any, path: str) -> None:
         ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
-            isinstance(value, str) and value.isascii() and value.isdigit())
+            isinstance(value, str) and value.isascii() and value.isdigit()
+        )
         if not ok:
             raise fail(path, "a positive integer", value)
 

@@ -312,8 +312,12 @@ def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: s
     if have is not None:
         if gitops.trees_of(root, [have]).get(have) == result.tree:
             return dataclasses.replace(target, status="exists", commit=have)
-        return dataclasses.replace(target, status="branch-differs", commit=have,
-                                   note=f"{branch_name} exists with other content; delete it to backport again")
+        return dataclasses.replace(
+            target,
+            status="branch-differs",
+            commit=have,
+            note=f"{branch_name} exists with other content; delete it to backport again",
+        )
     return target
 
 
@@ -368,4 +372,3 @@ def title_of(target: BackportTarget) -> str:
     """The pull request title of a backport: ``[release/0.5] Revert "..."``."""
     subject = target.message.split("\n", 1)[0]
     return f"[{target.branch}] {subject}"[:250]
-

@@ -110,8 +110,10 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
         return out
 
     if not pr.merged or not gitops.HEX_RE.match(pr.merge_commit_sha or ""):
-        out.problem = (f"#{pr.number} is not merged yet. Backporting a revert before it lands is premature (it may "
-                       "still change, or not land at all); comment `/revertbot backport` again once it is merged.")
+        out.problem = (
+            f"#{pr.number} is not merged yet. Backporting a revert before it lands is premature (it may "
+            "still change, or not land at all); comment `/revertbot backport` again once it is merged."
+        )
         return finish()
     check = check_pull(api, pr, source, budget=api.requests + REQUEST_BUDGET, log=log)
     report = check.report
@@ -125,8 +127,14 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
                            "only a revert merged into its base branch is backported.")  # fmt: skip
             return finish()
         try:
-            plan = plan_backports(root, report=report, config=check.config, branches=branches,
-                                  source=pr.merge_commit_sha, source_start=merged_change_start(root, pr, report))
+            plan = plan_backports(
+                root,
+                report=report,
+                config=check.config,
+                branches=branches,
+                source=pr.merge_commit_sha,
+                source_start=merged_change_start(root, pr, report),
+            )
         except (UsageError, NotFoundError) as exc:
             out.problem = inline(exc.message.replace("\n  hint: ", " (hint: ") + (")" if exc.hint else ""), 600)
             return finish()

@@ -305,8 +305,10 @@ def _symbol_changes(
         if note:
             notes.append(f"{p}: {note}")
     if skipped:
-        notes.append(f"symbols analysed in {MAX_SYMBOL_FILES:,} of {MAX_SYMBOL_FILES + len(skipped):,} Python files "
-                     f"(the critical and most changed first); not in {len(skipped):,} more, e.g. {skipped[0]}")
+        notes.append(
+            f"symbols analysed in {MAX_SYMBOL_FILES:,} of {MAX_SYMBOL_FILES + len(skipped):,} Python files "
+            f"(the critical and most changed first); not in {len(skipped):,} more, e.g. {skipped[0]}"
+        )
     cpp_changes, cpp_notes = _cpp_symbol_changes(root, raw, [f.path for f in files if is_cpp_path(f.path)])
     changes += cpp_changes
     notes += cpp_notes

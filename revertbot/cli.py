@@ -94,23 +94,53 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Path of the git repository to scan.")
+@click.option(
+    "--repo",
+    "repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Path of the git repository to scan.",
+)
 @click.option("--ref", default=None, help="Branch, tag or commit to scan (default: the checked-out branch).")
-@click.option("--since", default=None, help="Only report reverts committed after this date: an ISO date "
-              "(2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), 'last week', yesterday or "
-              "@<unix time>; anything else is an error. Originals are still looked up in the whole history.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="Output format.")
-@click.option("--allow-shallow", is_flag=True, help="Scan a shallow clone anyway; reverts of commits outside "
-              "its history are reported as unverifiable.")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help="Also record the reverts in this history store (SQLite file, created if missing).")
-@click.option("--all-refs", is_flag=True, help="Scan the history of every branch, tag and remote-tracking ref "
-              "at once instead of one ref.")
+@click.option(
+    "--since",
+    default=None,
+    help="Only report reverts committed after this date: an ISO date "
+    "(2026-01-01, 2026-01-01T12:00:00Z), 'N units ago' (3 months ago), 'last week', yesterday or "
+    "@<unix time>; anything else is an error. Originals are still looked up in the whole history.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Output format."
+)
+@click.option(
+    "--allow-shallow",
+    is_flag=True,
+    help="Scan a shallow clone anyway; reverts of commits outside its history are reported as unverifiable.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also record the reverts in this history store (SQLite file, created if missing).",
+)
+@click.option(
+    "--all-refs",
+    is_flag=True,
+    help="Scan the history of every branch, tag and remote-tracking ref at once instead of one ref.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the time taken and hints to make it faster.")
-def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow: bool,
-         store_path: str | None, all_refs: bool, verbose: bool) -> None:
+def scan(
+    repo: str,
+    ref: str | None,
+    since: str | None,
+    fmt: str,
+    allow_shallow: bool,
+    store_path: str | None,
+    all_refs: bool,
+    verbose: bool,
+) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
 
     Purity is one of: pure (proven: the revert's tree is what undoing the original on its
@@ -121,8 +151,9 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
     progress = _Progress()
     started = time.monotonic()
     try:
-        result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
-                                 all_refs=all_refs)
+        result = scan_repository(
+            repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress, all_refs=all_refs
+        )
     finally:
         progress.close()
     if verbose:
@@ -141,29 +172,71 @@ def scan(repo: str, ref: str | None, since: str | None, fmt: str, allow_shallow:
 
 @cli.command()
 @click.argument("revert")
-@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Path of the git repository.")
+@click.option(
+    "--repo",
+    "repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Path of the git repository.",
+)
 @click.option("--base", default=None, help="Branch the revert is meant for (default: the checked-out branch).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
-@click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
-              help="Report language (default: 'language' in .revertbot.yml, else en).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the report to this file instead of standard output.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Configuration file (default: .revertbot.yml at the repository root).")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help="Also record the full report in this history store (SQLite file, created if missing).")
+@click.option(
+    "--lang",
+    type=click.Choice(["en", "zh"]),
+    default=None,
+    help="Report language (default: 'language' in .revertbot.yml, else en).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the report to this file instead of standard output.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Configuration file (default: .revertbot.yml at the repository root).",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also record the full report in this history store (SQLite file, created if missing).",
+)
 @click.option("--post", is_flag=True, help="owner/repo#N only: publish the comment, labels and status.")
 @click.option("--dry-run", is_flag=True, help="With --post: say what would be written, write nothing.")
-@click.option("--verbose", "-v", is_flag=True, help="Progress, time taken and hints to make it faster; for "
-              "owner/repo#N also the GitHub request count.")
-@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
-              help="owner/repo#N only: environment variable holding the GitHub token.")
-@click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="gpu_summary.json from `revertbot gpu report`: include the GPU validation results.")
-@click.option("--expect-head", default=None, metavar="SHA",
-              help="owner/repo#N only: the full head commit the report is for; required with --post. "
-                   "Refuses (exit 4) when the PR head is another commit.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Progress, time taken and hints to make it faster; for owner/repo#N also the GitHub request count.",
+)
+@click.option(
+    "--token-env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="owner/repo#N only: environment variable holding the GitHub token.",
+)
+@click.option(
+    "--gpu-summary",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="gpu_summary.json from `revertbot gpu report`: include the GPU validation results.",
+)
+@click.option(
+    "--expect-head",
+    default=None,
+    metavar="SHA",
+    help="owner/repo#N only: the full head commit the report is for; required with --post. "
+    "Refuses (exit 4) when the PR head is another commit.",
+)
 @click.pass_context
 def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str, lang: str | None,
           output: str | None, config_path: str | None, store_path: str | None, post: bool, dry_run: bool,
@@ -221,8 +294,13 @@ def _speed_hints(repo: Path) -> None:
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
-              help="Where to build the miniature repository (default: a new temporary directory).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to build the miniature repository (default: a new temporary directory).",
+)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 def demo(directory: str | None, fmt: str, lang: str) -> None:
@@ -316,8 +394,10 @@ def render_scan_table(result: ScanResult) -> str:
         counts[e.purity.verdict] = counts.get(e.purity.verdict, 0) + 1
     mix = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     lines.append("")
-    lines.append(f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
-                 + (f" ({mix})" if mix else ""))
+    lines.append(
+        f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
+        + (f" ({mix})" if mix else "")
+    )
     return "\n".join(lines)
 
 

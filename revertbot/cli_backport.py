@@ -12,22 +12,49 @@ from .errors import ConflictError
 
 @click.command("backport")
 @click.argument("revert")
-@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Path of the git repository.")
-@click.option("--branch", "branches", multiple=True, metavar="BRANCH",
-              help="Only this release branch (repeatable; default: every release branch that carries the "
-                   "original but not the revert).")
-@click.option("--base", default=None,
-              help="Branch the revert belongs to (default: the checked-out branch); only its history is read.")
-@click.option("--create", is_flag=True,
-              help="Create the commits and local branches revertbot/backport/<short-sha>-<branch>. "
-                   "Without it the command is a dry run that only prints the plan.")
-@click.option("--push", "remote", default=None, metavar="REMOTE",
-              help="With --create: push the backport branches to this remote (name or URL), without force.")
+@click.option(
+    "--repo",
+    "repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Path of the git repository.",
+)
+@click.option(
+    "--branch",
+    "branches",
+    multiple=True,
+    metavar="BRANCH",
+    help="Only this release branch (repeatable; default: every release branch that carries the "
+    "original but not the revert).",
+)
+@click.option(
+    "--base",
+    default=None,
+    help="Branch the revert belongs to (default: the checked-out branch); only its history is read.",
+)
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the commits and local branches revertbot/backport/<short-sha>-<branch>. "
+    "Without it the command is a dry run that only prints the plan.",
+)
+@click.option(
+    "--push",
+    "remote",
+    default=None,
+    metavar="REMOTE",
+    help="With --create: push the backport branches to this remote (name or URL), without force.",
+)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Configuration file (default: .revertbot.yml at the repository root); release_branches "
-                   "says which branches are release branches.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Configuration file (default: .revertbot.yml at the repository root); release_branches "
+    "says which branches are release branches.",
+)
 def backport_command(revert: str, repo: str, branches: tuple[str, ...], base: str | None, create: bool,
                      remote: str | None, fmt: str, config_path: str | None) -> None:  # fmt: skip
     """Backport the revert REVERT (sha, branch or tag) to release branches, in memory.

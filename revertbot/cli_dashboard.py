@@ -22,11 +22,21 @@ def dashboard() -> None:
 
 
 @dashboard.command()
-@click.option("--db", "db", multiple=True, type=click.Path(dir_okay=False),
-              help=f"History store (SQLite file) to read; repeat it for one site over several repositories "
-                   f"(default: {DEFAULT_DB}). Stores are never created or changed.")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-              help="Directory for the site (new, empty, or an earlier build).")
+@click.option(
+    "--db",
+    "db",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help=f"History store (SQLite file) to read; repeat it for one site over several repositories "
+    f"(default: {DEFAULT_DB}). Stores are never created or changed.",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the site (new, empty, or an earlier build).",
+)
 def build(db: tuple[str, ...], out: str) -> None:
     """Build the static site into OUT: overview, reverts table and a page per revert.
 
@@ -39,12 +49,27 @@ def build(db: tuple[str, ...], out: str) -> None:
 
 
 @dashboard.command()
-@click.option("--db", "db", multiple=True, type=click.Path(dir_okay=False),
-              help=f"History store (SQLite file) to read; repeatable (default: {DEFAULT_DB}).")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
-              help="Port on 127.0.0.1 (0 picks a free one).")
-@click.option("--out", "out", default=None, type=click.Path(file_okay=False),
-              help="Build the site here (default: a new temporary directory).")
+@click.option(
+    "--db",
+    "db",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help=f"History store (SQLite file) to read; repeatable (default: {DEFAULT_DB}).",
+)
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port on 127.0.0.1 (0 picks a free one).",
+)
+@click.option(
+    "--out",
+    "out",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Build the site here (default: a new temporary directory).",
+)
 def serve(db: tuple[str, ...], port: int, out: str | None) -> None:
     """Build the site and serve it on 127.0.0.1 until interrupted (Ctrl-C)."""
     directory = Path(out) if out else Path(tempfile.mkdtemp(prefix="revertbot-dashboard-"))

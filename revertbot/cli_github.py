@@ -70,8 +70,10 @@ def check_pr(
     cfg = load_config_file(Path(config_path)) if config_path else None
     pr = api.pull(int(m.group("n")))
     if expect_head is not None and pr.head_sha != expect_head:
-        raise ConflictError(f"{spec} moved: its head is {pr.head_sha[:12]}, not {expect_head[:12]}",
-                            hint="the run that produced this report checked an older push; nothing was published")
+        raise ConflictError(
+            f"{spec} moved: its head is {pr.head_sha[:12]}, not {expect_head[:12]}",
+            hint="the run that produced this report checked an older push; nothing was published",
+        )
     gpu = load_gpu_summary(gpu_summary) if gpu_summary else None
     check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log, gpu=gpu)
     if not check.is_revert:
@@ -118,19 +120,45 @@ def check_pr(
 
 @click.command("action")
 @click.option("--dry-run", is_flag=True, help="Analyse and report, but write nothing to GitHub.")
-@click.option("--repo", "repo", default=None, type=click.Path(file_okay=False),
-              help="Analyse this checkout (default: a cached partial clone of the repository).")
-@click.option("--report-file", default=None, help="Where the report goes (.md, plus .json beside it). "
-              "Default: $REVERTBOT_REPORT_FILE, else revertbot-report.md.")
-@click.option("--results-file", default=None, help="schedule: the JSON file for the dashboard. "
-              "Default: $REVERTBOT_RESULTS_FILE, else revertbot-results.json.")
-@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
-              help="Environment variable that holds the token.")
-@click.option("--schedule-limit", default=10, show_default=True, type=click.IntRange(1, 100),
-              help="schedule: how many recent revert PRs to refresh.")
+@click.option(
+    "--repo",
+    "repo",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Analyse this checkout (default: a cached partial clone of the repository).",
+)
+@click.option(
+    "--report-file",
+    default=None,
+    help="Where the report goes (.md, plus .json beside it). "
+    "Default: $REVERTBOT_REPORT_FILE, else revertbot-report.md.",
+)
+@click.option(
+    "--results-file",
+    default=None,
+    help="schedule: the JSON file for the dashboard. Default: $REVERTBOT_RESULTS_FILE, else revertbot-results.json.",
+)
+@click.option(
+    "--token-env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable that holds the token.",
+)
+@click.option(
+    "--schedule-limit",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="schedule: how many recent revert PRs to refresh.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="More log lines.")
-@click.option("--gpu-summary", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="gpu_summary.json from `revertbot gpu report`: re-publish the report with its GPU section.")
+@click.option(
+    "--gpu-summary",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="gpu_summary.json from `revertbot gpu report`: re-publish the report with its GPU section.",
+)
 @click.option("--gpu-head", default=None, metavar="SHA",
               help="With --gpu-summary (required): the full head commit the GPU jobs ran on. The results "
                    "are published only while it is still the PR's head.")  # fmt: skip

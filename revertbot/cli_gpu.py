@@ -41,18 +41,43 @@ def _changed_paths(repo: Path, revert: str) -> list[str]:
 
 
 @gpu.command()
-@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="The git repository (its .revertbot.yml is used unless --config is given).")
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The git repository (its .revertbot.yml is used unless --config is given).",
+)
 @click.option("--revert", default=None, help="The revert commit whose changed paths select the suites.")
 @click.option("--paths", "paths", multiple=True, help="Changed paths instead of --revert (repeatable).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Configuration file (default: .revertbot.yml at the repository root).")
-@click.option("--durations", "durations", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="Earlier results (comparison.json or JUnit XML) to balance shards by test duration (repeatable).")
-@click.option("--assignments-dir", type=click.Path(file_okay=False), default=None,
-              help="Write the balanced test-to-shard assignments here (<suite>.shards.json) for --shard-tests.")
-def plan(repo: str, revert: str | None, paths: tuple[str, ...], config_path: str | None,
-         durations: tuple[str, ...], assignments_dir: str | None) -> None:
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Configuration file (default: .revertbot.yml at the repository root).",
+)
+@click.option(
+    "--durations",
+    "durations",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="Earlier results (comparison.json or JUnit XML) to balance shards by test duration (repeatable).",
+)
+@click.option(
+    "--assignments-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write the balanced test-to-shard assignments here (<suite>.shards.json) for --shard-tests.",
+)
+def plan(
+    repo: str,
+    revert: str | None,
+    paths: tuple[str, ...],
+    config_path: str | None,
+    durations: tuple[str, ...],
+    assignments_dir: str | None,
+) -> None:
     """Print the job matrix for GitHub Actions: {"include": [one entry per suite shard]}."""
     if (revert is None) == (not paths):
         raise UsageError("pass either --revert REF or --paths P...")
@@ -79,23 +104,51 @@ def plan(repo: str, revert: str | None, paths: tuple[str, ...], config_path: str
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New directory for the results.")
 @click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
 @click.option("--shard", default="1/1", show_default=True, help="Run shard i of N (1-based).")
-@click.option("--shard-tests", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Balanced assignment from `gpu plan --assignments-dir` (<suite>.shards.json).")
+@click.option(
+    "--shard-tests",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Balanced assignment from `gpu plan --assignments-dir` (<suite>.shards.json).",
+)
 @click.option("--repeats", type=int, default=None, help="Runs per side, to spot flaky tests (default: the suite's).")
-@click.option("--timeout-minutes", type=float, default=None,
-              help="Time limit of each suite run; the process group is killed after it (default: the suite's).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Configuration file (default: .revertbot.yml as committed on the base).")
-@click.option("--suite-json", default=None, help="The suite as JSON or @FILE (the matrix's suite_json) "
-              "instead of reading the configuration.")
+@click.option(
+    "--timeout-minutes",
+    type=float,
+    default=None,
+    help="Time limit of each suite run; the process group is killed after it (default: the suite's).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Configuration file (default: .revertbot.yml as committed on the base).",
+)
+@click.option(
+    "--suite-json",
+    default=None,
+    help="The suite as JSON or @FILE (the matrix's suite_json) instead of reading the configuration.",
+)
 @click.option("--devices", default=None, help="CUDA_VISIBLE_DEVICES for the suite (default: inherited).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter for suite commands that start with `python` (default: revertbot's own). On a "
                    "runner: the image's Python with CUDA torch, so revertbot's venv needs no system "
                    "packages.")  # fmt: skip
-def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, shard_tests: str | None,
-        repeats: int | None, timeout_minutes: float | None, config_path: str | None, suite_json: str | None,
-        devices: str | None, python: str | None) -> None:
+def run(
+    suite: str,
+    base: str,
+    revert: str,
+    out: str,
+    repo: str,
+    shard: str,
+    shard_tests: str | None,
+    repeats: int | None,
+    timeout_minutes: float | None,
+    config_path: str | None,
+    suite_json: str | None,
+    devices: str | None,
+    python: str | None,
+) -> None:
     """Run a suite on the base and on the base with the revert applied, and compare.
 
     Writes JUnit XML, logs and metrics per side and repeat, manifest.json and comparison.json
@@ -108,17 +161,35 @@ def run(suite: str, base: str, revert: str, out: str, repo: str, shard: str, sha
 
 
 @gpu.command()
-@click.option("--in", "inputs", multiple=True, required=True, type=click.Path(),
-              help="A job output directory (repeatable); a directory of job directories is expanded.")
+@click.option(
+    "--in",
+    "inputs",
+    multiple=True,
+    required=True,
+    type=click.Path(),
+    help="A job output directory (repeatable); a directory of job directories is expanded.",
+)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
-@click.option("--summary-json", type=click.Path(dir_okay=False), default=None,
-              help="Also write the summary (gpu_summary.json format) to this file.")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help="Also record the results in this history store, for the dashboard.")
-@click.option("--repo-name", default=None,
-              help="With --store: the repository name the store files reverts under (owner/repo for the bot, "
-              "the folder name for a local scan).")
+@click.option(
+    "--summary-json",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the summary (gpu_summary.json format) to this file.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also record the results in this history store, for the dashboard.",
+)
+@click.option(
+    "--repo-name",
+    default=None,
+    help="With --store: the repository name the store files reverts under (owner/repo for the bot, "
+    "the folder name for a local scan).",
+)
 def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | None, store_path: str | None,
            repo_name: str | None) -> None:  # fmt: skip
     """Merge GPU job outputs into the report's GPU section (Markdown or JSON)."""
@@ -151,8 +222,11 @@ def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | Non
 @click.option("--head", "head_sha", required=True, help="The head commit the analysis authorized.")
 @click.option("--event", "event_name", required=True, help="The event that started the workflow run.")
 @click.option("--repository", default=None, help="owner/repo (default: $GITHUB_REPOSITORY).")
-@click.option("--approval-label", required=True,
-              help="The fork approval label of the base branch's configuration (the analysis outputs it).")
+@click.option(
+    "--approval-label",
+    required=True,
+    help="The fork approval label of the base branch's configuration (the analysis outputs it).",
+)
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME")
 def gate(number: int, head_sha: str, event_name: str, repository: str | None, approval_label: str,
          token_env: str) -> None:  # fmt: skip

@@ -19,10 +19,18 @@ def history() -> None:
 
 
 @history.command()
-@click.option("--records", "records_dir", required=True, type=click.Path(file_okay=False),
-              help="Directory of record files written by `revertbot action` (REVERTBOT_RECORD_DIR).")
-@click.option("--remote", default=None,
-              help="Repository to push to (default: $REVERTBOT_HISTORY_REMOTE, else this repository on GitHub).")
+@click.option(
+    "--records",
+    "records_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory of record files written by `revertbot action` (REVERTBOT_RECORD_DIR).",
+)
+@click.option(
+    "--remote",
+    default=None,
+    help="Repository to push to (default: $REVERTBOT_HISTORY_REMOTE, else this repository on GitHub).",
+)
 @click.option("--branch", default=DEFAULT_BRANCH, show_default=True, help="Data branch that holds the records.")
 def push(records_dir: str, remote: str | None, branch: str) -> None:
     """Append the records to the data branch (fetch, re-apply, retry when another run got there first)."""
@@ -38,13 +46,28 @@ def push(records_dir: str, remote: str | None, branch: str) -> None:
 
 
 @history.command()
-@click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False, exists=True),
-              help="Clone of the repository (full history, with the data branch fetched).")
+@click.option(
+    "--repo",
+    "repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="Clone of the repository (full history, with the data branch fetched).",
+)
 @click.option("--name", "name", required=True, help="The repository as owner/name.")
-@click.option("--branch", default=f"origin/{DEFAULT_BRANCH}", show_default=True,
-              help="Revision of the data branch to read; a missing one is an empty history.")
-@click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
-              help="History store (SQLite file) to fill; created if missing.")
+@click.option(
+    "--branch",
+    default=f"origin/{DEFAULT_BRANCH}",
+    show_default=True,
+    help="Revision of the data branch to read; a missing one is an empty history.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="History store (SQLite file) to fill; created if missing.",
+)
 def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
     """Fill the store from the git history (a scan) plus every recorded check."""
     from .scan import scan_repository

@@ -46,10 +46,20 @@ def _check_settings(slug: str, repo: str, labels: tuple[str, ...], token_env: st
 
 
 @click.command("init")
-@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="The repository to set up (files go to its root).")
-@click.option("--runner-labels", default=",".join(DEFAULT_RUNNER_LABELS), show_default=True, metavar="L1,L2,...",
-              help="Labels of the self-hosted CUDA runners, for the gpu.suites example in .revertbot.yml.")
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The repository to set up (files go to its root).",
+)
+@click.option(
+    "--runner-labels",
+    default=",".join(DEFAULT_RUNNER_LABELS),
+    show_default=True,
+    metavar="L1,L2,...",
+    help="Labels of the self-hosted CUDA runners, for the gpu.suites example in .revertbot.yml.",
+)
 @click.option("--install-spec", default=None, metavar="SPEC",
               help="What the workflows pip install (default: revertbot==<this version>), e.g. a version, "
                    "or 'revertbot @ git+https://...@<commit>'.")  # fmt: skip
@@ -61,8 +71,13 @@ def _check_settings(slug: str, repo: str, labels: tuple[str, ...], token_env: st
 @click.option("--check-settings", "check_slug", default=None, metavar="OWNER/REPO",
               help="Write nothing; read the repository's settings through the API (token in --token-env) "
                    "and report which of the required ones are wrong (exit 4) or could not be read.")  # fmt: skip
-@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME",
-              help="With --check-settings: the environment variable that holds the token.")
+@click.option(
+    "--token-env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="With --check-settings: the environment variable that holds the token.",
+)
 def init_command(repo: str, runner_labels: str, install_spec: str | None, force: bool, pages: str | None,
                  check_slug: str | None, token_env: str) -> None:  # fmt: skip
     """Install revertbot into a repository: the workflows (.github/workflows/revertbot.yml, the GPU

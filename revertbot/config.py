@@ -62,8 +62,9 @@ ASSOCIATIONS: tuple[str, ...] = typing.get_args(Association)
 _SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def _meta(*, minimum: float | None = None, argv: bool = False, key_pattern: re.Pattern[str] | None = None
-          ) -> dict[str, Any]:
+def _meta(
+    *, minimum: float | None = None, argv: bool = False, key_pattern: re.Pattern[str] | None = None
+) -> dict[str, Any]:
     """Constraints on one key, beyond its type, for the validator: a minimum, a string accepted as an argv,
     a pattern for the names in a mapping."""
     return {"minimum": minimum, "argv": argv, "key_pattern": key_pattern}
@@ -148,7 +149,12 @@ class Config:
 
     language: Language = "en"
     critical_paths: tuple[str, ...] = (
-        "**/cuda*/**", "**/*cuda_graph*", "**/*.cu", "**/*.cuh", "**/kernels/**", "**/model_executor/**"
+        "**/cuda*/**",
+        "**/*cuda_graph*",
+        "**/*.cu",
+        "**/*.cuh",
+        "**/kernels/**",
+        "**/model_executor/**",
     )
     modules: tuple[ModuleRule, ...] = ()
     categories: tuple[CategoryRule, ...] = ()
@@ -428,8 +434,21 @@ _DEFAULT_CATEGORY_TABLE: tuple[tuple[Category, tuple[str, ...]], ...] = (
     ("test", ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")),
     ("docs", ("docs/", "doc/", "*.md", "*.rst")),
     ("gpu-kernel", ("*.cu", "*.cuh", "**/*triton*/**/*.py", "*triton*.py")),
-    ("build", ("pyproject.toml", "setup.py", "setup.cfg", "CMakeLists.txt", "*.cmake", "Makefile",
-               "requirements*.txt", "requirements/", "MANIFEST.in", "Dockerfile*")),
+    (
+        "build",
+        (
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "CMakeLists.txt",
+            "*.cmake",
+            "Makefile",
+            "requirements*.txt",
+            "requirements/",
+            "MANIFEST.in",
+            "Dockerfile*",
+        ),
+    ),
     ("config", ("*.yml", "*.yaml", "*.toml", "*.json", "*.ini", "*.cfg")),
 )
 DEFAULT_CATEGORY_RULES: tuple[CategoryRule, ...] = tuple(
@@ -482,9 +501,7 @@ def select_suites(paths: Iterable[str], config: Config) -> list[str]:
     """Names of the GPU suites whose ``paths`` globs match any of ``paths``; sorted, without duplicates."""
     changed = list(paths)
     return sorted(
-        name
-        for name, suite in config.gpu.suites.items()
-        if any(first_match(path, suite.paths) for path in changed)
+        name for name, suite in config.gpu.suites.items() if any(first_match(path, suite.paths) for path in changed)
     )
 
 

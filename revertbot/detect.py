@@ -787,8 +787,14 @@ def link_reverts(
             dropped = len(link.unresolved)
             link = replace(link, unresolved=(), off_ref=())
             if dropped:
-                link = replace(link, notes=(*link.notes, f"{dropped} revert(s) inside the squashed branch name "
-                                            f"commits that never reached {ref_name}; not counted"))
+                link = replace(
+                    link,
+                    notes=(
+                        *link.notes,
+                        f"{dropped} revert(s) inside the squashed branch name "
+                        f"commits that never reached {ref_name}; not counted",
+                    ),
+                )
         links[i] = link
         ctx.record(i, link)
     naming: dict[str, list[Link]] = {}
@@ -797,9 +803,7 @@ def link_reverts(
             naming.setdefault(orig, []).append(link)
     by_sha = {link.revert: link for link in links.values()}
     return [
-        _with_chain(links[i], by_sha, naming, idx)
-        for i in sorted(links)
-        if select is None or select(idx.commits[i])
+        _with_chain(links[i], by_sha, naming, idx) for i in sorted(links) if select is None or select(idx.commits[i])
     ]
 
 
@@ -1003,8 +1007,13 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             unresolved.append(Unresolved(f"#{n}", f"no commit for PR #{n} on {ctx.ref_name}"))
         elif not agreeing:
             unsure_q = qualified[n]
-            unresolved.append(Unresolved(unsure_q, f"names {unsure_q}; this repository's name is unknown, so PR #{n} "
-                                                   f"here ({_short(idx.commits[cands[0]].sha)}) may be another change"))
+            unresolved.append(
+                Unresolved(
+                    unsure_q,
+                    f"names {unsure_q}; this repository's name is unknown, so PR #{n} "
+                    f"here ({_short(idx.commits[cands[0]].sha)}) may be another change",
+                )
+            )
     for d in pm.diffs:
         cands = idx.older(idx.by_diff.get(d, ()), pos)
         if story_positions() & set(cands):
@@ -1099,8 +1108,12 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         have = found_positions()
         for k, sha, how in list(found):
             undo = ctx.links.get(k)
-            if undo and undo.direction == 1 and undo.kind in _UNDOES and undo.originals and all(
-                idx.position.get(o.lower(), -1) in have for o in undo.originals
+            if (
+                undo
+                and undo.direction == 1
+                and undo.kind in _UNDOES
+                and undo.originals
+                and all(idx.position.get(o.lower(), -1) in have for o in undo.originals)
             ):
                 found.remove((k, sha, how))
     candidates: tuple[str, ...] = ()

@@ -205,7 +205,6 @@ class GitHubAPI(Protocol):
 
     def create_status(self, sha: str, state: str, description: str, target_url: str = "") -> None: ...
 
-
     def permission(self, login: str) -> str: ...
 
     def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]: ...
@@ -626,8 +625,9 @@ class GitHubClient:
     def create_comment(self, number: int, body: str) -> CommentInfo:
         # Not retried blindly: a POST that timed out may still have created the comment. The caller
         # re-reads the comment list (the marker finds it) instead of posting twice.
-        created = self._call(f"commenting on #{number}", lambda: self._repo().get_issue(number).create_comment(body),
-                             attempts=1)
+        created = self._call(
+            f"commenting on #{number}", lambda: self._repo().get_issue(number).create_comment(body), attempts=1
+        )
         return _comment(created)
 
     def edit_comment(self, comment: CommentInfo, body: str) -> None:

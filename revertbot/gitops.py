@@ -104,9 +104,7 @@ def run(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """Run ``git <args>`` and return stdout decoded as UTF-8 (undecodable bytes replaced)."""
-    proc = run_bytes(
-        *args, cwd=cwd, input=None if input is None else input.encode("utf-8"), check=check, env=env
-    )
+    proc = run_bytes(*args, cwd=cwd, input=None if input is None else input.encode("utf-8"), check=check, env=env)
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -290,8 +288,9 @@ _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%ct%x00%B"
 _LOG_FIELDS = 7
 
 
-def log(repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (),
-        keep: Callable[[str], str] | None = None) -> list[Commit]:
+def log(
+    repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (), keep: Callable[[str], str] | None = None
+) -> list[Commit]:
     """All commits reachable from ``rev`` (newest first) in one git process. ``keep`` reduces each
     message to the part the caller reads, as it is read."""
     args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature"]
@@ -318,8 +317,9 @@ def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
 _CHUNK = 1 << 20
 
 
-def _read_log(args: Sequence[str], repo: Path, stdin: bytes | None = None,
-              keep: Callable[[str], str] | None = None) -> list[Commit]:
+def _read_log(
+    args: Sequence[str], repo: Path, stdin: bytes | None = None, keep: Callable[[str], str] | None = None
+) -> list[Commit]:
     """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
     memory stays near the size of the commits themselves (one decoded string of the whole log
     would take up to four bytes per character as soon as one message is not ASCII)."""
@@ -985,7 +985,7 @@ def grep_words(
         parts = raw.split("\x00", 2)
         if len(parts) != 3:
             continue
-        path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
+        path = parts[0][len(prefix) :] if parts[0].startswith(prefix) else parts[0]
         hits.append((path, int(parts[1]), parts[2]))
     return hits
 
@@ -1041,7 +1041,7 @@ def grep_fixed(
             pending = record + b"\n"
             continue
         pending = b""
-        path = parts[0][len(prefix):] if parts[0].startswith(prefix) else parts[0]
+        path = parts[0][len(prefix) :] if parts[0].startswith(prefix) else parts[0]
         if parts[1].isdigit():
             yield path.decode("utf-8", "surrogateescape"), int(parts[1]), parts[2].decode("utf-8", "replace")
 

@@ -27,8 +27,15 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["compile_branch_glob", "compile_glob", "first_match", "match_branch", "match_glob", "matching_globs",
-           "normalize_path"]
+__all__ = [
+    "compile_branch_glob",
+    "compile_glob",
+    "first_match",
+    "match_branch",
+    "match_glob",
+    "matching_globs",
+    "normalize_path",
+]
 
 
 def normalize_path(path: str) -> str:

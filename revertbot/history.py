@@ -302,7 +302,7 @@ def _cat_blobs(root: Path, shas: Iterable[str]) -> list[str]:
         header_end = raw.index(b"\n", pos)
         size = int(raw[pos:header_end].split()[2])
         start = header_end + 1
-        out.append(raw[start:start + size].decode("utf-8", "replace"))
+        out.append(raw[start : start + size].decode("utf-8", "replace"))
         pos = start + size + 1
     return out
 

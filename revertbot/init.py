@@ -267,7 +267,8 @@ def dashboard_without_deploy(workflow: str, how: str) -> str:
     if _DEPLOY_PERMS not in workflow or _DEPLOY_STEPS not in workflow:
         raise RevertbotError("internal error: the dashboard job's Pages deploy is not where init expects it")
     return workflow.replace(_DEPLOY_PERMS, "").replace(
-        _DEPLOY_STEPS, _ARTIFACT_STEP.format(how=how, artifact=DASHBOARD_ARTIFACT))
+        _DEPLOY_STEPS, _ARTIFACT_STEP.format(how=how, artifact=DASHBOARD_ARTIFACT)
+    )
 
 
 def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "deploy", pages_path: str = ""

@@ -393,8 +393,16 @@ def check_pull(
         # The git analysis stands on its own: keep it, say what is missing, and let the caller fail (exit 7).
         github_error = exc.message.splitlines()[0]
         notes = [f"GitHub context incomplete: {github_error}"]
-        ctx = GitHubContext(repo=pr.base_repo, revert_pr=pr.number, revert_pr_title=pr.title, html_url=pr.html_url,
-                            head_sha=pr.head_sha, is_fork=pr.is_fork, notes=tuple(notes), api_requests=api.requests)
+        ctx = GitHubContext(
+            repo=pr.base_repo,
+            revert_pr=pr.number,
+            revert_pr_title=pr.title,
+            html_url=pr.html_url,
+            head_sha=pr.head_sha,
+            is_fork=pr.is_fork,
+            notes=tuple(notes),
+            api_requests=api.requests,
+        )
         report = dataclasses.replace(report, github=ctx)
     if history_note:
         notes.append(history_note)

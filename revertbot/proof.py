@@ -107,8 +107,12 @@ def renames_could_matter(ours: Mapping[str, str], theirs: Mapping[str, str]) -> 
 
 
 def _added_deleted(
-    root: Path, shas: Sequence[str], merges: Mapping[str, tuple[str, str, str]],
-    undone: Mapping[str, Sequence[Mapping[str, str]]], round_no: int, env: Mapping[str, str],
+    root: Path,
+    shas: Sequence[str],
+    merges: Mapping[str, tuple[str, str, str]],
+    undone: Mapping[str, Sequence[Mapping[str, str]]],
+    round_no: int,
+    env: Mapping[str, str],
 ) -> list[dict[str, str]]:
     """For each merge, the paths theirs touches that ours added (``A``) or deleted (``D``) since
     the base: existence looked up in one process, without diffing whole trees."""
@@ -141,9 +145,7 @@ def _theirs_side(raw: Mapping[str, tuple[Side, Side]], direction: int) -> dict[s
     return out
 
 
-def _merge_proofs(
-    root: Path, links: Sequence[Link], parents: Mapping[str, str | None], raws: Raws
-) -> dict[str, str]:
+def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str | None], raws: Raws) -> dict[str, str]:
     """Merge outcomes keyed by revert sha; ``raws`` has the raw entries of every original."""
     revs = {r for link in links for s in (link.revert, *link.originals) for r in (s, parents.get(s))}
     with gitops.scratch_objects(root) as env:

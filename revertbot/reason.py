@@ -264,9 +264,7 @@ def reason_from_labels(labels: Sequence[str]) -> ReasonCategory | None:
     return found
 
 
-def decide_reason(
-    text_reason: RevertReason | None, labels: Sequence[str], set_by: str = ""
-) -> RevertReason | None:
+def decide_reason(text_reason: RevertReason | None, labels: Sequence[str], set_by: str = "") -> RevertReason | None:
     """The reason the report shows: a ``revertbot:reason:<category>`` label overrides the text
     (``set_by``: who set it in this run, when known)."""
     category = reason_from_labels(labels)

@@ -101,6 +101,7 @@ def diff_of_diffs(original_patch: str, reland_patch: str) -> tuple[tuple[PatchDe
 def similarity(original_patch: str, change_patch: str) -> float:
     """Share of the original's changed lines (per file, with their sign) that the change makes too;
     0 for an original of fewer than :data:`MIN_MATCH_LINES` non-blank changed lines."""
+
     def changed(patch: str) -> set[tuple[str, str]]:
         return {(path, line) for path, body in file_hunks(patch).items() for line in body[:MAX_FILE_LINES]
                 if line[:1] in "+-" and line[1:].strip()}  # fmt: skip
@@ -208,6 +209,7 @@ def reland_test_outcomes(flipped: Sequence[tuple[str, str]], gpu: GpuSummary | N
     for name, at_revert in flipped:
         now = "not-run"
         if gpu is not None:
+
             def has(names: Sequence[str], test: str = name) -> bool:
                 return any(_strip_suite(n) == _strip_suite(test) for n in names)
 

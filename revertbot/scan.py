@@ -87,8 +87,7 @@ def scan_repository(
         cut = cut_by_shallow_history(links, boundary)
         if cut:
             raise NotFoundError(
-                f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have "
-                f"(e.g. {cut[0]})",
+                f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
                 hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), "
                 "or pass --allow-shallow to report them as unverifiable",
             )
@@ -260,8 +259,7 @@ def entry_to_json(entry: ScanEntry) -> dict[str, object]:
         "purity": purity.verdict,
         "purity_reason": purity.reason,
         "purity_files": [
-            {"path": f.path, "missing": list(f.missing), "extra": list(f.extra), "note": f.note}
-            for f in purity.files
+            {"path": f.path, "missing": list(f.missing), "extra": list(f.extra), "note": f.note} for f in purity.files
         ],
         "chain": list(link.chain),
         "later": list(link.later),
@@ -269,6 +267,7 @@ def entry_to_json(entry: ScanEntry) -> dict[str, object]:
         "notes": list(link.notes),
         "author": entry.author,
         "date": entry.date,
-        "reason": None if entry.reason is None else {
-            "category": entry.reason.category, "evidence": entry.reason.evidence, "source": entry.reason.source},
+        "reason": None
+        if entry.reason is None
+        else {"category": entry.reason.category, "evidence": entry.reason.evidence, "source": entry.reason.source},
     }

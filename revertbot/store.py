@@ -118,7 +118,7 @@ def _m1_scan_history(db: sqlite3.Connection) -> None:
             PRIMARY KEY (repo_id, revert_sha, module),
             FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
         );
-        """
+        """,
     )
 
 
@@ -149,7 +149,7 @@ def _m2_reports(db: sqlite3.Connection) -> None:
             PRIMARY KEY (repo_id, revert_sha, branch),
             FOREIGN KEY (repo_id, revert_sha) REFERENCES reverts(repo_id, sha)
         );
-        """
+        """,
     )
 
 
@@ -167,7 +167,7 @@ def _m3_gpu_results(db: sqlite3.Connection) -> None:
             recorded_at INTEGER NOT NULL,
             PRIMARY KEY (repo_id, revert_sha)
         );
-        """
+        """,
     )
 
 
@@ -249,8 +249,7 @@ def open_store(path: str | os.PathLike[str], *, create: bool = True, upto: int |
         version = _read_header(db, p)
         if version > SCHEMA_VERSION:
             raise StoreError(
-                f"{p} has history store schema version {version}, newer than this revertbot knows "
-                f"({SCHEMA_VERSION})",
+                f"{p} has history store schema version {version}, newer than this revertbot knows ({SCHEMA_VERSION})",
                 hint="upgrade revertbot to read it; the file was left unchanged",
             )
         # WAL lets readers (the dashboard) work while a scan writes, and writers queue on the lock.
@@ -522,8 +521,9 @@ def rows_from_scan(result: ScanResult, config: Config | None = None) -> list[Rev
                     {"path": f.path, "missing": list(f.missing), "extra": list(f.extra), "note": f.note}
                     for f in purity.files
                 ],
-                originals=[(o, how, info.get(o, CommitInfo(o))) for o, how in zip(link.originals, link.linked_by,
-                                                                                    strict=False)],
+                originals=[
+                    (o, how, info.get(o, CommitInfo(o))) for o, how in zip(link.originals, link.linked_by, strict=False)
+                ],
                 unresolved=[{"ref": u.ref, "reason": u.reason} for u in link.unresolved],
                 chain=list(link.chain),
                 files=files,
@@ -677,8 +677,13 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
         purity_reason=str(data.get("purity_reason", "")),
         purity_files=list(data.get("purity_files") or ()),
         originals=[
-            (str(o.get("sha", "")), str(how), CommitInfo(str(o.get("sha", "")), int(o.get("date") or 0),
-                                                         str(o.get("author", "")), str(o.get("subject", ""))))
+            (
+                str(o.get("sha", "")),
+                str(how),
+                CommitInfo(
+                    str(o.get("sha", "")), int(o.get("date") or 0), str(o.get("author", "")), str(o.get("subject", ""))
+                ),
+            )
             for o, how in zip(originals, data.get("linked_by") or (), strict=False)
         ],
         unresolved=list(data.get("unresolved") or ()),
@@ -976,8 +981,10 @@ def merge_histories(histories: Sequence[History]) -> History:
             item = dataclasses.replace(r, repo=repo) if repo != r.repo else r
             key = (repo, r.sha)
             old = best.get(key)
-            if old is None or (item.report is not None, item.gpu is not None) > (old.report is not None,
-                                                                                 old.gpu is not None):
+            if old is None or (item.report is not None, item.gpu is not None) > (
+                old.report is not None,
+                old.gpu is not None,
+            ):
                 best[key] = item
     reverts = sorted(best.values(), key=lambda r: (-r.date, r.sha, r.repo))
     repos = sorted({alias.get(n, n) for n in names})

@@ -45,7 +45,6 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from typing import Literal, TypeVar
 
 from .. import gitops
 from ..purity import unquote_path
+from .pyparse import parse_python
 from .symbols import CALLABLE_KINDS, SymbolChange, bare_name
 
 MAX_PER_SYMBOL = 50
@@ -327,7 +327,10 @@ def _targets_in_order(modules: Mapping[str, _Module]) -> list[_Target]:
 
 
 def within_budget(
-    paths: Sequence[str], size_of: Callable[[str], int | None], max_file: int, max_total: int,
+    paths: Sequence[str],
+    size_of: Callable[[str], int | None],
+    max_file: int,
+    max_total: int,
     max_count: int | None = None,
 ) -> tuple[list[str], list[str], int | None]:
     """The candidate files to read, in order: those of a known size up to ``max_file`` bytes, until
@@ -603,9 +606,7 @@ class _Search:
 
     def _scan_file(self, path: str, text: str, own: _Module | None) -> None:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text.removeprefix("\ufeff"))
+            tree = parse_python(text)
         except (SyntaxError, ValueError, RecursionError):
             self.notes.append(f"dependents: `{path}` does not parse; not checked")
             return

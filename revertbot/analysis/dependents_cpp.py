@@ -39,7 +39,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +55,7 @@ from .dependents import (
     within_budget,
 )
 from .dependents import outside_changed_lines as _outside_changed_lines
+from .pyparse import parse_python
 from .symbols import SymbolChange
 from .symbols_cpp import (
     CALLABLE_CPP_KINDS,
@@ -506,9 +506,7 @@ class _Search:
     def _scan_python(self, path: str, data: bytes) -> None:
         source = data.decode("utf-8", "replace")
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(source.removeprefix("\ufeff"))
+            tree = parse_python(source)
         except (SyntaxError, ValueError, RecursionError):
             self.notes.append(f"dependents: `{path}` does not parse; not checked for op uses")
             return

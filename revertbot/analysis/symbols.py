@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from .pyparse import parse_python
 
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
@@ -91,9 +92,7 @@ def _extract(source: str) -> tuple[dict[str, Symbol], dict[str, _Def], str | Non
     and an error note."""
     text = source.removeprefix("\ufeff")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. invalid escape sequences in the analysed code
-            tree = ast.parse(text)
+        tree = parse_python(text)
     except SyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
         return {}, {}, f"syntax error{where}: {exc.msg}"
@@ -120,7 +119,11 @@ def _complete(sym: Symbol, node: _Def) -> Symbol:
 
 
 def _collect(
-    stmts: Iterable[ast.stmt], prefix: str, scope: _Scope, out: dict[str, Symbol], nodes: dict[str, _Def],
+    stmts: Iterable[ast.stmt],
+    prefix: str,
+    scope: _Scope,
+    out: dict[str, Symbol],
+    nodes: dict[str, _Def],
     lines: list[str],
 ) -> None:
     for node in stmts:
@@ -131,14 +134,32 @@ def _collect(
                 kind: SymbolKind = "async method" if is_async else "method"
             else:
                 kind = "async function" if is_async else "function"
-            _put(out, Symbol(qualname=qual, bound_name=node.name, kind=kind, lineno=node.lineno,
-                             end_lineno=node.end_lineno or node.lineno, source_hash=_source_hash(node, lines)))
+            _put(
+                out,
+                Symbol(
+                    qualname=qual,
+                    bound_name=node.name,
+                    kind=kind,
+                    lineno=node.lineno,
+                    end_lineno=node.end_lineno or node.lineno,
+                    source_hash=_source_hash(node, lines),
+                ),
+            )
             nodes[qual] = node
             _collect(node.body, qual + ".<locals>.", "function", out, nodes, lines)
         elif isinstance(node, ast.ClassDef):
             qual = prefix + node.name
-            _put(out, Symbol(qualname=qual, bound_name=node.name, kind="class", lineno=node.lineno,
-                             end_lineno=node.end_lineno or node.lineno, source_hash=_source_hash(node, lines)))
+            _put(
+                out,
+                Symbol(
+                    qualname=qual,
+                    bound_name=node.name,
+                    kind="class",
+                    lineno=node.lineno,
+                    end_lineno=node.end_lineno or node.lineno,
+                    source_hash=_source_hash(node, lines),
+                ),
+            )
             nodes[qual] = node
             _collect(node.body, qual + ".", "class", out, nodes, lines)
         elif scope != "function" and isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -292,9 +313,7 @@ def _hash_text(text: str) -> str:
 # --------------------------------------------------------------------------- comparison
 
 
-def diff_symbols(
-    path: str, before: str | None, after: str | None
-) -> tuple[tuple[SymbolChange, ...], str | None]:
+def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tuple[SymbolChange, ...], str | None]:
     """Symbols added, removed or modified from ``before`` to ``after`` (None: the file is absent).
 
     Ordered by line (after version for added/modified, before version for removed). When one

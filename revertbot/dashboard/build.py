@@ -401,8 +401,7 @@ def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = Fa
 
 
 def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tuple[list[str], list[list[str]]]:
-    return [label, value], [[esc(b.label), str(int(b.value) if float(b.value).is_integer() else b.value)]
-                            for b in bars]
+    return [label, value], [[esc(b.label), str(int(b.value) if float(b.value).is_integer() else b.value)] for b in bars]
 
 
 def render_index(history: History, generated_at: int | None = None, table_limit: int | None = TABLE_LIMIT) -> str:
@@ -436,8 +435,9 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
     reland_bars = [Bar("re-landed", ov.relanded, css="reland-yes"),
                    Bar("not re-landed", ov.reverts - ov.relanded, css="reland-no")]  # fmt: skip
     reland_secs = [t for _, _, t in ov.reland_times]
-    reland_note = (f"{ov.reland_rate:.0%} of reverted changes were re-landed later"
-                   + (f"; median time to reland {duration(statistics.median(reland_secs))}" if reland_secs else ""))
+    reland_note = f"{ov.reland_rate:.0%} of reverted changes were re-landed later" + (
+        f"; median time to reland {duration(statistics.median(reland_secs))}" if reland_secs else ""
+    )
     reland_rows = [[_sha_link(rev, ""), esc(rev.subject, 100), _sha_link(rel, ""), esc(duration(t))]
                    for rev, rel, t in ov.reland_times]  # fmt: skip
     gpu_bars = [Bar(st, n, css=f"gpu-{st.replace(' ', '-')}") for st, n in ov.gpu.items()]
@@ -493,7 +493,7 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
                 table=_bars_table("branch", gap_bars, "reverts still needed")),
     ]  # fmt: skip
     gap_rows = "".join(
-        f"<tr><td>{_sha_link(r, '')}</td><td>{esc(r.subject, 120)}</td><td><code class=\"ref\">"
+        f'<tr><td>{_sha_link(r, "")}</td><td>{esc(r.subject, 120)}</td><td><code class="ref">'
         f"{esc(_short_branch(branch))}</code>"
         f"</td><td>{commit_link(r.repo, pick)}</td></tr>"
         for r, branch, pick in ov.gaps
@@ -585,9 +585,20 @@ def render_table(history: History, limit: int | None = None) -> str:
             f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
             "</tr>"
         )
-        hay = [r.sha, r.subject, r.author, r.kind, r.purity, risk, r.gpu_status, r.repo, *modules,
-               *r.files[:SEARCH_FILES],
-               f"#{r.pr}" if r.pr else "", reason_of(r)]
+        hay = [
+            r.sha,
+            r.subject,
+            r.author,
+            r.kind,
+            r.purity,
+            risk,
+            r.gpu_status,
+            r.repo,
+            *modules,
+            *r.files[:SEARCH_FILES],
+            f"#{r.pr}" if r.pr else "",
+            reason_of(r),
+        ]
         hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
         search[row_id] = " ".join(hay).lower()
     head = "".join(
@@ -617,8 +628,12 @@ def render_table(history: History, limit: int | None = None) -> str:
             '<div class="control"><button type="button" id="filter-reset">reset</button></div>',
         ]
     )
-    more = (f'<p class="note" id="table-more">The newest {len(rows)} of {len(history.reverts)} reverts and relands; '
-            f'<a href="all.html">all {len(history.reverts)}</a> ({cut} more) on one page.</p>' if cut else "")
+    more = (
+        f'<p class="note" id="table-more">The newest {len(rows)} of {len(history.reverts)} reverts and relands; '
+        f'<a href="all.html">all {len(history.reverts)}</a> ({cut} more) on one page.</p>'
+        if cut
+        else ""
+    )
     title = "Newest reverts and relands" if cut else "All reverts and relands"
     return f"""<section id="reverts-table"><h2>{title}</h2>{more}
 <form class="controls" id="table-controls" hidden role="search" aria-label="Filter the reverts">{controls}</form>
@@ -667,7 +682,7 @@ def _chain_items(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert]
         else:
             orig = next((o for o in r.originals if o.sha == sha), None)
             label = f"{esc(orig.subject, 160)} <span class='muted'>{day(orig.date)}</span>" if orig else ""
-            items.append(f'<li><code>{esc(sha[:10])}</code> {_badge("kind", "change")} {label}</li>')
+            items.append(f"<li><code>{esc(sha[:10])}</code> {_badge('kind', 'change')} {label}</li>")
     items.append(f'<li class="current"><code>{esc(r.sha[:10])}</code> {_badge("kind", r.kind)} '
                  f'{esc(r.subject, 160)} <span class="muted">{day(r.date)} (this page)</span></li>')  # fmt: skip
     for o in later:
@@ -751,8 +766,15 @@ def _collapsed_list(items: Sequence[str], shown: int, what: str) -> str:
         return ""
     head = "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in items[:shown])
     rest = items[shown:]
-    more = (f'<details class="more"><summary>{len(rest)} more {esc(what)}</summary><ul>'
-            + "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in rest) + "</ul></details>") if rest else ""
+    more = (
+        (
+            f'<details class="more"><summary>{len(rest)} more {esc(what)}</summary><ul>'
+            + "".join(f"<li><code>{esc(e, 300)}</code></li>" for e in rest)
+            + "</ul></details>"
+        )
+        if rest
+        else ""
+    )
     return f"<ul>{head}</ul>{more}"
 
 
@@ -765,8 +787,10 @@ def _factors(report: Mapping[str, Any] | None) -> str:
         if not isinstance(f, Mapping):
             continue
         ev = [str(e) for e in (f.get("evidence") or ())[:200]]
-        rows.append(f"<tr><td>{esc(words(f.get('name', '')))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
-                    f"<td>{esc(f.get('summary', ''), 400)}{_collapsed_list(ev, 5, 'evidence')}</td></tr>")
+        rows.append(
+            f"<tr><td>{esc(words(f.get('name', '')))}</td><td>{_badge('risk', str(f.get('level', '')))}</td>"
+            f"<td>{esc(f.get('summary', ''), 400)}{_collapsed_list(ev, 5, 'evidence')}</td></tr>"
+        )
     if not rows:
         return ""
     return ('<section id="factors"><h2>Risk factors</h2><table class="factors"><thead><tr><th scope="col">factor</th>'
@@ -777,10 +801,16 @@ def _factors(report: Mapping[str, Any] | None) -> str:
 def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert], index: Index) -> str:
     ttr = time_to_revert(r)
     risk = r.risk_level or NOT_CHECKED
-    action = {"merge": "merge", "merge_after_gpu": "merge after GPU validation", "review": "needs review",
-              "no_op": "changes nothing on the base", "follow_up": "merged; follow-ups left",
-              "reland_ok": "merge: original failure gone", "reland_fails": "original failure still there",
-              "reland_unproven": "merge once the original failure is shown gone"}
+    action = {
+        "merge": "merge",
+        "merge_after_gpu": "merge after GPU validation",
+        "review": "needs review",
+        "no_op": "changes nothing on the base",
+        "follow_up": "merged; follow-ups left",
+        "reland_ok": "merge: original failure gone",
+        "reland_fails": "original failure still there",
+        "reland_unproven": "merge once the original failure is shown gone",
+    }
     facts = _dl([
         ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
          if repo_url(r.repo) else esc(r.repo)),
@@ -798,7 +828,7 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     ])  # fmt: skip
     originals = "".join(
         f"<tr><td>{commit_link(r.repo, o.sha)}</td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
-        f"<td class=\"nowrap\">{day(o.date)}</td><td>{esc(words(o.linked_by))}</td></tr>"
+        f'<td class="nowrap">{day(o.date)}</td><td>{esc(words(o.linked_by))}</td></tr>'
         for o in r.originals
     )
     originals_html = (
@@ -812,7 +842,7 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     if unresolved:
         originals_html += f"<h3>Not resolved</h3><ul>{unresolved}</ul>"
     backports = "".join(
-        f"<tr><td><code class=\"ref\">{esc(_short_branch(b.branch))}</code></td>"
+        f'<tr><td><code class="ref">{esc(_short_branch(b.branch))}</code></td>'
         f"<td>{commit_link(r.repo, b.original_pick)}</td><td>{esc(words(b.how))}</td><td>"
         + (commit_link(r.repo, b.revert_pick) if b.revert_pick else _badge("gap", "revert needed"))
         + "</td></tr>"

@@ -77,8 +77,9 @@ def _ends(name: str, *suffixes: str) -> bool:
     return any(base == s or base.endswith("." + s) for s in suffixes)
 
 
-def headline_metrics(metrics: Sequence[GpuMetricDelta]
-                     ) -> tuple[GpuMetricDelta | None, GpuMetricDelta | None, GpuMetricDelta | None]:
+def headline_metrics(
+    metrics: Sequence[GpuMetricDelta],
+) -> tuple[GpuMetricDelta | None, GpuMetricDelta | None, GpuMetricDelta | None]:
     """(memory, capture time, capture sizes) metrics the sentence quotes; None where absent."""
     memory = [m for m in metrics if m.unit.strip().lower() in _MEMORY_UNITS]
     mem = (next((m for m in memory if _ends(m.name, "graph_memory")), None)

@@ -620,8 +620,10 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     (re.compile(r"^no longer async$"), lambda m: "不再是 async"),
     # C++/CUDA symbols (revertbot.analysis.symbols_cpp)
     (
-        re.compile(r"^(kernel|device function|function|method|class|struct|union|macro|torch op|python binding)"
-                   r"( declaration)? (removed|added)(?:: (.*))?$"),
+        re.compile(
+            r"^(kernel|device function|function|method|class|struct|union|macro|torch op|python binding)"
+            r"( declaration)? (removed|added)(?:: (.*))?$"
+        ),
         lambda m: f"{_KIND_ZH[m[1]]}{'声明' if m[2] else ''}被{_CHANGE_ZH[m[3]]}" + (f"：{m[4]}" if m[4] else ""),
     ),
     (re.compile(r"^calls (`.*`)$"), lambda m: f"调用 {m[1]}"),

@@ -131,7 +131,9 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     ]
     level = report.risk.level
     title = t["title"].format(subject=inline(report.revert.subject, 120), level=t[f"level_{level}"])
-    footer = t["footer"].format(
+    footer = t[
+        "footer"
+    ].format(
         version=__version__,
         base=inline(short_branch(report.base_ref), 80),  # the branch name, never refs/heads/...
         sha=report.apply.base[:10] if report.apply else "?",
@@ -615,9 +617,7 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
         delta = (m.after - m.before) / m.before * 100 if m.before else 0.0
         flag = " ⚠" if m.regressed else ""
         unit = table_cell(m.unit, 20)  # written by the suite: untrusted like any name it reports
-        lines.append(
-            f"| {table_code(m.name, 80)} | {m.before:g} {unit} | {m.after:g} {unit} | {delta:+.1f}%{flag} |"
-        )
+        lines.append(f"| {table_code(m.name, 80)} | {m.before:g} {unit} | {m.after:g} {unit} | {delta:+.1f}%{flag} |")
     lines.append("")
     for label, flips in ((t["gpu_fixed"], g.fixed), (t["gpu_broken"], g.broken)):
         if flips:
