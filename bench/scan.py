@@ -18,6 +18,7 @@ printed, and nothing is checked but the ratio.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -45,7 +46,12 @@ def revertbot_command() -> list[str]:
 
 
 def bench_env() -> dict[str, str]:
-    """The same environment for both commands: no system or user git config can change the work."""
+    """The same environment for both commands: no system or user git config can change the work.
+    revertbot's bytecode is compiled first, as an installed package has it: with stale bytecode
+    (and PYTHONDONTWRITEBYTECODE set) every run would compile its modules again."""
+    import revertbot
+
+    compileall.compile_dir(Path(revertbot.__file__).parent, quiet=1)
     env = dict(os.environ)
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C", "LANG": "C"})
     return env
@@ -161,7 +167,7 @@ def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
         (scan, "link_reverts", "link"),
         (gitops, "commit_raws", "raw diffs of reverts and originals"),
         (gitops, "unreadable_blobs", "blob check (cat-file)"),
-        (gitops, "commit_patches", "diff text of unproven links"),
+        (gitops, "commit_texts", "diff text of unproven links"),
         (proof, "_merge_proofs", "merge proof"),
         (scan, "prove", "prove (fast proof + merges)"),
         (scan, "classify", "classify (explanations)"),

@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import io
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -340,14 +341,20 @@ def _read_log(
         commits: list[Commit] = []
         fields: list[str] = []
         rest = b""
-        while chunk := proc.stdout.read(_CHUNK):
-            parts = (rest + chunk).split(b"\x00")
+        pending: list[bytes] = []  # chunks inside one long field, joined once its end arrives
+        for chunk in _drained(proc.stdout):
+            if b"\x00" not in chunk:
+                pending.append(chunk)
+                continue
+            parts = b"".join([rest, *pending, chunk]).split(b"\x00")
+            pending = []
             rest = parts.pop()
             for part in parts:
                 fields.append(part.decode("utf-8", "replace"))
                 if len(fields) == _LOG_FIELDS:
                     commits.append(_commit(fields, keep))
                     fields = []
+        rest = b"".join([rest, *pending])
         proc.stdout.close()
         if proc.wait() != 0:
             err.seek(0)
@@ -357,6 +364,41 @@ def _read_log(
     if len(fields) == _LOG_FIELDS:
         commits.append(_commit(fields, keep))
     return commits
+
+
+_QUEUED_CHUNKS = 256  # at most this many pipe reads (64 KiB each on Linux) wait to be parsed
+
+
+def _drained(pipe: IO[bytes]) -> Iterator[bytes]:
+    """The chunks of ``pipe`` as they come. A thread keeps the pipe empty, so git writes at its own
+    speed on another core while the caller parses; reading it in the caller's thread would stop
+    git whenever the pipe's small buffer is full."""
+    chunks: queue.Queue[bytes] = queue.Queue(maxsize=_QUEUED_CHUNKS)
+    abandoned = threading.Event()
+
+    def put(chunk: bytes) -> None:
+        while not abandoned.is_set():
+            try:
+                chunks.put(chunk, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def pump() -> None:
+        try:
+            while not abandoned.is_set() and (chunk := pipe.read1(_CHUNK)):  # type: ignore[attr-defined]
+                put(chunk)
+        finally:
+            put(b"")
+
+    reader = threading.Thread(target=pump, name="revertbot-git-reader", daemon=True)
+    reader.start()
+    try:
+        while chunk := chunks.get():
+            yield chunk
+    finally:
+        abandoned.set()  # the caller stopped early: the reader must not wait on a full queue
+    reader.join()
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:
@@ -510,6 +552,15 @@ def commit_patches(
     return patches, errors, truncated
 
 
+def commit_texts(
+    repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = (), max_bytes: int = MAX_PATCH_BYTES
+) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """:func:`commit_patches` for commits whose raw lines were read and whose blobs were found
+    already (:func:`commit_raws`, :func:`unreadable_blobs`): only the text diff runs, limited to
+    ``paths`` (literal) when given, and then its raw and numstat lines cover those paths only."""
+    return _diff_batch(repo, list(dict.fromkeys(commits)), _PATCH_OPTS, paths, max_bytes)
+
+
 def commit_raws(
     repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = ()
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -567,10 +618,11 @@ def _diff_batch(
     errors: dict[str, str] = {}
     truncated: set[str] = set()
     tail = ["--", *paths] if paths else []
+    literal = ["--literal-pathspecs"] if paths else []  # a path named "*.py" or ":x" is that path
     pending = list(wanted)
     while pending:
         lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
-        proc = run_bytes("diff-tree", "--stdin", *opts, *tail, cwd=repo, input=lines.encode(), check=False)
+        proc = run_bytes(*literal, "diff-tree", "--stdin", *opts, *tail, cwd=repo, input=lines.encode(), check=False)
         parsed = _split_patch_bytes(proc.stdout, [sha for sha, _ in pending], max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:
@@ -584,7 +636,7 @@ def _diff_batch(
         sha, parent = pending[cut]
         truncated.discard(sha)
         rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
-        single = run_bytes("diff-tree", *opts, *rev_args, *tail, cwd=repo, check=False)
+        single = run_bytes(*literal, "diff-tree", *opts, *rev_args, *tail, cwd=repo, check=False)
         if single.returncode == 0:
             body = single.stdout
             first, _, rest = body.partition(b"\n")

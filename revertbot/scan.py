@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,16 @@ from .detect import choose_candidate, index_message, link_reverts, parse_message
 from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
-from .purity import change_vector, classify, compare, fast_proof, patch_requests, raw_entries
+from .purity import (
+    change_vector,
+    classify,
+    compare,
+    expected_sides,
+    fast_proof,
+    patch_requests,
+    raw_entries,
+    strip_raw,
+)
 from .reason import classify_revert
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -158,33 +167,37 @@ def classify_links(
     texts: dict[str, str] = {}
     truncated: set[str] = set()
 
-    def add_texts(shas: Collection[str]) -> None:
-        wanted = [(s, parent_of[s]) for s in dict.fromkeys(shas) if s in raws and s not in errors and s not in texts]
-        if wanted:
-            patches, more_errors, cut_text = gitops.commit_patches(root, wanted)
-            texts.update(patches)
-            errors.update(more_errors)
-            truncated.update(cut_text)
+    def add_texts(found: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
+        more_texts, more_errors, cut_text = found
+        # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
+        texts.update({sha: _with_raws(raws[sha], text) for sha, text in more_texts.items()})
+        errors.update(more_errors)
+        truncated.update(cut_text)
 
-    # Commits that match an ambiguous reference equally are chosen by their diffs' text.
-    add_texts([s for link in links if link.candidates for s in (link.revert, *link.candidates)])
+    def wanted(shas: Iterable[str]) -> list[tuple[str, str | None]]:
+        return [(s, parent_of[s]) for s in dict.fromkeys(shas) if s in raws and s not in errors and s not in texts]
+
+    # Commits that match an ambiguous reference equally are chosen by their diffs' whole text.
+    if chosen := wanted(s for link in links if link.candidates for s in (link.revert, *link.candidates)):
+        add_texts(gitops.commit_texts(root, chosen))
     links = [_choose_by_diff(link, texts) if link.candidates else link for link in links]
+    # Explaining a verdict needs the text of the paths where a revert does not mirror its
+    # originals blob for blob; on the others their lines cancel out exactly.
+    paths = explained_paths(links, raws, errors)
     # The text of the links the raw ids do not prove is diffed on another core while the merge
     # proof runs (some of them the merges will prove pure; their text is then unused).
-    likely = [s for link in links if link.originals and not link.unresolved and _fast_outcome(link, raws, errors)
-              != "equal" for s in (link.revert, *link.originals)]  # fmt: skip
-    wanted = [(s, parent_of[s]) for s in dict.fromkeys(likely) if s in raws and s not in errors and s not in texts]
+    likely = wanted(s for link in links if link.originals and not link.unresolved
+                    and _fast_outcome(link, raws, errors) != "equal"
+                    for s in (link.revert, *link.originals))  # fmt: skip
     with ThreadPoolExecutor(max_workers=1) as pool:
-        early = pool.submit(gitops.commit_patches, root, wanted) if wanted else None
+        early = pool.submit(gitops.commit_texts, root, likely, paths) if likely else None
         proofs = prove(root, links, raws, errors, parent_of)
         if early is not None:
-            more_texts, more_errors, cut_text = early.result()
-            texts.update(more_texts)
-            errors.update(more_errors)
-            truncated.update(cut_text)
+            add_texts(early.result())
     unproven = [link for link in links if proofs.get(link.revert) != "equal"]
-    add_texts([s for link in unproven if link.originals and not link.unresolved
-               for s in (link.revert, *link.originals)])  # fmt: skip
+    if late := wanted(s for link in unproven if link.originals and not link.unresolved
+                      for s in (link.revert, *link.originals)):  # fmt: skip
+        add_texts(gitops.commit_texts(root, late, paths))
     progress("diffing reverts and originals", len(requests), len(requests))
     patches = {**raws, **texts}
     verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
@@ -203,6 +216,35 @@ def classify_links(
         )
         progress("classifying", n, len(links))
     return tuple(entries)
+
+
+#: Beyond this many paths (or bytes of them) the text diff covers every path: a command line is limited.
+MAX_EXPLAINED_PATHS, MAX_EXPLAINED_BYTES = 4000, 100_000
+
+
+def explained_paths(links: Sequence[Link], raws: Mapping[str, str], errors: Mapping[str, str]) -> list[str]:
+    """The paths whose diff text can explain a verdict: those that some link's revert does not
+    undo (or redo) blob for blob. Where it does, the revert's lines and its originals' cancel out
+    exactly, since a diff adds as many copies of a line as the new side has more than the old.
+    Empty means every path (too many to list, or nothing to explain)."""
+    paths: set[str] = set()
+    for link in links:
+        shas = (link.revert, *link.originals)
+        if not link.originals or any(s in errors or s not in raws for s in shas):
+            continue
+        entries = {s: raw_entries(raws[s]) for s in shas}
+        expected = expected_sides(link, entries)
+        revert = entries[link.revert]
+        paths.update(p for p in {*expected, *revert} if expected.get(p) is None or revert.get(p) != expected[p])
+    if len(paths) > MAX_EXPLAINED_PATHS or sum(len(p.encode()) + 1 for p in paths) > MAX_EXPLAINED_BYTES:
+        return []
+    return sorted(paths)
+
+
+def _with_raws(raw: str, patch: str) -> str:
+    """``patch`` (from a text diff that may cover fewer paths) with ``raw``'s complete raw lines."""
+    text = strip_raw(patch)
+    return raw.rstrip("\n") + "\n\n" + text if text else raw
 
 
 def _fast_outcome(link: Link, raws: Mapping[str, str], errors: Mapping[str, str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,31 @@ def test_log_parses_every_field(repo: GitRepo) -> None:
     assert [c.sha for c in gitops.log(repo.path, second, paths=["missing"])] == []
 
 
+def test_log_fields_longer_than_a_pipe_read_and_early_stops(repo: GitRepo) -> None:
+    """A message of megabytes (multi-byte characters across every read boundary) arrives whole,
+    among short ones; a reader that stops early leaves no thread waiting."""
+    long = "Big one\n\n" + "ünïcødé 回退 " * 200_000
+    first = repo.commit("short\n", {"f": "1\n"})
+    big = repo.commit(long, {"f": "2\n"})
+    last = repo.commit("after\n", {"f": "3\n"})
+    commits = gitops.log(repo.path, last)
+    assert [c.sha for c in commits] == [last, big, first]
+    assert commits[1].message == long.rstrip()  # git drops trailing spaces
+    assert [c.message for c in (commits[0], commits[2])] == ["after", "short"]
+    proc = subprocess.Popen(["git", "log", "-z", last], cwd=repo.path, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    chunks = gitops._drained(proc.stdout)
+    assert next(chunks)
+    chunks.close()
+    for t in threading.enumerate():
+        if t.name == "revertbot-git-reader":
+            t.join(5)
+            assert not t.is_alive()
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+
+
 def test_shallow_boundary_and_dates(repo: GitRepo, tmp_path: Path) -> None:
     for i in range(4):
         repo.commit(f"c{i}", {"f": f"{i}\n"})
@@ -258,9 +284,7 @@ def test_grep_words_whole_words_only(repo: GitRepo) -> None:
         ("docs/n.md", 1, "_slice_output"),
         ("é.py", 1, "\x0cform feed then _slice_output()\r in the middle"),
     ]
-    assert gitops.grep_words(repo.path, repo.head(), ["_slice_output"], ["*.md"]) == [
-        ("docs/n.md", 1, "_slice_output")
-    ]
+    assert gitops.grep_words(repo.path, repo.head(), ["_slice_output"], ["*.md"]) == [("docs/n.md", 1, "_slice_output")]
     assert gitops.grep_words(repo.path, repo.head(), ["absent_word"]) == []
     assert gitops.grep_words(repo.path, repo.head(), []) == []
 
