@@ -623,6 +623,8 @@ def _topological(commits: Sequence[Commit]) -> list[Commit]:
     before its child; ancestry, not dates, says which commit is earlier. Otherwise the input
     order is kept (a heap on the input index)."""
     index = {c.sha: i for i, c in enumerate(commits)}
+    if all(index.get(p, i + 1) > i for i, c in enumerate(commits) for p in c.parents):
+        return list(commits)  # already so (the usual case): one pass instead of a heap
     children = [0] * len(commits)
     for c in commits:
         for p in c.parents:
@@ -673,36 +675,39 @@ class HistoryIndex:
     @classmethod
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
         idx = cls(commits=_topological(commits))
+        # One pass over every commit of the history: the cheap substring tests come first.
+        position, by_pr, by_title, prs_of = idx.position, idx.by_pr, idx.by_title, idx.prs_of
         for i, c in enumerate(idx.commits):
-            idx.position[c.sha.lower()] = i
+            position[c.sha.lower()] = i
+            message = c.message
             subject = c.subject
-            merge = _MERGE_PR_RE.match(subject)
+            merge = _MERGE_PR_RE.match(subject) if subject[:5].lower() == "merge" else None
             prs: set[int] = set()
             if merge:
                 prs.add(int(merge.group(1)))
             title = _commit_title(c) if merge else subject
-            own = _OWN_PR_SUFFIX_RE.search(title)
+            own = _OWN_PR_SUFFIX_RE.search(title) if "(#" in title else None
             if own:
                 prs.add(int(own.group(1)))
-            pulled = _PULL_RESOLVED_RE.search(c.message) if "Pull Request resolved" in c.message else None
+            pulled = _PULL_RESOLVED_RE.search(message) if "Pull Request resolved" in message else None
             if pulled:
                 prs.add(int(pulled.group("num")))
-            for n in prs:
-                idx.by_pr.setdefault(n, []).append(i)
             if prs:
-                idx.prs_of[i] = prs
+                for n in prs:
+                    by_pr.setdefault(n, []).append(i)
+                prs_of[i] = prs
             key = title_key(title)
-            keys = (key, title_key(title[: own.start()])) if own else (key,)  # as strip_pr_suffix does
-            for key in set(keys):
-                if key:
-                    idx.by_title.setdefault(key, []).append(i)
-            if "Differential Revision" in c.message:
-                d = _DIFF_REV_RE.search(c.message)
+            if key:
+                by_title.setdefault(key, []).append(i)
+            if own and (cut := title_key(title[: own.start()])) and cut != key:  # as strip_pr_suffix does
+                by_title.setdefault(cut, []).append(i)
+            if "Differential Revision" in message:
+                d = _DIFF_REV_RE.search(message)
                 if d:
                     idx.by_diff.setdefault(d.group("diff"), []).append(i)
                     idx.diffs_of[i] = {d.group("diff")}
-            if "cherry picked from" in c.message:
-                for m in _CHERRY_PICK_RE.finditer(c.message):
+            if "cherry picked from" in message:
+                for m in _CHERRY_PICK_RE.finditer(message):
                     idx.by_cherry_source.setdefault(m.group("sha").lower(), []).append(i)
         idx.sorted_shas = sorted(idx.position)
         return idx

@@ -23,7 +23,8 @@ class Commit:
 
     @property
     def subject(self) -> str:
-        return self.message.split("\n", 1)[0].strip()
+        end = self.message.find("\n")  # not split(): the body is not copied
+        return (self.message if end < 0 else self.message[:end]).strip()
 
     @property
     def body(self) -> str:
