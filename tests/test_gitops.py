@@ -504,3 +504,23 @@ def test_commit_patches_cuts_huge_diff_text_but_keeps_every_raw_and_numstat_line
     assert patch_stats(patch)["big.txt"].added == 5000  # from --numstat, not from the cut text
     full, _, none = gitops.commit_patches(repo.path, [(sha, None)])
     assert none == set() and len(full[sha]) > 40000
+
+
+def test_scratch_objects_go_to_ram_unless_a_temp_dir_is_chosen(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.commit("one", {"f": "1\n"})
+    chosen = tmp_path / "tmp"
+    chosen.mkdir()
+    monkeypatch.setenv("TMPDIR", str(chosen))
+    monkeypatch.setattr(gitops.tempfile, "tempdir", None)  # tempfile caches the directory it chose
+    with gitops.scratch_objects(repo.path) as env:
+        scratch = Path(env["GIT_OBJECT_DIRECTORY"])
+        assert scratch.parent.parent == chosen and scratch.is_dir()
+    assert not scratch.parent.exists()  # removed afterwards
+    monkeypatch.delenv("TMPDIR")
+    ram = os.path.isdir("/dev/shm") and os.statvfs("/dev/shm").f_bavail * os.statvfs("/dev/shm").f_frsize >= (1 << 30)
+    with gitops.scratch_objects(repo.path) as env:
+        scratch = Path(env["GIT_OBJECT_DIRECTORY"])
+        assert (scratch.parent.parent == Path("/dev/shm")) == ram
+    assert not scratch.parent.exists()
