@@ -1023,7 +1023,7 @@ def _class_defines(node: ast.ClassDef) -> set[str]:
     """Attributes a class provides itself: its body's names and ``self.x = ...`` in its methods
     (an instance attribute hides a removed property or method of a base class)."""
     out = _module_level_names(node.body)
-    for sub in ast.walk(node):
+    for sub in _statements(node.body):  # assignments are statements: expressions need no walk
         targets: list[ast.expr] = []
         if isinstance(sub, ast.Assign):
             targets = sub.targets
