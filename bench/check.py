@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from revertbot.check import check_revert
 
     repo = args.repo.resolve()
+    if not repo.is_dir():
+        print(f"error: no such directory: {repo}", file=sys.stderr)
+        return 2
     env = bench_env()
     base = args.base or subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=env, capture_output=True,
                                        text=True).stdout.strip() or "HEAD"  # fmt: skip

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", choices=["files", "bigdiff", "both"], default="both")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="revertbot-scale-") as tmp:
-        for case in (["files", "bigdiff"] if args.case == "both" else [args.case]):
+        for case in ["files", "bigdiff"] if args.case == "both" else [args.case]:
             result = run_case(case, args.files, args.mb, Path(tmp))
             print(json.dumps(result, ensure_ascii=False))
     return 0

@@ -146,6 +146,7 @@ def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, fl
                 return fn(*args, **kwargs)
             finally:
                 times[label] = times.get(label, 0.0) + time.perf_counter() - start
+
         return wrapper
 
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
@@ -181,6 +182,9 @@ def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
 
 def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) -> int:
     """Scan vs git log on an existing repository: ratio, memory, stages."""
+    if not repo.is_dir():
+        print(f"error: no such directory: {repo}", file=sys.stderr)
+        return 2
     env = bench_env()
     target = ref or subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=env, capture_output=True,
                                    text=True).stdout.strip() or "HEAD"  # fmt: skip
@@ -202,7 +206,7 @@ def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) ->
           + ", ".join(f"{k} {n}" for k, n in Counter(e["purity"] for e in entries).most_common()))  # fmt: skip
     print(f"git log runs: {', '.join(f'{t:.3f}s' for t in log_times)}")
     print(f"scan runs:    {', '.join(f'{t:.3f}s' for t in scan_times)}")
-    own, git_peak = _peak_rss_mib(scan_cmd[len(revertbot_command()):], repo, env)
+    own, git_peak = _peak_rss_mib(scan_cmd[len(revertbot_command()) :], repo, env)
     print(f"scan peak memory: {own:.1f} MiB (revertbot process; largest git process {git_peak:.1f} MiB)")
     for name, seconds in _stages(repo, target):
         print(f"  {name}: {seconds:.3f}s")
