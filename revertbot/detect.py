@@ -669,8 +669,7 @@ class HistoryIndex:
     by_title: dict[str, list[int]] = field(default_factory=dict)  # title_key -> positions
     sorted_titles: list[str] = field(default_factory=list)  # for prefix lookups of cut titles
     by_cherry_source: dict[str, list[int]] = field(default_factory=dict)
-    prs_of: dict[int, set[int]] = field(default_factory=dict)
-    diffs_of: dict[int, set[str]] = field(default_factory=dict)
+    prs_of: dict[int, tuple[int, ...]] = field(default_factory=dict)  # tuples: a set per commit is 216 bytes
 
     @classmethod
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
@@ -678,7 +677,8 @@ class HistoryIndex:
         # One pass over every commit of the history: the cheap substring tests come first.
         position, by_pr, by_title, prs_of = idx.position, idx.by_pr, idx.by_title, idx.prs_of
         for i, c in enumerate(idx.commits):
-            position[c.sha.lower()] = i
+            sha = c.sha
+            position[sha if sha.islower() else sha.lower()] = i  # lower() would copy every sha
             message = c.message
             subject = c.subject
             merge = _MERGE_PR_RE.match(subject) if subject[:5].lower() == "merge" else None
@@ -695,7 +695,7 @@ class HistoryIndex:
             if prs:
                 for n in prs:
                     by_pr.setdefault(n, []).append(i)
-                prs_of[i] = prs
+                prs_of[i] = tuple(prs)
             key = title_key(title)
             if key:
                 by_title.setdefault(key, []).append(i)
@@ -705,7 +705,6 @@ class HistoryIndex:
                 d = _DIFF_REV_RE.search(message)
                 if d:
                     idx.by_diff.setdefault(d.group("diff"), []).append(i)
-                    idx.diffs_of[i] = {d.group("diff")}
             if "cherry picked from" in message:
                 for m in _CHERRY_PICK_RE.finditer(message):
                     idx.by_cherry_source.setdefault(m.group("sha").lower(), []).append(i)

@@ -367,7 +367,7 @@ def _read_log(
     return commits
 
 
-_QUEUED_CHUNKS = 256  # at most this many pipe reads (64 KiB each on Linux) wait to be parsed
+_QUEUED_CHUNKS = 32  # at most this many pipe reads (64 KiB each on Linux) wait to be parsed
 
 
 def _drained(pipe: IO[bytes]) -> Iterator[bytes]:

@@ -100,8 +100,13 @@ def scan_repository(
                 hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), "
                 "or pass --allow-shallow to report them as unverifiable",
             )
+    # From here on only the commits of the links are read: the rest of the history (most of the
+    # memory of a long one) can go before the diffs are read.
+    count = len(commits)
+    involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
+    commits = [c for c in commits if c.sha in involved]
     entries = classify_links(root, commits, links, progress, boundary)
-    return ScanResult(root, ref_name, head, len(commits), entries, shallow)
+    return ScanResult(root, ref_name, head, count, entries, shallow)
 
 
 _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
