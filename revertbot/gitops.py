@@ -98,6 +98,35 @@ def run_bytes(
     return proc
 
 
+def run_pipeline(first: Sequence[str], second: Sequence[str], cwd: str | os.PathLike[str], input: bytes) -> str:
+    """``git FIRST | git SECOND`` with ``input`` on the first one's stdin: the text between them
+    flows from one git process to the other, both running at once, never through Python."""
+    with tempfile.TemporaryFile() as err1, tempfile.TemporaryFile() as err2:
+        try:
+            head = subprocess.Popen(["git", *_STABLE_CONFIG, *first], cwd=cwd, env=_git_env(),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err1)  # fmt: skip
+        except NotADirectoryError as exc:
+            raise NotFoundError(f"not a directory: {cwd}") from exc
+        except FileNotFoundError as exc:
+            if not Path(cwd).exists():
+                raise NotFoundError(f"directory does not exist: {cwd}") from exc
+            raise UsageError("git is not installed or not on PATH", hint="install git 2.31 or newer") from exc
+        assert head.stdin is not None and head.stdout is not None
+        tail = subprocess.Popen(["git", *_STABLE_CONFIG, *second], cwd=cwd, env=_git_env(),
+                                stdin=head.stdout, stdout=subprocess.PIPE, stderr=err2)  # fmt: skip
+        head.stdout.close()  # the second process holds the pipe now
+        feeder = threading.Thread(target=_feed, args=(head.stdin, input), daemon=True)
+        feeder.start()
+        out, _ = tail.communicate()
+        feeder.join()
+        head.wait()
+        for args, proc, err in ((first, head, err1), (second, tail, err2)):
+            if proc.returncode != 0:
+                err.seek(0)
+                raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))
+    return out.decode("utf-8", "replace")
+
+
 def run(
     *args: str,
     cwd: str | os.PathLike[str],

@@ -524,3 +524,27 @@ def test_scratch_objects_go_to_ram_unless_a_temp_dir_is_chosen(
         scratch = Path(env["GIT_OBJECT_DIRECTORY"])
         assert (scratch.parent.parent == Path("/dev/shm")) == ram
     assert not scratch.parent.exists()
+
+
+def test_run_pipeline_passes_text_between_two_git_processes(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("two", {"f": "2\n"})
+    out = gitops.run_pipeline(["log", "-p", "--format=commit %H", "--stdin"], ["patch-id", "--stable"], cwd=repo.path,
+                              input=f"{second}\n{first}\n".encode())  # fmt: skip
+    assert [line.split()[1] for line in out.splitlines()] == [second, first]
+    with pytest.raises(GitError) as failed:
+        gitops.run_pipeline(["log", "--stdin"], ["patch-id"], cwd=repo.path, input=b"no-such-revision\n")
+    assert failed.value.command == ("git", "log", "--stdin") and "no-such-revision" in failed.value.stderr
+    with pytest.raises(NotFoundError):
+        gitops.run_pipeline(["log"], ["patch-id"], cwd=repo.path / "missing", input=b"")
+
+
+def test_patch_ids_limited_to_literal_paths(repo: GitRepo) -> None:
+    from revertbot.analysis.history import patch_ids
+
+    star = repo.commit("add a file named *.py", {"*.py": "x = 1\n", "a.py": "a = 1\n"})
+    other = repo.commit("change a.py only", {"a.py": "a = 2\n"})
+    many = [f"dir{i}/f.py" for i in range(20000)]  # more than a command line holds
+    ids = patch_ids(repo.path, [star, other], ["*.py", *many])
+    assert set(ids) == {star}  # "*.py" is that one file, not a pattern matching a.py
+    assert set(patch_ids(repo.path, [star, other])) == {star, other}

@@ -70,11 +70,18 @@ def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dic
     text to diff on long release branches."""
     if not shas:
         return {}
-    patch = gitops.run("log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin", "--",
-                       *paths, cwd=repo, input="".join(f"{s}\n" for s in shas))  # fmt: skip
-    if not patch.strip():
-        return {}
-    out = gitops.run("patch-id", "--stable", cwd=repo, input=patch)
+    # Revisions and (literal) paths go through stdin: any number of them; the patches go straight
+    # from git log to git patch-id.
+    listed = [p for p in paths if "\n" not in p]
+    lines = [*shas, *(["--", *listed] if listed else [])]
+    odd = [p for p in paths if "\n" in p]
+    out = gitops.run_pipeline(
+        ["--literal-pathspecs", "log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin",
+         "--", *odd],
+        ["patch-id", "--stable"],
+        cwd=repo,
+        input="".join(f"{line}\n" for line in lines).encode("utf-8", "surrogateescape"),
+    )  # fmt: skip
     ids = {}
     for line in out.splitlines():
         pid, _, sha = line.partition(" ")
