@@ -19,12 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
-
-import yaml
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConfigError
 from .globs import compile_glob, first_match, match_glob, matching_globs, normalize_path
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "ASSOCIATIONS",
@@ -186,20 +187,26 @@ def default_config() -> Config:
 # --- loading -----------------------------------------------------------------------------------------
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys (plain YAML silently keeps the last one)."""
+@lru_cache(maxsize=1)
+def _unique_key_loader() -> type[yaml.SafeLoader]:
+    """A safe loader that rejects duplicate keys (plain YAML silently keeps the last one). Made
+    on first use: most runs have no configuration file and need no YAML parser (17 ms to import)."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[tuple[str, str]] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                ident = (key_node.tag, key_node.value)
-                if ident in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key '{key_node.value}'", key_node.start_mark
-                    )
-                seen.add(ident)
-        return super().construct_mapping(node, deep)
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: set[tuple[str, str]] = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    ident = (key_node.tag, key_node.value)
+                    if ident in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key '{key_node.value}'", key_node.start_mark
+                        )
+                    seen.add(ident)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def load_config(text: str | None, source: str = ".revertbot.yml") -> Config:
@@ -209,8 +216,10 @@ def load_config(text: str | None, source: str = ".revertbot.yml") -> Config:
     """
     if text is None or not text.strip():
         return default_config()
+    import yaml
+
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+        data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_message(exc, source)) from None
     except yaml.YAMLError as exc:
