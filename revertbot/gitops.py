@@ -457,7 +457,7 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     names = list(dict.fromkeys(names))
     if not names:
         return {}
-    out = run("cat-file", "--batch-check", cwd=repo, input="".join(f"{n}\n" for n in names))
+    out = run("cat-file", "--batch-check", "--buffer", cwd=repo, input="".join(f"{n}\n" for n in names))
     result: dict[str, str | None] = {}
     for name, line in zip(names, out.splitlines(), strict=False):
         parts = line.split()
@@ -530,7 +530,7 @@ def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
     if not specs:
         return result
     payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
-    out = run_bytes("cat-file", "--batch", cwd=repo, input=payload).stdout
+    out = run_bytes("cat-file", "--batch", "--buffer", cwd=repo, input=payload).stdout
     pos = 0
     for spec in specs:
         nl = out.index(b"\n", pos)
@@ -917,7 +917,9 @@ def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = No
     revs = [r for r in dict.fromkeys(revs) if r]
     if not revs:
         return {}
-    out = run("cat-file", "--batch-check", cwd=repo, env=env, input="".join(f"{r}^{{tree}}\n" for r in revs))
+    out = run(
+        "cat-file", "--batch-check", "--buffer", cwd=repo, env=env, input="".join(f"{r}^{{tree}}\n" for r in revs)
+    )
     result: dict[str, str | None] = {}
     for rev, line in zip(revs, out.splitlines(), strict=False):
         parts = line.split()
@@ -964,8 +966,8 @@ def paths_present(repo: Path, queries: Sequence[tuple[str, str]], env: Mapping[s
     """For each ``(tree, path)``: whether the path exists in the tree, in one process (None for a
     path that a line-based query cannot name: it holds a newline)."""
     asked = [(tree, path) for tree, path in queries if "\n" not in path]
-    out = run("cat-file", "--batch-check", cwd=repo, env=env, input="".join(f"{t}:{p}\n" for t, p in asked)) \
-        if asked else ""  # fmt: skip
+    lines = "".join(f"{t}:{p}\n" for t, p in asked)
+    out = run("cat-file", "--batch-check", "--buffer", cwd=repo, env=env, input=lines) if asked else ""
     answers = iter(out.splitlines())
     return [None if "\n" in path else not next(answers, "missing").endswith("missing") for _, path in queries]
 
@@ -1154,7 +1156,7 @@ def blob_sizes(repo: Path, specs: Sequence[str]) -> dict[str, int | None]:
     if not specs:
         return {}
     payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
-    out = run_bytes("cat-file", "--batch-check", cwd=repo, input=payload).stdout.decode("utf-8", "replace")
+    out = run_bytes("cat-file", "--batch-check", "--buffer", cwd=repo, input=payload).stdout.decode("utf-8", "replace")
     result: dict[str, int | None] = {}
     for spec, line in zip(specs, out.split("\n"), strict=False):
         parts = line.split()

@@ -296,7 +296,9 @@ def _cat_blobs(root: Path, shas: Iterable[str]) -> list[str]:
     wanted = list(shas)
     if not wanted:
         return []
-    raw = gitops.run_bytes("cat-file", "--batch", cwd=root, input="".join(f"{s}\n" for s in wanted).encode()).stdout
+    raw = gitops.run_bytes(
+        "cat-file", "--batch", "--buffer", cwd=root, input="".join(f"{s}\n" for s in wanted).encode()
+    ).stdout
     out, pos = [], 0
     for _ in wanted:
         header_end = raw.index(b"\n", pos)
