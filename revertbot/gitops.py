@@ -63,8 +63,9 @@ _LOCATION_VARS = (
 
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
+    # GIT_FLUSH=0: output in full buffers, not one write per commit (no caller talks to git line by line).
     env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0",
-                "GIT_ATTR_NOSYSTEM": "1"})  # fmt: skip
+                "GIT_ATTR_NOSYSTEM": "1", "GIT_FLUSH": "0"})  # fmt: skip
     if extra:
         env.update(extra)
     return env
