@@ -469,20 +469,21 @@ def load_spec(repo: Path, base: str, suite: str, config_path: Path | None = None
             return SuiteSpec.from_json(text, name=suite)
         except SpecError as exc:
             raise ConfigError(str(exc)) from None
-    try:
+    try:  # the YAML parser is imported when a configuration is read
         from revertbot import config as cfg
+
+        if config_path is not None:
+            config = cfg.load_config_file(config_path)
+        else:
+            from revertbot import gitops
+
+            sha = gitops.resolve_commit(repo, base)
+            config = cfg.load_config(gitops.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
     except ModuleNotFoundError as exc:
         raise UsageError(
             f"reading .revertbot.yml needs {exc.name}, which is not installed",
             hint="pip install pyyaml, or pass --suite-json (revertbot gpu plan prints it for every job)",
         ) from None
-    if config_path is not None:
-        config = cfg.load_config_file(config_path)
-    else:
-        from revertbot import gitops
-
-        sha = gitops.resolve_commit(repo, base)
-        config = cfg.load_config(gitops.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
     if suite not in config.gpu.suites:
         known = ", ".join(sorted(config.gpu.suites)) or "none"
         raise NotFoundError(f"no GPU suite named {suite!r} in the configuration (suites: {known})")

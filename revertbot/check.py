@@ -16,9 +16,14 @@ from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.symbols import SymbolChange, diff_symbols
-from .analysis.symbols_cpp import MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES
-from .analysis.symbols_cpp import MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES
-from .analysis.symbols_cpp import diff_cpp_symbols, fold_parse_notes, is_cpp_path, too_large_note
+from .analysis.symbols_cpp import (
+    MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES,
+    MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES,
+    diff_cpp_symbols,
+    fold_parse_notes,
+    is_cpp_path,
+    too_large_note,
+)
 from .config import Config, categorize, load_config_file, module_for
 from .detect import index_message, link_reverts, parse_message
 from .errors import NotFoundError

@@ -12,10 +12,12 @@ from .detect import link_reverts, parse_message
 from .models import Commit, CommitRef, Link, RelandInfo
 from .purity import strip_raw
 from .reason import classify_revert
-from .reland import MIN_SIMILARITY as RELAND_MIN_SIMILARITY
-from .reland import analyse as analyse_reland
-from .reland import similarity as reland_similarity
-from .reland import story as reland_story
+from .reland import (
+    MIN_SIMILARITY as RELAND_MIN_SIMILARITY,
+    analyse as analyse_reland,
+    similarity as reland_similarity,
+    story as reland_story,
+)
 
 
 def reland_stage(root: Path, link: Link, by_sha: Mapping[str, Commit], head_sha: str, patches: Mapping[str, str],

@@ -41,8 +41,7 @@ def test_real_repository_modes_of_the_scan_and_check_benchmarks(tmp_path: Path, 
     """`bench.scan --repo` and `bench.check` run on any clone: ratio, memory, stages, processes."""
     import pytest
 
-    from bench import check as bench_check
-    from bench import scan as bench_scan
+    from bench import check as bench_check, scan as bench_scan
     from tests.gitrepo import GitRepo
 
     assert isinstance(capsys, pytest.CaptureFixture)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from revertbot.detect import link_reverts, might_be_revert, parse_message, strip_pr_suffix
 from revertbot.models import Commit, ParsedMessage

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from revertbot.action import ActionOptions, run_action
 from revertbot.config import Config, load_config, schema_keys

@@ -52,9 +52,9 @@ from .dependents import (
     MAX_TEXT,
     Dependent,
     DependentSearch,
+    outside_changed_lines as _outside_changed_lines,
     within_budget,
 )
-from .dependents import outside_changed_lines as _outside_changed_lines
 from .pyparse import parse_python
 from .symbols import SymbolChange
 from .symbols_cpp import (

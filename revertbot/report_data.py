@@ -1,0 +1,240 @@
+"""The data a check reports (risk, backports, CI, GPU, reland): plain frozen dataclasses like
+:mod:`revertbot.models`, which re-exports them. They live apart so that a scan, which never needs
+them, does not pay for making them at start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .models import ApplyResult, LinkMethod, PurityResult, RevertKind, RevertReason, Unresolved
+
+# --------------------------------------------------------------------------- report data
+
+RiskLevel = Literal["low", "medium", "high"]
+RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    sha: str
+    subject: str
+    author: str = ""
+    date: int = 0  # commit time, unix seconds
+    pr: int | None = None
+    body: str = ""  # the message after the subject (kept for the revert itself only)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    module: str
+    category: str
+    status: Literal["added", "deleted", "modified"]
+    added: int
+    removed: int
+    critical: bool = False
+    critical_globs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DriftCommit:
+    sha: str
+    subject: str
+    date: int
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Backport:
+    branch: str  # full ref name
+    original_pick: str | None  # the cherry-pick of the original on that branch
+    how: str  # "cherry-pick trailer" | "same patch" | "title"
+    revert_pick: str | None  # the matching revert on that branch, when present
+    original_pr: int | None = None  # the PR that carried the original to that branch, when GitHub knows it
+    revert_pr: int | None = None  # the PR that reverts it there, merged or not
+    revert_pr_merged: bool = False
+
+
+@dataclass(frozen=True)
+class RiskFactor:
+    name: str  # purity, applies, drift, dependents, critical_paths, gpu, backports, history, age
+    level: RiskLevel
+    code: str  # machine-readable outcome, e.g. "pure", "conflicts", "none"
+    params: tuple[tuple[str, str], ...] = ()  # values the renderers put into their sentence
+    evidence: tuple[str, ...] = ()  # language-neutral lines (paths, shas, numbers)
+
+    def param(self, key: str, default: str = "") -> str:
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True)
+class Risk:
+    level: RiskLevel
+    factors: tuple[RiskFactor, ...]
+    action: str  # merge | merge_after_gpu | review | no_op (changes nothing) | follow_up (already merged)
+    open_items: tuple[str, ...] = ()  # factor names that need attention
+    follow_ups: tuple[str, ...] = ()  # release branches that still need the revert
+
+
+@dataclass(frozen=True)
+class CodeExcerpt:
+    path: str
+    header: str  # the hunk header
+    text: str  # diff lines
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewHighlight:
+    author: str
+    body: str
+    url: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class CiCheck:
+    """One check of the original that did not pass, and what became of it on the revert."""
+
+    name: str
+    kind: str  # "check" (a check run) | "status" (a commit status)
+    conclusion: str  # on the original: failure, timed_out, error, ...
+    url: str = ""  # html_url of the check run, target_url of the status
+    required: bool | None = None  # None: the branch's required checks could not be read
+    on_revert: str = ""  # the same check on the revert: success, failure, pending, ... ; "" when absent
+    on_base: str = ""  # the same check on the revert's merge base, when it was looked up
+    #: cleared | still-failing | broken-trunk | flaky | pending | not-run (see revertbot.ci_facts)
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    """What only GitHub knows; absent offline."""
+
+    repo: str
+    revert_pr: int | None = None
+    revert_pr_title: str = ""
+    original_prs: tuple[int, ...] = ()
+    original_ci: str = ""  # success | failure | pending | unknown
+    revert_ci: str = ""
+    linked_issues: tuple[int, ...] = ()
+    reviews: tuple[ReviewHighlight, ...] = ()
+    html_url: str = ""
+    original_merge_commit: str = ""
+    backport_prs: tuple[str, ...] = ()  # "release/0.5#104": PRs carrying the original to release branches
+    revert_backport_prs: tuple[str, ...] = ()  # PRs reverting it there
+    head_sha: str = ""  # the revert PR's head commit
+    is_fork: bool = False
+    notes: tuple[str, ...] = ()  # what could not be looked up, and why
+    api_requests: int = 0  # REST requests the check used
+    original_ci_checks: tuple[CiCheck, ...] = ()  # the original's checks that did not pass
+    required_checks_source: str = ""  # rulesets | branch protection | rulesets and branch protection | unknown
+    revert_merged: bool = False  # the revert PR is merged already: advice is about follow-ups
+
+
+@dataclass(frozen=True)
+class GpuTestFlip:
+    name: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class GpuMetricDelta:
+    name: str
+    before: float
+    after: float
+    unit: str
+    threshold_pct: float | None = None
+    regressed: bool = False
+    # Run-to-run noise in the metric's unit (max - min over repeats, the larger side); None: one repeat.
+    spread: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuSummary:
+    suites: tuple[str, ...]
+    hardware: str
+    fixed: tuple[GpuTestFlip, ...] = ()
+    broken: tuple[GpuTestFlip, ...] = ()
+    failing_both: tuple[str, ...] = ()
+    flaky: tuple[str, ...] = ()
+    passed_both: int = 0
+    metrics: tuple[GpuMetricDelta, ...] = ()
+    infra: tuple[str, ...] = ()  # infrastructure problems (not the revert's fault)
+    not_run: tuple[str, ...] = ()
+    cpu_only: tuple[str, ...] = ()  # shards whose suites ran without a GPU: no GPU evidence
+    passed_tests: tuple[str, ...] = ()  # watched tests (a reland's re-run of flipped tests) that passed after
+
+
+@dataclass(frozen=True)
+class RevertReport:
+    """Everything the renderers need; produced by :func:`revertbot.check.check_revert`."""
+
+    repo: str
+    revert: CommitRef
+    kind: RevertKind
+    originals: tuple[CommitRef, ...]
+    linked_by: tuple[LinkMethod, ...]
+    unresolved: tuple[Unresolved, ...]
+    chain: tuple[CommitRef, ...]
+    purity: PurityResult
+    base_ref: str
+    apply: ApplyResult | None
+    apply_note: str
+    files: tuple[FileChange, ...]
+    symbols: tuple[Any, ...]  # analysis.symbols.SymbolChange
+    symbol_notes: tuple[str, ...]
+    dependents: tuple[Any, ...]  # analysis.dependents.Dependent
+    drift: tuple[DriftCommit, ...]
+    backports: tuple[Backport, ...]
+    excerpts: tuple[CodeExcerpt, ...]
+    risk: Risk
+    github: GitHubContext | None = None
+    gpu: GpuSummary | None = None
+    language: str = "en"
+    max_files_listed: int = 50  # files named in the Markdown; the JSON always has all
+    scope: tuple[CommitRef, ...] = ()  # the pull request's commits, newest first, when there are several
+    later: tuple[CommitRef, ...] = ()  # later relands (or reverts again) of the same change on the base
+    reason: RevertReason | None = None  # why the change was reverted (for a reland: why the original was)
+    reland: RelandInfo | None = None  # for a reland: what changed since the original, and the original's failure
+
+
+# --------------------------------------------------------------------------- why it was reverted; relands
+
+
+@dataclass(frozen=True)
+class PatchDelta:
+    """How one file's change in a reland differs from the reverted original's (a diff of the two diffs)."""
+
+    path: str
+    status: Literal["changed", "only-original", "only-reland"]
+    diff: str = ""  # unified diff of the original's hunks (-) against the reland's (+), line numbers dropped
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class RelandTest:
+    """A GPU test that flipped when the original was reverted, and how it fares on the reland."""
+
+    name: str
+    at_revert: str  # "fixed" (failed with the original, passed after the revert) | "broken"
+    now: str = "not-run"  # passes | fails | flaky | not-run
+
+
+@dataclass(frozen=True)
+class RelandInfo:
+    """What a reland changes since the reverted original, and why the original was reverted."""
+
+    original: CommitRef
+    revert: CommitRef | None = None
+    reason: RevertReason | None = None
+    revert_summary: str = ""  # the revert message after its subject, first lines
+    files: tuple[PatchDelta, ...] = ()
+    identical: bool = False  # the reland's patch equals the original's: nothing was fixed
+    skipped: tuple[str, ...] = ()  # what the bounded diff of diffs did not compare, and why
+    linked_by: str = "message"  # message (title/body say reland) | diff (its diff matches the original)
+    tests: tuple[RelandTest, ...] = ()
+    original_ci: str = ""  # the original's CI when GitHub is known
+    failure_gone: str = "unknown"  # yes | cpu-only | no | unknown: the tests the original broke pass on the reland
