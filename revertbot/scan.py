@@ -64,16 +64,17 @@ def scan_repository(
     """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
     on every branch, tag and remote-tracking ref at once."""
     root = gitops.repo_root(repo)
-    if not gitops.has_commits(root):
+    head_exists = gitops.has_head(root)
+    if not head_exists and not gitops.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
     if all_refs and ref is not None:
         raise UsageError("give either a ref or all refs, not both")
     ref_name = ref or gitops.current_branch_ref(root)
-    if ref is None and not all_refs and not gitops.has_head(root):
+    if ref is None and not all_refs and not head_exists:
         raise NotFoundError(f"HEAD of {root} points to a branch with no commits ({ref_name})",
                             hint="pass --ref with a branch that has commits")  # fmt: skip
     # The full ref name, so that a branch literally named HEAD is not mistaken for the checkout.
-    head = gitops.resolve_commit(root, ref_name) if not all_refs or gitops.has_head(root) else ""
+    head = gitops.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
     cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
     commits = gitops.log(root, "--all" if all_refs else head, keep=index_message)
