@@ -121,7 +121,8 @@ def run_pipeline(first: Sequence[str], second: Sequence[str], cwd: str | os.Path
         out, _ = tail.communicate()
         feeder.join()
         head.wait()
-        for args, proc, err in ((first, head, err1), (second, tail, err2)):
+        # The second one first: when it fails, the first one's failure is only the broken pipe.
+        for args, proc, err in ((second, tail, err2), (first, head, err1)):
             if proc.returncode != 0:
                 err.seek(0)
                 raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))

@@ -548,3 +548,11 @@ def test_patch_ids_limited_to_literal_paths(repo: GitRepo) -> None:
     ids = patch_ids(repo.path, [star, other], ["*.py", *many])
     assert set(ids) == {star}  # "*.py" is that one file, not a pattern matching a.py
     assert set(patch_ids(repo.path, [star, other])) == {star, other}
+
+
+def test_run_pipeline_names_the_second_command_when_it_fails(repo: GitRepo) -> None:
+    sha = repo.commit("one", {"f": "1\n" * 50000})
+    with pytest.raises(GitError) as failed:
+        gitops.run_pipeline(["log", "-p", "--stdin"], ["patch-id", "--no-such-option"], cwd=repo.path,
+                            input=f"{sha}\n".encode())  # fmt: skip
+    assert failed.value.command == ("git", "patch-id", "--no-such-option")
