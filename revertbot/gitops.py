@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from .errors import GitError, NotFoundError, UsageError
+from .errors import GitError, NotFoundError, RevertbotError, UsageError
 from .models import ApplyResult, Commit, ConflictFile, ConflictHunk
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -88,33 +88,44 @@ def run_bytes(
             env=_git_env(env),
             check=False,
         )
-    except NotADirectoryError as exc:
-        raise NotFoundError(f"not a directory: {cwd}") from exc
-    except FileNotFoundError as exc:  # git binary or cwd missing
-        if not Path(cwd).exists():
-            raise NotFoundError(f"directory does not exist: {cwd}") from exc
-        raise UsageError("git is not installed or not on PATH", hint="install git 2.31 or newer") from exc
+    except OSError as exc:
+        if (err := _start_error(exc, cwd)) is exc:
+            raise
+        raise err from exc
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc
+
+
+def _start_error(exc: OSError, cwd: str | os.PathLike[str]) -> OSError | RevertbotError:
+    """What a failure to start git means: a bad directory, or no git at all (else ``exc``)."""
+    if isinstance(exc, NotADirectoryError):
+        return NotFoundError(f"not a directory: {cwd}")
+    if isinstance(exc, FileNotFoundError):
+        if not Path(cwd).exists():
+            return NotFoundError(f"directory does not exist: {cwd}")
+        return UsageError("git is not installed or not on PATH", hint="install git 2.38 or newer")
+    return exc
+
+
+def _popen(args: Sequence[str], cwd: str | os.PathLike[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``git <args>`` started in ``cwd`` (the caller reads and waits), with revertbot's config and
+    environment."""
+    try:
+        return subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=cwd, env=_git_env(), **kwargs)
+    except OSError as exc:
+        if (err := _start_error(exc, cwd)) is exc:
+            raise
+        raise err from exc
 
 
 def run_pipeline(first: Sequence[str], second: Sequence[str], cwd: str | os.PathLike[str], input: bytes) -> str:
     """``git FIRST | git SECOND`` with ``input`` on the first one's stdin: the text between them
     flows from one git process to the other, both running at once, never through Python."""
     with tempfile.TemporaryFile() as err1, tempfile.TemporaryFile() as err2:
-        try:
-            head = subprocess.Popen(["git", *_STABLE_CONFIG, *first], cwd=cwd, env=_git_env(),
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err1)  # fmt: skip
-        except NotADirectoryError as exc:
-            raise NotFoundError(f"not a directory: {cwd}") from exc
-        except FileNotFoundError as exc:
-            if not Path(cwd).exists():
-                raise NotFoundError(f"directory does not exist: {cwd}") from exc
-            raise UsageError("git is not installed or not on PATH", hint="install git 2.31 or newer") from exc
+        head = _popen(first, cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err1)
         assert head.stdin is not None and head.stdout is not None
-        tail = subprocess.Popen(["git", *_STABLE_CONFIG, *second], cwd=cwd, env=_git_env(),
-                                stdin=head.stdout, stdout=subprocess.PIPE, stderr=err2)  # fmt: skip
+        tail = _popen(second, cwd, stdin=head.stdout, stdout=subprocess.PIPE, stderr=err2)
         head.stdout.close()  # the second process holds the pipe now
         feeder = threading.Thread(target=_feed, args=(head.stdin, input), daemon=True)
         feeder.start()
@@ -357,14 +368,8 @@ def _read_log(
     memory stays near the size of the commits themselves (one decoded string of the whole log
     would take up to four bytes per character as soon as one message is not ASCII)."""
     with tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=repo, env=_git_env(),
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=err)  # fmt: skip
-        except FileNotFoundError as exc:
-            if not Path(repo).exists():
-                raise NotFoundError(f"directory does not exist: {repo}") from exc
-            raise UsageError("git is not installed or not on PATH", hint="install git 2.38 or newer") from exc
+        proc = _popen(args, repo, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                      stdout=subprocess.PIPE, stderr=err)  # fmt: skip
         assert proc.stdout is not None
         if stdin is not None and proc.stdin is not None:
             # Written beside the reading: tens of thousands of paths exceed a pipe's buffer.
@@ -1099,14 +1104,9 @@ def grep_words(
 def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Iterator[bytes]:
     """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
     is never held in memory. Stopping the iteration early stops the process."""
-    cmd = ["git", *_STABLE_CONFIG, *args]
     # stderr goes to a file: a pipe nobody reads while stdout is consumed could fill and stall git.
     with tempfile.TemporaryFile() as errfile:
-        try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=errfile)  # fmt: skip
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"directory does not exist: {cwd}") from exc
+        proc = _popen(args, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errfile)
         assert proc.stdout is not None
         finished = False
         try:
