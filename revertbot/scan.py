@@ -183,10 +183,14 @@ def classify_links(
     def wanted(shas: Iterable[str]) -> list[tuple[str, str | None]]:
         return [(s, parent_of[s]) for s in dict.fromkeys(shas) if s in raws and s not in errors and s not in texts]
 
-    # Commits that match an ambiguous reference equally are chosen by their diffs' whole text.
+    # Commits that match an ambiguous reference equally are chosen by their diffs' whole text. It
+    # stays apart: the verdicts below must read every commit's text limited to the same paths (a
+    # whole text beside a limited one would leave lines without the lines that cancel them).
     if chosen := wanted(s for link in links if link.candidates for s in (link.revert, *link.candidates)):
-        add_texts(gitops.commit_texts(root, chosen))
-    links = [_choose_by_diff(link, texts) if link.candidates else link for link in links]
+        whole, more_errors, _cut = gitops.commit_texts(root, chosen)
+        errors.update(more_errors)
+        whole = {sha: _with_raws(raws[sha], text) for sha, text in whole.items()}
+        links = [_choose_by_diff(link, whole) if link.candidates else link for link in links]
     # Explaining a verdict needs the text of the paths where a revert does not mirror its
     # originals blob for blob; on the others their lines cancel out exactly.
     paths = explained_paths(links, raws, errors)

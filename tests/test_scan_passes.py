@@ -151,3 +151,27 @@ def test_revert_of_a_deleted_file_in_a_directory_renamed_since(repo: GitRepo, tm
     revert = repo.commit(f'Revert "Remove old"\n\nThis reverts commit {original}.\n', {"pkg/old.py": LINES})
     tree = repo.git("rev-parse", f"{revert}^{{tree}}").strip()
     assert (_verdict(repo, revert) == "pure") == (want == tree)
+
+
+def _files_of(repo: GitRepo, revert: str) -> tuple[str, list[str]]:
+    entry = {e.link.revert: e for e in scan_repository(repo.path).entries}[revert]
+    return entry.purity.verdict, [f.path for f in entry.purity.files]
+
+
+def test_explanations_read_every_commit_limited_to_the_same_paths(repo: GitRepo) -> None:
+    """The text that settles an ambiguous title is the whole diff; a verdict must not mix it with
+    texts limited to the paths that can explain it. Here the original of a partial revert is also
+    one of two commits an ambiguous title matches: its whole text beside the revert's limited one
+    would show a.py, which the revert undoes exactly, as not undone."""
+    a0, b0 = LINES, LINES.replace("line 5\n", "line 5\nb\n")
+    repo.commit("base", {"a.py": a0, "b.py": b0, "c.py": "c = 0\n"})
+    original = repo.commit("Tune kernels", {"a.py": a0.replace("line 3\n", "line 3 fast\n"),
+                                            "b.py": b0.replace("line 9\n", "line 9 fast\nmore\n")})  # fmt: skip
+    twin = repo.commit("Tune kernels", {"c.py": "c = 1\n"})
+    by_title = repo.commit('Revert "Tune kernels"', {"c.py": "c = 0\n"})
+    partial = repo.commit(f"Undo most of the tuning\n\nThis reverts commit {original}.",
+                          {"a.py": a0, "b.py": b0.replace("line 9\n", "line 9 fast\n")})  # fmt: skip
+    links = {e.link.revert: e.link for e in scan_repository(repo.path).entries}
+    assert links[by_title].originals == (twin,) and links[partial].originals == (original,)
+    verdict, files = _files_of(repo, partial)
+    assert verdict == "partial" and files == ["b.py"]
