@@ -711,3 +711,28 @@ def test_a_removed_prototype_breaks_callers_even_where_the_definition_stays(repo
     report = check_revert(repo.path, revert)
     assert report.dependents == ()
     assert "dependents: `extra` is still declared at more.h:2; its uses are not dependents" in report.symbol_notes
+
+
+def test_the_report_is_the_same_whatever_the_string_hash_seed(repo: GitRepo) -> None:
+    """A check run twice gives the same report (a comment updated in place must not churn): names
+    found together in a body, and the notes about them, come in a fixed order."""
+    import os
+    import subprocess
+    import sys
+
+    names = [f"helper_{c}" for c in "abcdefghij"]
+    decls = "".join(f"void {n}(int x);\n" for n in names)
+    repo.commit("base", {"ops.h": "#pragma once\n", "impl.cu": "".join(f"void {n}(int x) {{}}\n" for n in names)})
+    original = repo.commit("declare helpers (#8)", {"ops.h": "#pragma once\n" + decls})
+    repo.commit("use them", {"user.cu": '#include "ops.h"\nvoid u() { ' + " ".join(f"{n}(1);" for n in names) + " }\n"})
+    repo.commit("declare them again", {"more.h": "#pragma once\n" + decls})
+    revert = repo.revert(original)
+    reports = set()
+    for seed in ("1", "2", "3", "4"):
+        proc = subprocess.run([sys.executable, "-m", "revertbot", "check", "--repo", str(repo.path), revert,
+                               "--format", "json"], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, check=True)  # fmt: skip
+        notes = json.loads(proc.stdout)["symbol_notes"]
+        assert sum("is still declared at more.h" in n for n in notes) == len(names)
+        reports.add(proc.stdout)
+    assert len(reports) == 1

@@ -270,7 +270,7 @@ class _Search:
         cpp_files, py_files = self._grep(words, self.ops, with_cpp=True)
         for path, text in self._read(cpp_files):
             self._scan_cpp(path, text)
-        for symbol, where in self.defined_elsewhere.items():
+        for symbol, where in sorted(self.defined_elsewhere.items()):
             self.found = {k: d for k, d in self.found.items() if d.symbol != symbol}
             self.notes.append(f"dependents: `{symbol}` is {where}; its uses are not dependents")
         # Registrations in the tree that name a removed function: their Python uses break too.
@@ -386,7 +386,7 @@ class _Search:
                         self._registration(path, n, t, text)
         for n in captures.get("arg", []):  # macro bodies are not parsed: their words count as uses
             body = text(n)
-            for word in set(_WORD.findall(body)) & set(self.by_word):
+            for word in sorted(set(_WORD.findall(body)) & set(self.by_word)):  # sorted: the same report every run
                 for t in self.by_word[word]:
                     if t.kind == "method":
                         continue  # a method name in a macro body says nothing about its class

@@ -610,7 +610,7 @@ def diff_cpp_symbols(
     gone = {k: s for k, s in old_by.items() if k not in new_by}
     arrived = {k: s for k, s in new_by.items() if k not in old_by}
     # An overload whose parameter types change: one gone and one arrived with the same name.
-    for qual in {s.qualname for s in gone.values()} & {s.qualname for s in arrived.values()}:
+    for qual in sorted({s.qualname for s in gone.values()} & {s.qualname for s in arrived.values()}):
         g = [k for k, s in gone.items() if s.qualname == qual]
         a = [k for k, s in arrived.items() if s.qualname == qual]
         if len(g) == 1 and len(a) == 1:
