@@ -786,17 +786,21 @@ def link_reverts(
     for i in sorted(parsed, reverse=True):
         link = _link_one(idx.commits[i], i, parsed[i], ctx)
         if parsed[i].squashed:
-            if not link.originals:
+            # Only commits in the squash's own history count: the branch's commits, even where the
+            # object store or another ref still has them, are what the squash folded in.
+            own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and _is_ancestor(idx, o, i)]
+            if not own:
                 continue  # the squashed branch only reverted its own commits: not a revert
-            dropped = len(link.unresolved)
-            link = replace(link, unresolved=(), off_ref=())
+            dropped = len(link.unresolved) + len(link.originals) - len(own)
+            link = replace(link, originals=tuple(link.originals[n] for n in own),
+                           linked_by=tuple(link.linked_by[n] for n in own), unresolved=(), off_ref=())  # fmt: skip
             if dropped:
                 link = replace(
                     link,
                     notes=(
                         *link.notes,
                         f"{dropped} revert(s) inside the squashed branch name "
-                        f"commits that never reached {ref_name}; not counted",
+                        "commits that are not in its history; not counted",
                     ),
                 )
         links[i] = link
@@ -809,6 +813,25 @@ def link_reverts(
     return [
         _with_chain(links[i], by_sha, naming, idx) for i in sorted(links) if select is None or select(idx.commits[i])
     ]
+
+
+def _is_ancestor(idx: HistoryIndex, sha: str, pos: int) -> bool:
+    """Whether ``sha`` is in the history of the commit at ``pos``. Positions are topological, so
+    the walk never needs commits older than ``sha`` itself."""
+    limit = idx.position.get(sha.lower())
+    if limit is None or limit <= pos:
+        return False
+    seen = {pos}
+    todo = [pos]
+    while todo:
+        for parent in idx.commits[todo.pop()].parents:
+            j = idx.position.get(parent)
+            if j == limit:
+                return True
+            if j is not None and j < limit and j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return False
 
 
 @dataclass

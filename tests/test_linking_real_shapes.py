@@ -366,8 +366,36 @@ def test_squash_that_reverts_commits_of_the_ref_is_a_revert(base: GitRepo) -> No
     assert (link.kind, link.originals, link.linked_by, link.unresolved, link.off_ref) == (
         "revert", (a, b), ("sha", "sha"), (), ()
     )  # fmt: skip
-    note = f"1 revert(s) inside the squashed branch name commits that never reached {MAIN}; not counted"
+    note = "1 revert(s) inside the squashed branch name commits that are not in its history; not counted"
     assert link.notes == (note,)
+
+
+def test_squashed_reverts_of_branch_commits_do_not_count_when_every_ref_is_scanned(
+    base: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --all-refs the PR branches are scanned too, so their commits are found; a squash still
+    reverts only what its own history holds."""
+    a = base.commit("Add A (#1)", {"a.py": "A\n"})
+    base.git("checkout", "-q", "-b", "pr")
+    step = base.commit("Try a cache change.", {"Dockerfile": "RUN x\n"})
+    base.revert(step)
+    base.git("checkout", "-q", "main")
+    only_branch = base.commit(
+        "Fixing TRTLLM dockerfile. (#2922)\n\n* Fixing TRTLLM dockerfile.\n\n* Try a cache change.\n\n"
+        f'* Revert "Try a cache change."\n\nThis reverts commit {step}.\n\n* Unwanted files.\n',
+        {"Dockerfile": "RUN y\n"},
+    )
+    mixed = base.commit(
+        f'Fix builds (#3)\n\n* Revert "Add A (#1)"\n\nThis reverts commit {a}.\n\n'
+        f'* Revert "Try a cache change."\n\nThis reverts commit {step}.\n\n* Pin\n',
+        {"a.py": None, "pin.txt": "1\n"},
+    )
+    found = scan_json(base, capsys, "--all-refs")
+    assert only_branch not in found
+    assert found[mixed]["originals"] == [a] and found[mixed]["linked_by"] == ["sha"]
+    assert found[mixed]["notes"] == [
+        "1 revert(s) inside the squashed branch name commits that are not in its history; not counted"
+    ]
 
 
 def test_reapply_naming_the_revert_by_sha_and_the_original_by_pr(base: GitRepo) -> None:
