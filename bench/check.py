@@ -39,8 +39,10 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (gitops, "commit_patches", "diffs (diff-tree)"),
         (check, "judge", "purity proof"),
         (gitops, "apply_revert", "apply to the base (in memory)"),
-        (check, "_symbol_changes", "Python symbols"),
-        (check, "search_dependents", "dependents"),
+        (check, "_symbol_changes", "symbols (Python and C++)"),
+        (check, "_cpp_symbol_changes", "of which C++ symbols"),
+        (check, "search_dependents", "dependents (Python)"),
+        (check, "search_cpp_dependents", "dependents (C++ and its Python bindings)"),
         (check, "find_drift", "drift"),
         (check, "find_backports", "backports"),
     ]
