@@ -26,7 +26,7 @@ from .analysis.symbols_cpp import (
 )
 from .config import Config, categorize, load_config_file, module_for
 from .detect import index_message, link_reverts, parse_message
-from .errors import NotFoundError
+from .errors import GitError, NotFoundError
 from .globs import match_branch, match_glob
 from .models import (
     ApplyResult,
@@ -138,9 +138,19 @@ def check_revert(
         apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
         apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
     else:
-        apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
-        apply_note, after_tree, drift_end = "", apply.tree if apply.clean and apply.tree else base_sha, base_sha
-        if apply.clean and apply.tree == gitops.trees_of(root, [base_sha]).get(base_sha):
+        apply_note, after_tree, drift_end = "", base_sha, base_sha
+        try:
+            apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
+        except GitError as exc:
+            if not gitops.is_missing_object(exc.stderr):
+                raise
+            # A clone without objects the merge reads (a partial clone that cannot fetch, a damaged
+            # one): whether it applies stays unknown, and the report says why, instead of no report.
+            apply = None
+            apply_note = f"this clone lacks objects the merge needs ({exc.stderr.splitlines()[-1].strip()})"
+        if apply is not None and apply.clean and apply.tree:
+            after_tree = apply.tree
+        if apply is not None and apply.clean and apply.tree == gitops.trees_of(root, [base_sha]).get(base_sha):
             # Nothing changes on the base: the revert is already there, or the base never had the original.
             apply_note = "no-op"
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
@@ -162,7 +172,7 @@ def check_revert(
         removed_files = [f.path for f in files if f.status == "deleted"]
         # Uses inside the lines the revert itself changes are not dependents: they are read
         # against the tree the revert was applied to.
-        applied_on = drift_end if apply.clean else None
+        applied_on = drift_end if apply is not None and apply.clean else None
         search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)

@@ -635,6 +635,16 @@ def unreadable_blobs(repo: Path, raws: Mapping[str, str]) -> dict[str, str]:
     return errors
 
 
+_MISSING_OBJECT_RE = re.compile(
+    r"unable to read [0-9a-f]|could not fetch [0-9a-f]+ from promisor|bad object|missing (?:blob|tree|commit) "
+)
+
+
+def is_missing_object(stderr: str) -> bool:
+    """Whether git failed because an object is not in this clone (and could not be fetched)."""
+    return _MISSING_OBJECT_RE.search(stderr) is not None
+
+
 def is_partial_clone(repo: Path) -> bool:
     """Whether objects missing here may be fetched from a promisor remote."""
     out = run("config", "--get-regexp", r"^(extensions\.partialclone|remote\..*\.promisor)$", cwd=repo, check=False)

@@ -166,6 +166,34 @@ def test_partial_clone_whose_blobs_are_gone(repo: GitRepo, tmp_path: Path, capsy
     assert md.startswith(MARKER) and "unverifiable" in md and data["risk"]["level"] != "low"
 
 
+def test_partial_clone_that_cannot_fetch_what_applying_needs(
+    repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Applying a revert to a base that changed the same file needs the files' contents; a
+    blob:none clone whose origin is gone cannot fetch them. The report still comes, saying that
+    whether it applies is unknown and why, and never recommends merging."""
+    lines = "".join(f"l{i}\n" for i in range(1, 8))
+    repo.commit("Add", {"a.py": lines})
+    original = repo.commit("Change a (#2)", {"a.py": lines.replace("l2", "L2")})
+    repo.checkout("-q", "-b", "fix")
+    revert = repo.revert(original)
+    repo.checkout("-q", "main")
+    repo.commit("Other line", {"a.py": lines.replace("l2", "L2").replace("l6", "L6")})
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(origin)], check=True)
+    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=origin, check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{origin}", str(clone)],
+                   check=True)  # fmt: skip
+    subprocess.run(["git", "fetch", "-q", "origin", "fix:fix"], cwd=clone, check=True)
+    subprocess.run(["rm", "-rf", str(origin)], check=True)
+    data = check_json(clone, revert, capsys, "--base", "main")
+    assert data["base"]["applies"] is None
+    assert data["base"]["note"].startswith("this clone lacks objects the merge needs")
+    assert data["purity"] == "unverifiable" and data["risk"]["level"] != "low"
+    assert data["risk"]["action"] != "merge"
+
+
 def _big_revert(repo: GitRepo, n: int) -> tuple[str, str]:
     """An original that touches ``n`` files (in 100 directories), imported with fast-import, and its revert."""
     stream = b""
