@@ -160,15 +160,26 @@ def check_revert(
     if link.kind == "reland":
         reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
     files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
+    unread_note = ""
+    if head_sha in errors:
+        # The diff text could not be made (file contents missing from this clone): the files still
+        # come from the trees, so critical paths and the drift search see them; the line counts stay unknown.
+        raws, _ = gitops.commit_raws(root, [(head_sha, parent)])
+        files = _file_changes(raws.get(head_sha, ""), cfg)
+        if files:
+            listed = "1 file is" if len(files) == 1 else f"{len(files)} files are"
+            unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
+                           "from the trees, without line counts or symbols")  # fmt: skip
     drift_job = background.submit(
         find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
     ) if originals else None  # fmt: skip
     background.shutdown(wait=False)
     symbols: list[SymbolChange] = []
-    notes: list[str] = []
+    notes: list[str] = [unread_note] if unread_note else []
     dependents = []
     if apply_note != "no-op":
-        symbols, notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files)
+        symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files)
+        notes += symbol_notes
         removed_files = [f.path for f in files if f.status == "deleted"]
         # Uses inside the lines the revert itself changes are not dependents: they are read
         # against the tree the revert was applied to.

@@ -195,7 +195,7 @@ def patch_stats(patch: str) -> dict[str, PatchStats]:
     """
     raw = raw_entries(patch)
     numstat = _numstat(patch)
-    if raw and numstat:
+    if raw and (numstat or not strip_raw(patch)):  # raw lines alone: the files, without line counts
         out = {}
         for path, (old, new) in raw.items():
             added, removed = numstat.get(path, (0, 0))

@@ -192,6 +192,10 @@ def test_partial_clone_that_cannot_fetch_what_applying_needs(
     assert data["base"]["note"].startswith("this clone lacks objects the merge needs")
     assert data["purity"] == "unverifiable" and data["risk"]["level"] != "low"
     assert data["risk"]["action"] != "merge"
+    # Its files still come from the trees (critical paths and drift see them), without line counts.
+    assert [(f["path"], f["added"], f["removed"]) for f in data["files"]] == [("a.py", 0, 0)]
+    assert any(n.startswith("the revert's diff could not be read (") and n.endswith(
+        "its 1 file is listed from the trees, without line counts or symbols") for n in data["symbol_notes"])
 
 
 def _big_revert(repo: GitRepo, n: int) -> tuple[str, str]:

@@ -674,6 +674,9 @@ _NOTE_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ..
                 r"not in ([\d,]+) more, e\.g\. (.+)"),
      lambda m: f"只分析了 {m[2]} 个 Python 文件中 {m[1]} 个的符号（关键文件和改动最多的优先）；"
                f"另有 {m[3]} 个未分析，例如 {code(m[4], 120)}"),
+    (re.compile(r"the revert's diff could not be read \((.+)\): its (\d+) files? (?:is|are) listed from the trees, "
+                r"without line counts or symbols"),
+     lambda m: f"无法读取回退的 diff（{code(m[1], 200)}）：它改动的 {m[2]} 个文件按树列出，没有行数，也没有符号"),
     (re.compile(r"(.+): ([\d.]+) MB of source: symbols not analysed \(limit (\d+) MB\); file-level change only"),
      lambda m: f"{code(m[1], 120)}：源码 {m[2]} MB，超过 {m[3]} MB 上限，未分析符号，只做了文件级分析"),
 )  # fmt: skip
