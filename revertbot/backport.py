@@ -45,7 +45,7 @@ from . import gitops
 from .check import CONFIG_FILE, check_revert
 from .config import Config, load_config_file
 from .errors import NotFoundError, UsageError
-from .globs import match_branch
+from .globs import branch_name, match_branch
 from .models import ApplyResult, Backport, CommitRef, ConflictFile, RevertReport
 
 BRANCH_PREFIX = "revertbot/backport/"
@@ -107,15 +107,6 @@ class BackportPlan:
 
 
 # --------------------------------------------------------------------------- names and messages
-
-
-def short_branch(ref: str) -> str:
-    """``release/0.5`` from ``refs/heads/release/0.5`` or ``refs/remotes/origin/release/0.5``."""
-    if ref.startswith("refs/heads/"):
-        return ref[len("refs/heads/") :]
-    if ref.startswith("refs/remotes/"):
-        return ref[len("refs/remotes/") :].partition("/")[2]
-    return ref
 
 
 _SLUG_BAD_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -204,7 +195,7 @@ def plan_backports(
 
     by_branch: dict[str, Backport] = {}
     for bp in report.backports:
-        name = short_branch(bp.branch)
+        name = branch_name(bp.branch)
         if name not in by_branch or bp.branch.startswith("refs/heads/"):
             by_branch[name] = bp
     notes: list[str] = []
@@ -237,13 +228,13 @@ def _normalise_branch(name: str) -> str:
     why = gitops.invalid_ref_name(name) if name not in ("", "@") else "it is empty or '@'"
     if why or name.startswith("-"):
         raise UsageError(f"invalid branch name: {name!r} ({why or 'it starts with -'})")
-    return short_branch(name)
+    return branch_name(name)
 
 
 def _branch_exists(root: Path, name: str) -> bool:
     if gitops.ref_sha(root, f"refs/heads/{name}"):
         return True
-    return any(short_branch(ref) == name for ref, _ in gitops.list_refs(root, "refs/remotes/"))
+    return any(branch_name(ref) == name for ref, _ in gitops.list_refs(root, "refs/remotes/"))
 
 
 def _first_parent(root: Path, sha: str) -> str | None:

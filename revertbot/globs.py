@@ -163,6 +163,17 @@ def compile_branch_glob(pattern: str) -> re.Pattern[str]:
     return _compile(pattern.lstrip("/"), anchored=True)
 
 
+def branch_name(ref: str) -> str:
+    """``refs/heads/x`` and ``refs/remotes/<remote>/x`` as ``x`` (the name people say and branch
+    globs match); other names unchanged."""
+    if ref.startswith("refs/heads/"):
+        return ref[len("refs/heads/") :]
+    if ref.startswith("refs/remotes/"):
+        rest = ref[len("refs/remotes/") :]
+        return rest.split("/", 1)[1] if "/" in rest else rest
+    return ref
+
+
 def match_branch(name: str, pattern: str) -> bool:
     """True when the short branch name (``release/1.2``, not ``refs/heads/...``) matches ``pattern``."""
     return bool(name) and compile_branch_glob(pattern).fullmatch(name) is not None

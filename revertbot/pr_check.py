@@ -42,7 +42,7 @@ from .config import Config, load_config, select_suites
 from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
-from .globs import match_branch
+from .globs import branch_name, match_branch
 from .history import HistoryError, recorded_gpu
 from .models import (
     Backport,
@@ -57,7 +57,6 @@ from .models import (
 from .reason import classify_revert, decide_reason
 from .reland import flipped_tests, rerun_tests, with_gpu_facts
 from .report import MARKER
-from .report.facts import branch_name
 
 REQUEST_BUDGET = 16
 MAX_ORIGINALS = 3

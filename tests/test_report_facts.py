@@ -14,6 +14,7 @@ import pytest
 from revertbot.ci_facts import classify
 from revertbot.cli import run_cli
 from revertbot.github import CiRun, RequiredChecks
+from revertbot.globs import branch_name
 from revertbot.models import (
     ApplyResult,
     Backport,
@@ -27,7 +28,7 @@ from revertbot.models import (
 )
 from revertbot.pr_check import REQUEST_BUDGET, merge_backports
 from revertbot.report import render_markdown, report_to_json
-from revertbot.report.facts import branch_name, human_message
+from revertbot.report.facts import human_message
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
 from tests.github_server import FakeGitHub, World
 from tests.test_report import _huge_report, assert_fences_balanced, section

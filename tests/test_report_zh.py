@@ -13,6 +13,7 @@ import pytest
 from revertbot.analysis.risk import with_backports
 from revertbot.check import check_revert
 from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.globs import branch_name
 from revertbot.models import (
     ApplyResult,
     Backport,
@@ -30,7 +31,6 @@ from revertbot.models import (
 )
 from revertbot.report import render_markdown
 from revertbot.report.escape import inline
-from revertbot.report.facts import branch_name
 from revertbot.report.i18n import ZH, ZH_AVOID, ZH_TERMS
 from tests.test_report import strip_code
 

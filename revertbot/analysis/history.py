@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import gitops
 from ..detect import parse_message, strip_pr_suffix
+from ..globs import branch_name
 from ..models import Backport, Commit, DriftCommit
 
 _PICK_TRAILER_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40,64})\)")
@@ -111,7 +112,7 @@ def find_backports(
     refs = [
         (name, sha)
         for name, sha in gitops.list_refs(repo, "refs/heads/") + gitops.list_refs(repo, "refs/remotes/")
-        if branch_matches(_short_branch(name)) and not name.endswith("/HEAD")
+        if branch_matches(branch_name(name)) and not name.endswith("/HEAD")
     ]
     if not refs:
         return []
@@ -250,11 +251,3 @@ def _find_revert_pick(
         if revert_pid and pids is not None and pids.get(c.sha) == revert_pid:
             return c.sha
     return None
-
-
-def _short_branch(refname: str) -> str:
-    if refname.startswith("refs/heads/"):
-        return refname[len("refs/heads/") :]
-    if refname.startswith("refs/remotes/"):
-        return refname[len("refs/remotes/") :].partition("/")[2]
-    return refname

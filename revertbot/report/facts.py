@@ -17,20 +17,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..globs import branch_name
 from ..models import Backport, RevertReport
 
 #: Characters of a revert message shown in the report.
 MESSAGE_LIMIT = 600
-
-
-def branch_name(ref: str) -> str:
-    """``refs/heads/x`` and ``refs/remotes/<remote>/x`` as ``x``; other names unchanged."""
-    if ref.startswith("refs/heads/"):
-        return ref[len("refs/heads/") :]
-    if ref.startswith("refs/remotes/"):
-        rest = ref[len("refs/remotes/") :]
-        return rest.split("/", 1)[1] if "/" in rest else rest
-    return ref
 
 
 def same_branch(a: str, b: str) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..globs import branch_name
 from ..models import RiskFactor
 from .escape import code, inline, table_cell
-from .facts import branch_name
 
 #: The Chinese word for each concept the report names: one word per concept, used by the Chinese
 #: strings below (a native maintainer should never meet two words for one thing). docs/report.md

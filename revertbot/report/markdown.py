@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..analysis.symbols import SymbolChange, bare_name
+from ..globs import branch_name
 from ..models import Backport, FileChange, GitHubContext, RevertReport, RiskFactor
 from .escape import code, fenced, inline, table_cell
-from .facts import MESSAGE_LIMIT, backport_state, branch_name, follow_up_branches, human_message, is_merged, same_branch
+from .facts import MESSAGE_LIMIT, backport_state, follow_up_branches, human_message, is_merged, same_branch
 from .gpu_sentence import gpu_sentence_line
 from .i18n import TEXT, factor_sentence, translate_detail, translate_note
 from .reland_md import reason_line, reland_blocks
@@ -76,11 +77,6 @@ def _backport_pr(ref: str, t: dict[str, str]) -> str:
     return t["backport_pr_ref"].format(n=number, branch=code(branch, 80))
 
 
-def short_branch(ref: str) -> str:
-    """A ref as the branch name people say (``refs/remotes/origin/x`` and ``refs/heads/x`` as ``x``)."""
-    return branch_name(ref)
-
-
 def folded(summary: str, body: str) -> str:
     """A collapsed ``<details>`` block: one line shown, the rest on a click."""
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
@@ -135,7 +131,7 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
         "footer"
     ].format(
         version=__version__,
-        base=inline(short_branch(report.base_ref), 80),  # the branch name, never refs/heads/...
+        base=inline(branch_name(report.base_ref), 80),  # the branch name, never refs/heads/...
         sha=report.apply.base[:10] if report.apply else "?",
     )
     return _assemble(title, sections, footer, t["omitted"], budget)
@@ -200,7 +196,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import")
     changed_sig = sum(1 for sym in r.symbols if getattr(sym, "signature_changed", False))
     facts = t["facts"].format(files=len(r.files), removed=removed, sig=changed_sig)
-    base = code(short_branch(r.base_ref), 80)
+    base = code(branch_name(r.base_ref), 80)
     if r.apply_note == "already-merged":
         applies = t["applies_merged"].format(base=base)
     elif r.apply_note == "no-op":
@@ -223,7 +219,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
 
 def _action(r: RevertReport, t: dict[str, str]) -> str:
     """The recommended action, why, and what to do afterwards; never contradicting itself."""
-    base = code(short_branch(r.base_ref), 80)
+    base = code(branch_name(r.base_ref), 80)
     follow_ups = follow_up_branches(r)
     # Release branches left are said once, as the follow-up below, not also as a point to look at.
     open_items = [n for n in r.risk.open_items if not (n == "backports" and follow_ups)] or list(r.risk.open_items)
@@ -673,7 +669,7 @@ def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
         after = t["bp_revert_open"].format(pr=b.revert_pr)
     else:
         after = t["bp_missing"]
-    return f"{code(short_branch(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
+    return f"{code(branch_name(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
 
 
 def _related(r: RevertReport, t: dict[str, str]) -> Section:
