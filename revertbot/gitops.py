@@ -342,11 +342,17 @@ def log(
         args.append(f"--since={since}")
     if not paths:
         return _read_log([*args, rev, "--"], repo, keep=keep)
-    # Paths are literal (a file named "*.py" is that file) and go through stdin: any number of them.
-    listed = [p for p in paths if "\n" not in p]
-    stdin = "".join(f"{line}\n" for line in (rev, "--", *listed)).encode("utf-8", "surrogateescape")
-    odd = [p for p in paths if "\n" in p]
+    stdin, odd = stdin_revisions([rev], paths)
     return _read_log(["--literal-pathspecs", *args, "--stdin", "--", *odd], repo, stdin, keep=keep)
+
+
+def stdin_revisions(revs: Sequence[str], paths: Sequence[str]) -> tuple[bytes, list[str]]:
+    """What ``git log --stdin`` (with ``--literal-pathspecs``: a file named ``*.py`` is that file)
+    reads for ``revs`` limited to ``paths``, any number of them; and the paths that must stay on
+    the command line after ``--`` instead (a newline in a path cannot go through stdin)."""
+    listed = [p for p in paths if "\n" not in p]
+    lines = [*revs, *(["--", *listed] if listed else [])]
+    return "".join(f"{line}\n" for line in lines).encode("utf-8", "surrogateescape"), [p for p in paths if "\n" in p]
 
 
 def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:

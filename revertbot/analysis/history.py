@@ -71,17 +71,15 @@ def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dic
     text to diff on long release branches."""
     if not shas:
         return {}
-    # Revisions and (literal) paths go through stdin: any number of them; the patches go straight
-    # from git log to git patch-id.
-    listed = [p for p in paths if "\n" not in p]
-    lines = [*shas, *(["--", *listed] if listed else [])]
-    odd = [p for p in paths if "\n" in p]
+    # Revisions and paths go through stdin (any number of them); the patches go straight from git
+    # log to git patch-id.
+    stdin, odd = gitops.stdin_revisions(shas, paths)
     out = gitops.run_pipeline(
         ["--literal-pathspecs", "log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin",
          "--", *odd],
         ["patch-id", "--stable"],
         cwd=repo,
-        input="".join(f"{line}\n" for line in lines).encode("utf-8", "surrogateescape"),
+        input=stdin,
     )  # fmt: skip
     ids = {}
     for line in out.splitlines():
