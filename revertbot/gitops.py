@@ -589,8 +589,8 @@ def commit_patches(
     """
     raws, errors = commit_raws(repo, commits, paths)
     errors.update(unreadable_blobs(repo, raws))
-    readable = [(sha, parent) for sha, parent in dict.fromkeys(commits) if sha not in errors]
-    patches, text_errors, truncated = _diff_batch(repo, readable, _PATCH_OPTS, paths, max_bytes)
+    readable = [(sha, parent) for sha, parent in commits if sha not in errors]
+    patches, text_errors, truncated = commit_texts(repo, readable, paths, max_bytes)
     errors.update(text_errors)
     return patches, errors, truncated
 
