@@ -160,30 +160,6 @@ class RevertReason:
 
 # The report's data classes are made on first use (a scan never needs them: 17 dataclasses cost
 # about 15 ms of start-up on Python 3.11); ``from .models import RevertReport`` still works.
-_REPORT_DATA = frozenset(
-    {
-        "Backport",
-        "CiCheck",
-        "CodeExcerpt",
-        "CommitRef",
-        "DriftCommit",
-        "FileChange",
-        "GitHubContext",
-        "GpuMetricDelta",
-        "GpuSummary",
-        "GpuTestFlip",
-        "PatchDelta",
-        "RISK_ORDER",
-        "RelandInfo",
-        "RelandTest",
-        "RevertReport",
-        "ReviewHighlight",
-        "Risk",
-        "RiskFactor",
-        "RiskLevel",
-    }
-)
-
 if TYPE_CHECKING:
     from .report_data import (
         RISK_ORDER as RISK_ORDER,
@@ -209,8 +185,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
-    if name in _REPORT_DATA:
+    if not name.startswith("_"):
         from . import report_data
 
-        return getattr(report_data, name)
+        if hasattr(report_data, name):
+            return getattr(report_data, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
