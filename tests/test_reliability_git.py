@@ -143,19 +143,28 @@ def test_branch_named_head_as_the_checked_out_base(repo: GitRepo, capsys: pytest
     assert data["base"]["ref"].endswith("main")
 
 
-def test_partial_clone_whose_blobs_are_gone(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                            ) -> None:  # fmt: skip
-    """A blob:none clone whose origin disappeared: the blobs cannot be fetched. Never called pure."""
-    repo.commit("Add", {"a.py": "x = 1\n"})
-    original = repo.commit("Change a (#2)", {"a.py": "x = 2\n"})
-    repo.revert(original)
+def _blobless_clone_without_origin(repo: GitRepo, tmp_path: Path, *refspecs: str) -> Path:
+    """A ``--filter=blob:none`` clone of ``repo`` (plus ``refspecs`` fetched) whose origin is then
+    deleted: the blobs it lacks can never be fetched."""
     origin = tmp_path / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(origin)], check=True)
     subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=origin, check=True)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{origin}", str(clone)],
                    check=True)  # fmt: skip
+    if refspecs:
+        subprocess.run(["git", "fetch", "-q", "origin", *refspecs], cwd=clone, check=True)
     subprocess.run(["rm", "-rf", str(origin)], check=True)
+    return clone
+
+
+def test_partial_clone_whose_blobs_are_gone(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                            ) -> None:  # fmt: skip
+    """A blob:none clone whose origin disappeared: the blobs cannot be fetched. Never called pure."""
+    repo.commit("Add", {"a.py": "x = 1\n"})
+    original = repo.commit("Change a (#2)", {"a.py": "x = 2\n"})
+    repo.revert(original)
+    clone = _blobless_clone_without_origin(repo, tmp_path)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
     data = check_json(clone, head, capsys)
     assert data["purity"] == "unverifiable"
@@ -179,14 +188,7 @@ def test_partial_clone_that_cannot_fetch_what_applying_needs(
     revert = repo.revert(original)
     repo.checkout("-q", "main")
     repo.commit("Other line", {"a.py": lines.replace("l2", "L2").replace("l6", "L6")})
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(origin)], check=True)
-    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=origin, check=True)
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{origin}", str(clone)],
-                   check=True)  # fmt: skip
-    subprocess.run(["git", "fetch", "-q", "origin", "fix:fix"], cwd=clone, check=True)
-    subprocess.run(["rm", "-rf", str(origin)], check=True)
+    clone = _blobless_clone_without_origin(repo, tmp_path, "fix:fix")
     data = check_json(clone, revert, capsys, "--base", "main")
     assert data["base"]["applies"] is None
     assert data["base"]["note"].startswith("this clone lacks objects the merge needs")
