@@ -138,7 +138,7 @@ def check_revert(
         apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
         apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
     else:
-        apply_note, after_tree, drift_end = "", base_sha, base_sha
+        apply_note, drift_end = "", base_sha
         try:
             apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
         except GitError as exc:
@@ -148,9 +148,9 @@ def check_revert(
             # one): whether it applies stays unknown, and the report says why, instead of no report.
             apply = None
             apply_note = f"this clone lacks objects the merge needs ({exc.stderr.splitlines()[-1].strip()})"
-        if apply is not None and apply.clean and apply.tree:
-            after_tree = apply.tree
-        if apply is not None and apply.clean and apply.tree == gitops.trees_of(root, [base_sha]).get(base_sha):
+        clean_tree = apply.tree if apply is not None and apply.clean else None
+        after_tree = clean_tree or base_sha
+        if clean_tree is not None and clean_tree == gitops.trees_of(root, [base_sha]).get(base_sha):
             # Nothing changes on the base: the revert is already there, or the base never had the original.
             apply_note = "no-op"
             had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
