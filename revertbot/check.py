@@ -15,6 +15,7 @@ from .analysis.dependents import search_dependents
 from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.risk import RiskInputs, RiskThresholds, assess
+from .analysis.split import Beside, split_map
 from .analysis.symbols import SymbolChange, diff_symbols
 from .analysis.symbols_cpp import (
     MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES,
@@ -184,11 +185,15 @@ def check_revert(
         # Uses inside the lines the revert itself changes are not dependents: they are read
         # against the tree the revert was applied to.
         applied_on = drift_end if apply is not None and apply.clean else None
+        # The C++ search parses with tree-sitter, which holds the interpreter lock: a second core
+        # runs it while this one searches the Python files.
+        cpp_job = Beside(search_cpp_dependents, root, after_tree, symbols, before=applied_on) if any(
+            is_cpp_path(s.file) for s in symbols) else None  # fmt: skip
         search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)
-        if any(is_cpp_path(s.file) for s in symbols):
-            cpp_search = search_cpp_dependents(root, after_tree, symbols, before=applied_on)
+        if cpp_job is not None:
+            cpp_search = cpp_job.result()
             dependents += list(cpp_search.dependents)
             notes += list(cpp_search.notes)
 
@@ -304,6 +309,8 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
     return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path)))
 
 
+#: Python source (both versions) from which symbol diffs are shared with a second core.
+SPLIT_SOURCE_CHARS = 400_000
 #: Python files whose symbols one check analyses (parsing costs about a millisecond per file and side).
 MAX_SYMBOL_FILES = 5_000
 
@@ -320,13 +327,16 @@ def _symbol_changes(
     contents = gitops.blobs(root, [i for pair in ids.values() for i in pair if i])
     changes: list[SymbolChange] = []
     notes: list[str] = []
-    for p in py:
-        before_id, after_id = ids[p]
-        before_b = contents.get(before_id) if before_id else None
-        after_b = contents.get(after_id) if after_id else None
-        before = before_b.decode("utf-8", "replace") if before_b is not None else None
-        after = after_b.decode("utf-8", "replace") if after_b is not None else None
-        found, note = diff_symbols(p, before, after)
+
+    def text(oid: str | None) -> str | None:
+        data = contents.get(oid) if oid else None
+        return data.decode("utf-8", "replace") if data is not None else None
+
+    versions = [(p, text(ids[p][0]), text(ids[p][1])) for p in py]
+    # Parsing holds the interpreter lock: large changes are shared with a second core.
+    diffs = split_map(lambda v: diff_symbols(*v), versions, lambda v: len(v[1] or "") + len(v[2] or ""),
+                      SPLIT_SOURCE_CHARS)  # fmt: skip
+    for (p, _, _), (found, note) in zip(versions, diffs, strict=True):
         changes += list(found)
         if note:
             notes.append(f"{p}: {note}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.analysis.pyparse import parse_python
+from revertbot.analysis.pyparse import parse_python, parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,3 +68,22 @@ def test_the_analysis_parses_python_only_through_the_helper() -> None:
         if re.search(r"\bast\.parse\(|\bcompile\(", line) and "re.compile" not in line
     ]
     assert direct == []
+
+
+def test_the_collector_is_paused_while_parsing_and_resumed_after() -> None:
+    import gc
+
+    seen: list[bool] = []
+    with parser() as parse:
+        seen.append(gc.isenabled())
+        parse("x = 1\n")
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(SyntaxError):
+        parse_python("def (:\n")
+    assert gc.isenabled()  # an error resumes it too
+    gc.disable()
+    try:
+        parse_python("x = 1\n")
+        assert not gc.isenabled()  # never turned on when it was off
+    finally:
+        gc.enable()

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .pyparse import parse_python
+from .pyparse import parse_python, parser
 
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
@@ -86,25 +88,105 @@ def extract_symbols(source: str) -> tuple[dict[str, Symbol], str | None]:
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-def _extract(source: str) -> tuple[dict[str, Symbol], dict[str, _Def], str | None]:
+def _extract(
+    source: str, parsed: dict[str, list[ast.stmt]] | None = None
+) -> tuple[dict[str, Symbol], dict[str, _Def], str | None]:
     """Symbols with only their names, places and source hashes for functions and classes (the
     rest is filled in by :func:`_complete`, only for those whose source differs), their nodes,
-    and an error note."""
+    and an error note.
+
+    ``parsed`` holds the statements of top-level pieces already parsed (see :func:`_pieces`):
+    the two versions of a changed file share most of their text, which is then parsed once.
+    """
     text = source.removeprefix("\ufeff")
-    try:
-        tree = parse_python(text)
-    except SyntaxError as exc:
-        where = f" at line {exc.lineno}" if exc.lineno else ""
-        return {}, {}, f"syntax error{where}: {exc.msg}"
-    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
-        return {}, {}, f"cannot parse: {exc}"
+    lines = text.split("\n")
     symbols: dict[str, Symbol] = {}
     nodes: dict[str, _Def] = {}
+    pieces = _parse_pieces(text, parsed) if parsed is not None else None
     try:
-        _collect(tree.body, "", "module", symbols, nodes, text.split("\n"))
+        if pieces is None:
+            try:
+                pieces = [(0, parse_python(text).body)]
+            except SyntaxError as exc:
+                where = f" at line {exc.lineno}" if exc.lineno else ""
+                return {}, {}, f"syntax error{where}: {exc.msg}"
+            except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
+                return {}, {}, f"cannot parse: {exc}"
+        for offset, body in pieces:
+            _collect(body, "", "module", symbols, nodes, lines, offset)
     except RecursionError:
         return {}, {}, "cannot analyse: code nested too deeply"
     return symbols, nodes, None
+
+
+_TRIPLE_QUOTE_RE = re.compile("'''|\"\"\"")
+_CODE_AT_COLUMN_0_RE = re.compile(r"^[^\s#)\]}]", re.MULTILINE)
+_CONTINUATION_RE = re.compile(r"(?:else|elif|except|finally)\b")
+
+
+def _pieces(text: str) -> list[tuple[int, str]] | None:
+    """``text`` cut before top-level statements into ``(lines before it, piece)``; None when it
+    cannot be cut cheaply. Cuts are only likely statement starts (code at column 0, outside
+    triple-quoted strings, not continuing a line, a decorator or an ``if``/``try``): a wrong cut
+    leaves a piece that does not parse (an open string, bracket or decorator), and then the whole
+    file is parsed instead. Pieces that all parse are the module's statements, in order."""
+    if "\r" in text and re.search(r"\r(?!\n)", text):
+        return None  # a lone CR ends a line for Python, not for these line numbers
+    inside: list[tuple[int, int]] = []  # spans of triple-quoted strings
+    opened, quote = -1, ""
+    for m in _TRIPLE_QUOTE_RE.finditer(text):
+        if not quote:
+            opened, quote = m.start(), m.group()
+        elif m.group() == quote:
+            inside.append((opened, m.end()))
+            quote = ""
+    if quote:
+        return None
+    cuts = [0]
+    span = 0
+    after_decorator = False
+    for m in _CODE_AT_COLUMN_0_RE.finditer(text):
+        pos = m.start()
+        while span < len(inside) and inside[span][1] <= pos:
+            span += 1
+        if span < len(inside) and inside[span][0] < pos:
+            continue
+        if pos == 0:
+            after_decorator = text[pos] == "@"
+            continue
+        end = pos - 1 if pos >= 2 and text[pos - 2] != "\r" else pos - 2
+        if text[end - 1 : end] == "\\" or after_decorator or _CONTINUATION_RE.match(text, pos):
+            after_decorator = text[pos] == "@"
+            continue
+        after_decorator = text[pos] == "@"
+        cuts.append(pos)
+    cuts.append(len(text))
+    out = []
+    line = 0
+    for start, end in itertools.pairwise(cuts):
+        out.append((line, text[start:end]))
+        line += text.count("\n", start, end)
+    return out
+
+
+def _parse_pieces(text: str, parsed: dict[str, list[ast.stmt]]) -> list[tuple[int, list[ast.stmt]]] | None:
+    """The statements of each piece of ``text`` with its line offset, parsing only pieces not in
+    ``parsed``; None when the text cannot be cut or a piece does not parse."""
+    pieces = _pieces(text)
+    if pieces is None:
+        return None
+    out = []
+    with parser() as parse:
+        for offset, piece in pieces:
+            body = parsed.get(piece)
+            if body is None:
+                try:
+                    body = parse(piece).body
+                except (SyntaxError, ValueError, RecursionError):
+                    return None
+                parsed[piece] = body
+            out.append((offset, body))
+    return out
 
 
 def _complete(sym: Symbol, node: _Def) -> Symbol:
@@ -125,7 +207,10 @@ def _collect(
     out: dict[str, Symbol],
     nodes: dict[str, _Def],
     lines: list[str],
+    offset: int = 0,
 ) -> None:
+    """Symbols of ``stmts`` into ``out`` (and definitions' nodes into ``nodes``); ``offset`` is the
+    count of lines before the piece of the file the statements were parsed from."""
     for node in stmts:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             qual = prefix + node.name
@@ -140,13 +225,13 @@ def _collect(
                     qualname=qual,
                     bound_name=node.name,
                     kind=kind,
-                    lineno=node.lineno,
-                    end_lineno=node.end_lineno or node.lineno,
-                    source_hash=_source_hash(node, lines),
+                    lineno=node.lineno + offset,
+                    end_lineno=(node.end_lineno or node.lineno) + offset,
+                    source_hash=_source_hash(node, lines, offset),
                 ),
             )
             nodes[qual] = node
-            _collect(node.body, qual + ".<locals>.", "function", out, nodes, lines)
+            _collect(node.body, qual + ".<locals>.", "function", out, nodes, lines, offset)
         elif isinstance(node, ast.ClassDef):
             qual = prefix + node.name
             _put(
@@ -155,27 +240,27 @@ def _collect(
                     qualname=qual,
                     bound_name=node.name,
                     kind="class",
-                    lineno=node.lineno,
-                    end_lineno=node.end_lineno or node.lineno,
-                    source_hash=_source_hash(node, lines),
+                    lineno=node.lineno + offset,
+                    end_lineno=(node.end_lineno or node.lineno) + offset,
+                    source_hash=_source_hash(node, lines, offset),
                 ),
             )
             nodes[qual] = node
-            _collect(node.body, qual + ".", "class", out, nodes, lines)
+            _collect(node.body, qual + ".", "class", out, nodes, lines, offset)
         elif scope != "function" and isinstance(node, (ast.Assign, ast.AnnAssign)):
-            _collect_assignment(node, prefix, out)
+            _collect_assignment(node, prefix, out, offset)
             for name in _assigned_names(node):
                 nodes.pop(prefix + name, None)  # an assignment replaced a definition of that name
         elif scope == "module" and isinstance(node, (ast.Import, ast.ImportFrom)):
-            _collect_import(node, out)
+            _collect_import(node, out, offset)
         else:
             for block in _child_blocks(node):
-                _collect(block, prefix, scope, out, nodes, lines)
+                _collect(block, prefix, scope, out, nodes, lines, offset)
 
 
-def _source_hash(node: _Def, lines: list[str]) -> str:
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-    return _hash_text("\n".join(lines[first - 1 : node.end_lineno or node.lineno]))
+def _source_hash(node: _Def, lines: list[str], offset: int) -> str:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) + offset
+    return _hash_text("\n".join(lines[first - 1 : (node.end_lineno or node.lineno) + offset]))
 
 
 def _put(out: dict[str, Symbol], sym: Symbol) -> None:
@@ -201,15 +286,15 @@ def _child_blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
             yield case.body
 
 
-def _collect_assignment(node: ast.Assign | ast.AnnAssign, prefix: str, out: dict[str, Symbol]) -> None:
+def _collect_assignment(node: ast.Assign | ast.AnnAssign, prefix: str, out: dict[str, Symbol], offset: int) -> None:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     annotation = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else ""
     value_hash = _hash_text(ast.dump(node.value)) if node.value is not None else ""
     for target in targets:
         for name in _target_names(target):
             _put(out, Symbol(
-                qualname=prefix + name, bound_name=name, kind="variable", lineno=node.lineno,
-                end_lineno=node.end_lineno or node.lineno, signature=annotation, body_hash=value_hash,
+                qualname=prefix + name, bound_name=name, kind="variable", lineno=node.lineno + offset,
+                end_lineno=(node.end_lineno or node.lineno) + offset, signature=annotation, body_hash=value_hash,
             ))  # fmt: skip
 
 
@@ -228,7 +313,7 @@ def _target_names(target: ast.expr) -> list[str]:
     return []  # attributes and subscripts do not bind a name
 
 
-def _collect_import(node: ast.Import | ast.ImportFrom, out: dict[str, Symbol]) -> None:
+def _collect_import(node: ast.Import | ast.ImportFrom, out: dict[str, Symbol], offset: int) -> None:
     for alias in node.names:
         if isinstance(node, ast.Import):
             what = alias.name
@@ -239,8 +324,8 @@ def _collect_import(node: ast.Import | ast.ImportFrom, out: dict[str, Symbol]) -
             bound = alias.asname or alias.name
         if alias.asname:
             what += f" as {alias.asname}"
-        end = node.end_lineno or node.lineno
-        _put(out, Symbol(qualname=f"import:{what}", bound_name=bound, kind="import", lineno=node.lineno,
+        end = (node.end_lineno or node.lineno) + offset
+        _put(out, Symbol(qualname=f"import:{what}", bound_name=bound, kind="import", lineno=node.lineno + offset,
                          end_lineno=end))  # fmt: skip
 
 
@@ -328,8 +413,10 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
         # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
         limit = MAX_SOURCE_CHARS // 1_000_000
         return (), f"{largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
-    old, old_nodes, old_err = _extract(before) if before is not None else ({}, {}, None)
-    new, new_nodes, new_err = _extract(after) if after is not None else ({}, {}, None)
+    parsed: dict[str, list[ast.stmt]] = {}  # pieces of text both versions share are parsed once
+    old, old_nodes, old_err = _extract(before, parsed) if before is not None else ({}, {}, None)
+    new, new_nodes, new_err = _extract(after, parsed) if after is not None else ({}, {}, None)
+    del parsed
     if old_err or new_err:
         problems = [f"{label} version: {err}" for label, err in (("before", old_err), ("after", new_err)) if err]
         return (), f"{'; '.join(problems)}; only the file-level change is known"

@@ -1,0 +1,122 @@
+"""Analysis work shared with a forked child gives exactly the results of doing it all here."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from revertbot import check
+from revertbot.analysis import dependents, split
+from revertbot.analysis.split import Beside, split_map
+from tests.gitrepo import GitRepo
+
+needs_two_cores = pytest.mark.skipif(not split.can_split(), reason="needs Linux and two usable cores")
+
+
+def _pid_of(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+@needs_two_cores
+def test_split_map_keeps_order_and_runs_the_tail_in_a_child() -> None:
+    out = split_map(_pid_of, list(range(10)), lambda x: 1, min_weight=1)
+    assert [sq for sq, _ in out] == [x * x for x in range(10)]
+    pids = [pid for _, pid in out]
+    assert pids[0] == os.getpid() and pids[-1] != os.getpid()
+    assert split_map(_pid_of, list(range(10)), lambda x: 1, min_weight=100) == [(x * x, os.getpid()) for x in range(10)]
+
+
+def test_without_a_second_core_everything_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "can_split", lambda: False)
+    assert split_map(_pid_of, [1, 2, 3], lambda x: 1, min_weight=0) == [
+        (1, os.getpid()),
+        (4, os.getpid()),
+        (9, os.getpid()),
+    ]
+    assert Beside(_pid_of, 5).result() == (25, os.getpid())
+
+
+def _fails_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three")
+    return x
+
+
+def _dies_in_a_child(parent: int) -> int:
+    if os.getpid() != parent:
+        os._exit(3)  # a crash: no result, no exception
+    return 7
+
+
+def _unpicklable(x: int) -> object:
+    return lambda: x
+
+
+@needs_two_cores
+def test_whatever_goes_wrong_in_the_child_the_work_is_done_here() -> None:
+    with pytest.raises(ValueError, match="three"):  # the same exception as without a child
+        split_map(_fails_on_three, [1, 2, 3], lambda x: 1, min_weight=0)
+    assert Beside(_dies_in_a_child, os.getpid()).result() == 7
+    made = Beside(_unpicklable, 4).result()
+    assert callable(made) and made() == 4
+    assert Beside(lambda a, *, b: a + b, 1, b=2).result() == 3  # a lambda is fine: nothing is pickled in
+
+
+PY_CORE = "".join(f"def helper_{i}(x, scale=1):\n    return [x] * {i} + [scale]\n\n\n" for i in range(40))
+CPP_CORE = "".join(f"int launch_{i}(int n) {{ return n + {i}; }}\n" for i in range(30))
+
+
+def _repo_with_python_and_cpp_uses(repo: GitRepo) -> str:
+    base_py, base_cu = "def base():\n    return 0\n\n\n", "int base() { return 0; }\n"
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/core.py": base_py, "csrc/core.cu": base_cu})
+    original = repo.commit(
+        "Add helpers and launchers (#7)",
+        {
+            "pkg/core.py": base_py + PY_CORE,
+            "csrc/core.cu": base_cu + CPP_CORE,
+            "pkg/extra.py": "import os\n\n\ndef extra():\n    return os.sep\n",
+        },
+    )
+    users: dict[str, str | bytes | None] = {}
+    for n in range(24):
+        names = [f"helper_{(n + k) % 40}" for k in range(3)]
+        calls = "\n".join(f"    total += {name}(x)" for name in names)
+        users[f"pkg/user_{n}.py"] = (
+            f"from pkg.core import {', '.join(names)}\n\n\ndef use_{n}(x):\n    total = []\n{calls}\n    return total\n"
+        )
+        users[f"csrc/user_{n}.cu"] = (
+            f"int launch_{n}(int n);\nint user_{n}() {{ return launch_{n}(1) + launch_{n + 1}(2); }}\n"
+        )
+    repo.commit("Use them", users)
+    return repo.revert(original)
+
+
+def _analysis(repo: GitRepo, rev: str) -> tuple[object, ...]:
+    report = check.check_revert(repo.path, rev, base_ref="main")
+    return report.symbols, report.dependents, report.symbol_notes, report.risk
+
+
+def test_a_check_split_over_two_processes_reports_exactly_the_same(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rev = _repo_with_python_and_cpp_uses(repo)
+    with monkeypatch.context() as m:
+        m.setattr(split, "can_split", lambda: False)
+        alone = _analysis(repo, rev)
+    forks = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(check, "SPLIT_SOURCE_CHARS", 0)
+    monkeypatch.setattr(dependents, "SPLIT_SOURCE_CHARS", 0)
+    monkeypatch.setattr(split.os, "fork", counting_fork)
+    shared = _analysis(repo, rev)
+    symbols, deps, _notes, _risk = alone
+    assert len(symbols) >= 70 and {d.file.split("/")[0] for d in deps} == {"pkg", "csrc"}  # type: ignore[attr-defined]
+    assert shared == alone
+    if split.can_split():
+        assert len(forks) >= 3  # symbols, the Python dependents and the C++ dependents
