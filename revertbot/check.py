@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -179,16 +179,21 @@ def check_revert(
     notes: list[str] = [unread_note] if unread_note else []
     dependents = []
     if apply_note != "no-op":
-        symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files)
-        notes += symbol_notes
-        removed_files = [f.path for f in files if f.status == "deleted"]
         # Uses inside the lines the revert itself changes are not dependents: they are read
         # against the tree the revert was applied to.
         applied_on = drift_end if apply is not None and apply.clean else None
-        # The C++ search parses with tree-sitter, which holds the interpreter lock: a second core
-        # runs it while this one searches the Python files.
-        cpp_job = Beside(search_cpp_dependents, root, after_tree, symbols, before=applied_on) if any(
-            is_cpp_path(s.file) for s in symbols) else None  # fmt: skip
+        cpp_job: Beside | None = None
+
+        def search_cpp(cpp_symbols: list[SymbolChange]) -> None:
+            # tree-sitter holds the interpreter lock: a second core searches the C++ uses while
+            # this one works out the Python symbols and searches their uses.
+            nonlocal cpp_job
+            if cpp_symbols:
+                cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
+
+        symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
+        notes += symbol_notes
+        removed_files = [f.path for f in files if f.status == "deleted"]
         search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
         dependents = list(search.dependents)
         notes += list(search.notes)
@@ -316,10 +321,16 @@ MAX_SYMBOL_FILES = 5_000
 
 
 def _symbol_changes(
-    root: Path, raw: Mapping[str, tuple[Side, Side]], files: Sequence[FileChange]
+    root: Path,
+    raw: Mapping[str, tuple[Side, Side]],
+    files: Sequence[FileChange],
+    cpp_ready: Callable[[list[SymbolChange]], None] = lambda _: None,
 ) -> tuple[list[SymbolChange], list[str]]:
-    """Symbol changes of the Python files, read by the blob ids of the change's raw diff (a
-    ``rev:path`` lookup walks the tree again for every file: minutes for tens of thousands)."""
+    """Symbol changes of the Python and then the C++/CUDA files, read by the blob ids of the
+    change's raw diff (a ``rev:path`` lookup walks the tree again for every file: minutes for tens
+    of thousands). The C++ ones are worked out first and handed to ``cpp_ready``."""
+    cpp_changes, cpp_notes = _cpp_symbol_changes(root, raw, [f.path for f in files if is_cpp_path(f.path)])
+    cpp_ready(cpp_changes)
     py = [f.path for f in files if f.path.endswith((".py", ".pyi"))]
     skipped = py[MAX_SYMBOL_FILES:]
     py = py[:MAX_SYMBOL_FILES]  # files come critical first, then by the size of their change
@@ -345,7 +356,6 @@ def _symbol_changes(
             f"symbols analysed in {MAX_SYMBOL_FILES:,} of {MAX_SYMBOL_FILES + len(skipped):,} Python files "
             f"(the critical and most changed first); not in {len(skipped):,} more, e.g. {skipped[0]}"
         )
-    cpp_changes, cpp_notes = _cpp_symbol_changes(root, raw, [f.path for f in files if is_cpp_path(f.path)])
     changes += cpp_changes
     notes += cpp_notes
     other = [f.path for f in files if not f.path.endswith((".py", ".pyi")) and not is_cpp_path(f.path)]

@@ -76,6 +76,7 @@ _Kind = Literal["name", "attribute", "params", "module"]
 _DOTTED = re.compile(r"(?<![A-Za-z_])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
 _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
+_TOKEN_RUN = re.compile(r"[\w.:/-]+")  # what the three patterns above can match lies inside one run
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
 _ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _K = TypeVar("_K")
@@ -429,6 +430,7 @@ class _Search:
         # An import, a dotted reference or a file path that leads to an affected module names one of
         # the parts of its dotted name, unless it is relative: lines with neither need no closer look.
         parts = sorted({part for m in modules.values() for part in m.name.split(".")})
+        self.names_a_part = re.compile("|".join(map(re.escape, parts)))
         self.may_refer = re.compile("|".join([r"from\s+\.", *map(re.escape, parts)]))
         self.words: set[str] = set().union(*(m.words() for m in modules.values()))
         # A few names: one regex finds the first mention at C speed; many: a set of the file's words.
@@ -538,7 +540,10 @@ class _Search:
         return None
 
     def _config_line(self, path: str, lineno: int, text: str) -> None:
-        for tok in _DOTTED.findall(text):
+        # The tokens below never cross a character outside [\w.:/-], and only those that name a
+        # part of an affected module lead anywhere: the rest of a long line (JSON) is not searched.
+        runs = [run for run in _TOKEN_RUN.findall(text) if self.names_a_part.search(run)]
+        for tok in (tok for run in runs for tok in _DOTTED.findall(run)):
             ref = self._dotted_ref(tok)
             if ref is None:
                 continue
@@ -547,12 +552,12 @@ class _Search:
                 self._add(m.removed, path, lineno, text, "references removed module")
             for t in self._targets_in(m, rest):
                 self._add(t, path, lineno, text, "referenced in a non-Python file")
-        for module, attr in _ENTRY_POINT.findall(text):  # "pkg.cli:main" in packaging metadata
+        for module, attr in (found for run in runs for found in _ENTRY_POINT.findall(run)):  # "pkg.cli:main"
             ref = self._dotted_ref(module + "." + attr)
             if ref is not None:
                 for t in self._targets_in(*ref):
                     self._add(t, path, lineno, text, "referenced in a non-Python file")
-        for tok in _PATHISH.findall(text):
+        for tok in (tok for run in runs for tok in _PATHISH.findall(run)):
             parts = tok.removeprefix("./").split("/")
             if len(parts) < 2:
                 continue

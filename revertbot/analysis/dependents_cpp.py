@@ -85,10 +85,10 @@ _DECLARING_PARENTS = frozenset({"init_declarator", "parameter_declaration", "opt
                                 "pointer_declarator", "reference_declarator", "array_declarator",
                                 "field_declaration", "declaration", "enumerator"})  # fmt: skip
 _QUERY_TEXT = """
-[(identifier) (field_identifier) (type_identifier) (namespace_identifier)] @id
 (preproc_arg) @arg
 (using_declaration) @using
 """
+_ID_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "namespace_identifier"})
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 
@@ -258,6 +258,7 @@ class _Search:
         self.searched_ops: set[str] = set()
         self.method_owners: dict[str, set[str]] = {}  # per file: method name -> classes declaring it
         self.spans: dict[tuple[str, str, int], tuple[int, int]] = {}  # lines of a call or #define a use is in
+        self.word_re: re.Pattern[bytes] | None = None  # the targets' names, made on first use
 
     def run(self) -> list[Dependent]:
         words = sorted(self.by_word)
@@ -356,7 +357,7 @@ class _Search:
         usings: list[str] = []
         for n in captures.get("using", []):
             usings.append(re.sub(r"\s+", " ", text(n)).removeprefix("using ").rstrip(";").strip())
-        ids = [n for n in captures.get("id", []) if text(n) in self.by_word]
+        ids = self._identifiers(tree.root_node, data)
         declared_here: set[str] = set()
         self.method_owners = {}
         uses: list[tuple[Node, str]] = []
@@ -397,6 +398,20 @@ class _Search:
                               f"uses {verb} {t.kind} `{word}` in a macro body")  # fmt: skip
                     define = n.parent if n.parent is not None else n
                     self.spans[(t.symbol, path, line)] = (define.start_point[0] + 1, define.end_point[0] + 1)
+
+    def _identifiers(self, root: Node, data: bytes) -> list[Node]:
+        """The identifier nodes spelling a target's name, in the order of the file: each place
+        the name is written is looked up in the tree (a comment, a string or a longer name there
+        is not an identifier node of exactly that span), instead of reading every identifier."""
+        if self.word_re is None:
+            names = b"|".join(re.escape(w.encode()) for w in sorted(self.by_word, key=len, reverse=True))
+            self.word_re = re.compile(rb"(?<![A-Za-z0-9_])(?:" + names + rb")(?![A-Za-z0-9_])")
+        out = []
+        for m in self.word_re.finditer(data):
+            n = root.descendant_for_byte_range(m.start(), m.end())
+            if n is not None and n.type in _ID_TYPES and n.start_byte == m.start() and n.end_byte == m.end():
+                out.append(n)
+        return out
 
     def _definition(self, path: str, n: Node, word: str, role: str, text: Any) -> None:
         """A definition or declaration of a target's name in the tree: the target still exists
