@@ -200,6 +200,10 @@ def plan_backports(
             by_branch[name] = bp
     notes: list[str] = []
     names = list(dict.fromkeys(wanted)) if wanted else list(by_branch)
+    if not wanted:  # a branch that may or may not carry the original is named, not planned
+        unknown = [n for n in names if by_branch[n].unchecked and not by_branch[n].original_pick]
+        notes += [f"{n}: {by_branch[n].unchecked}; not planned (name it to try)" for n in unknown]
+        names = [n for n in names if n not in unknown]
     targets: list[BackportTarget] = []
     existing = dict(gitops.list_refs(root, f"refs/heads/{BRANCH_PREFIX}"))
     for name in names:

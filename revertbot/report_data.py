@@ -54,6 +54,9 @@ class Backport:
     original_pr: int | None = None  # the PR that carried the original to that branch, when GitHub knows it
     revert_pr: int | None = None  # the PR that reverts it there, merged or not
     revert_pr_merged: bool = False
+    # Why it could not be told whether the branch carries the original (``original_pick`` None) or,
+    # when it does, whether the revert reached it: a clone without the objects to compare patches.
+    unchecked: str = ""
 
 
 @dataclass(frozen=True)

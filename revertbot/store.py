@@ -201,14 +201,22 @@ def _m5_reason(db: sqlite3.Connection) -> None:
     )
 
 
+def _m6_backport_unchecked(db: sqlite3.Connection) -> None:
+    """Release branches a check could not settle (a clone without the objects to compare
+    patches): why, or '' when settled (every row written before this version)."""
+    _execute_all(db, "ALTER TABLE backports ADD COLUMN unchecked TEXT NOT NULL DEFAULT ''")
+
+
 #: Applied in order; the schema version of a file is the number of migrations applied to it.
-MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity, _m5_reason)
+MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity, _m5_reason,
+                                     _m6_backport_unchecked)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Tables each migration creates, to recognise a file whose version number lies (damaged or edited).
 _TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
     frozenset({"repositories", "reverts", "originals", "revert_modules"}),
     frozenset({"reports", "backports"}),
     frozenset({"gpu_results"}),
+    frozenset(),
     frozenset(),
     frozenset(),
 )
@@ -720,10 +728,11 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
     )  # fmt: skip
     conn.execute("DELETE FROM backports WHERE repo_id = ? AND revert_sha = ?", (repo_id, row.sha))
     conn.executemany(
-        "INSERT INTO backports (repo_id, revert_sha, branch, original_pick, how, revert_pick)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo_id, revert_sha, branch) DO NOTHING",
+        "INSERT INTO backports (repo_id, revert_sha, branch, original_pick, how, revert_pick, unchecked)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repo_id, revert_sha, branch) DO NOTHING",
         [(repo_id, row.sha, str(b.get("branch", "")), b.get("original_pick"), str(b.get("how", "")),
-          b.get("revert_pick")) for b in data.get("backports") or () if isinstance(b, Mapping)],
+          b.get("revert_pick"), str(b.get("unchecked") or "")) for b in data.get("backports") or ()
+         if isinstance(b, Mapping)],
     )  # fmt: skip
     gpu = data.get("gpu")
     if isinstance(gpu, Mapping):
@@ -840,6 +849,7 @@ class StoredBackport:
     original_pick: str | None
     how: str
     revert_pick: str | None
+    unchecked: str = ""  # why the check could not settle the branch ('' when it did)
 
 
 @dataclass(frozen=True)
@@ -913,9 +923,9 @@ def _load(db: sqlite3.Connection) -> History:
     }
     backports: dict[tuple[int, str], list[StoredBackport]] = {}
     for r in db.execute(
-        "SELECT repo_id, revert_sha, branch, original_pick, how, revert_pick FROM backports ORDER BY branch"
+        "SELECT repo_id, revert_sha, branch, original_pick, how, revert_pick, unchecked FROM backports ORDER BY branch"
     ):
-        backports.setdefault((r[0], r[1]), []).append(StoredBackport(r[2], r[3], r[4], r[5]))
+        backports.setdefault((r[0], r[1]), []).append(StoredBackport(r[2], r[3], r[4], r[5], r[6]))
     gpu = {
         (r[0], r[1]): (r[2], r[3])
         for r in db.execute("SELECT repo_id, revert_sha, status, summary_json FROM gpu_results")

@@ -277,7 +277,7 @@ def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) 
     data = json_of(report)
     assert data["backports"] == [
         {"branch": "refs/heads/release/1.0", "original_pick": pick, "how": label, "revert_pick": None,
-         "original_pr": None, "revert_pr": None, "revert_pr_merged": False}
+         "original_pr": None, "revert_pr": None, "revert_pr_merged": False, "unchecked": ""}
     ]
     bp = factor(data, "backports")
     assert (bp["level"], bp["code"]) == ("medium", "revert-missing")
@@ -316,6 +316,7 @@ def test_backport_already_reverted_on_release_branch_is_low(repo: GitRepo, how: 
             "original_pr": None,
             "revert_pr": None,
             "revert_pr_merged": False,
+            "unchecked": "",
         }
     ]
     bp = factor(data, "backports")

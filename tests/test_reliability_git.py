@@ -21,6 +21,7 @@ import pytest
 
 from revertbot.check import check_revert
 from revertbot.cli import run_cli
+from revertbot.globs import branch_name
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
 from tests.gitrepo import GitRepo
@@ -230,3 +231,44 @@ def test_revert_of_10000_files_fits_the_comment_and_the_time_bound(repo: GitRepo
     assert markdown.startswith(MARKER) and len(markdown) < GITHUB_COMMENT_LIMIT
     assert elapsed < BIG_REVERT_SECONDS, f"check + render took {elapsed:.1f}s"
     print(f"\n10,000-file revert: check + render {elapsed:.2f}s, report {len(markdown)} characters")
+
+
+def test_partial_clone_that_cannot_compare_patches_still_reports_its_release_branches(
+    repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Release branches that only a patch comparison could settle (a copy of the original without
+    a trailer or the same title; whether a picked original was reverted there) need the files'
+    contents. A clone that cannot fetch them says so per branch, instead of stopping without a
+    report or guessing that they do not carry the original."""
+    repo.commit("Add", {"a.py": "x = 1\n"})
+    base = repo.head()
+    original = repo.commit("Change a (#2)", {"a.py": "x = 2\n"})
+    repo.checkout("-q", "-b", "release/1.0", base)
+    repo.commit("Port the fix by hand", {"a.py": "x = 2\n"})  # the same patch, nothing else says so
+    repo.checkout("-q", "-b", "release/1.1", base)
+    repo.git("cherry-pick", "-x", original)
+    repo.commit("Go back to one", {"a.py": "x = 1\n"})  # maybe the revert, maybe not: only patches tell
+    repo.checkout("-q", "-b", "release/1.2", base)
+    repo.git("cherry-pick", "-x", original)  # nothing after it changes a.py: the revert is missing
+    repo.checkout("-q", "-b", "release/0.9", base)
+    repo.commit("Unrelated release fix", {"b.py": "y = 1\n"})
+    repo.checkout("-q", "main")
+    revert = repo.revert(original)
+    clone = _blobless_clone_without_origin(repo, tmp_path)
+    data = check_json(clone, revert, capsys)
+    rows = {b["branch"]: b for b in data["backport_branches"]}
+    assert set(rows) == {"release/1.0", "release/1.1", "release/1.2"}  # release/0.9 changes other files only
+    assert rows["release/1.0"]["state"] == "unknown" and rows["release/1.0"]["original_pick"] is None
+    assert rows["release/1.0"]["unchecked"].startswith("this clone lacks the objects to compare patches (")
+    assert rows["release/1.1"]["state"] == "unknown" and rows["release/1.1"]["how"] == "cherry-pick trailer"
+    assert rows["release/1.2"]["state"] == "revert-missing" and rows["release/1.2"]["unchecked"] is None
+    factor = next(f for f in data["risk"]["factors"] if f["name"] == "backports")
+    assert factor["level"] == "medium" and factor["code"] == "revert-missing"
+    assert any("release/1.0: not checked (this clone lacks" in line for line in factor["evidence"])
+    assert [branch_name(b) for b in data["risk"]["follow_ups"]] == ["release/1.2"]  # none on a guess
+    assert run_cli(["check", "--repo", str(clone), revert]) == 0
+    md = capsys.readouterr().out
+    assert "`release/1.0`: not checked: this clone lacks the objects to compare patches" in md
+    assert "whether the revert is there was not checked" in md
+    assert run_cli(["check", "--repo", str(clone), revert, "--lang", "zh"]) == 0
+    assert "未检查：本克隆缺少比较补丁所需的对象" in capsys.readouterr().out

@@ -72,3 +72,18 @@ def test_no_op_and_merged_reverts_never_recommend_merge() -> None:
     for verdict in ("partial", "extra", "modified", "unverifiable"):
         risky = dataclasses.replace(base, purity=PurityResult(verdict, "x"))  # type: ignore[arg-type]
         assert assess(risky, RiskThresholds()).action == "review"
+
+
+def test_release_branches_a_clone_could_not_check_are_never_reverted_everywhere_nor_follow_ups() -> None:
+    from revertbot.report.i18n import factor_sentence
+
+    why = "this clone lacks the objects to compare patches (fatal: could not fetch abc from promisor remote)"
+    maybe = Backport("refs/heads/release/0.6", None, "not checked", None, unchecked=why)
+    picked = Backport("refs/heads/release/0.5", "b" * 40, "cherry-pick trailer", "c" * 40)
+    risk = assess(_inputs(critical=False, backports=(picked, maybe)), RiskThresholds())
+    backports = next(f for f in risk.factors if f.name == "backports")
+    assert (backports.level, backports.code, backports.param("branches")) == ("medium", "unknown", maybe.branch)
+    assert risk.follow_ups == () and risk.level == "medium"
+    assert f"refs/heads/release/0.6: not checked ({why})" in backports.evidence
+    assert "not checked on 1 release branch (" in factor_sentence(backports, "en")
+    assert "个发布分支未能检查" in factor_sentence(backports, "zh")

@@ -557,3 +557,28 @@ def test_migration_merges_a_bare_name_into_its_owner_name(tmp_path: Path) -> Non
     assert hist.repositories == ("demo-org/minisgl",)
     assert sorted((r.sha[:1], r.purity) for r in hist.reverts) == [("1", "pure"), ("2", "partial")]
     assert _count(db, "originals") == 2
+
+
+def test_a_release_branch_the_check_could_not_settle_is_stored_and_shown_as_not_checked(tmp_path: Path) -> None:
+    import dataclasses
+
+    from revertbot.dashboard.build import build_site
+    from revertbot.models import Backport
+
+    demo = build_demo_repo(tmp_path / "minisgl")
+    report = check_revert(demo.path, demo.revert, base_ref="main")
+    why = "this clone lacks the objects to compare patches (fatal: could not fetch 1234 from promisor remote)"
+    report = dataclasses.replace(report, backports=(
+        *report.backports, Backport("refs/heads/release/0.6", None, "not checked", None, unchecked=why)))  # fmt: skip
+    db = tmp_path / "h.db"
+    store.record_report(db, report)
+    (r,) = store.load_history(db).reverts
+    assert [(b.branch, b.unchecked) for b in r.backports] == [("refs/heads/release/0.5", ""),
+                                                              ("refs/heads/release/0.6", why)]  # fmt: skip
+    site = tmp_path / "site"
+    build_site(store.load_history(db), site)
+    (page,) = (site / "reverts").glob("*.html")
+    html = page.read_text(encoding="utf-8")
+    row = html[html.index("release/0.6") :].split("</tr>", 1)[0]
+    assert "not checked" in row and "revert needed" not in row and "promisor remote" in row
+    assert "revert needed" in html[html.index("release/0.5") :].split("</tr>", 1)[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import gitops
 from ..detect import parse_message, strip_pr_suffix
+from ..errors import GitError
 from ..globs import branch_name
 from ..models import Backport, Commit, DriftCommit
 
@@ -88,6 +89,16 @@ def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dic
     return ids
 
 
+def commits_touching(repo: Path, shas: Sequence[str], paths: Sequence[str]) -> set[str]:
+    """Those of ``shas`` that change any of ``paths`` (from trees alone: no file contents needed)."""
+    if not shas or not paths:
+        return set()
+    stdin, odd = gitops.stdin_revisions(shas, paths)
+    out = gitops.run_bytes("--literal-pathspecs", "log", "--no-walk=unsorted", "--format=%H", "--stdin", "--", *odd,
+                           cwd=repo, input=stdin).stdout  # fmt: skip
+    return set(out.decode().split())
+
+
 def find_backports(
     repo: Path,
     originals: Sequence[Commit],
@@ -132,15 +143,29 @@ def find_backports(
         with_revert = walked.get(revert.sha, with_revert)
     assert with_original is not None and with_revert is not None
     pids: dict[str, str] | None = None  # patch ids, computed once and only when a branch needs them
+    unchecked = ""  # why patches could not be compared
+    touching: set[str] = set()  # then: the commits that change the original's files (trees only)
 
     def patch_id_of(sha: str) -> str | None:
-        nonlocal pids
+        nonlocal pids, unchecked, touching
         if pids is None:
             # A copy of the original (or of the revert) changes the original's files and no other.
             span = [orig.parents[0], orig.sha] if orig.parents else ["--root", orig.sha]
             names = gitops.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
                                cwd=repo)  # fmt: skip
-            pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], [p for p in names.split("\0") if p])
+            paths = [p for p in names.split("\0") if p]
+            try:
+                pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], paths)
+            except GitError as exc:
+                if not gitops.is_missing_object(exc.stderr):
+                    raise
+                # A partial clone that cannot fetch the files' contents: a branch commit that changes
+                # the original's files may be an unmarked copy, so where one exists the answer stays
+                # unknown (saying "not carried" would be a guess); the others are settled by trees.
+                pids = {}
+                last = exc.stderr.strip().splitlines()[-1].strip() if exc.stderr.strip() else "objects missing"
+                unchecked = f"this clone lacks the objects to compare patches ({last})"
+                touching = commits_touching(repo, list(by_sha), paths)
         return pids.get(sha)
 
     results = []
@@ -170,13 +195,16 @@ def find_backports(
             orig_pid = patch_id_of(orig.sha)
             same = [c for c in reversed(own) if orig_pid and patch_id_of(c.sha) == orig_pid]
             if not same:
+                if unchecked and any(c.sha in touching for c in own):
+                    results.append(Backport(name, None, "not checked", None, unchecked=unchecked))
                 continue
             original_pick, how = same[0].sha, "same patch"
         picks = {original_pick, *orig_shas}
         later = [c for c in own if c.sha != original_pick]
         revert_pick = _find_revert_pick(later, revert, picks, patch_id_of(revert.sha) if pids is not None else None,
                                         pids)  # fmt: skip
-        results.append(Backport(name, original_pick, how, revert_pick))
+        maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
+        results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
 
 

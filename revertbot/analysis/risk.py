@@ -159,12 +159,9 @@ def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
 def backports_factor(backports: Sequence[Backport]) -> RiskFactor:
     if not backports:
         return RiskFactor("backports", "low", "none")
-    missing = [b for b in backports if b.revert_pick is None]
-    evidence = [
-        f"{b.branch}: original {str(b.original_pick)[:10]} ({b.how}); "
-        + (f"revert {b.revert_pick[:10]}" if b.revert_pick else "revert missing")
-        for b in backports
-    ]
+    missing = [b for b in backports if needs_revert(b)]
+    unknown = [b for b in backports if b.unchecked and not b.revert_pick]
+    evidence = [_backport_evidence(b) for b in backports]
     if missing:
         return RiskFactor(
             "backports",
@@ -173,7 +170,24 @@ def backports_factor(backports: Sequence[Backport]) -> RiskFactor:
             _p(count=len(missing), branches=", ".join(b.branch for b in missing)),
             _cap(evidence),
         )
+    if unknown:  # never "reverted everywhere" on a guess
+        branches = ", ".join(b.branch for b in unknown)
+        return RiskFactor("backports", "medium", "unknown", _p(count=len(unknown), branches=branches), _cap(evidence))
     return RiskFactor("backports", "low", "reverted-everywhere", _p(count=len(backports)), _cap(evidence))
+
+
+def needs_revert(b: Backport) -> bool:
+    """The branch is known to carry the original and known to lack the revert."""
+    return b.revert_pick is None and not b.unchecked
+
+
+def _backport_evidence(b: Backport) -> str:
+    if b.unchecked and b.original_pick is None:
+        return f"{b.branch}: not checked ({b.unchecked})"
+    head = f"{b.branch}: original {str(b.original_pick)[:10]} ({b.how}); "
+    if b.revert_pick:
+        return head + f"revert {b.revert_pick[:10]}"
+    return head + (f"revert not checked ({b.unchecked})" if b.unchecked else "revert missing")
 
 
 def history_factor(chain_length: int) -> RiskFactor:
@@ -235,7 +249,7 @@ def _conclude(factors: tuple[RiskFactor, ...], backports: Sequence[Backport], cr
     """The level (the highest factor), the open items and the recommended action."""
     level = max((f.level for f in factors), key=lambda lv: RISK_ORDER[lv])
     open_items = tuple(f.name for f in factors if f.level != "low")
-    follow_ups = tuple(b.branch for b in backports if b.revert_pick is None)
+    follow_ups = tuple(b.branch for b in backports if needs_revert(b))
     review = [n for n in open_items if n not in _GPU_PENDING and n != "backports"]
     gpu = next(f for f in factors if f.name == "gpu")
     applies = next(f for f in factors if f.name == "applies")

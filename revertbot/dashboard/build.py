@@ -31,7 +31,7 @@ from .. import __version__
 from ..errors import UsageError
 from ..models import PURITY_VALUES
 from ..report.escape import clean, html_text
-from ..store import GPU_STATUSES, History, StoredRevert, load_history, merge_histories
+from ..store import GPU_STATUSES, History, StoredBackport, StoredRevert, load_history, merge_histories
 from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
 
 MARKER_FILE = ".revertbot-dashboard"
@@ -252,7 +252,7 @@ def overview(history: History) -> Overview:
         t = time_to_revert(r)
         if t is not None:
             ttrs.append(t)
-        gaps += [(r, b.branch, b.original_pick) for b in r.backports if not b.revert_pick]
+        gaps += [(r, b.branch, b.original_pick) for b in r.backports if not b.revert_pick and not b.unchecked]
     weeks: list[tuple[str, int]] = []
     cut = 0
     if per_week:
@@ -321,6 +321,14 @@ def _page(title: str, body: str, root: str, description: str) -> str:
 </body>
 </html>
 """
+
+
+def _revert_there(r: StoredRevert, b: StoredBackport) -> str:
+    if b.revert_pick:
+        return commit_link(r.repo, b.revert_pick)
+    if b.unchecked:  # the check could not tell: never shown as a gap
+        return f"{_badge('unknown', 'not checked')} {esc(b.unchecked, 300)}"
+    return _badge("gap", "revert needed")
 
 
 def _badge(kind: str, value: str) -> str:
@@ -844,7 +852,7 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     backports = "".join(
         f'<tr><td><code class="ref">{esc(_short_branch(b.branch))}</code></td>'
         f"<td>{commit_link(r.repo, b.original_pick)}</td><td>{esc(words(b.how))}</td><td>"
-        + (commit_link(r.repo, b.revert_pick) if b.revert_pick else _badge("gap", "revert needed"))
+        + _revert_there(r, b)
         + "</td></tr>"
         for b in r.backports
     )

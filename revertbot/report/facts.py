@@ -42,10 +42,12 @@ def is_merged(report: RevertReport) -> bool:
 
 
 def backport_state(b: Backport) -> str:
-    """reverted | revert-open | revert-missing."""
+    """reverted | revert-open | revert-missing | unknown (a clone that could not compare patches)."""
     if b.revert_pick:
         return "reverted"
-    return "revert-open" if b.revert_pr else "revert-missing"
+    if b.revert_pr:
+        return "revert-open"
+    return "unknown" if b.unchecked else "revert-missing"
 
 
 def backport_branches(report: RevertReport) -> list[dict[str, Any]]:
@@ -61,6 +63,7 @@ def backport_branches(report: RevertReport) -> list[dict[str, Any]]:
             "revert_pr_merged": b.revert_pr_merged,
             "revert_pick": b.revert_pick,
             "state": backport_state(b),
+            "unchecked": b.unchecked or None,
             "targeted_by_this_revert": same_branch(b.branch, report.base_ref),
         }
         for b in report.backports

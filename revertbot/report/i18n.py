@@ -244,6 +244,9 @@ EN: dict[str, str] = {
     "bp_revert_open": "#{pr} reverts it but is not merged yet",
     "bp_missing": "**the revert is missing: revert it there too**",
     "bp_this_branch": "this revert targets that branch",
+    "bp_unchecked": "not checked: this clone lacks the objects to compare patches",
+    "bp_revert_unchecked": "whether the revert is there was not checked "
+    "(this clone lacks the objects to compare patches)",
     "hardware": "hardware",
     "how_cherry-pick trailer": "cherry-pick trailer",
     "how_same patch": "same patch",
@@ -454,6 +457,8 @@ ZH: dict[str, str] = {
     "bp_revert_open": "#{pr} 回退了它，但尚未合并",
     "bp_missing": "**尚未回退：需要在该分支上同样回退**",
     "bp_this_branch": "本次回退的目标分支就是该分支",
+    "bp_unchecked": "未检查：本克隆缺少比较补丁所需的对象",
+    "bp_revert_unchecked": "未检查该分支上是否已有回退（本克隆缺少比较补丁所需的对象）",
     "hardware": "硬件",
     "how_cherry-pick trailer": "cherry-pick 标记",
     "how_same patch": "补丁相同",
@@ -493,6 +498,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("backports", "none"): "the original is on no release branch",
         ("backports", "revert-missing"): "{count} release branch(es) still carrying the original: {branches}",
         ("backports", "reverted-everywhere"): "reverted on all {count} release branch(es) that carry the original",
+        ("backports", "unknown"): "not checked on {count} release branch(es) ({branches}): this clone lacks the "
+        "objects to compare patches, so an unmarked copy of the original or of the revert cannot be ruled out",
         ("history", "first"): "first revert of this change",
         ("history", "chain"): "{count} earlier revert/reland step(s) of the same change",
         ("age", "unknown"): "original date unknown",
@@ -528,6 +535,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("backports", "none"): "原始提交不在任何发布分支上",
         ("backports", "revert-missing"): "{count} 个发布分支仍包含原始提交：{branches}",
         ("backports", "reverted-everywhere"): "包含原始提交的 {count} 个发布分支均已回退",
+        ("backports", "unknown"): "有 {count} 个发布分支未能检查（{branches}）：本克隆缺少比较补丁所需的对象，"
+        "无法排除这些分支上有未标注的原始提交或回退",
         ("history", "first"): "该改动首次被回退",
         ("history", "chain"): "同一改动此前已有 {count} 次回退/重新合入",
         ("age", "unknown"): "原始提交日期未知",

@@ -659,6 +659,8 @@ def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
         details = [how_said] if how_said else []
     how_text = t["bp_how"].format(how=t["list_sep"].join(details)) if details else ""
     state = backport_state(b)
+    if state == "unknown" and b.original_pick is None and not b.original_pr:
+        return f"{code(branch_name(b.branch), 80)}{t['colon']}{t['bp_unchecked']}"
     if same_branch(b.branch, r.base_ref) and state != "reverted":
         after = t["bp_this_branch"]
     elif state == "reverted" and b.revert_pr:
@@ -667,6 +669,8 @@ def _backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
         after = t["bp_reverted_sha"].format(sha=_sha(b.revert_pick or ""))
     elif state == "revert-open":
         after = t["bp_revert_open"].format(pr=b.revert_pr)
+    elif state == "unknown":
+        after = t["bp_revert_unchecked"]
     else:
         after = t["bp_missing"]
     return f"{code(branch_name(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
