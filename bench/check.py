@@ -29,8 +29,10 @@ from bench.scan import bench_env, revertbot_command, stage_timer, timed
 
 @contextmanager
 def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
-    """Stage timers around the check's stage functions, and a count of git processes."""
+    """Stage timers around the check's stage functions, and a count of git processes (those this
+    process starts: work shared with a forked child starts its git processes there)."""
     from revertbot import check, gitops
+    from revertbot.analysis import split
 
     processes = [0]
     stages = [
@@ -42,7 +44,8 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "_symbol_changes", "symbols (Python and C++)"),
         (check, "_cpp_symbol_changes", "of which C++ symbols"),
         (check, "search_dependents", "dependents (Python)"),
-        (check, "search_cpp_dependents", "dependents (C++ and its Python bindings)"),
+        (check, "search_cpp_dependents", "dependents (C++ and its Python bindings; not timed when a child runs it)"),
+        (split.Beside, "result", "waiting for the second core's part"),
         (check, "find_drift", "drift"),
         (check, "find_backports", "backports"),
     ]
