@@ -159,12 +159,13 @@ def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, fl
             setattr(mod, name, fn)
 
 
-def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
+def _stages(repo: Path, ref: str | None, all_refs: bool = False) -> list[tuple[str, float]]:
     """Seconds per stage of one in-process scan: where the time goes."""
     from revertbot import gitops, proof, scan
 
     stages = [
         (gitops, "log", "read history (git log)"),
+        (scan, "named_history", "read every ref's history, keep what linking can reach"),
         (scan, "link_reverts", "link"),
         (gitops, "commit_raws", "raw diffs of reverts and originals"),
         (gitops, "unreadable_blobs", "blob check (cat-file)"),
@@ -175,21 +176,25 @@ def _stages(repo: Path, ref: str | None) -> list[tuple[str, float]]:
     ]
     with stage_timer(stages) as times:
         start = time.perf_counter()
-        scan.scan_repository(repo, ref=ref)
+        scan.scan_repository(repo, ref=None if all_refs else ref, all_refs=all_refs)
         total = time.perf_counter() - start
     return [*times.items(), ("whole scan, in process", total)]
 
 
-def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) -> int:
-    """Scan vs git log on an existing repository: ratio, memory, stages."""
+def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float, all_refs: bool = False) -> int:
+    """Scan vs git log on an existing repository: ratio, memory, stages. With ``all_refs``,
+    ``scan --all-refs`` against ``git log --all``."""
     if not repo.is_dir():
         print(f"error: no such directory: {repo}", file=sys.stderr)
         return 2
     env = bench_env()
     target = ref or subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=env, capture_output=True,
                                    text=True).stdout.strip() or "HEAD"  # fmt: skip
+    if all_refs:
+        target = "--all"
     log_cmd = ["git", "log", "--format=%H%x00%B", target]
-    scan_cmd = [*revertbot_command(), "scan", "--repo", str(repo), "--ref", target, "--format", "json"]
+    which = ["--all-refs"] if all_refs else ["--ref", target]
+    scan_cmd = [*revertbot_command(), "scan", "--repo", str(repo), *which, "--format", "json"]
     timed(log_cmd, repo, env)
     timed(scan_cmd, repo, env)
     log_times, scan_times = [], []
@@ -208,7 +213,7 @@ def real_repository(repo: Path, ref: str | None, runs: int, max_ratio: float) ->
     print(f"scan runs:    {', '.join(f'{t:.3f}s' for t in scan_times)}")
     own, git_peak = _peak_rss_mib(scan_cmd[len(revertbot_command()) :], repo, env)
     print(f"scan peak memory: {own:.1f} MiB (revertbot process; largest git process {git_peak:.1f} MiB)")
-    for name, seconds in _stages(repo, target):
+    for name, seconds in _stages(repo, target, all_refs):
         print(f"  {name}: {seconds:.3f}s")
     ratio = scan_s / log_s
     print(f"scan/git-log ratio: {ratio:.1f}x (scan {scan_s:.2f}s, git log {log_s:.2f}s)")
@@ -259,11 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", type=Path, metavar="DIR",
                         help="time an existing repository instead of a synthetic one")  # fmt: skip
     parser.add_argument("--ref", default=None, help="with --repo: the ref to scan (default: its checked-out branch)")
+    parser.add_argument("--all-refs", action="store_true",
+                        help="with --repo: scan --all-refs against git log --all")  # fmt: skip
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.repo is not None:
-        return real_repository(args.repo.resolve(), args.ref, args.runs, args.max_ratio)
+        return real_repository(args.repo.resolve(), args.ref, args.runs, args.max_ratio, args.all_refs)
     if args.keep is not None and args.keep.exists():
         parser.error(f"--keep {args.keep}: already exists")
 

@@ -655,6 +655,91 @@ def _commit_title(c: Commit) -> str:
     return c.subject
 
 
+def _index_keys(c: Commit) -> tuple[set[int], list[str], str, list[str]]:
+    """What :class:`HistoryIndex` finds ``c`` by, besides its sha: its PR numbers, its title keys
+    (with and without a PR suffix), its Phabricator revision and the shas it was cherry-picked
+    from. The cheap substring tests come first: this runs for every commit of the history."""
+    message = c.message
+    subject = c.subject
+    merge = _MERGE_PR_RE.match(subject) if subject[:5].lower() == "merge" else None
+    prs: set[int] = set()
+    if merge:
+        prs.add(int(merge.group(1)))
+    title = _commit_title(c) if merge else subject
+    own = _OWN_PR_SUFFIX_RE.search(title) if "(#" in title else None
+    if own:
+        prs.add(int(own.group(1)))
+    pulled = _PULL_RESOLVED_RE.search(message) if "Pull Request resolved" in message else None
+    if pulled:
+        prs.add(int(pulled.group("num")))
+    titles = []
+    key = title_key(title)
+    if key:
+        titles.append(key)
+    if own and (cut := title_key(title[: own.start()])) and cut != key:  # as strip_pr_suffix does
+        titles.append(cut)
+    diff = ""
+    if "Differential Revision" in message:
+        d = _DIFF_REV_RE.search(message)
+        if d:
+            diff = d.group("diff")
+    sources = []
+    if "cherry picked from" in message:
+        sources = [m.group("sha").lower() for m in _CHERRY_PICK_RE.finditer(message)]
+    return prs, titles, diff, sources
+
+
+#: Lookups by prefix compare this many leading characters: of an abbreviated sha (git's
+#: shortest), and of a title cut with an ellipsis (GitHub cuts them near 70).
+_SHA_PREFIX, _TITLE_PREFIX = 7, 24
+
+
+def lookup_keys(c: Commit) -> list[str]:
+    """Every key :func:`link_reverts` can find ``c`` by, those it matches by prefix cut to
+    :data:`_SHA_PREFIX` or :data:`_TITLE_PREFIX` characters (see :class:`NamedCommits`)."""
+    prs, titles, diff, sources = _index_keys(c)
+    keys = ["s:" + c.sha[:_SHA_PREFIX].lower(), *(f"p:{n}" for n in prs)]
+    for t in titles:
+        keys += ["t:" + t, "<:" + t[:_TITLE_PREFIX]]
+    if diff:
+        keys.append("d:" + diff)
+    return keys + ["c:" + s[:_SHA_PREFIX] for s in sources]
+
+
+class NamedCommits:
+    """The keys that the messages of revert-like commits make :func:`link_reverts` look up.
+
+    A commit none of whose :func:`lookup_keys` is wanted is never among the answers of those
+    lookups: linking the revert-like commits with the others, in the history's order, gives the
+    links of the whole history (a commit kept that is not needed changes nothing: only lookups
+    of its keys could find it). ``exact`` turns False for a lookup the keys cannot cover."""
+
+    def __init__(self) -> None:
+        self.wanted: set[str] = set()
+        self.exact = True
+
+    def want(self, pm: ParsedMessage) -> None:
+        for sha in (*pm.shas, *pm.changesets):
+            self._prefix("s:", sha.lower(), _SHA_PREFIX)
+        for sha in pm.shas:
+            self._prefix("c:", sha, _SHA_PREFIX)  # cherry-pick sources: compared as written
+        self.wanted.update(f"p:{n}" for n in pm.prs)
+        for t in (pm.outer_title, *pm.titles, *pm.fallback_titles):
+            if not t:
+                continue
+            self.wanted.update("t:" + k for k in (title_key(t), title_key(strip_pr_suffix(t))) if k)
+            if pm.title_truncated and len(t) >= _MIN_TRUNCATED_TITLE:
+                self._prefix("<:", title_key(t), _TITLE_PREFIX)
+            if own := _OWN_PR_SUFFIX_RE.search(t):  # 'Revert "A (#1)" & "B (#2)"' falls back on them
+                self.wanted.add(f"p:{int(own.group(1))}")
+        self.wanted.update("d:" + d for d in pm.diffs)
+
+    def _prefix(self, kind: str, text: str, length: int) -> None:
+        if len(text) < length:
+            self.exact = False  # too short to be found by its first characters
+        self.wanted.add(kind + text[:length])
+
+
 @dataclass
 class HistoryIndex:
     """Lookups over the commits of one ref, built once per scan.
@@ -674,40 +759,22 @@ class HistoryIndex:
     @classmethod
     def build(cls, commits: Sequence[Commit]) -> HistoryIndex:
         idx = cls(commits=_topological(commits))
-        # One pass over every commit of the history: the cheap substring tests come first.
+        # One pass over every commit of the history.
         position, by_pr, by_title, prs_of = idx.position, idx.by_pr, idx.by_title, idx.prs_of
         for i, c in enumerate(idx.commits):
             sha = c.sha
             position[sha if sha.islower() else sha.lower()] = i  # lower() would copy every sha
-            message = c.message
-            subject = c.subject
-            merge = _MERGE_PR_RE.match(subject) if subject[:5].lower() == "merge" else None
-            prs: set[int] = set()
-            if merge:
-                prs.add(int(merge.group(1)))
-            title = _commit_title(c) if merge else subject
-            own = _OWN_PR_SUFFIX_RE.search(title) if "(#" in title else None
-            if own:
-                prs.add(int(own.group(1)))
-            pulled = _PULL_RESOLVED_RE.search(message) if "Pull Request resolved" in message else None
-            if pulled:
-                prs.add(int(pulled.group("num")))
+            prs, titles, diff, cherry_sources = _index_keys(c)
             if prs:
                 for n in prs:
                     by_pr.setdefault(n, []).append(i)
                 prs_of[i] = tuple(prs)
-            key = title_key(title)
-            if key:
+            for key in titles:
                 by_title.setdefault(key, []).append(i)
-            if own and (cut := title_key(title[: own.start()])) and cut != key:  # as strip_pr_suffix does
-                by_title.setdefault(cut, []).append(i)
-            if "Differential Revision" in message:
-                d = _DIFF_REV_RE.search(message)
-                if d:
-                    idx.by_diff.setdefault(d.group("diff"), []).append(i)
-            if "cherry picked from" in message:
-                for m in _CHERRY_PICK_RE.finditer(message):
-                    idx.by_cherry_source.setdefault(m.group("sha").lower(), []).append(i)
+            if diff:
+                idx.by_diff.setdefault(diff, []).append(i)
+            for source in cherry_sources:
+                idx.by_cherry_source.setdefault(source, []).append(i)
         idx.sorted_shas = sorted(idx.position)
         return idx
 
@@ -756,6 +823,7 @@ def link_reverts(
     select: Callable[[Commit], bool] | None = None,
     link_off_ref: bool = False,
     repo_slug: str | None = None,
+    is_ancestor: Callable[[str, str], bool] | None = None,
 ) -> list[Link]:
     """Find every revert/reland among ``commits`` (newest first) and link it to its originals.
 
@@ -765,6 +833,8 @@ def link_reverts(
     ``Link.off_ref``; without it, it stays unresolved. ``repo_slug`` ("owner/name") says which
     ``owner/repo#N`` references are this repository's. ``select`` limits which commits are
     reported (e.g. by date) while the whole history is still used to resolve originals and chains.
+    ``is_ancestor(a, b)`` answers whether ``a`` is in ``b``'s history when ``commits`` are not the
+    whole history (see :class:`NamedCommits`); by default the commits' parents answer it.
     Links come newest first, in topological order.
     """
     idx = index or HistoryIndex.build(commits)
@@ -788,7 +858,8 @@ def link_reverts(
         if parsed[i].squashed:
             # Only commits in the squash's own history count: the branch's commits, even where the
             # object store or another ref still has them, are what the squash folded in.
-            own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and _is_ancestor(idx, o, i)]
+            own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and (
+                is_ancestor(o, idx.commits[i].sha) if is_ancestor else _is_ancestor(idx, o, i))]  # fmt: skip
             if not own:
                 continue  # the squashed branch only reverted its own commits: not a revert
             dropped = len(link.unresolved) + len(link.originals) - len(own)

@@ -367,9 +367,30 @@ def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
 _CHUNK = 1 << 20
 
 
+def iter_log(repo: Path, rev: str, keep: Callable[[str], str] | None = None) -> Iterator[Commit]:
+    """The commits of :func:`log` one at a time, as git writes them: a caller that keeps only
+    some of them holds only those."""
+    return _iter_log(["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", rev, "--"], repo, keep=keep)
+
+
+def commits_of(repo: Path, shas: Sequence[str], keep: Callable[[str], str] | None = None) -> list[Commit]:
+    """The commits ``shas`` themselves (no history), in that order, in one process."""
+    if not shas:
+        return []
+    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--no-walk=unsorted", "--stdin", "--"]
+    return _read_log(args, repo, "".join(f"{s}\n" for s in shas).encode(), keep=keep)
+
+
 def _read_log(
     args: Sequence[str], repo: Path, stdin: bytes | None = None, keep: Callable[[str], str] | None = None
 ) -> list[Commit]:
+    """Commits from ``git log -z`` parsed while it is read (see :func:`_iter_log`)."""
+    return list(_iter_log(args, repo, stdin, keep))
+
+
+def _iter_log(
+    args: Sequence[str], repo: Path, stdin: bytes | None = None, keep: Callable[[str], str] | None = None
+) -> Iterator[Commit]:
     """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
     memory stays near the size of the commits themselves (one decoded string of the whole log
     would take up to four bytes per character as soon as one message is not ASCII)."""
@@ -381,22 +402,28 @@ def _read_log(
             # Written beside the reading: tens of thousands of paths exceed a pipe's buffer.
             feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
             feeder.start()
-        commits: list[Commit] = []
         fields: list[str] = []
         rest = b""
         pending: list[bytes] = []  # chunks inside one long field, joined once its end arrives
-        for chunk in _drained(proc.stdout):
-            if b"\x00" not in chunk:
-                pending.append(chunk)
-                continue
-            parts = b"".join([rest, *pending, chunk]).split(b"\x00")
-            pending = []
-            rest = parts.pop()
-            for part in parts:
-                fields.append(part.decode("utf-8", "replace"))
-                if len(fields) == _LOG_FIELDS:
-                    commits.append(_commit(fields, keep))
-                    fields = []
+        finished = False
+        try:
+            for chunk in _drained(proc.stdout):
+                if b"\x00" not in chunk:
+                    pending.append(chunk)
+                    continue
+                parts = b"".join([rest, *pending, chunk]).split(b"\x00")
+                pending = []
+                rest = parts.pop()
+                for part in parts:
+                    fields.append(part.decode("utf-8", "replace"))
+                    if len(fields) == _LOG_FIELDS:
+                        yield _commit(fields, keep)
+                        fields = []
+            finished = True
+        finally:
+            if not finished:  # the caller stopped early: git must not wait on a full pipe
+                proc.kill()
+                proc.wait()
         rest = b"".join([rest, *pending])
         proc.stdout.close()
         if proc.wait() != 0:
@@ -405,8 +432,7 @@ def _read_log(
     if rest:
         fields.append(rest.decode("utf-8", "replace"))
     if len(fields) == _LOG_FIELDS:
-        commits.append(_commit(fields, keep))
-    return commits
+        yield _commit(fields, keep)
 
 
 _QUEUED_CHUNKS = 32  # at most this many pipe reads (64 KiB each on Linux) wait to be parsed

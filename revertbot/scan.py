@@ -9,7 +9,10 @@ explaining, whatever the size of the history (plus a few constant-cost checks, s
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
-from .detect import choose_candidate, index_message, link_reverts, parse_message
+from .detect import (
+    NamedCommits,
+    choose_candidate,
+    index_message,
+    link_reverts,
+    lookup_keys,
+    might_be_revert,
+    parse_message,
+)
 from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
@@ -77,9 +88,18 @@ def scan_repository(
     head = gitops.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
     cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
-    commits = gitops.log(root, "--all" if all_refs else head, keep=index_message)
+    ancestry: Callable[[str, str], bool] | None = None
     if all_refs:
         ref_name = "any ref"
+        commits, count, whole = named_history(root)
+        if not whole:  # the commits between a squash and the originals it names may not be there
+
+            def ancestry(a: str, b: str) -> bool:
+                return gitops.is_ancestor(root, a, b)
+
+    else:
+        commits = gitops.log(root, head, keep=index_message)
+        count = len(commits)
     progress("reading history", 1, 1)
     links = link_reverts(
         commits,
@@ -90,6 +110,7 @@ def scan_repository(
         repo_slug=github_slug(root),
         # Only reverts are filtered by date; originals are still looked up in the whole history.
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
+        is_ancestor=ancestry,
     )
     boundary = gitops.shallow_commits(root)
     shallow = bool(boundary)
@@ -103,11 +124,128 @@ def scan_repository(
             )
     # From here on only the commits of the links are read: the rest of the history (most of the
     # memory of a long one) can go before the diffs are read.
-    count = len(commits)
     involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
     commits = [c for c in commits if c.sha in involved]
     entries = classify_links(root, commits, links, progress, boundary)
     return ScanResult(root, ref_name, head, count, entries, shallow)
+
+
+_SHA_BYTES = 20  # SHA-1; a SHA-256 repository reads its whole history instead
+
+
+def named_history(root: Path) -> tuple[list[Commit], int, bool]:
+    """The commits of every ref that linking can reach, in the order :func:`link_reverts` gives
+    the whole history, the count of all commits, and whether the first is the whole history.
+
+    Every ref's history can be long (101,343 commits on executorch), and a commit object with its
+    message and index entries is about 1 KB. One read keeps, of each commit, its sha and parents
+    (binary) and 32-bit hashes of its :func:`detect.lookup_keys`, and whole only the revert-like
+    commits. The order linking needs (git's, made topological where a clock ran ahead) is then
+    worked out from the parents, and the commits whose keys the reverts' messages want (see
+    :class:`detect.NamedCommits`) are read again by sha in one process. A hash that collides only
+    keeps a commit that is not needed, which changes nothing."""
+    shas = bytearray()  # _SHA_BYTES per commit
+    parents = bytearray()  # _SHA_BYTES per parent
+    parent_end = array("I")
+    key_hashes = array("I")
+    key_end = array("I")
+    named = NamedCommits()
+    reverts: dict[int, Commit] = {}
+    for i, c in enumerate(gitops.iter_log(root, "--all", keep=index_message)):
+        if len(c.sha) != 2 * _SHA_BYTES:
+            commits = gitops.log(root, "--all", keep=index_message)
+            return commits, len(commits), True
+        shas += bytes.fromhex(c.sha)
+        for p in c.parents:
+            parents += bytes.fromhex(p)
+        parent_end.append(len(parents) // _SHA_BYTES)
+        key_hashes.extend(hash(k) & 0xFFFFFFFF for k in lookup_keys(c))
+        key_end.append(len(key_hashes))
+        if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
+            named.want(pm)
+            reverts[i] = c
+    count = len(parent_end)
+    if not named.exact:
+        commits = gitops.log(root, "--all", keep=index_message)
+        return commits, len(commits), True
+
+    def sha_at(i: int) -> bytes:
+        return bytes(shas[i * _SHA_BYTES : (i + 1) * _SHA_BYTES])
+
+    parent_index = _parent_indices(shas, parents, parent_end)
+    del parents
+    if parent_index is None:
+        commits = gitops.log(root, "--all", keep=index_message)
+        return commits, len(commits), True
+    position = _topological_positions(parent_index, parent_end)
+    del parent_index
+    wanted = {hash(k) & 0xFFFFFFFF for k in named.wanted}
+    start = 0
+    others: list[int] = []
+    for i, end in enumerate(key_end):
+        if i not in reverts and any(key_hashes[k] in wanted for k in range(start, end)):
+            others.append(i)
+        start = end
+    read = gitops.commits_of(root, [sha_at(i).hex() for i in others], keep=index_message)
+    if [c.sha for c in read] != [sha_at(i).hex() for i in others]:
+        commits = gitops.log(root, "--all", keep=index_message)  # cannot happen: shas name objects
+        return commits, len(commits), True
+    kept = sorted([*zip(others, read, strict=True), *reverts.items()], key=lambda ic: position[ic[0]])
+    return [c for _, c in kept], count, False
+
+
+def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:
+    """For each parent of each commit (in the order of ``parents``), the index of the parent among
+    the commits, or -1 when it is not one of them: commits and parents sorted by the first 8 bytes
+    of their shas and walked side by side, each match checked on the whole sha. None if two
+    commits share those 8 bytes."""
+    size = _SHA_BYTES
+
+    def head(data: bytearray, k: int) -> int:
+        return int.from_bytes(data[k * size : k * size + 8], "big")
+
+    commits = sorted(range(len(parent_end)), key=lambda i: head(shas, i))
+    if any(head(shas, a) == head(shas, b) for a, b in itertools.pairwise(commits)):
+        return None
+    edges = sorted(range(len(parents) // size), key=lambda k: head(parents, k))
+    index = array("i", [-1]) * (len(parents) // size)
+    c = 0
+    for k in edges:
+        want = head(parents, k)
+        while c < len(commits) and head(shas, commits[c]) < want:
+            c += 1
+        if c < len(commits) and shas[commits[c] * size : (commits[c] + 1) * size] == parents[k * size : (k + 1) * size]:
+            index[k] = commits[c]
+    return index
+
+
+def _topological_positions(parent_index: Sequence[int], parent_end: array[int]) -> Sequence[int]:
+    """The position of each commit (by its index in git's order) in the order
+    :func:`detect._topological` gives: git's own when no parent comes before a child, else the
+    same heap on git's indices, over the same edges (``parent_index`` as :func:`_parent_indices`
+    gives it, commit ``i``'s parents ending at ``parent_end[i]``)."""
+    n = len(parent_end)
+    starts = array("I", [0]) + parent_end[:-1] if n else array("I")
+    if all(j < 0 or j > i for i in range(n) for j in parent_index[starts[i] : parent_end[i]]):
+        return range(n)
+    children = array("I", [0]) * n
+    for j in parent_index:
+        if j >= 0:
+            children[j] += 1
+    ready = [i for i in range(n) if children[i] == 0]
+    heapq.heapify(ready)
+    position = array("I", [0]) * n
+    placed = 0
+    while ready:
+        i = heapq.heappop(ready)
+        position[i] = placed
+        placed += 1
+        for j in parent_index[starts[i] : parent_end[i]]:
+            if j >= 0:
+                children[j] -= 1
+                if children[j] == 0:
+                    heapq.heappush(ready, j)
+    return position if placed == n else range(n)
 
 
 _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
