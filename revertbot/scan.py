@@ -10,10 +10,8 @@ explaining, whatever the size of the history (plus a few constant-cost checks, s
 from __future__ import annotations
 
 import heapq
-import itertools
 import re
 from array import array
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,9 +31,9 @@ from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
 from .purity import (
+    Vector,
     change_vector,
     classify,
-    compare,
     expected_sides,
     fast_proof,
     patch_requests,
@@ -159,7 +157,7 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
         for p in c.parents:
             parents += bytes.fromhex(p)
         parent_end.append(len(parents) // _SHA_BYTES)
-        key_hashes.extend(hash(k) & 0xFFFFFFFF for k in lookup_keys(c))
+        key_hashes.extend([hash(k) & 0xFFFFFFFF for k in lookup_keys(c)])
         key_end.append(len(key_hashes))
         if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
             named.want(pm)
@@ -196,26 +194,18 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
 
 def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:
     """For each parent of each commit (in the order of ``parents``), the index of the parent among
-    the commits, or -1 when it is not one of them: commits and parents sorted by the first 8 bytes
-    of their shas and walked side by side, each match checked on the whole sha. None if two
-    commits share those 8 bytes."""
+    the commits, or -1 when it is not one of them (looked up by the first 8 bytes of its sha, and
+    checked on the whole sha). None if two commits share those 8 bytes."""
     size = _SHA_BYTES
-
-    def head(data: bytearray, k: int) -> int:
-        return int.from_bytes(data[k * size : k * size + 8], "big")
-
-    commits = sorted(range(len(parent_end)), key=lambda i: head(shas, i))
-    if any(head(shas, a) == head(shas, b) for a, b in itertools.pairwise(commits)):
+    count = len(parent_end)
+    by_head = {int.from_bytes(shas[i * size : i * size + 8], "big"): i for i in range(count)}
+    if len(by_head) != count:
         return None
-    edges = sorted(range(len(parents) // size), key=lambda k: head(parents, k))
     index = array("i", [-1]) * (len(parents) // size)
-    c = 0
-    for k in edges:
-        want = head(parents, k)
-        while c < len(commits) and head(shas, commits[c]) < want:
-            c += 1
-        if c < len(commits) and shas[commits[c] * size : (commits[c] + 1) * size] == parents[k * size : (k + 1) * size]:
-            index[k] = commits[c]
+    for k in range(len(index)):
+        j = by_head.get(int.from_bytes(parents[k * size : k * size + 8], "big"))
+        if j is not None and shas[j * size : (j + 1) * size] == parents[k * size : (k + 1) * size]:
+            index[k] = j
     return index
 
 
@@ -328,7 +318,8 @@ def classify_links(
         whole, more_errors, _cut = gitops.commit_texts(root, chosen)
         errors.update(more_errors)
         whole = {sha: _with_raws(raws[sha], text) for sha, text in whole.items()}
-        links = [_choose_by_diff(link, whole) if link.candidates else link for link in links]
+        vectors: dict[str, Vector] = {}
+        links = [_choose_by_diff(link, whole, vectors) if link.candidates else link for link in links]
     # Explaining a verdict needs the text of the paths where a revert does not mirror its
     # originals blob for blob; on the others their lines cancel out exactly.
     paths = explained_paths(links, raws, errors)
@@ -404,20 +395,28 @@ def _fast_outcome(link: Link, raws: Mapping[str, str], errors: Mapping[str, str]
     return fast_proof(link, {s: raw_entries(raws[s]) for s in shas})
 
 
-def _choose_by_diff(link: Link, patches: Mapping[str, str]) -> Link:
+def _choose_by_diff(link: Link, patches: Mapping[str, str], vectors: dict[str, Vector] | None = None) -> Link:
     """Of several commits that match a reference equally, the one whose change this one inverts
     (or redoes) line for line; still ambiguous when none or more than one does. The verdict on the
-    chosen one is then proven like any other."""
+    chosen one is then proven like any other. ``vectors`` keeps change vectors between calls (the
+    same candidates come up for many reverts: copies of a change on several branches)."""
     if link.revert not in patches:
         return link
-    actual = change_vector(patches[link.revert])
+    known = {} if vectors is None else vectors
+
+    def vector(sha: str) -> Vector:
+        if sha not in known:
+            known[sha] = change_vector(patches[sha])
+        return known[sha]
+
+    actual = vector(link.revert)
 
     def mirrors(candidate: str) -> bool:
-        expected: Counter[tuple[str, str]] = Counter()
-        for key, n in change_vector(patches[candidate]).items():
-            expected[key] -= n * link.direction
-        expected = Counter({k: v for k, v in expected.items() if v != 0})
-        return bool(expected) and compare(actual, expected)[0] == "pure"
+        # Line for line the inverse (or the same change): the vectors cancel exactly, which is
+        # what compare() calls pure (neither has zero entries).
+        theirs = vector(candidate)
+        return bool(theirs) and len(theirs) == len(actual) and all(
+            actual.get(key, 0) == -n * link.direction for key, n in theirs.items())  # fmt: skip
 
     exact = [c for c in link.candidates if c in patches and mirrors(c)]
     if len(exact) != 1:
