@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import importlib
 import json
 import os
@@ -374,6 +373,8 @@ def _printable(text: str) -> str:
 
 
 def render_scan_table(result: ScanResult) -> str:
+    import datetime as _dt  # here: JSON output never needs it (start-up counts)
+
     rows = []
     for e in result.entries:
         link = e.link

@@ -8,8 +8,6 @@ checkouts for the GPU runner are exported with ``git archive``.
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import io
 import os
 import queue
@@ -17,10 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -239,6 +235,8 @@ def approxidate(repo: Path, date: str) -> int:
         raise UsageError(f"invalid date: {date!r}", hint=f"use {DATE_FORMS}")
     iso = _ISO_DATE_RE.fullmatch(text)
     if iso:
+        import datetime  # here: a scan without --since never needs it (start-up counts)
+
         try:
             datetime.datetime(
                 int(iso["y"]), int(iso["m"]), int(iso["d"]), int(iso["H"] or 0), int(iso["M"] or 0), int(iso["S"] or 0)
@@ -864,6 +862,8 @@ def export_tree(repo: Path, tree: str, dest: Path) -> None:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     data = run_bytes("archive", "--format=tar", tree, cwd=repo).stdout
+    import tarfile  # here: only the GPU runner's checkouts extract archives
+
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         if hasattr(tarfile, "tar_filter"):  # Python 3.10.12+/3.11.4+: refuse paths outside dest
             tar.extractall(dest, filter="tar")
@@ -977,6 +977,8 @@ def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = No
 
 
 def _object_id(algo: str, kind: str, data: bytes) -> str:
+    import hashlib  # here: only the merge proof writes objects (start-up counts)
+
     return hashlib.new(algo, f"{kind} {len(data)}\0".encode() + data).hexdigest()
 
 
@@ -997,6 +999,8 @@ def _write_objects(repo: Path, kind: str, objects: Mapping[str, bytes], env: Map
         if path.exists():
             continue
         path.parent.mkdir(exist_ok=True)
+        import zlib
+
         path.write_bytes(zlib.compress(f"{kind} {len(data)}\0".encode() + data, 1))
 
 
