@@ -191,10 +191,15 @@ def check_revert(
             if cpp_symbols:
                 cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
 
-        symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
-        notes += symbol_notes
-        removed_files = [f.path for f in files if f.status == "deleted"]
-        search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
+        try:
+            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
+            notes += symbol_notes
+            removed_files = [f.path for f in files if f.status == "deleted"]
+            search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
+        except BaseException:
+            if cpp_job is not None:
+                cpp_job.close()  # its result will never be read
+            raise
         dependents = list(search.dependents)
         notes += list(search.notes)
         if cpp_job is not None:

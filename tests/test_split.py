@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,58 @@ def test_a_check_split_over_two_processes_reports_exactly_the_same(
     assert shared == alone
     if split.can_split():
         assert len(forks) >= 3  # symbols, the Python dependents and the C++ dependents
+
+
+def _sleep_then(x: int) -> int:
+    import time
+
+    time.sleep(30)
+    return x
+
+
+@needs_two_cores
+def test_a_child_whose_result_is_not_wanted_is_stopped_and_reaped() -> None:
+    import time
+
+    job = Beside(_sleep_then, 1)
+    pid = job.pid
+    assert pid > 0 and Path(f"/proc/{pid}").exists()
+    started = time.monotonic()
+    job.close()
+    assert time.monotonic() - started < 5 and not Path(f"/proc/{pid}").exists()  # killed and waited for
+    job.close()  # twice is harmless
+
+
+@needs_two_cores
+def test_when_this_process_fails_its_part_the_child_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    children: list[int] = []
+    real = split.Beside.__init__
+
+    def recording(self: Beside, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)
+        children.append(self.pid)
+
+    monkeypatch.setattr(split.Beside, "__init__", recording)
+    with pytest.raises(ValueError, match="three"):
+        split_map(_fails_on_three, [3, 1, 2, 4], lambda x: 1, min_weight=0)  # the head (here) fails
+    assert children and all(not Path(f"/proc/{pid}").exists() for pid in children)
+
+
+@needs_two_cores
+def test_a_check_that_fails_stops_its_c_plus_plus_search(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    rev = _repo_with_python_and_cpp_uses(repo)
+    children: list[int] = []
+    real = split.Beside.__init__
+
+    def recording(self: Beside, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)
+        children.append(self.pid)
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the Python search failed")
+
+    monkeypatch.setattr(split.Beside, "__init__", recording)
+    monkeypatch.setattr(check, "search_dependents", failing)
+    with pytest.raises(RuntimeError, match="the Python search failed"):
+        check.check_revert(repo.path, rev, base_ref="main")
+    assert children and all(not Path(f"/proc/{pid}").exists() for pid in children)

@@ -15,8 +15,10 @@ that may have other threads (the check's background git work), and it never touc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -75,6 +77,18 @@ class Beside:
         os.close(write_fd)
         self.pid, self.read_fd = pid, read_fd
 
+    def close(self) -> None:
+        """Stop a child whose result will not be read (the caller failed on the way)."""
+        if self.pid < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.pid = -1
+
     def result(self) -> Any:
         if self.pid < 0:
             return self.fn(*self.args, **self.kwargs)
@@ -107,7 +121,11 @@ def split_map(fn: Callable[[T], R], items: Sequence[T], weight: Callable[[T], in
         half += w
     cut = min(max(cut, 1), len(items) - 1)
     tail = Beside(_map, fn, items[cut:])
-    head = [fn(x) for x in items[:cut]]
+    try:
+        head = [fn(x) for x in items[:cut]]
+    except BaseException:
+        tail.close()
+        raise
     return head + list(tail.result())
 
 
