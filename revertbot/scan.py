@@ -89,12 +89,7 @@ def scan_repository(
     ancestry: Callable[[str, str], bool] | None = None
     if all_refs:
         ref_name = "any ref"
-        commits, count, whole = named_history(root)
-        if not whole:  # the commits between a squash and the originals it names may not be there
-
-            def ancestry(a: str, b: str) -> bool:
-                return gitops.is_ancestor(root, a, b)
-
+        commits, count, ancestry = named_history(root)
     else:
         commits = gitops.log(root, head, keep=index_message)
         count = len(commits)
@@ -131,9 +126,13 @@ def scan_repository(
 _SHA_BYTES = 20  # SHA-1; a SHA-256 repository reads its whole history instead
 
 
-def named_history(root: Path) -> tuple[list[Commit], int, bool]:
+Ancestry = Callable[[str, str], bool]
+
+
+def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
     """The commits of every ref that linking can reach, in the order :func:`link_reverts` gives
-    the whole history, the count of all commits, and whether the first is the whole history.
+    the whole history, the count of all commits, and what answers whether one of them is in the
+    history of another (None: the commits are the whole history, whose parents answer it).
 
     Every ref's history can be long (101,343 commits on executorch), and a commit object with its
     message and index entries is about 1 KB. One read keeps, of each commit, its sha and parents
@@ -152,7 +151,7 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
     for i, c in enumerate(gitops.iter_log(root, "--all", keep=index_message)):
         if len(c.sha) != 2 * _SHA_BYTES:
             commits = gitops.log(root, "--all", keep=index_message)
-            return commits, len(commits), True
+            return commits, len(commits), None
         shas += bytes.fromhex(c.sha)
         for p in c.parents:
             parents += bytes.fromhex(p)
@@ -165,7 +164,7 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
     count = len(parent_end)
     if not named.exact:
         commits = gitops.log(root, "--all", keep=index_message)
-        return commits, len(commits), True
+        return commits, len(commits), None
 
     def sha_at(i: int) -> bytes:
         return bytes(shas[i * _SHA_BYTES : (i + 1) * _SHA_BYTES])
@@ -174,9 +173,8 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
     del parents
     if parent_index is None:
         commits = gitops.log(root, "--all", keep=index_message)
-        return commits, len(commits), True
+        return commits, len(commits), None
     position = _topological_positions(parent_index, parent_end)
-    del parent_index
     wanted = {hash(k) & 0xFFFFFFFF for k in named.wanted}
     start = 0
     others: list[int] = []
@@ -187,9 +185,30 @@ def named_history(root: Path) -> tuple[list[Commit], int, bool]:
     read = gitops.commits_of(root, [sha_at(i).hex() for i in others], keep=index_message)
     if [c.sha for c in read] != [sha_at(i).hex() for i in others]:
         commits = gitops.log(root, "--all", keep=index_message)  # cannot happen: shas name objects
-        return commits, len(commits), True
+        return commits, len(commits), None
     kept = sorted([*zip(others, read, strict=True), *reverts.items()], key=lambda ic: position[ic[0]])
-    return [c for _, c in kept], count, False
+    where = {c.sha: i for i, c in kept}
+    starts = array("I", [0]) + parent_end[:-1]
+
+    def ancestry(a: str, b: str) -> bool:
+        """Whether ``a`` is in ``b``'s history, walked on the parents as :func:`detect._is_ancestor`
+        does (positions are topological: nothing older than ``a`` needs a visit)."""
+        target, head = where.get(a.lower()), where.get(b.lower())
+        if target is None or head is None or position[target] <= position[head]:
+            return False
+        limit = position[target]
+        seen, todo = {head}, [head]
+        while todo:
+            i = todo.pop()
+            for j in parent_index[starts[i] : parent_end[i]]:
+                if j == target:
+                    return True
+                if j >= 0 and position[j] < limit and j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        return False
+
+    return [c for _, c in kept], count, ancestry
 
 
 def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:
