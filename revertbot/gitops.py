@@ -328,6 +328,7 @@ def current_branch_ref(repo: Path) -> str:
 
 _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%ct%x00%B"
 _LOG_FIELDS = 7
+_LOG_ARGS = ("log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature")  # what _iter_log parses
 
 
 def log(
@@ -335,7 +336,7 @@ def log(
 ) -> list[Commit]:
     """All commits reachable from ``rev`` (newest first) in one git process. ``keep`` reduces each
     message to the part the caller reads, as it is read."""
-    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature"]
+    args = [*_LOG_ARGS]
     if since:
         args.append(f"--since={since}")
     if not paths:
@@ -356,10 +357,7 @@ def stdin_revisions(revs: Sequence[str], paths: Sequence[str]) -> tuple[bytes, l
 def log_revs(repo: Path, revs: Sequence[str]) -> list[Commit]:
     """Commits reachable from any of ``revs`` (``^rev`` excludes), newest first, in one process;
     the revisions go through stdin, so their number is not limited by the command line."""
-    if not revs:
-        return []
-    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--stdin", "--"]
-    return _read_log(args, repo, "".join(f"{r}\n" for r in revs).encode())
+    return _log_stdin(repo, revs)
 
 
 _CHUNK = 1 << 20
@@ -368,15 +366,20 @@ _CHUNK = 1 << 20
 def iter_log(repo: Path, rev: str, keep: Callable[[str], str] | None = None) -> Iterator[Commit]:
     """The commits of :func:`log` one at a time, as git writes them: a caller that keeps only
     some of them holds only those."""
-    return _iter_log(["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", rev, "--"], repo, keep=keep)
+    return _iter_log([*_LOG_ARGS, rev, "--"], repo, keep=keep)
 
 
 def commits_of(repo: Path, shas: Sequence[str], keep: Callable[[str], str] | None = None) -> list[Commit]:
     """The commits ``shas`` themselves (no history), in that order, in one process."""
-    if not shas:
+    return _log_stdin(repo, shas, "--no-walk=unsorted", keep=keep)
+
+
+def _log_stdin(repo: Path, revs: Sequence[str], *options: str, keep: Callable[[str], str] | None = None
+               ) -> list[Commit]:  # fmt: skip
+    """``git log`` of ``revs`` given through stdin (their number is not limited by the command line)."""
+    if not revs:
         return []
-    args = ["log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature", "--no-walk=unsorted", "--stdin", "--"]
-    return _read_log(args, repo, "".join(f"{s}\n" for s in shas).encode(), keep=keep)
+    return _read_log([*_LOG_ARGS, *options, "--stdin", "--"], repo, "".join(f"{r}\n" for r in revs).encode(), keep=keep)
 
 
 def _read_log(
