@@ -141,6 +141,11 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
     worked out from the parents, and the commits whose keys the reverts' messages want (see
     :class:`detect.NamedCommits`) are read again by sha in one process. A hash that collides only
     keeps a commit that is not needed, which changes nothing."""
+
+    def whole_history() -> tuple[list[Commit], int, None]:
+        commits = gitops.log(root, "--all", keep=index_message)
+        return commits, len(commits), None
+
     shas = bytearray()  # _SHA_BYTES per commit
     parents = bytearray()  # _SHA_BYTES per parent
     parent_end = array("I")
@@ -150,8 +155,7 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
     reverts: dict[int, Commit] = {}
     for i, c in enumerate(gitops.iter_log(root, "--all", keep=index_message)):
         if len(c.sha) != 2 * _SHA_BYTES:
-            commits = gitops.log(root, "--all", keep=index_message)
-            return commits, len(commits), None
+            return whole_history()
         shas += bytes.fromhex(c.sha)
         for p in c.parents:
             parents += bytes.fromhex(p)
@@ -163,8 +167,7 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
             reverts[i] = c
     count = len(parent_end)
     if not named.exact:
-        commits = gitops.log(root, "--all", keep=index_message)
-        return commits, len(commits), None
+        return whole_history()
 
     def sha_at(i: int) -> bytes:
         return bytes(shas[i * _SHA_BYTES : (i + 1) * _SHA_BYTES])
@@ -172,9 +175,9 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
     parent_index = _parent_indices(shas, parents, parent_end)
     del parents
     if parent_index is None:
-        commits = gitops.log(root, "--all", keep=index_message)
-        return commits, len(commits), None
-    position = _topological_positions(parent_index, parent_end)
+        return whole_history()
+    starts = array("I", [0]) + parent_end[:-1]  # where each commit's parents begin in parent_index
+    position = _topological_positions(parent_index, starts, parent_end)
     wanted = {hash(k) & 0xFFFFFFFF for k in named.wanted}
     start = 0
     others: list[int] = []
@@ -184,11 +187,9 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
         start = end
     read = gitops.commits_of(root, [sha_at(i).hex() for i in others], keep=index_message)
     if [c.sha for c in read] != [sha_at(i).hex() for i in others]:
-        commits = gitops.log(root, "--all", keep=index_message)  # cannot happen: shas name objects
-        return commits, len(commits), None
+        return whole_history()  # cannot happen: shas name objects
     kept = sorted([*zip(others, read, strict=True), *reverts.items()], key=lambda ic: position[ic[0]])
     where = {c.sha: i for i, c in kept}
-    starts = array("I", [0]) + parent_end[:-1]
 
     def ancestry(a: str, b: str) -> bool:
         """Whether ``a`` is in ``b``'s history, walked on the parents as :func:`detect._is_ancestor`
@@ -228,14 +229,13 @@ def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[in
     return index
 
 
-def _topological_positions(parent_index: Sequence[int], parent_end: array[int]) -> Sequence[int]:
+def _topological_positions(parent_index: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Sequence[int]:
     """The position of each commit (by its index in git's order) in the order
     :func:`detect._topological` gives: git's own when no parent comes before a child, else the
     same heap on git's indices, over the same edges (``parent_index`` as :func:`_parent_indices`
-    gives it, commit ``i``'s parents ending at ``parent_end[i]``)."""
-    n = len(parent_end)
-    starts = array("I", [0]) + parent_end[:-1] if n else array("I")
-    if all(j < 0 or j > i for i in range(n) for j in parent_index[starts[i] : parent_end[i]]):
+    gives it, commit ``i``'s parents in ``parent_index[starts[i]:ends[i]]``)."""
+    n = len(ends)
+    if all(j < 0 or j > i for i in range(n) for j in parent_index[starts[i] : ends[i]]):
         return range(n)
     children = array("I", [0]) * n
     for j in parent_index:
@@ -249,7 +249,7 @@ def _topological_positions(parent_index: Sequence[int], parent_end: array[int]) 
         i = heapq.heappop(ready)
         position[i] = placed
         placed += 1
-        for j in parent_index[starts[i] : parent_end[i]]:
+        for j in parent_index[starts[i] : ends[i]]:
             if j >= 0:
                 children[j] -= 1
                 if children[j] == 0:
@@ -414,19 +414,18 @@ def _fast_outcome(link: Link, raws: Mapping[str, str], errors: Mapping[str, str]
     return fast_proof(link, {s: raw_entries(raws[s]) for s in shas})
 
 
-def _choose_by_diff(link: Link, patches: Mapping[str, str], vectors: dict[str, Vector] | None = None) -> Link:
+def _choose_by_diff(link: Link, patches: Mapping[str, str], vectors: dict[str, Vector]) -> Link:
     """Of several commits that match a reference equally, the one whose change this one inverts
     (or redoes) line for line; still ambiguous when none or more than one does. The verdict on the
     chosen one is then proven like any other. ``vectors`` keeps change vectors between calls (the
     same candidates come up for many reverts: copies of a change on several branches)."""
     if link.revert not in patches:
         return link
-    known = {} if vectors is None else vectors
 
     def vector(sha: str) -> Vector:
-        if sha not in known:
-            known[sha] = change_vector(patches[sha])
-        return known[sha]
+        if sha not in vectors:
+            vectors[sha] = change_vector(patches[sha])
+        return vectors[sha]
 
     actual = vector(link.revert)
 

@@ -105,6 +105,6 @@ def test_ordering_by_parents_matches_the_linker(repo: GitRepo) -> None:
         ends.append(total)
     parent_index = scan._parent_indices(shas, parents, ends)
     assert parent_index is not None
-    position = scan._topological_positions(parent_index, ends)
+    position = scan._topological_positions(parent_index, array("I", [0]) + ends[:-1], ends)
     ordered = sorted(range(len(commits)), key=lambda i: position[i])
     assert [commits[i].sha for i in ordered] == [c.sha for c in _topological(commits)]
