@@ -319,8 +319,6 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
     return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path)))
 
 
-#: Python source (both versions) from which symbol diffs are shared with a second core.
-SPLIT_SOURCE_CHARS = 400_000
 #: Python files whose symbols one check analyses (parsing costs about a millisecond per file and side).
 MAX_SYMBOL_FILES = 5_000
 
@@ -350,8 +348,7 @@ def _symbol_changes(
 
     versions = [(p, text(ids[p][0]), text(ids[p][1])) for p in py]
     # Parsing holds the interpreter lock: large changes are shared with a second core.
-    diffs = split_map(lambda v: diff_symbols(*v), versions, lambda v: len(v[1] or "") + len(v[2] or ""),
-                      SPLIT_SOURCE_CHARS)  # fmt: skip
+    diffs = split_map(lambda v: diff_symbols(*v), versions, lambda v: len(v[1] or "") + len(v[2] or ""))
     for (p, _, _), (found, note) in zip(versions, diffs, strict=True):
         changes += list(found)
         if note:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from revertbot import check
-from revertbot.analysis import dependents, split
+from revertbot.analysis import split
 from revertbot.analysis.split import Beside, split_map
 from tests.gitrepo import GitRepo
 
@@ -112,8 +112,7 @@ def test_a_check_split_over_two_processes_reports_exactly_the_same(
         forks.append(1)
         return real_fork()
 
-    monkeypatch.setattr(check, "SPLIT_SOURCE_CHARS", 0)
-    monkeypatch.setattr(dependents, "SPLIT_SOURCE_CHARS", 0)
+    monkeypatch.setattr(split, "SPLIT_SOURCE_CHARS", 0)
     monkeypatch.setattr(split.os, "fork", counting_fork)
     shared = _analysis(repo, rev)
     symbols, deps, _notes, _risk = alone

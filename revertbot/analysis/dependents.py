@@ -64,7 +64,6 @@ MAX_FILES = 600  # files parsed
 MAX_FILE_BYTES = 2_000_000  # a larger Python file is generated code: not parsed
 MAX_TOTAL_BYTES = 64_000_000
 MAX_GREP_LINES = 2_000_000
-SPLIT_SOURCE_CHARS = 400_000  # candidate source from which parsing is shared with a second core
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Files where a dotted or file path can break something at run time (docs cannot).
 CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
@@ -616,7 +615,7 @@ class _Search:
                 else:
                     others.append((p, text))
             # The other files only read that state: a second core parses part of them.
-            for found, notes in split_map(self._scan_other, others, lambda pt: len(pt[1]), SPLIT_SOURCE_CHARS):
+            for found, notes in split_map(self._scan_other, others, lambda pt: len(pt[1])):
                 for key, dependent in found:
                     self.found.setdefault(key, dependent)
                 self.notes += notes

@@ -106,9 +106,18 @@ class Beside:
         return self.fn(*self.args, **self.kwargs)
 
 
-def split_map(fn: Callable[[T], R], items: Sequence[T], weight: Callable[[T], int], min_weight: int) -> list[R]:
-    """``[fn(x) for x in items]``, in order; when the items weigh ``min_weight`` or more in all,
-    the later ones (about half the weight) are computed by a forked child meanwhile."""
+#: Source (in characters) from which parsing it is worth a fork.
+SPLIT_SOURCE_CHARS = 400_000
+
+
+def split_map(
+    fn: Callable[[T], R], items: Sequence[T], weight: Callable[[T], int], min_weight: int | None = None
+) -> list[R]:
+    """``[fn(x) for x in items]``, in order; when the items weigh ``min_weight`` or more in all
+    (default :data:`SPLIT_SOURCE_CHARS`, weights being characters of source), the later ones
+    (about half the weight) are computed by a forked child meanwhile."""
+    if min_weight is None:
+        min_weight = SPLIT_SOURCE_CHARS
     weights = [max(0, weight(x)) for x in items]
     total = sum(weights)
     if len(items) < 2 or total < min_weight or not can_split():
