@@ -623,12 +623,18 @@ def commit_patches(
 
 
 def commit_texts(
-    repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = (), max_bytes: int = MAX_PATCH_BYTES
+    repo: Path,
+    commits: Sequence[tuple[str, str | None]],
+    paths: Sequence[str] = (),
+    max_bytes: int = MAX_PATCH_BYTES,
+    line_counts: bool = True,
 ) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """:func:`commit_patches` for commits whose raw lines were read and whose blobs were found
     already (:func:`commit_raws`, :func:`unreadable_blobs`): only the text diff runs, limited to
-    ``paths`` (literal) when given, and then its raw and numstat lines cover those paths only."""
-    return _diff_batch(repo, list(dict.fromkeys(commits)), _PATCH_OPTS, paths, max_bytes)
+    ``paths`` (literal) when given, and then its raw and numstat lines cover those paths only.
+    Without ``line_counts`` there are no numstat lines: git diffs every file twice to print them."""
+    opts = _PATCH_OPTS if line_counts else _TEXT_OPTS
+    return _diff_batch(repo, list(dict.fromkeys(commits)), opts, paths, max_bytes)
 
 
 def commit_raws(
@@ -776,6 +782,7 @@ _RAW_OPTS = (
     "--root", "--diff-merges=first-parent", "--full-index", "--no-renames", "--no-color", "--no-ext-diff",
     "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
 )  # fmt: skip
+_TEXT_OPTS = ("-p", *_RAW_OPTS)
 _PATCH_OPTS = ("-p", "--numstat", *_RAW_OPTS)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -356,12 +356,14 @@ def classify(
     errors: Mapping[str, str] | None = None,
     proof: Proof | str | None = None,
     truncated: Collection[str] = (),
+    vectors: MutableMapping[str, Vector] | None = None,
 ) -> PurityResult:
     """Purity of ``link`` given the patches of the revert and its originals (with their ``--raw``
     lines) and, when the fast proof could not decide, the outcome of the merge proof:
     ``"equal"``, ``"differs"``, ``"conflict: <paths>"`` or ``"error: <why>"``. Commits in
     ``truncated`` have complete raw lines but only the start of their diff text: they can be
-    proven pure, but what differs cannot be explained."""
+    proven pure, but what differs cannot be explained. ``vectors`` keeps the change vectors of
+    the patches between calls (keyed by sha; a commit's vector may be there already)."""
     errors = errors or {}
     if not link.originals:
         why = "; ".join(f"{u.ref}: {u.reason}" for u in link.unresolved) or "no original commit found"
@@ -398,13 +400,20 @@ def classify(
         return PurityResult("unverifiable", f"it is not exactly the {what} of {of}, but the diff of {cut[0][:12]} is "
                             "too large to say how it differs")  # fmt: skip
     # Only now, for an explanation, the line-by-line comparison.
+    known = {} if vectors is None else vectors
+
+    def vector(sha: str) -> Vector:
+        if sha not in known:
+            known[sha] = change_vector(patches[sha])
+        return known[sha]
+
     expected: Vector = Counter()
     for sha in link.originals:
-        for key, count in change_vector(patches[sha]).items():
+        for key, count in vector(sha).items():
             expected[key] -= count * link.direction
     # Several originals can cancel out (one adds what a later one removes); that is still checkable.
     expected = Counter({k: v for k, v in expected.items() if v != 0})
-    verdict, files = compare(change_vector(patches[link.revert]), expected)
+    verdict, files = compare(vector(link.revert), expected)
     if verdict == "pure" and proof.startswith("conflict"):
         # Line for line it is the inverse, but git could not undo the original here without a
         # conflict, so there is no tree to compare with: the hand resolution cannot be proven.

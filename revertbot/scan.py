@@ -283,6 +283,10 @@ def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[st
     return cut
 
 
+#: Diff texts read for the verdicts: texts, errors, truncated commits and change vectors, by sha.
+Texts = tuple[dict[str, str], dict[str, str], set[str], dict[str, Vector]]
+
+
 def classify_links(
     root: Path,
     commits: Sequence[Commit],
@@ -320,13 +324,6 @@ def classify_links(
     texts: dict[str, str] = {}
     truncated: set[str] = set()
 
-    def add_texts(found: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
-        more_texts, more_errors, cut_text = found
-        # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
-        texts.update({sha: _with_raws(raws[sha], text) for sha, text in more_texts.items()})
-        errors.update(more_errors)
-        truncated.update(cut_text)
-
     def wanted(shas: Iterable[str]) -> list[tuple[str, str | None]]:
         return [(s, parent_of[s]) for s in dict.fromkeys(shas) if s in raws and s not in errors and s not in texts]
 
@@ -337,28 +334,48 @@ def classify_links(
         whole, more_errors, _cut = gitops.commit_texts(root, chosen)
         errors.update(more_errors)
         whole = {sha: _with_raws(raws[sha], text) for sha, text in whole.items()}
-        vectors: dict[str, Vector] = {}
-        links = [_choose_by_diff(link, whole, vectors) if link.candidates else link for link in links]
+        whole_vectors: dict[str, Vector] = {}
+        links = [_choose_by_diff(link, whole, whole_vectors) if link.candidates else link for link in links]
     # Explaining a verdict needs the text of the paths where a revert does not mirror its
     # originals blob for blob; on the others their lines cancel out exactly.
     paths = explained_paths(links, raws, errors)
+    vectors: dict[str, Vector] = {}  # change vectors of the texts, for the explanations
+
+    def read_texts(commits: Sequence[tuple[str, str | None]], with_vectors: bool = False) -> Texts:
+        """Texts, errors, truncated and (when asked) change vectors: nothing shared is changed
+        here, this can run beside the proof."""
+        # The verdicts read no numstat lines: the raw ones say which files changed.
+        found, more_errors, cut_text = gitops.commit_texts(root, commits, paths, line_counts=False)
+        # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
+        found = {sha: _with_raws(raws[sha], text) for sha, text in found.items()}
+        return found, more_errors, cut_text, {s: change_vector(t) for s, t in found.items()} if with_vectors else {}
+
+    def add_texts(found: Texts) -> None:
+        more_texts, more_errors, cut_text, more_vectors = found
+        texts.update(more_texts)
+        errors.update(more_errors)
+        truncated.update(cut_text)
+        vectors.update(more_vectors)
+
     # The text of the links the raw ids do not prove is diffed on another core while the merge
     # proof runs (some of them the merges will prove pure; their text is then unused).
     likely = wanted(s for link in links if link.originals and not link.unresolved
                     and _fast_outcome(link, raws, errors) != "equal"
                     for s in (link.revert, *link.originals))  # fmt: skip
+    # Their change vectors are worked out there too: the merges mostly wait on git.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        early = pool.submit(gitops.commit_texts, root, likely, paths) if likely else None
+        early = pool.submit(read_texts, likely, True) if likely else None
         proofs = prove(root, links, raws, errors, parent_of)
         if early is not None:
             add_texts(early.result())
     unproven = [link for link in links if proofs.get(link.revert) != "equal"]
     if late := wanted(s for link in unproven if link.originals and not link.unresolved
                       for s in (link.revert, *link.originals)):  # fmt: skip
-        add_texts(gitops.commit_texts(root, late, paths))
+        add_texts(read_texts(late))
     progress("diffing reverts and originals", len(requests), len(requests))
     patches = {**raws, **texts}
-    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
+    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors)
+                for link in links}  # fmt: skip
     entries = []
     for n, link in enumerate(links, 1):
         purity: PurityResult = verdicts[link.revert]

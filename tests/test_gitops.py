@@ -12,7 +12,7 @@ import pytest
 
 from revertbot import gitops
 from revertbot.errors import EXIT_GIT, EXIT_NOT_FOUND, GitError, NotFoundError, UsageError
-from revertbot.purity import strip_raw
+from revertbot.purity import raw_entries, strip_raw
 from tests.gitrepo import GitRepo
 
 
@@ -326,6 +326,18 @@ def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> N
     # A merge without an explicit parent is diffed against its first parent: what it brought in.
     assert "diff --git a/s b/s" in patches[merge] and "diff --git a/f" not in patches[merge]
     assert patches[side] == _single_diff(repo, side)
+
+
+def test_commit_texts_without_line_counts_is_the_same_diff_without_numstat(repo: GitRepo) -> None:
+    repo.commit("init", {"f": "a\n", "g": "1\n"})
+    sha = repo.commit("change", {"f": "a\nb\n", "g": "2\n"})
+    with_counts, _, _ = gitops.commit_texts(repo.path, [(sha, None)])
+    without, _, _ = gitops.commit_texts(repo.path, [(sha, None)], line_counts=False)
+    header = [line for line in without[sha].partition("diff --git")[0].split("\n") if line]
+    assert len(header) == 2 and all(line.startswith(":") for line in header)  # raw lines only
+    assert "1\t0\tf\n" in with_counts[sha]  # the numstat line is there when asked for
+    assert raw_entries(without[sha]) == raw_entries(with_counts[sha]) != {}
+    assert strip_raw(without[sha]) == strip_raw(with_counts[sha])
 
 
 def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -> None:

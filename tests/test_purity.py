@@ -281,6 +281,20 @@ def test_classify_reland_direction() -> None:
     assert classify(link, {"r" * 40: INVERSE, "o" * 40: ORIG}, proof="differs").verdict == "modified"
 
 
+def test_classify_reads_change_vectors_given_and_keeps_those_it_makes() -> None:
+    extra = ORIG.replace("+X\n", "+X\n+Y\n").replace("+1,3", "+1,4")
+    link = _link("r" * 40, "o" * 40)
+    patches = {"r" * 40: INVERSE, "o" * 40: extra}
+    plain = classify(link, patches, proof="differs")
+    vectors: dict[str, Counter[tuple[str, str]]] = {}
+    assert classify(link, patches, proof="differs", vectors=vectors) == plain
+    assert plain.verdict == "partial" and set(vectors) == {"r" * 40, "o" * 40}
+    # A vector already known is used as it is, not computed again from the patch.
+    vectors["r" * 40] = Counter({("f", "|X"): -1, ("f", "|Y"): -1})
+    planted = classify(link, patches, proof="differs", vectors=vectors)
+    assert planted != plain and not any(f.missing for f in planted.files)
+
+
 def test_patch_requests_dedupes_and_uses_first_parents() -> None:
     links = [_link("r1", "o1"), _link("r2", "o1", "o2")]
     parents: dict[str, str | None] = {"r1": "p1", "o1": None, "r2": "p2", "o2": "p3"}
