@@ -175,3 +175,59 @@ def test_a_check_that_fails_stops_its_c_plus_plus_search(repo: GitRepo, monkeypa
     with pytest.raises(RuntimeError, match="the Python search failed"):
         check.check_revert(repo.path, rev, base_ref="main")
     assert children and all(not Path(f"/proc/{pid}").exists() for pid in children)
+
+
+def _cpp_search(repo: GitRepo) -> tuple[object, ...]:
+    from revertbot.analysis.dependents_cpp import search_cpp_dependents
+    from revertbot.analysis.symbols_cpp import CppSymbolChange
+
+    changes = [
+        CppSymbolChange(name="k::pad(int)", kind="function", change="removed", file="k.cu", line=1,
+                        detail="function removed", bound_name="pad"),
+        CppSymbolChange(name="fi::rope", kind="function", change="removed", file="ops.cu", line=1,
+                        detail="function removed", bound_name="rope"),
+        CppSymbolChange(name="k::Runner::go", kind="method", change="removed", file="k.cu", line=3,
+                        detail="method removed", bound_name="go"),
+    ]  # fmt: skip
+    result = search_cpp_dependents(repo.path, repo.head(), changes)
+    return result.dependents, result.notes
+
+
+def test_a_cpp_search_split_over_two_processes_finds_exactly_the_same(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files are read in two processes and merged in file order: first finds win, registrations
+    are listed once, and what is only known after every file (another overload defined in a
+    later file) applies to the uses in earlier ones too."""
+    files: dict[str, str | bytes | None] = {
+        # a use of the removed overload before the file that defines the other one
+        "a_use.cu": "namespace k {\nint u() { return pad(1); }\n}\n",
+        "csrc/bind_a.cc": 'TORCH_LIBRARY(fi, m) {\n  m.def("rope(int x) -> ()", &fi::rope);\n}\n',
+        "csrc/bind_b.cc": 'TORCH_LIBRARY(fi, m) {\n  m.def("rope(int x) -> ()", &fi::rope);\n}\n',
+        "macro.cu": "#define CALL_ROPE(x) fi::rope(x)\nint go = 0;\n",
+        "runner.cu": "namespace k {\nstruct Runner;\nvoid drive(Runner& r) { r.go(); }\n}\n",
+        "thing.cu": "struct Thing { void go(); };\nvoid drive(Thing& t) { t.go(); }\n",
+        "this.cu": "struct Other {\n  void go();\n  void run() { this->go(); }\n};\n",
+        "z_other.cu": "namespace k {\nint pad(float x) { return 0; }\n}\n",
+        "fi/rope.py": "import torch\n\n\ndef rope(x):\n    return torch.ops.fi.rope(x)\n",
+    }
+    for n in range(30):  # enough files that both processes get some
+        files[f"m/use_{n:02d}.cu"] = f"namespace k {{\nint use_{n}() {{ return pad({n}); }}\n}}\n"
+    repo.commit("base", files)
+    with monkeypatch.context() as m:
+        m.setattr(split, "can_split", lambda: False)
+        alone = _cpp_search(repo)
+    monkeypatch.setattr(split, "SPLIT_SOURCE_CHARS", 0)
+    shared = _cpp_search(repo)
+    assert shared == alone
+    deps, _notes = alone
+    by_file = {(d.file, d.line): d for d in deps}  # type: ignore[attr-defined]
+    overload = " (another overload remains; the call may resolve to it)"
+    assert by_file[("a_use.cu", 2)].reason == "calls removed function `pad`" + overload
+    assert by_file[("m/use_29.cu", 2)].reason == "calls removed function `pad`" + overload
+    assert ("macro.cu", 1) in by_file and ("this.cu", 3) in by_file and ("runner.cu", 3) in by_file
+    assert not any(f == "thing.cu" for f, _ in by_file)  # `t.go()` in a file that never names Runner
+    # the op registered twice is followed once, from the first file that registers it
+    assert [d.via for d in deps if d.file == "fi/rope.py"] == [  # type: ignore[attr-defined]
+        "ops.cu: rope removed; still registered as torch.ops.fi.rope in csrc/bind_a.cc:2; used at fi/rope.py:5"
+    ]

@@ -56,6 +56,7 @@ from .dependents import (
     within_budget,
 )
 from .pyparse import parse_python
+from .split import split_map
 from .symbols import SymbolChange
 from .symbols_cpp import (
     CALLABLE_CPP_KINDS,
@@ -115,6 +116,26 @@ class _OpTarget:
     name: str
     via: str  # the chain up to the registration
     seq: int
+
+
+def _names_re(words: Iterable[str]) -> re.Pattern[bytes] | None:
+    """Where any of ``words`` is written as a whole word, longest first (None: no words)."""
+    names = b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + names + rb")(?![A-Za-z0-9_])") if names else None
+
+
+_OTHER_OVERLOAD = " (another overload remains; the call may resolve to it)"
+
+
+@dataclass
+class _Findings:
+    """What reading one C++ file adds to a search."""
+
+    found: list[tuple[tuple[str, str, int], Dependent]]
+    spans: dict[tuple[str, str, int], tuple[int, int]]
+    defined_elsewhere: list[tuple[str, str]]
+    other_overload: set[str]
+    ops: list[_OpTarget]
 
 
 def search_cpp_dependents(
@@ -258,7 +279,8 @@ class _Search:
         self.searched_ops: set[str] = set()
         self.method_owners: dict[str, set[str]] = {}  # per file: method name -> classes declaring it
         self.spans: dict[tuple[str, str, int], tuple[int, int]] = {}  # lines of a call or #define a use is in
-        self.word_re: re.Pattern[bytes] | None = None  # the targets' names, made on first use
+        self.names_re = _names_re(self.by_word)  # where a target's name is written (bytes)
+        self.beyond_methods_re = _names_re(self._beyond_methods())
 
     def run(self) -> list[Dependent]:
         words = sorted(self.by_word)
@@ -268,20 +290,56 @@ class _Search:
             keep = set(words[:MAX_WORDS])
             self.by_word = {w: ts for w, ts in self.by_word.items() if w in keep}
             words = words[:MAX_WORDS]
+            self.names_re, self.beyond_methods_re = _names_re(self.by_word), _names_re(self._beyond_methods())
         cpp_files, py_files = self._grep(words, self.ops, with_cpp=True)
-        for path, text in self._read(cpp_files):
-            self._scan_cpp(path, text)
+        for batch in self._read(cpp_files):
+            # A second core parses part of the files; what each file adds is merged in file order.
+            for findings in split_map(self._scan_one, batch, lambda pd: len(pd[1])):
+                self._merge(findings)
         for symbol, where in sorted(self.defined_elsewhere.items()):
             self.found = {k: d for k, d in self.found.items() if d.symbol != symbol}
             self.notes.append(f"dependents: `{symbol}` is {where}; its uses are not dependents")
+        # Known only once every file is read: whichever file defines the other overload.
+        self.found = {k: dataclasses.replace(d, reason=d.reason + _OTHER_OVERLOAD) if d.symbol in self.other_overload
+                      else d for k, d in self.found.items()}  # fmt: skip
         # Registrations in the tree that name a removed function: their Python uses break too.
         late = [o for o in self.ops if o.symbol not in self.searched_ops]
         if late:
             _, more = self._grep([], late, with_cpp=False)
             py_files += [p for p in more if p not in py_files]
-        for path, text in self._read(py_files):
-            self._scan_python(path, text)
+        for batch in self._read(py_files):
+            for path, text in batch:
+                self._scan_python(path, text)
         return list(self.found.values())
+
+    def _beyond_methods(self) -> list[str]:
+        """Names of targets other than methods: only they read using declarations and macro bodies."""
+        return [w for w, ts in self.by_word.items() if any(t.kind != "method" for t in ts)]
+
+    def _scan_one(self, path_data: tuple[str, bytes]) -> _Findings:
+        """What one C++ file adds (it may run in a forked child: nothing shared is changed)."""
+        saved = self.found, self.spans, self.defined_elsewhere, self.other_overload, self.ops, self.order
+        self.found, self.spans, self.defined_elsewhere, self.other_overload = {}, {}, {}, set()
+        self.ops, self.order = list(saved[4]), dict(saved[5])
+        try:
+            self._scan_cpp(*path_data)
+            return _Findings(list(self.found.items()), self.spans, list(self.defined_elsewhere.items()),
+                             self.other_overload, self.ops[len(saved[4]) :])  # fmt: skip
+        finally:
+            self.found, self.spans, self.defined_elsewhere, self.other_overload, self.ops, self.order = saved
+
+    def _merge(self, findings: _Findings) -> None:
+        """Add one file's findings as if it had been read after the files merged before it."""
+        for key, dependent in findings.found:
+            self.found.setdefault(key, dependent)
+        self.spans.update(findings.spans)
+        for symbol, where in findings.defined_elsewhere:
+            self.defined_elsewhere.setdefault(symbol, where)
+        self.other_overload |= findings.other_overload
+        for op in findings.ops:
+            if not any(o.symbol == op.symbol for o in self.ops):
+                self.ops.append(op)
+                self.order.setdefault(op.symbol, op.seq)
 
     def _op_patterns(self, ops: Iterable[_OpTarget]) -> list[str]:
         out: list[str] = []
@@ -314,8 +372,9 @@ class _Search:
                 py[path] = None
         return list(cpp), list(py)
 
-    def _read(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
-        """Contents of candidate files within the file, byte and count budgets (notes say what was left)."""
+    def _read(self, paths: list[str]) -> Iterable[list[tuple[str, bytes]]]:
+        """Contents of candidate files within the file, byte and count budgets (notes say what was
+        left), in batches: memory holds one batch at a time."""
         sizes = gitops.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
         readable, too_big, stop = within_budget(paths, lambda p: sizes.get(f"{self.tree}:{p}"), MAX_FILE_BYTES,
                                                 MAX_TOTAL_BYTES - self.total, MAX_FILES - self.parsed)  # fmt: skip
@@ -330,10 +389,7 @@ class _Search:
         for start in range(0, len(readable), 200):
             batch = readable[start : start + 200]
             contents = gitops.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
-            for p in batch:
-                blob = contents.get(f"{self.tree}:{p}")
-                if blob is not None:
-                    yield p, blob
+            yield [(p, blob) for p in batch if (blob := contents.get(f"{self.tree}:{p}")) is not None]
 
     def _add(self, symbol: str, word: str, path: str, line: int, text: str, reason: str, via: str = "") -> None:
         key = (symbol, path, line)
@@ -347,8 +403,10 @@ class _Search:
 
         grammar = grammar_for(path, data)
         tree = parser_for(grammar).parse(data)
-        query = query_for(grammar, _QUERY_TEXT, _QUERIES)
-        captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
+        # Using declarations and macro bodies are read for targets other than methods only.
+        wanted = self.beyond_methods_re
+        query = query_for(grammar, _QUERY_TEXT, _QUERIES) if wanted is not None and wanted.search(data) else None
+        captures = tree_sitter.QueryCursor(query).captures(tree.root_node) if query is not None else {}
         lines = data.split(b"\n")
 
         def text(n: Node) -> str:
@@ -403,11 +461,8 @@ class _Search:
         """The identifier nodes spelling a target's name, in the order of the file: each place
         the name is written is looked up in the tree (a comment, a string or a longer name there
         is not an identifier node of exactly that span), instead of reading every identifier."""
-        if self.word_re is None:
-            names = b"|".join(re.escape(w.encode()) for w in sorted(self.by_word, key=len, reverse=True))
-            self.word_re = re.compile(rb"(?<![A-Za-z0-9_])(?:" + names + rb")(?![A-Za-z0-9_])")
         out = []
-        for m in self.word_re.finditer(data):
+        for m in self.names_re.finditer(data) if self.names_re is not None else ():
             n = root.descendant_for_byte_range(m.start(), m.end())
             if n is not None and n.type in _ID_TYPES and n.start_byte == m.start() and n.end_byte == m.end():
                 out.append(n)
@@ -440,8 +495,6 @@ class _Search:
         removed = t.mode == "removed"
         verb = ("launches" if launch else "calls" if call else "uses") + (" removed " if removed else " ")
         reason = f"{verb}{t.kind} `{t.word}`" + ("" if removed else ", whose signature the revert changes")
-        if t.symbol in self.other_overload:
-            reason += " (another overload remains; the call may resolve to it)"
         if t.kind == "macro":
             return reason
         if t.kind in CALLABLE_CPP_KINDS and n.type in ("type_identifier", "namespace_identifier"):
