@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from . import __version__
+from . import __version__, gitops
 from .errors import RevertbotError, UsageError
-from .scan import ScanResult, entry_to_json, scan_repository
 
 if TYPE_CHECKING:
     from .models import RevertReport
+    from .scan import ScanResult
 
 
 class _Progress:
@@ -149,12 +149,16 @@ def scan(
     """
     progress = _Progress()
     started = time.monotonic()
-    try:
-        result = scan_repository(
-            repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress, all_refs=all_refs
-        )
-    finally:
-        progress.close()
+    # git reads the history while the analysis modules load (a scan of a small repository is
+    # mostly start-up); the scan uses that read when it is of the commit it resolves the ref to.
+    with gitops.StartedLog(repo, ref or "HEAD") if not (all_refs or since) else contextlib.nullcontext() as history:
+        from .scan import entry_to_json, scan_repository
+
+        try:
+            result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
+                                     all_refs=all_refs, started=history)  # fmt: skip
+        finally:
+            progress.close()
     if verbose:
         click.echo(f"scanned {result.commits_scanned:,} commits in {time.monotonic() - started:.2f}s", err=True)
         _speed_hints(result.repo)

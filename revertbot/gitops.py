@@ -8,6 +8,7 @@ checkouts for the GPU runner are exported with ``git archive``.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import queue
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -332,10 +333,18 @@ _LOG_ARGS = ("log", "-z", f"--format={_LOG_FORMAT}", "--no-show-signature")  # w
 
 
 def log(
-    repo: Path, rev: str, since: str | None = None, paths: Sequence[str] = (), keep: Callable[[str], str] | None = None
+    repo: Path,
+    rev: str,
+    since: str | None = None,
+    paths: Sequence[str] = (),
+    keep: Callable[[str], str] | None = None,
+    started: StartedLog | None = None,
 ) -> list[Commit]:
     """All commits reachable from ``rev`` (newest first) in one git process. ``keep`` reduces each
-    message to the part the caller reads, as it is read."""
+    message to the part the caller reads, as it is read. ``started`` is the same log begun earlier
+    (see :class:`StartedLog`; ``rev`` is then a full sha): it is read when it is that history."""
+    if started is not None and not since and not paths and (commits := started.commits(rev, keep)) is not None:
+        return commits
     args = [*_LOG_ARGS]
     if since:
         args.append(f"--since={since}")
@@ -392,48 +401,119 @@ def _read_log(
 def _iter_log(
     args: Sequence[str], repo: Path, stdin: bytes | None = None, keep: Callable[[str], str] | None = None
 ) -> Iterator[Commit]:
-    """Commits from ``git log -z`` parsed while it is read: each field is decoded on its own, so
-    memory stays near the size of the commits themselves (one decoded string of the whole log
-    would take up to four bytes per character as soon as one message is not ASCII)."""
+    """Commits from ``git log -z`` parsed while it is read (see :func:`_parse_log`)."""
     with tempfile.TemporaryFile() as err:
         proc = _popen(args, repo, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                       stdout=subprocess.PIPE, stderr=err)  # fmt: skip
-        assert proc.stdout is not None
         if stdin is not None and proc.stdin is not None:
             # Written beside the reading: tens of thousands of paths exceed a pipe's buffer.
             feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
             feeder.start()
-        fields: list[str] = []
-        rest = b""
-        pending: list[bytes] = []  # chunks inside one long field, joined once its end arrives
-        finished = False
-        try:
-            for chunk in _drained(proc.stdout):
-                if b"\x00" not in chunk:
-                    pending.append(chunk)
-                    continue
-                parts = b"".join([rest, *pending, chunk]).split(b"\x00")
-                pending = []
-                rest = parts.pop()
-                for part in parts:
-                    fields.append(part.decode("utf-8", "replace"))
-                    if len(fields) == _LOG_FIELDS:
-                        yield _commit(fields, keep)
-                        fields = []
-            finished = True
-        finally:
-            if not finished:  # the caller stopped early: git must not wait on a full pipe
-                proc.kill()
-                proc.wait()
-        rest = b"".join([rest, *pending])
-        proc.stdout.close()
-        if proc.wait() != 0:
-            err.seek(0)
-            raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))
+        yield from _parse_log(proc, err, args, keep)
+
+
+def _parse_log(
+    proc: subprocess.Popen[bytes], err: IO[bytes], args: Sequence[str], keep: Callable[[str], str] | None
+) -> Generator[Commit, None, None]:
+    """Commits from a running ``git log -z`` (stderr going to ``err``): each field is decoded on
+    its own, so memory stays near the size of the commits themselves (one decoded string of the
+    whole log would take up to four bytes per character as soon as one message is not ASCII)."""
+    assert proc.stdout is not None
+    fields: list[str] = []
+    rest = b""
+    pending: list[bytes] = []  # chunks inside one long field, joined once its end arrives
+    finished = False
+    try:
+        for chunk in _drained(proc.stdout):
+            if b"\x00" not in chunk:
+                pending.append(chunk)
+                continue
+            parts = b"".join([rest, *pending, chunk]).split(b"\x00")
+            pending = []
+            rest = parts.pop()
+            for part in parts:
+                fields.append(part.decode("utf-8", "replace"))
+                if len(fields) == _LOG_FIELDS:
+                    yield _commit(fields, keep)
+                    fields = []
+        finished = True
+    finally:
+        if not finished:  # the caller stopped early: git must not wait on a full pipe
+            proc.kill()
+            proc.wait()
+    rest = b"".join([rest, *pending])
+    proc.stdout.close()
+    if proc.wait() != 0:
+        err.seek(0)
+        raise GitError(tuple(args), proc.returncode, err.read().decode("utf-8", "replace"))
     if rest:
         fields.append(rest.decode("utf-8", "replace"))
     if len(fields) == _LOG_FIELDS:
         yield _commit(fields, keep)
+
+
+class StartedLog:
+    """:func:`log` of ``rev`` begun before its reader is ready (while the analysis modules load):
+    git writes into a pipe made as large as the system allows, on another core. :func:`log` uses
+    it when it starts at the very commit it wants; otherwise (another commit, git failed, a name
+    git reads differently) it is stopped and a fresh one runs. A context manager: leaving it stops
+    what was not read."""
+
+    def __init__(self, path: str | os.PathLike[str], rev: str) -> None:
+        self.args = [*_LOG_ARGS, rev, "--"]
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close() or commits())
+        self.proc: subprocess.Popen[bytes] | None = None
+        if rev.startswith("-") or not rev.isprintable():
+            return  # never an option; resolving the name reports it
+        try:
+            self.proc = _popen(self.args, path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.err)
+        except (OSError, RevertbotError):
+            return  # the real read reports what is wrong
+        _grow_pipe(self.proc.stdout)
+
+    def __enter__(self) -> StartedLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        self.err.close()
+
+    def commits(self, sha: str, keep: Callable[[str], str] | None) -> list[Commit] | None:
+        """The whole log when it starts at commit ``sha`` (None when not: then it is stopped)."""
+        if self.proc is None:
+            return None
+        proc, self.proc = self.proc, None
+        read = _parse_log(proc, self.err, self.args, keep)
+        try:
+            first = next(read, None)
+            if first is None or first.sha != sha:
+                read.close()
+                return None
+            return [first, *read]
+        except GitError:
+            return None
+        finally:
+            self.err.close()
+
+
+def _grow_pipe(pipe: IO[bytes] | None) -> None:
+    """Let ``pipe`` hold as much as an unprivileged process may ask for (1 MiB by default on
+    Linux), so that a writer ahead of its reader is not stopped at 64 KiB."""
+    if pipe is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    try:
+        limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, limit)
+    except (OSError, ValueError):
+        pass
 
 
 _QUEUED_CHUNKS = 32  # at most this many pipe reads (64 KiB each on Linux) wait to be parsed

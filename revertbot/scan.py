@@ -69,9 +69,11 @@ def scan_repository(
     allow_shallow: bool = False,
     progress: Progress = _no_progress,
     all_refs: bool = False,
+    started: gitops.StartedLog | None = None,
 ) -> ScanResult:
     """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
-    on every branch, tag and remote-tracking ref at once."""
+    on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
+    earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names."""
     root = gitops.repo_root(repo)
     head_exists = gitops.has_head(root)
     if not head_exists and not gitops.has_commits(root):
@@ -91,7 +93,7 @@ def scan_repository(
         ref_name = "any ref"
         commits, count, ancestry = named_history(root)
     else:
-        commits = gitops.log(root, head, keep=index_message)
+        commits = gitops.log(root, head, keep=index_message, started=started)
         count = len(commits)
     progress("reading history", 1, 1)
     links = link_reverts(

@@ -193,6 +193,40 @@ def test_log_fields_longer_than_a_pipe_read_and_early_stops(repo: GitRepo) -> No
     proc.stdout.close()
 
 
+def test_a_log_started_early_is_used_only_when_it_is_the_history_asked_for(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("two", {"f": "2\n"})
+    repo.git("tag", "main", first)  # a tag named like the branch: git log reads the tag
+    reads: list[list[str]] = []
+    popen = gitops._popen
+
+    def counting(args, cwd, **kw):  # type: ignore[no-untyped-def]
+        reads.append([a for a in args if a in ("log", "--stdin")])
+        return popen(args, cwd, **kw)
+
+    monkeypatch.setattr(gitops, "_popen", counting)
+    (repo.path / "sub").mkdir()
+    with gitops.StartedLog(repo.path / "sub", "HEAD") as started:  # from a subdirectory: the same history
+        assert [c.sha for c in gitops.log(repo.path, second, started=started)] == [second, first]
+    assert reads == [["log"]]  # read once: the early one
+    with gitops.StartedLog(repo.path, "main") as started:  # the tag, not refs/heads/main
+        assert [c.sha for c in gitops.log(repo.path, second, started=started)] == [second, first]
+    assert reads[1:] == [["log"], ["log"]]  # not its history: stopped, and read again
+    with gitops.StartedLog(repo.path, "HEAD") as started:  # left unread: stopped on the way out
+        proc = started.proc
+    assert proc is not None and proc.returncode is not None
+    for bad in ("--output=x", "HEAD\n"):
+        with gitops.StartedLog(repo.path, bad) as started:
+            assert started.proc is None  # never an option or two lines
+    with gitops.StartedLog(tmp_path / "nowhere", "HEAD") as started:
+        assert started.commits(second, None) is None
+    with gitops.StartedLog(tmp_path, "HEAD") as started:  # not a repository: git fails, nothing is used
+        assert started.commits(second, None) is None
+    assert not (repo.path / "x").exists()
+
+
 def test_shallow_boundary_and_dates(repo: GitRepo, tmp_path: Path) -> None:
     for i in range(4):
         repo.commit(f"c{i}", {"f": f"{i}\n"})
