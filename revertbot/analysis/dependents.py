@@ -426,6 +426,8 @@ class _Search:
                 self.suffixes.setdefault(suffix, []).append(m)
                 sp = suffix.split(".")
                 self.ancestors.update(".".join(sp[:j]) for j in range(1, len(sp)))
+        # The first two parts of every suffix of two parts or more: what a dotted reference starts with.
+        self.dotted_heads = {".".join(suffix.split(".")[:2]) for suffix in self.suffixes if "." in suffix}
         # An import, a dotted reference or a file path that leads to an affected module names one of
         # the parts of its dotted name, unless it is relative: lines with neither need no closer look.
         parts = sorted({part for m in modules.values() for part in m.name.split(".")})
@@ -527,6 +529,10 @@ class _Search:
         return result
 
     def _dotted_in(self, text: str) -> bool:
+        # A dotted reference starts with the first two parts of a module suffix: without one of
+        # those in the line, there is nothing to tokenize.
+        if not any(head in text for head in self.dotted_heads):
+            return False
         return any(self._dotted_ref(tok) is not None for tok in set(_DOTTED.findall(text)))
 
     def _dotted_ref(self, dotted: str) -> tuple[_Module, list[str]] | None:
@@ -636,7 +642,9 @@ class _Search:
 
     def _mentions_a_name(self, text: str) -> bool:
         if self.mentions is not None:
-            return self.mentions.search(text) is not None
+            # Most candidates do not even contain a name: substring tests say so much faster than
+            # the regex, which then only confirms a whole word.
+            return any(w in text for w in self.words) and self.mentions.search(text) is not None
         return not self.words.isdisjoint(re.findall(r"\w+", text))
 
     def _scan_file(self, path: str, text: str, own: _Module | None) -> None:
