@@ -701,3 +701,28 @@ def test_a_changed_file_moved_away_since_is_not_searched_and_a_note_says_so(repo
         "dependents: 1 changed file(s) not in the analysed tree (moved or deleted since), their changes not "
         "searched: `pkg/kernels/ops.py`",
     ))
+
+
+def test_runs_naming_a_part_are_every_run_that_names_one_in_order() -> None:
+    """The runs of a long config line are found from the parts' matches; on random lines (word,
+    non-ASCII word, run and other characters) they are exactly the runs a run-by-run test keeps."""
+    import random
+    import re
+
+    from revertbot.analysis import dependents as dep
+
+    class Parts:
+        names_a_part: re.Pattern[str]
+
+    rnd = random.Random(7)
+    alphabet = ["a", "b", "x", "é", "_", ".", ":", "/", "-", " ", '"', ",", "{", "1", "ü", "\t", "fi", "moe", "core"]
+    kept = 0
+    for _ in range(2000):
+        parts = sorted(rnd.sample(["fi", "moe", "core", "x", "b_", "é1"], rnd.randint(1, 3)))
+        search = Parts()
+        search.names_a_part = re.compile("|".join(map(re.escape, parts)))
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 60)))
+        want = [run for run in dep._TOKEN_RUN.findall(text) if search.names_a_part.search(run)]
+        assert dep._Search._runs_naming_a_part(search, text) == want, (parts, text)  # type: ignore[arg-type]
+        kept += len(want)
+    assert kept > 1000

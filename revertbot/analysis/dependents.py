@@ -76,6 +76,7 @@ _DOTTED = re.compile(r"(?<![A-Za-z_])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ENTRY_POINT = re.compile(r"([A-Za-z_][\w.]*\.[A-Za-z_]\w*):([A-Za-z_]\w*)")
 _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
 _TOKEN_RUN = re.compile(r"[\w.:/-]+")  # what the three patterns above can match lies inside one run
+_NOT_IN_RUN = re.compile(r"[^\w.:/-]")
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
 _ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _K = TypeVar("_K")
@@ -547,7 +548,7 @@ class _Search:
     def _config_line(self, path: str, lineno: int, text: str) -> None:
         # The tokens below never cross a character outside [\w.:/-], and only those that name a
         # part of an affected module lead anywhere: the rest of a long line (JSON) is not searched.
-        runs = [run for run in _TOKEN_RUN.findall(text) if self.names_a_part.search(run)]
+        runs = self._runs_naming_a_part(text)
         for tok in (tok for run in runs for tok in _DOTTED.findall(run)):
             ref = self._dotted_ref(tok)
             if ref is None:
@@ -572,6 +573,23 @@ class _Search:
                     # the token names the file (with or without its leading directories)
                     if m.removed and (i == 0 or m.file == suffix):
                         self._add(m.removed, path, lineno, text, "references removed file")
+
+    def _runs_naming_a_part(self, text: str) -> list[str]:
+        """The runs of ``_TOKEN_RUN`` in ``text`` that contain a part of an affected module's name,
+        in order: found from the parts (a part is word characters, inside one run), not by
+        testing every run of a long line."""
+        runs: list[str] = []
+        covered = 0
+        for m in self.names_a_part.finditer(text):
+            if m.start() < covered:
+                continue  # in the run just taken
+            start = m.start()
+            while start > 0 and _TOKEN_RUN.match(text, start - 1, start):
+                start -= 1
+            after = _NOT_IN_RUN.search(text, m.end())
+            covered = after.start() if after else len(text)
+            runs.append(text[start:covered])
+        return runs
 
     @staticmethod
     def _targets_in(m: _Module, rest: Sequence[str]) -> list[_Target]:
