@@ -285,8 +285,8 @@ def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[st
     return cut
 
 
-#: Diff texts read for the verdicts: texts, errors, truncated commits and change vectors, by sha.
-Texts = tuple[dict[str, str], dict[str, str], set[str], dict[str, Vector]]
+#: Diff texts read for the verdicts: texts and errors by sha, and the commits whose text was cut.
+Texts = tuple[dict[str, str], dict[str, str], set[str]]
 
 
 def classify_links(
@@ -341,32 +341,28 @@ def classify_links(
     # Explaining a verdict needs the text of the paths where a revert does not mirror its
     # originals blob for blob; on the others their lines cancel out exactly.
     paths = explained_paths(links, raws, errors)
-    vectors: dict[str, Vector] = {}  # change vectors of the texts, for the explanations
 
-    def read_texts(commits: Sequence[tuple[str, str | None]], with_vectors: bool = False) -> Texts:
-        """Texts, errors, truncated and (when asked) change vectors: nothing shared is changed
-        here, this can run beside the proof."""
+    def read_texts(commits: Sequence[tuple[str, str | None]]) -> Texts:
+        """Texts, errors and truncated commits: nothing shared is changed here, so this can run
+        beside the proof."""
         # The verdicts read no numstat lines: the raw ones say which files changed.
         found, more_errors, cut_text = gitops.commit_texts(root, commits, paths, line_counts=False)
         # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
-        found = {sha: _with_raws(raws[sha], text) for sha, text in found.items()}
-        return found, more_errors, cut_text, {s: change_vector(t) for s, t in found.items()} if with_vectors else {}
+        return {sha: _with_raws(raws[sha], text) for sha, text in found.items()}, more_errors, cut_text
 
     def add_texts(found: Texts) -> None:
-        more_texts, more_errors, cut_text, more_vectors = found
+        more_texts, more_errors, cut_text = found
         texts.update(more_texts)
         errors.update(more_errors)
         truncated.update(cut_text)
-        vectors.update(more_vectors)
 
     # The text of the links the raw ids do not prove is diffed on another core while the merge
     # proof runs (some of them the merges will prove pure; their text is then unused).
     likely = wanted(s for link in links if link.originals and not link.unresolved
                     and _fast_outcome(link, raws, errors) != "equal"
                     for s in (link.revert, *link.originals))  # fmt: skip
-    # Their change vectors are worked out there too: the merges mostly wait on git.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        early = pool.submit(read_texts, likely, True) if likely else None
+        early = pool.submit(read_texts, likely) if likely else None
         proofs = prove(root, links, raws, errors, parent_of)
         if early is not None:
             add_texts(early.result())
@@ -376,6 +372,7 @@ def classify_links(
         add_texts(read_texts(late))
     progress("diffing reverts and originals", len(requests), len(requests))
     patches = {**raws, **texts}
+    vectors: dict[str, Vector] = {}  # an original shared by several links is compared once
     verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors)
                 for link in links}  # fmt: skip
     entries = []
