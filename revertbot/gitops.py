@@ -506,7 +506,7 @@ class StartedLog:
 
 def _grow_pipe(pipe: IO[bytes] | None) -> None:
     """Let ``pipe`` hold as much as an unprivileged process may ask for (1 MiB by default on
-    Linux), so that a writer ahead of its reader is not stopped at 64 KiB."""
+    Linux), so that git, ahead of its reader, is not stopped at 64 KiB while the reader works."""
     if pipe is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
         return
     try:
@@ -1244,6 +1244,7 @@ def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0
     with tempfile.TemporaryFile() as errfile:
         proc = _popen(args, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errfile)
         assert proc.stdout is not None
+        _grow_pipe(proc.stdout)  # git writes on while the lines are worked through
         finished = False
         try:
             for line in proc.stdout:
