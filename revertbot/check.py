@@ -69,6 +69,7 @@ def check_revert(
     since: str | None = None,
     message: str | None = None,
     detect_relands: bool = True,
+    started: gitops.StartedLog | None = None,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
 
@@ -78,7 +79,9 @@ def check_revert(
     every revert-like commit in it. When no commit message says what is reverted, ``message``
     (the PR's title and body) is read as the head's message. When nothing says revert or
     reland and ``detect_relands`` holds, a change whose diff redoes a recently reverted original
-    is checked as its reland (see :func:`find_reland_by_patch`).
+    is checked as its reland (see :func:`find_reland_by_patch`). ``started`` is a read of the
+    base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
+    the check reads.
     """
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
@@ -86,7 +89,7 @@ def check_revert(
     base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     merged = gitops.is_ancestor(root, head_sha, base_sha)
     # A merged revert is read in the base's history, so that later relands of it are seen too.
-    commits = gitops.log(root, base_sha if merged else head_sha, keep=index_message)
+    commits = gitops.log(root, base_sha if merged else head_sha, keep=index_message, started=started)
     by_sha = {c.sha: c for c in commits}
     head = by_sha[head_sha]
     since_sha = gitops.resolve_commit(root, since) if since else None

@@ -255,9 +255,6 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     The Markdown is exactly what the bot posts as a PR comment. Nothing is written to GitHub
     without --post.
     """
-    from .check import check_revert
-    from .config import load_config_file
-
     if PR_SPEC.match(revert):
         # owner/repo#N: only then the GitHub client (PyGithub and its dependencies) is loaded.
         from .cli_github import check_pr
@@ -267,6 +264,8 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
                  post=post, dry_run=dry_run, verbose=verbose, token_env=token_env, gpu_summary=gpu_summary,
                  expect_head=expect_head)  # fmt: skip
         return
+    from .config import load_config_file
+
     cfg = load_config_file(Path(config_path)) if config_path else None
     gpu = None
     if gpu_summary:
@@ -274,7 +273,12 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
 
         gpu = load_gpu_summary(gpu_summary)
     started = time.monotonic()
-    report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu)
+    # git reads the base's history while the analysis modules load; the check uses that read
+    # when it is the history it needs (a revert merged on the base).
+    with gitops.StartedLog(repo, base or "HEAD") as history:
+        from .check import check_revert
+
+        report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu, started=history)
     if verbose:
         click.echo(f"checked {report.revert.sha[:12]} in {time.monotonic() - started:.2f}s", err=True)
         _speed_hints(Path(repo))

@@ -72,6 +72,18 @@ def test_pure_revert_is_low_risk_and_can_be_merged(repo: GitRepo) -> None:
     assert "A pure revert of" in md
 
 
+def test_a_history_read_begun_early_gives_the_same_report_whichever_history_it_is(repo: GitRepo) -> None:
+    from revertbot import gitops
+
+    original, revert = simple_repo(repo)
+    repo.git("merge", "-q", "--ff-only", "revert-12")  # merged: the check reads the base's history
+    plain = json_of(check_revert(repo.path, revert, base_ref="main"))
+    for name in ("main", "HEAD", "revert-12", original, "no-such-ref"):
+        with gitops.StartedLog(repo.path, name) as started:
+            assert json_of(check_revert(repo.path, revert, base_ref="main", started=started)) == plain
+    assert plain["purity"] == "pure" and plain["originals"] == [original]
+
+
 def test_critical_paths_from_config_mark_files_and_raise_to_medium(repo: GitRepo) -> None:
     _, revert = simple_repo(repo, config='critical_paths:\n  - "pkg/**"\n')
     report = check_revert(repo.path, revert)
