@@ -726,3 +726,25 @@ def test_runs_naming_a_part_are_every_run_that_names_one_in_order() -> None:
         assert dep._Search._runs_naming_a_part(search, text) == want, (parts, text)  # type: ignore[arg-type]
         kept += len(want)
     assert kept > 1000
+
+
+def test_own_files_are_all_settled_before_any_is_walked(repo: GitRepo) -> None:
+    """pkg/a.py (read first) calls helper from pkg/b.py; the change lists helper as removed, but
+    b.py still defines it (re-landed since): no dependent, whichever own file is read first."""
+    from revertbot.analysis.dependents import search_dependents
+
+    repo.commit("base", {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg.b import helper\n\n\ndef use():\n    return helper()\n\n\ndef old():\n    return 1\n",
+        "pkg/b.py": "def helper():\n    return 2\n",
+    })  # fmt: skip
+    changes = [
+        SymbolChange(name="gone", kind="function", change="removed", file="pkg/a.py", line=9, detail="removed"),
+        SymbolChange(name="helper", kind="function", change="removed", file="pkg/b.py", line=1, detail="removed"),
+    ]
+    for order in (changes, changes[::-1]):
+        assert search_dependents(repo.path, repo.head(), order).dependents == ()
+    # with helper gone from b.py, a.py's import and call are dependents
+    repo.commit("drop helper", {"pkg/b.py": "def other():\n    return 2\n"})
+    found = search_dependents(repo.path, repo.head(), changes).dependents
+    assert [(d.file, d.line) for d in found] == [("pkg/a.py", 1), ("pkg/a.py", 5)]
