@@ -1083,14 +1083,14 @@ def _write_objects(repo: Path, kind: str, objects: Mapping[str, bytes], env: Map
 
     The scratch directory is ours alone (see :func:`scratch_objects`), so the objects are written
     the way git stores them, without a process per batch."""
+    import zlib  # here: only the merge proof writes objects (start-up counts)
+
     store = Path(env["GIT_OBJECT_DIRECTORY"])
     for oid, data in objects.items():
         path = store / oid[:2] / oid[2:]
         if path.exists():
             continue
         path.parent.mkdir(exist_ok=True)
-        import zlib
-
         path.write_bytes(zlib.compress(f"{kind} {len(data)}\0".encode() + data, 1))
 
 

@@ -186,6 +186,13 @@ def change_vector(patch: str) -> Vector:
     return Counter({k: v for k, v in vec.items() if v != 0})
 
 
+def cached_vector(sha: str, patches: Mapping[str, str], vectors: MutableMapping[str, Vector]) -> Vector:
+    """The change vector of ``patches[sha]``, made once and kept in ``vectors``."""
+    if sha not in vectors:
+        vectors[sha] = change_vector(patches[sha])
+    return vectors[sha]
+
+
 def patch_stats(patch: str) -> dict[str, PatchStats]:
     """Lines added/removed per file, as git counts them: a moved line is one added and one removed.
 
@@ -401,19 +408,13 @@ def classify(
                             "too large to say how it differs")  # fmt: skip
     # Only now, for an explanation, the line-by-line comparison.
     known = {} if vectors is None else vectors
-
-    def vector(sha: str) -> Vector:
-        if sha not in known:
-            known[sha] = change_vector(patches[sha])
-        return known[sha]
-
     expected: Vector = Counter()
     for sha in link.originals:
-        for key, count in vector(sha).items():
+        for key, count in cached_vector(sha, patches, known).items():
             expected[key] -= count * link.direction
     # Several originals can cancel out (one adds what a later one removes); that is still checkable.
     expected = Counter({k: v for k, v in expected.items() if v != 0})
-    verdict, files = compare(vector(link.revert), expected)
+    verdict, files = compare(cached_vector(link.revert, patches, known), expected)
     if verdict == "pure" and proof.startswith("conflict"):
         # Line for line it is the inverse, but git could not undo the original here without a
         # conflict, so there is no tree to compare with: the hand resolution cannot be proven.

@@ -32,7 +32,7 @@ from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
 from .purity import (
     Vector,
-    change_vector,
+    cached_vector,
     classify,
     expected_sides,
     fast_proof,
@@ -285,10 +285,6 @@ def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[st
     return cut
 
 
-#: Diff texts read for the verdicts: texts and errors by sha, and the commits whose text was cut.
-Texts = tuple[dict[str, str], dict[str, str], set[str]]
-
-
 def classify_links(
     root: Path,
     commits: Sequence[Commit],
@@ -342,17 +338,14 @@ def classify_links(
     # originals blob for blob; on the others their lines cancel out exactly.
     paths = explained_paths(links, raws, errors)
 
-    def read_texts(commits: Sequence[tuple[str, str | None]]) -> Texts:
-        """Texts, errors and truncated commits: nothing shared is changed here, so this can run
-        beside the proof."""
+    def read_texts(commits: Sequence[tuple[str, str | None]]) -> tuple[dict[str, str], dict[str, str], set[str]]:
         # The verdicts read no numstat lines: the raw ones say which files changed.
-        found, more_errors, cut_text = gitops.commit_texts(root, commits, paths, line_counts=False)
-        # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
-        return {sha: _with_raws(raws[sha], text) for sha, text in found.items()}, more_errors, cut_text
+        return gitops.commit_texts(root, commits, paths, line_counts=False)
 
-    def add_texts(found: Texts) -> None:
+    def add_texts(found: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
         more_texts, more_errors, cut_text = found
-        texts.update(more_texts)
+        # The raw lines stay whole (the verdicts read them), whatever paths the text covers.
+        texts.update({sha: _with_raws(raws[sha], text) for sha, text in more_texts.items()})
         errors.update(more_errors)
         truncated.update(cut_text)
 
@@ -438,17 +431,12 @@ def _choose_by_diff(link: Link, patches: Mapping[str, str], vectors: dict[str, V
     if link.revert not in patches:
         return link
 
-    def vector(sha: str) -> Vector:
-        if sha not in vectors:
-            vectors[sha] = change_vector(patches[sha])
-        return vectors[sha]
-
-    actual = vector(link.revert)
+    actual = cached_vector(link.revert, patches, vectors)
 
     def mirrors(candidate: str) -> bool:
         # Line for line the inverse (or the same change): the vectors cancel exactly, which is
         # what compare() calls pure (neither has zero entries).
-        theirs = vector(candidate)
+        theirs = cached_vector(candidate, patches, vectors)
         return bool(theirs) and len(theirs) == len(actual) and all(
             actual.get(key, 0) == -n * link.direction for key, n in theirs.items())  # fmt: skip
 

@@ -269,6 +269,11 @@ class _Search:
         self.by_word: dict[str, list[_Target]] = {}
         for t in targets:
             self.by_word.setdefault(t.word, []).append(t)
+        if len(self.by_word) > MAX_WORDS:
+            self.notes.append(f"dependents: {len(self.by_word)} C++ names removed or changed; only the first "
+                              f"{MAX_WORDS} (in alphabetical order) were searched")  # fmt: skip
+            keep = set(sorted(self.by_word)[:MAX_WORDS])
+            self.by_word = {w: ts for w, ts in self.by_word.items() if w in keep}
         self.order: dict[str, int] = {t.symbol: t.seq for t in targets}
         self.order.update({o.symbol: o.seq for o in ops})
         self.found: dict[tuple[str, str, int], Dependent] = {}
@@ -280,18 +285,11 @@ class _Search:
         self.method_owners: dict[str, set[str]] = {}  # per file: method name -> classes declaring it
         self.spans: dict[tuple[str, str, int], tuple[int, int]] = {}  # lines of a call or #define a use is in
         self.names_re = _names_re(self.by_word)  # where a target's name is written (bytes)
-        self.beyond_methods_re = _names_re(self._beyond_methods())
+        # Only targets other than methods read using declarations and macro bodies.
+        self.beyond_methods_re = _names_re(w for w, ts in self.by_word.items() if any(t.kind != "method" for t in ts))
 
     def run(self) -> list[Dependent]:
-        words = sorted(self.by_word)
-        if len(words) > MAX_WORDS:
-            self.notes.append(f"dependents: {len(words)} C++ names removed or changed; only the first {MAX_WORDS} "
-                              "(in alphabetical order) were searched")  # fmt: skip
-            keep = set(words[:MAX_WORDS])
-            self.by_word = {w: ts for w, ts in self.by_word.items() if w in keep}
-            words = words[:MAX_WORDS]
-            self.names_re, self.beyond_methods_re = _names_re(self.by_word), _names_re(self._beyond_methods())
-        cpp_files, py_files = self._grep(words, self.ops, with_cpp=True)
+        cpp_files, py_files = self._grep(sorted(self.by_word), self.ops, with_cpp=True)
         for batch in self._read(cpp_files):
             # A second core parses part of the files; what each file adds is merged in file order.
             for findings in split_map(self._scan_one, batch, lambda pd: len(pd[1])):
@@ -311,10 +309,6 @@ class _Search:
             for path, text in batch:
                 self._scan_python(path, text)
         return list(self.found.values())
-
-    def _beyond_methods(self) -> list[str]:
-        """Names of targets other than methods: only they read using declarations and macro bodies."""
-        return [w for w, ts in self.by_word.items() if any(t.kind != "method" for t in ts)]
 
     def _scan_one(self, path_data: tuple[str, bytes]) -> _Findings:
         """What one C++ file adds (it may run in a forked child: nothing shared is changed)."""
