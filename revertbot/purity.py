@@ -31,6 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Literal
 
 from .models import FileDifference, Link, Purity, PurityResult
@@ -106,6 +107,12 @@ def _changes(patch: str) -> list[tuple[str, str, int]]:
     lines that look like headers (``--- x``, ``+++ y``, ``diff --git``) are never misread.
     """
     changes: list[tuple[str, str, int]] = []
+    _read_lines(patch.split("\n"), changes)
+    return changes
+
+
+def _read_lines(lines: list[str], changes: list[tuple[str, str, int]]) -> str:
+    """:func:`_changes` of ``lines``, appended to ``changes``; returns the path read last."""
     path = ""
     old_left = new_left = 0
     last_line = -1  # index in changes of the text line just recorded, for "\ No newline"
@@ -118,7 +125,7 @@ def _changes(patch: str) -> list[tuple[str, str, int]]:
             changes[last_line] = (p, key + "\\ no newline", sign)
         last_line = -1
 
-    for line in patch.split("\n"):
+    for line in lines:
         if old_left > 0 or new_left > 0:
             tag = line[:1]
             if tag == "\\":
@@ -175,15 +182,71 @@ def _changes(patch: str) -> list[tuple[str, str, int]]:
             if m:
                 old_left = int(m.group(2)) if m.group(2) is not None else 1
                 new_left = int(m.group(4)) if m.group(4) is not None else 1
-    return changes
+    return path
+
+
+_ADDED_RE = re.compile(r"\n\+([^\n]*)")
+_REMOVED_RE = re.compile(r"\n-([^\n]*)")
 
 
 def change_vector(patch: str) -> Vector:
-    """The change vector of a unified diff produced by :func:`gitops.commit_patches`."""
+    """The change vector of a unified diff produced by :func:`gitops.commit_patches`.
+
+    The sum of :func:`_changes`, worked out file by file: where every hunk of a file holds exactly
+    the lines its header counts, each marked ``+``, ``-`` or a space, those lines are picked out
+    by regular expressions (most of a scan's diff text is such files); any other file (a ``\\``
+    marker, blank context lines, counts that do not add up) is read line by line."""
+    added: list[str] = []
+    removed: list[str] = []
     vec: Vector = Counter()
-    for path, key, sign in _changes(patch):
+    changes: list[tuple[str, str, int]] = []
+    # A "diff --git" line ends whatever came before it, so each file can be read on its own.
+    pieces = patch.split("\ndiff --git ")
+    if pieces[0].startswith("diff --git "):
+        pieces[0] = pieces[0][len("diff --git ") :]
+    else:
+        _read_lines(pieces.pop(0).split("\n"), changes)
+    for piece in pieces:
+        section = "diff --git " + piece
+        first = section.find("\n@@")
+        lines = _hunk_lines(section[first:]) if first >= 0 and "\n\\" not in section else None
+        if lines is None:
+            _read_lines(section.split("\n"), changes)
+            continue
+        path = _read_lines(section[:first].split("\n"), changes)
+        added.clear()
+        removed.clear()
+        for plus, minus in lines:
+            added += plus
+            removed += minus
+        vec.update(zip(repeat(path), map("|".__add__, added)))
+        vec.subtract(Counter(zip(repeat(path), map("|".__add__, removed))))
+    for path, key, sign in changes:
         vec[(path, key)] += sign
     return Counter({k: v for k, v in vec.items() if v != 0})
+
+
+def _hunk_lines(hunks: str) -> list[tuple[list[str], list[str]]] | None:
+    """The added and removed lines (without their mark) of each hunk of ``hunks`` (a file's diff
+    from the newline before its first ``@@`` line); None unless each hunk holds exactly the old and
+    new line counts of its header, in lines that all start with ``+``, ``-`` or a space: then
+    :func:`_read_lines` reads every line after a header as content, and only those."""
+    found = []
+    for piece in hunks.removesuffix("\n").split("\n@@")[1:]:
+        header, newline, content = piece.partition("\n")
+        m = _HUNK_RE.match("@@" + header)
+        if m is None:
+            return None
+        old = int(m.group(2)) if m.group(2) is not None else 1
+        new = int(m.group(4)) if m.group(4) is not None else 1
+        text = newline + content
+        plus, minus = _ADDED_RE.findall(text), _REMOVED_RE.findall(text)
+        context = text.count("\n ")
+        counted = (context + len(minus), context + len(plus))
+        if len(plus) + len(minus) + context != text.count("\n") or counted != (old, new):
+            return None
+        found.append((plus, minus))
+    return found
 
 
 def cached_vector(sha: str, patches: Mapping[str, str], vectors: MutableMapping[str, Vector]) -> Vector:
@@ -240,10 +303,10 @@ def compare(actual: Vector, expected: Vector) -> tuple[Purity, tuple[FileDiffere
     missing_by_file: dict[str, list[str]] = {}
     extra_by_file: dict[str, list[str]] = {}
     n_missing = n_extra = 0
-    for key in sorted(set(actual) | set(expected)):
+    # Most keys cancel out (all of them for a line-for-line inverse): only the rest are sorted.
+    differing = [k for k in actual.keys() | expected.keys() if actual.get(k, 0) != expected.get(k, 0)]
+    for key in sorted(differing):
         a, e = actual.get(key, 0), expected.get(key, 0)
-        if a == e:
-            continue
         path, line = key
         if e != 0 and (a == 0 or (a > 0) == (e > 0)):
             miss = max(0, abs(e) - abs(a))

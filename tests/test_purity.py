@@ -6,12 +6,15 @@ import os
 import subprocess
 from collections import Counter
 
+from hypothesis import given, settings, strategies as st
+
 from revertbot import gitops
 from revertbot.models import Link, Unresolved
 from revertbot.purity import (
     EXISTS,
     MAX_LINES_SHOWN,
     PatchStats,
+    _changes,
     change_vector,
     classify,
     compare,
@@ -43,6 +46,62 @@ def test_vector_of_a_plain_modification() -> None:
         " c\n"
     )
     assert change_vector(patch) == Counter({("f.py", "|b"): -1, ("f.py", "|B"): 1})
+
+
+def _line_by_line(patch: str) -> Counter[tuple[str, str]]:
+    vec: Counter[tuple[str, str]] = Counter()
+    for path, key, sign in _changes(patch):
+        vec[(path, key)] += sign
+    return Counter({k: v for k, v in vec.items() if v != 0})
+
+
+_CONTENT = st.sampled_from(["a", "b", "", "-- x", "++ y", "diff --git a/q b/q", "@@ -1 +1 @@", "\\ x", "c\r"])
+
+
+@st.composite
+def _hunk(draw: st.DrawFn) -> str:
+    lines = draw(st.lists(st.tuples(st.sampled_from([" ", "+", "-", "", "\\", "@", "d"]), _CONTENT), max_size=6))
+    body = [tag + text if tag not in ("", "\\") else ("" if tag == "" else "\\ No newline at end of file")
+            for tag, text in lines]  # fmt: skip
+    old = sum(1 for b in body if b[:1] in (" ", "-", ""))
+    new = sum(1 for b in body if b[:1] in (" ", "+", ""))
+    # Mostly honest counts; sometimes off by one either way, as a cut or malformed diff has them.
+    old += draw(st.sampled_from([0, 0, 0, 1, -1]))
+    new += draw(st.sampled_from([0, 0, 0, 1, -1]))
+    header = f"@@ -1,{max(old, 0)} +1,{max(new, 0)} @@" + draw(st.sampled_from(["", " def f():"]))
+    if draw(st.booleans()) and old == 1 and new == 1:
+        header = "@@ -1 +1 @@"
+    return "\n".join([header, *body])
+
+
+@st.composite
+def _patch(draw: st.DrawFn) -> str:
+    files = []
+    for n in range(draw(st.integers(0, 3))):
+        head = [f"diff --git a/f{n} b/f{n}"]
+        modes = [[], ["new file mode 100644"], ["deleted file mode 100755"], ["old mode 100644", "new mode 100755"]]
+        head += draw(st.sampled_from(modes))
+        head += [f"index {BLOB_A[:7]}..{BLOB_B[:7]}", f"--- a/f{n}", f"+++ b/f{n}"]
+        files.append("\n".join(head + draw(st.lists(_hunk(), max_size=3))))
+    raw = draw(st.sampled_from(["", f":100644 100644 {BLOB_A} {BLOB_B} M\tf0\n\n"]))
+    return raw + "\n".join(files) + draw(st.sampled_from(["", "\n", "\n\n"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_patch())
+def test_vector_is_the_sum_of_the_line_by_line_reading(patch: str) -> None:
+    # Files whose hunk counts add up are read in bulk, the rest line by line: always the same sum.
+    assert change_vector(patch) == _line_by_line(patch)
+
+
+def test_vector_of_files_read_in_bulk_and_line_by_line() -> None:
+    bulk = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+    cut = "diff --git a/g b/g\n--- a/g\n+++ b/g\n@@ -1,3 +1,3 @@\n-x\n+X\n"  # a cut hunk: counts do not add up
+    marker = "diff --git a/h b/h\n--- a/h\n+++ b/h\n@@ -1 +1 @@\n-y\n\\ No newline at end of file\n+y\n"
+    patch = bulk + cut + marker
+    assert change_vector(patch) == _line_by_line(patch) == Counter(
+        {("f", "|b"): -1, ("f", "|B"): 1, ("g", "|x"): -1, ("g", "|X"): 1,
+         ("h", "|y\\ no newline"): -1, ("h", "|y"): 1})  # fmt: skip
 
 
 def test_vector_ignores_hunk_position_and_context() -> None:
