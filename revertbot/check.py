@@ -86,7 +86,9 @@ def check_revert(
     root = gitops.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)
-    base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
+    head_ref, base_sha = gitops.head_ref_and_commit(root) if base_ref is None else (None, None)
+    if base_sha is None:
+        base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     merged = gitops.is_ancestor(root, head_sha, base_sha)
     # A merged revert is read in the base's history, so that later relands of it are seen too.
     commits = gitops.log(root, base_sha if merged else head_sha, keep=index_message, started=started)
@@ -136,7 +138,7 @@ def check_revert(
 
     # Base: the branch the revert is meant for. A revert that is already part of it is judged as
     # of its own time: at its parent, not at today's branch.
-    base_name = base_ref or gitops.current_branch_ref(root).removeprefix("refs/heads/")
+    base_name = base_ref or (head_ref or gitops.current_branch_ref(root)).removeprefix("refs/heads/")
     apply_params: tuple[tuple[str, str], ...] = ()
     if merged:
         apply = ApplyResult(base=base_sha, clean=True, method="already-merged")

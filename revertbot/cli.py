@@ -10,7 +10,6 @@ import re
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -437,6 +436,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        import traceback  # only here: start-up counts
+
         fd, path = tempfile.mkstemp(prefix="revertbot-crash-", suffix=".txt")
         with os.fdopen(fd, "w") as fh:
             traceback.print_exc(file=fh)

@@ -19,11 +19,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar, cast
 
 from .errors import GitError, NotFoundError, RevertbotError, UsageError
 from .models import ApplyResult, Commit, ConflictFile, ConflictHunk
@@ -159,19 +158,44 @@ def repo_root(path: str | os.PathLike[str]) -> Path:
         raise NotFoundError(f"path does not exist: {p}")
     if not p.is_dir():
         raise NotFoundError(f"not a directory: {p}", hint="pass --repo with the path of a git checkout")
-    proc = run_bytes("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir", cwd=p,
-                     check=False)  # fmt: skip
-    if proc.returncode != 0:
+    # One process answers what later steps would each ask git for: the hash algorithm and where
+    # the object store and the shallow file are (kept per root: they do not change while revertbot
+    # runs). The top level comes last: in a bare repository git stops there, after the rest.
+    proc = run_bytes("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir",
+                     "--show-object-format", "--git-path", "objects", "--git-path", "shallow", "--show-toplevel",
+                     cwd=p, check=False)  # fmt: skip
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    if len(lines) < 6:
         stderr = proc.stderr.decode("utf-8", "replace")
         if "dubious ownership" in stderr:
             raise NotFoundError(f"git refuses to use the repository at {p}: it is owned by another user",
                                 hint=f"git config --global --add safe.directory {p}")  # fmt: skip
         raise NotFoundError(f"not a git repository: {p}", hint="pass --repo with the path of a git checkout")
-    bare, inside_git_dir, git_dir = proc.stdout.decode("utf-8", "replace").splitlines()[:3]
+    bare, inside_git_dir, git_dir, algo, objects, shallow = lines[:6]
     if bare == "true" or inside_git_dir == "true":
         # No work tree to go to: git commands work from the git dir itself.
-        return Path(git_dir)
-    return Path(run("rev-parse", "--show-toplevel", cwd=p).rstrip("\n"))
+        root = Path(git_dir)
+    elif proc.returncode == 0 and len(lines) == 7:
+        root = Path(lines[6])
+    else:
+        return Path(run("rev-parse", "--show-toplevel", cwd=p).rstrip("\n"))
+    _OBJECT_FORMATS[str(root)] = algo or "sha1"
+    _GIT_PATHS[str(root)] = {name: (p / rel).resolve() for name, rel in (("objects", objects), ("shallow", shallow))}
+    return root
+
+
+#: Per repository root (as :func:`repo_root` gives it): absolute paths of its object store and
+#: shallow file, found while the root was looked up.
+_GIT_PATHS: dict[str, dict[str, Path]] = {}
+
+
+def _git_path(repo: Path, name: str) -> Path:
+    """``git rev-parse --git-path NAME`` of ``repo``, absolute (known from :func:`repo_root`, or asked)."""
+    known = _GIT_PATHS.get(str(repo), {}).get(name)
+    if known is not None:
+        return known
+    rel = Path(run("rev-parse", "--git-path", name, cwd=repo).rstrip("\n"))
+    return rel if rel.is_absolute() else (Path(repo) / rel).resolve()
 
 
 def has_head(repo: Path) -> bool:
@@ -193,10 +217,8 @@ def is_shallow(repo: Path) -> bool:
 def shallow_commits(repo: Path) -> set[str]:
     """Commits at the boundary of a shallow clone: their parents are cut off, so their own change
     cannot be computed (git would show them as root commits adding every file)."""
-    rel = run("rev-parse", "--git-path", "shallow", cwd=repo).rstrip("\n")
-    path = Path(rel) if Path(rel).is_absolute() else Path(repo) / rel
     try:
-        return set(path.read_text().split())
+        return set(_git_path(repo, "shallow").read_text().split())
     except FileNotFoundError:
         return set()
 
@@ -317,6 +339,17 @@ def resolve_commit(repo: Path, ref: str) -> str:
     raise NotFoundError(
         f"unknown ref or commit: {ref!r}", hint="check the spelling, or fetch it (git fetch origin <ref>)"
     )
+
+
+def head_ref_and_commit(repo: Path) -> tuple[str, str | None]:
+    """:func:`current_branch_ref` and the commit HEAD names (None when it names none), in one
+    process where HEAD names a commit; otherwise asked the way those functions ask."""
+    proc = run_bytes("rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", cwd=repo, check=False)
+    lines = proc.stdout.decode("utf-8", "replace").split("\n")
+    whole = proc.returncode == 0 and len(lines) == 3 and lines[2] == "" and HEX_RE.fullmatch(lines[0])
+    if whole and (lines[1] == "HEAD" or lines[1].startswith("refs/")):
+        return lines[1], lines[0]
+    return current_branch_ref(repo), (resolve_commit(repo, "HEAD") if has_head(repo) else None)
 
 
 def current_branch_ref(repo: Path) -> str:
@@ -502,6 +535,36 @@ class StartedLog:
             return None
         finally:
             self.err.close()
+
+
+_T = TypeVar("_T")
+
+
+class Background(Generic[_T]):
+    """``fn(*args)`` running on a thread from now on, for work that mostly waits on git.
+    (``concurrent.futures`` would do, but importing it costs a small scan a few percent.)"""
+
+    def __init__(self, fn: Callable[..., _T], *args: Any) -> None:
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="revertbot-background", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to whoever asks for the result
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> _T:
+        """What ``fn`` returned, once it has; what it raised is raised here."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return cast(_T, self._value)
 
 
 def _grow_pipe(pipe: IO[bytes] | None) -> None:
@@ -1041,8 +1104,7 @@ def _scratch_parent() -> str | None:
 def scratch_objects(repo: Path) -> Iterator[dict[str, str]]:
     """Environment for git commands whose new objects go to a temporary directory (removed
     afterwards) while every object of ``repo`` stays readable."""
-    own = Path(run("rev-parse", "--git-path", "objects", cwd=repo).rstrip("\n"))
-    own = own if own.is_absolute() else (Path(repo) / own).resolve()
+    own = _git_path(repo, "objects")
     tmp = Path(tempfile.mkdtemp(prefix="revertbot-objects-", dir=_scratch_parent()))
     try:
         (tmp / "objects").mkdir()
@@ -1158,8 +1220,21 @@ def merge_trees(
     merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
     if len(pairs) == 1:
         return [_merge_tree(repo, pairs[0][0], pairs[0][1], merge_env)]
-    with ThreadPoolExecutor(max_workers=2) as pool:  # the merges are independent: two at a time
-        return list(pool.map(lambda pair: _merge_tree(repo, pair[0], pair[1], merge_env), pairs))
+    # The merges are independent: two at a time, each thread taking the next one left.
+    results: list[MergeResult | None] = [None] * len(pairs)
+    left = iter(range(len(pairs)))  # next() on it is one step under the interpreter lock
+
+    def merge_left() -> None:
+        for i in left:
+            results[i] = _merge_tree(repo, pairs[i][0], pairs[i][1], merge_env)
+
+    helper = Background(merge_left)
+    try:
+        merge_left()
+    finally:
+        helper.wait()
+    helper.result()
+    return [r for r in results if r is not None]
 
 
 def merge_trees_without_renames(

@@ -13,7 +13,6 @@ import heapq
 import re
 from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,17 +74,21 @@ def scan_repository(
     on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
     earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names."""
     root = gitops.repo_root(repo)
-    head_exists = gitops.has_head(root)
+    head_ref, head_commit = gitops.head_ref_and_commit(root)
+    head_exists = head_commit is not None
     if not head_exists and not gitops.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
     if all_refs and ref is not None:
         raise UsageError("give either a ref or all refs, not both")
-    ref_name = ref or gitops.current_branch_ref(root)
+    ref_name = ref or head_ref
     if ref is None and not all_refs and not head_exists:
         raise NotFoundError(f"HEAD of {root} points to a branch with no commits ({ref_name})",
                             hint="pass --ref with a branch that has commits")  # fmt: skip
     # The full ref name, so that a branch literally named HEAD is not mistaken for the checkout.
-    head = gitops.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
+    if ref is None and head_commit is not None:
+        head = head_commit  # what resolving HEAD's own ref gives
+    else:
+        head = gitops.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
     cutoff = gitops.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
     ancestry: Callable[[str, str], bool] | None = None
@@ -354,11 +357,14 @@ def classify_links(
     likely = wanted(s for link in links if link.originals and not link.unresolved
                     and _fast_outcome(link, raws, errors) != "equal"
                     for s in (link.revert, *link.originals))  # fmt: skip
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        early = pool.submit(read_texts, likely) if likely else None
+    early = gitops.Background(read_texts, likely) if likely else None
+    try:
         proofs = prove(root, links, raws, errors, parent_of)
+    finally:
         if early is not None:
-            add_texts(early.result())
+            early.wait()
+    if early is not None:
+        add_texts(early.result())
     unproven = [link for link in links if proofs.get(link.revert) != "equal"]
     if late := wanted(s for link in unproven if link.originals and not link.unresolved
                       for s in (link.revert, *link.originals)):  # fmt: skip

@@ -95,6 +95,39 @@ def test_repo_root_from_subdirectory_bare_and_non_repo(repo: GitRepo, tmp_path: 
         gitops.repo_root(tmp_path / "missing")
 
 
+def test_paths_read_with_the_root_are_gits_own_from_every_kind_of_checkout(repo: GitRepo, tmp_path: Path) -> None:
+    # repo_root reads the object store's and shallow file's paths in the same process: they must be
+    # git's answers for a subdirectory, the git dir itself, a bare clone and a linked worktree.
+    repo.commit("init", {"pkg/mod.py": "x\n"})
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(bare)], check=True)
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", "--detach", str(linked))
+    for start in (repo.path / "pkg", repo.path / ".git", bare, linked):
+        root = gitops.repo_root(start)
+        for name in ("objects", "shallow"):
+            rel = subprocess.run(["git", "rev-parse", "--git-path", name], cwd=root, capture_output=True, text=True,
+                                 check=True).stdout.strip()  # fmt: skip
+            assert gitops._git_path(root, name) == (root / rel).resolve(), (start, name)
+        assert gitops.object_format(root) == "sha1"
+    assert gitops.repo_root(linked) == linked.resolve()
+    assert gitops.shallow_commits(gitops.repo_root(linked)) == set()
+
+
+def test_head_ref_and_commit_in_one_process_or_asked_apart(repo: GitRepo) -> None:
+    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", None)  # unborn
+    first = repo.commit("one", {"f": "1\n"})
+    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", first)
+    repo.git("update-ref", "refs/heads/HEAD", first)  # a branch named HEAD changes nothing
+    second = repo.commit("two", {"f": "2\n"})
+    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", second)
+    repo.git("checkout", "-q", "--detach", first)
+    assert gitops.head_ref_and_commit(repo.path) == ("HEAD", first)
+    repo.git("tag", "t1", second)
+    repo.git("symbolic-ref", "HEAD", "refs/tags/t1")  # rev-parse --symbolic-full-name refuses it: asked apart
+    assert gitops.head_ref_and_commit(repo.path) == ("refs/tags/t1", second)
+
+
 def test_resolve_commit_with_a_branch_named_head(repo: GitRepo) -> None:
     first = repo.commit("one", {"f": "1\n"})
     second = repo.commit("two", {"f": "2\n"})
