@@ -789,10 +789,11 @@ def commit_raws(
     return raws, errors
 
 
-def unreadable_blobs(repo: Path, raws: Mapping[str, str]) -> dict[str, str]:
+def unreadable_blobs(repo: Path, raws: Mapping[str, str], partial_clone: bool | None = None) -> dict[str, str]:
     """Commits whose raw lines name a blob that is not in the object store, with git's message
     for the first one: their text diff cannot be produced. Gitlinks name commits of another
-    repository and are never read."""
+    repository and are never read. ``partial_clone``: what :func:`is_partial_clone` says, when
+    the caller knows it."""
     wanted: dict[str, list[str]] = {}
     for sha, raw in raws.items():
         for line in raw.split("\n"):
@@ -804,7 +805,7 @@ def unreadable_blobs(repo: Path, raws: Mapping[str, str]) -> dict[str, str]:
             for mode, oid in ((fields[0], fields[2]), (fields[1], fields[3])):
                 if mode not in (ZERO_MODE, GITLINK_MODE) and oid.strip("0"):
                     wanted.setdefault(sha, []).append(oid)
-    if not wanted or is_partial_clone(repo):
+    if not wanted or (is_partial_clone(repo) if partial_clone is None else partial_clone):
         # A partial clone fetches missing blobs on demand: one by one for cat-file, in one batch
         # for the text diff itself, which then reports what could not be fetched.
         return {}
@@ -827,10 +828,20 @@ def is_missing_object(stderr: str) -> bool:
     return _MISSING_OBJECT_RE.search(stderr) is not None
 
 
+#: The settings that say objects missing here may be fetched from a promisor remote.
+PARTIAL_CLONE_KEYS = r"extensions\.partialclone|remote\..*\.promisor"
+
+
 def is_partial_clone(repo: Path) -> bool:
     """Whether objects missing here may be fetched from a promisor remote."""
-    out = run("config", "--get-regexp", r"^(extensions\.partialclone|remote\..*\.promisor)$", cwd=repo, check=False)
-    return any(line.strip() for line in out.splitlines())
+    return bool(config_values(repo, f"^({PARTIAL_CLONE_KEYS})$"))
+
+
+def config_values(repo: Path, pattern: str) -> list[tuple[str, str]]:
+    """``(key, value)`` of each setting whose key matches ``pattern`` (``git config --get-regexp``:
+    keys in lower case but for subsection names), in the order git reads them; one process."""
+    out = run("config", "-z", "--get-regexp", pattern, cwd=repo, check=False)
+    return [(key, value) for key, _, value in (item.partition("\n") for item in out.split("\0") if item)]
 
 
 def _diff_batch(

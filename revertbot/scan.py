@@ -74,6 +74,7 @@ def scan_repository(
     on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
     earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names."""
     root = gitops.repo_root(repo)
+    settings = gitops.Background(gitops.config_values, root, _SCAN_SETTINGS)
     head_ref, head_commit = gitops.head_ref_and_commit(root)
     head_exists = head_commit is not None
     if not head_exists and not gitops.has_commits(root):
@@ -99,13 +100,14 @@ def scan_repository(
         commits = gitops.log(root, head, keep=index_message, started=started)
         count = len(commits)
     progress("reading history", 1, 1)
+    origin = [value for key, value in settings.result() if key == "remote.origin.url"]  # git --get: the last
     links = link_reverts(
         commits,
         ref_name=ref_name,
         lookup_objects=lambda names: gitops.object_types(root, names),
         # An original that is in the object store but not on the ref can still be diffed exactly.
         link_off_ref=True,
-        repo_slug=github_slug(root),
+        repo_slug=slug_of_url(origin[-1]) if origin else None,
         # Only reverts are filtered by date; originals are still looked up in the whole history.
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
         is_ancestor=ancestry,
@@ -124,7 +126,8 @@ def scan_repository(
     # memory of a long one) can go before the diffs are read.
     involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
     commits = [c for c in commits if c.sha in involved]
-    entries = classify_links(root, commits, links, progress, boundary)
+    partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
+    entries = classify_links(root, commits, links, progress, boundary, partial_clone)
     return ScanResult(root, ref_name, head, count, entries, shallow)
 
 
@@ -268,9 +271,18 @@ _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)
 def github_slug(root: Path) -> str | None:
     """``owner/name`` of the ``origin`` remote when it is on GitHub: "Reverts owner/name#N" in a
     message means this repository's PR N only when the names agree."""
-    url = gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False).strip()
-    m = _GITHUB_URL_RE.search(url)
+    return slug_of_url(gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False))
+
+
+def slug_of_url(url: str) -> str | None:
+    """``owner/name`` of a GitHub remote URL; None for any other URL."""
+    m = _GITHUB_URL_RE.search(url.strip())
     return m.group("slug") if m else None
+
+
+#: What a scan reads of the repository's settings, in one process beside the history: the origin's
+#: URL (see :func:`github_slug`) and whether it is a partial clone (see :func:`gitops.is_partial_clone`).
+_SCAN_SETTINGS = rf"^(remote\.origin\.url|{gitops.PARTIAL_CLONE_KEYS})$"
 
 
 def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
@@ -294,12 +306,14 @@ def classify_links(
     links: Sequence[Link],
     progress: Progress = _no_progress,
     shallow_boundary: Collection[str] = (),
+    partial_clone: bool | None = None,
 ) -> tuple[ScanEntry, ...]:
     """Purity for many links from batched diffs: raw diffs of all reverts and originals (one
     process), then diff text only for the links that are not proven pure (one more).
 
     Commits in ``shallow_boundary`` (see :func:`gitops.shallow_commits`) have lost their parents,
     so git would diff them as root commits; they are reported as unverifiable instead.
+    ``partial_clone``: what :func:`gitops.is_partial_clone` says, when the caller knows it.
     """
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
@@ -319,7 +333,7 @@ def classify_links(
     progress("diffing reverts and originals", 0, len(requests))
     # Raw diffs (trees only) of everything; diff text only where a verdict needs explaining.
     raws, errors = gitops.commit_raws(root, requests)
-    errors.update(gitops.unreadable_blobs(root, raws))
+    errors.update(gitops.unreadable_blobs(root, raws, partial_clone))
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
     texts: dict[str, str] = {}

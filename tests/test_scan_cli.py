@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import gitops
 from revertbot.cli import run_cli
+from revertbot.scan import _SCAN_SETTINGS
 from tests.gitrepo import GitRepo
 
 DAY = 86_400
@@ -248,6 +250,35 @@ def test_damaged_clone_reports_unverifiable_not_pure(repo: GitRepo, capsys: pyte
     assert verdicts[other_rev] == ("pure", "the change is exactly the inverse of the original (proven on the trees)")
     assert verdicts[rev][0] == "unverifiable"
     assert f"unable to read {blob}" in verdicts[rev][1]
+
+
+def test_settings_read_beside_the_history(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The origin's last URL names the repository (as `git config --get` reads it); a clone that may
+    # fetch missing objects is told apart in the same read.
+    repo.commit("init", {"f.py": "old\n", "g.py": "g\n"})
+    orig = repo.commit("Change f (#12)", {"f.py": "only in the original\n"})
+    rev = repo.commit('Revert "Change f"\n\nReverts acme/engine#12', {"f.py": "old, but not quite\n"})
+    repo.git("remote", "add", "origin", "https://github.com/other/fork.git")
+    repo.git("config", "--add", "remote.origin.url", "https://github.com/acme/engine.git")
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    (entry,) = json.loads(out)
+    assert code == 0 and entry["originals"] == [orig] and entry["purity"] == "modified"
+    assert gitops.config_values(repo.path, _SCAN_SETTINGS) == [
+        ("remote.origin.url", "https://github.com/other/fork.git"),
+        ("remote.origin.url", "https://github.com/acme/engine.git"),
+    ]
+    repo.git("config", "remote.origin.url", str(tmp_path / "gone.git"), "^https://github.com/acme")
+    repo.git("config", "remote.origin.promisor", "true")
+    repo.git("config", "extensions.partialClone", "origin")
+    assert [key for key, _ in gitops.config_values(repo.path, _SCAN_SETTINGS)] == [
+        "remote.origin.url", "remote.origin.url", "remote.origin.promisor", "extensions.partialclone"]  # fmt: skip
+    # The blob the explanation needs is gone and cannot be fetched: never pure, and git says why.
+    blob = repo.git("rev-parse", f"{orig}:f.py").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
+    (entry,) = json.loads(out)
+    assert entry["revert"] == rev and entry["purity"] == "unverifiable"
+    assert f"unable to read {blob}" in entry["purity_reason"]
 
 
 def test_progress_bar_only_on_a_terminal(
