@@ -8,7 +8,18 @@ import time
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from revertbot.detect import link_reverts, might_be_revert, parse_message, strip_pr_suffix
+from revertbot.detect import (
+    _DIFF_REV_RE,
+    _OWN_PR_SUFFIX_RE,
+    _PULL_RESOLVED_RE,
+    _index_keys,
+    _line_search,
+    link_reverts,
+    might_be_revert,
+    parse_message,
+    strip_pr_suffix,
+    title_key,
+)
 from revertbot.models import Commit, ParsedMessage
 
 A = "0123456789abcdef0123456789abcdef01234567"
@@ -698,3 +709,30 @@ def test_the_cheap_prefilter_lets_ordinary_words_pass_by(message: str) -> None:
 
     assert not might_be_revert(message)
     assert not parse_message(message).is_revert_like
+
+
+_KEY_TEXT = st.text(alphabet=[" ", "\t", "\n", "\u3000", "\u00a0", "a", "B", "ß", "İ", "(", "#", "1", ")", "x", ":"],
+                    max_size=24)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_KEY_TEXT, st.sampled_from(["", "(#1)", " (#23)", "(#4) ", "(#5)\t", " (#6) (#7)"]))
+def test_index_keys_cut_the_pr_suffix_off_the_key_as_off_the_title(title: str, suffix: str) -> None:
+    # The key without a PR suffix is cut off the normalised title; it must be the normalised cut title.
+    commit = Commit(sha=A, parents=(), author_name="", author_email="", author_time=0, commit_time=0,
+                    message=title + suffix)  # fmt: skip
+    subject = commit.subject
+    own = _OWN_PR_SUFFIX_RE.search(subject) if "(#" in subject else None
+    expected = [k for k in [title_key(subject)] if k]
+    if own and (cut := title_key(subject[: own.start()])) and cut != title_key(subject):
+        expected.append(cut)
+    assert _index_keys(commit)[1] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["\n", " ", "D", "1", "Differential Revision:", "Pull Request resolved: x/pull/",
+                                  "7", "[", "]", "/", "\t"]), max_size=12).map("".join))  # fmt: skip
+def test_line_anchored_searches_start_where_their_line_can(text: str) -> None:
+    for rx, start in ((_DIFF_REV_RE, "Differential Revision"), (_PULL_RESOLVED_RE, "Pull Request resolved")):
+        found, whole = _line_search(rx, text, start), rx.search(text)
+        assert (found and found.span()) == (whole and whole.span())
