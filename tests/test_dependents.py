@@ -545,6 +545,49 @@ def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo
     ]
 
 
+def test_statements_naming_nothing_searched_are_skipped_but_a_chain_of_subclasses_is_followed(repo: GitRepo) -> None:
+    # The walk skips statements that name no searched name; a local class derived from an affected
+    # one becomes such a name from its definition on, so a class two steps below still counts.
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": RUNNER_WITHOUT_WARMUP})
+    original = repo.commit("Add warmup", {"pkg/runner.py": RUNNER_WITH_WARMUP})
+    repo.commit("users", {
+        "pkg/use.py": (
+            "from pkg.runner import Runner as Engine\n"
+            "\n"
+            "\n"
+            "def helper():\n"
+            "    return 1\n"
+            "\n"
+            "\n"
+            "class Local(Engine):\n"
+            "    pass\n"
+            "\n"
+            "\n"
+            "class Middle(Local):\n"
+            '    """Names neither the method nor the import."""\n'
+            "\n"
+            "\n"
+            "@decorate(\n"
+            "    Engine,\n"
+            ")\n"
+            "class Leaf(Middle):\n"
+            "    def go(self):\n"
+            "        return self.warmup(2)\n"        # inherited through Middle and Local
+            "\n"
+            "\n"
+            "@Engine.warmup\n"                       # only the decorator names it
+            "def plain():\n"
+            "    return 0\n"
+        ),
+    })  # fmt: skip
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/use.py", 21, "calls removed symbol"),
+        ("pkg/use.py", 24, "uses removed symbol"),
+    ]
+
+
 def test_own_remaining_code_that_the_revert_deletes_or_changes_is_not_a_dependent(repo: GitRepo) -> None:
     base = "def run(x):\n    return x\n\n\ndef other(x):\n    return run(x)\n"
     repo.commit("init", {"pkg/a.py": base, "pkg/b.py": "from pkg.a import run\n\nrun(1)\n"})

@@ -724,6 +724,35 @@ _Ref = tuple[Literal["module", "name", "class", "package"], "_Module | None", st
 
 _FoundKey = tuple[_Target, str, int]
 _HANDLERS: dict[type, Any] = {}  # node class -> _FileScan's visit_<class> method, or None
+_STATEMENT: dict[type, bool] = {}  # node class -> whether it is a statement
+
+
+class _NamedLines:
+    """The numbers of the lines of a file on which one of some names is written as a whole word."""
+
+    def __init__(self, text: str, names: Iterable[str]) -> None:
+        self.text = text
+        self.lines: list[int] = []
+        self.add(names)
+
+    def add(self, names: Iterable[str]) -> None:
+        names = sorted(set(names))
+        if not names:
+            return
+        found = set(self.lines)
+        line, start = 1, 0
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+        while m := pattern.search(self.text, start):
+            line += self.text.count("\n", start, m.start())
+            found.add(line)
+            start = self.text.find("\n", m.end())  # the next line: one match per line is enough
+            if start < 0:
+                break
+        self.lines = sorted(found)
+
+    def any_between(self, first: int, last: int) -> bool:
+        i = bisect.bisect_left(self.lines, first)
+        return i < len(self.lines) and self.lines[i] <= last
 
 
 class _FileScan(ast.NodeVisitor):
@@ -737,6 +766,7 @@ class _FileScan(ast.NodeVisitor):
         self.subclasses: dict[str, list[tuple[_Module, str]]] = {}  # local class -> affected classes above it
         self.called: set[int] = set()
         self.signatures: dict[_Target, _Signature | None] = {}
+        self.named: _NamedLines | None = None  # set by scan(): which statements are worth a walk
 
     def _text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
@@ -744,13 +774,32 @@ class _FileScan(ast.NodeVisitor):
     # ast.NodeVisitor's own walk, without its per-node string building and generator: the same
     # nodes in the same order, in half the time on large files.
     def visit(self, node: ast.AST) -> None:
-        handler = _HANDLERS.get(type(node))
+        kind = type(node)
+        statement = _STATEMENT.get(kind)
+        if statement is None:
+            statement = _STATEMENT[kind] = issubclass(kind, ast.stmt)
+        if statement and self.named is not None and not self._names_something(node):  # type: ignore[arg-type]
+            return
+        handler = _HANDLERS.get(kind)
         if handler is None:
-            handler = _HANDLERS[type(node)] = getattr(type(self), "visit_" + type(node).__name__, None)
+            handler = _HANDLERS[kind] = getattr(type(self), "visit_" + kind.__name__, None)
         if handler is None:
             self.generic_visit(node)
         else:
             handler(self, node)
+
+    def _names_something(self, stmt: ast.stmt) -> bool:
+        """Whether a line of ``stmt`` (its decorators included) names something a use is found by.
+
+        Every use this walk reports is an identifier written in the statement: a changed name or
+        attribute (the search's words, which a dotted string naming a target also holds), a name
+        an import binds to a changed function or an affected class, a module-level instance of an
+        affected class, or a local class derived from one. A statement naming none of them holds
+        no use, and walking it changes nothing the walk keeps: it is skipped."""
+        assert self.named is not None
+        decorators = getattr(stmt, "decorator_list", None)
+        first = min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
+        return self.named.any_between(first, stmt.end_lineno or stmt.lineno)
 
     def generic_visit(self, node: ast.AST) -> None:
         for name in node._fields:
@@ -787,6 +836,9 @@ class _FileScan(ast.NodeVisitor):
                 cls = self._class_of(stmt.value.func)
                 if isinstance(target, ast.Name) and cls is not None:
                     self.instances[target.id] = cls
+        if "\r" not in text:  # the parser's line numbers are those of "\n" alone
+            bound = [name for name, (kind, _, _) in self.env.items() if kind in ("name", "class")]
+            self.named = _NamedLines(text, [*self.s.words, *bound, *self.instances, *self.subclasses])
         self.generic_visit(node)
 
     def _bind_own(self, node: ast.Module) -> None:
@@ -935,6 +987,8 @@ class _FileScan(ast.NodeVisitor):
                 bases += self.subclasses[base.id]
         if itself or bases:
             self.subclasses[node.name] = itself + bases
+            if self.named is not None:
+                self.named.add([node.name])  # from here on, a statement naming it may use what it derives from
         for d in node.decorator_list:
             self.visit(d)
         for b in (*node.bases, *node.keywords):
