@@ -164,23 +164,29 @@ def repo_root(path: str | os.PathLike[str]) -> Path:
     proc = run_bytes("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir",
                      "--show-object-format", "--git-path", "objects", "--git-path", "shallow", "--show-toplevel",
                      cwd=p, check=False)  # fmt: skip
-    lines = proc.stdout.decode("utf-8", "replace").splitlines()
-    if len(lines) < 6:
+    lines = proc.stdout.decode("utf-8", "replace").split("\n")
+    if len(lines) < 4:
         stderr = proc.stderr.decode("utf-8", "replace")
         if "dubious ownership" in stderr:
             raise NotFoundError(f"git refuses to use the repository at {p}: it is owned by another user",
                                 hint=f"git config --global --add safe.directory {p}")  # fmt: skip
         raise NotFoundError(f"not a git repository: {p}", hint="pass --repo with the path of a git checkout")
-    bare, inside_git_dir, git_dir, algo, objects, shallow = lines[:6]
-    if bare == "true" or inside_git_dir == "true":
+    bare, inside_git_dir, git_dir = lines[:3]
+    no_work_tree = bare == "true" or inside_git_dir == "true"
+    # Six lines and an end (a seventh, the top level, with a work tree): else a path held a newline.
+    whole = len(lines) == (7 if no_work_tree else 8) and lines[-1] == "" and lines[3] in ("sha1", "sha256")
+    if no_work_tree:
         # No work tree to go to: git commands work from the git dir itself.
-        root = Path(git_dir)
-    elif proc.returncode == 0 and len(lines) == 7:
+        root = Path(git_dir) if whole else Path(run("rev-parse", "--absolute-git-dir", cwd=p).rstrip("\n"))
+    elif whole and proc.returncode == 0:
         root = Path(lines[6])
     else:
         return Path(run("rev-parse", "--show-toplevel", cwd=p).rstrip("\n"))
-    _OBJECT_FORMATS[str(root)] = algo or "sha1"
-    _GIT_PATHS[str(root)] = {name: (p / rel).resolve() for name, rel in (("objects", objects), ("shallow", shallow))}
+    if whole:
+        _OBJECT_FORMATS[str(root)] = lines[3]
+        _GIT_PATHS[str(root)] = {
+            name: (p / rel).resolve() for name, rel in (("objects", lines[4]), ("shallow", lines[5]))
+        }
     return root
 
 

@@ -114,6 +114,21 @@ def test_paths_read_with_the_root_are_gits_own_from_every_kind_of_checkout(repo:
     assert gitops.shallow_commits(gitops.repo_root(linked)) == set()
 
 
+def test_a_path_with_a_newline_is_read_apart_not_misread(tmp_path: Path) -> None:
+    # One probe's lines cannot be told apart when a path holds a newline: each is asked on its own.
+    odd = GitRepo(tmp_path / "two\nlines")
+    odd.commit("init", {"f.py": "x\n"})
+    (odd.path / "sub").mkdir()
+    assert gitops.repo_root(odd.path / "sub") == odd.path.resolve()
+    root = gitops.repo_root(odd.path)
+    assert gitops.object_format(root) == "sha1"
+    assert gitops._git_path(root, "objects") == (odd.path / ".git" / "objects").resolve()
+    bare = tmp_path / "bare\n.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(odd.path), str(bare)], check=True)
+    assert gitops.repo_root(bare) == bare.resolve()
+    assert gitops._git_path(gitops.repo_root(bare), "objects") == (bare / "objects").resolve()
+
+
 def test_head_ref_and_commit_in_one_process_or_asked_apart(repo: GitRepo) -> None:
     assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", None)  # unborn
     first = repo.commit("one", {"f": "1\n"})
