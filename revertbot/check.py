@@ -83,10 +83,10 @@ def check_revert(
     base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
     the check reads.
     """
-    root = gitops.repo_root(repo)
+    root = gitops.repo_root(repo, started)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)
-    head_ref, base_sha = gitops.head_ref_and_commit(root) if base_ref is None else (None, None)
+    head_ref, base_sha = gitops.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
         base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
     merged = gitops.is_ancestor(root, head_sha, base_sha)

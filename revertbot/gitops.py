@@ -151,8 +151,16 @@ def run(
 # --------------------------------------------------------------------------- repository checks
 
 
-def repo_root(path: str | os.PathLike[str]) -> Path:
-    """The top level of the repository containing ``path``; a clear error if there is none."""
+#: What :func:`repo_root` asks git, in one process (see there).
+_ROOT_PROBE = ("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir",
+               "--show-object-format", "--git-path", "objects", "--git-path", "shallow", "--show-toplevel")  # fmt: skip
+#: What :func:`head_ref_and_commit` asks git.
+_HEAD_PROBE = ("rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD")
+
+
+def repo_root(path: str | os.PathLike[str], started: StartedLog | None = None) -> Path:
+    """The top level of the repository containing ``path``; a clear error if there is none.
+    ``started``: reads begun earlier in ``path`` (see :class:`StartedLog`), whose answer is used."""
     p = Path(path)
     if not p.exists():
         raise NotFoundError(f"path does not exist: {p}")
@@ -161,9 +169,8 @@ def repo_root(path: str | os.PathLike[str]) -> Path:
     # One process answers what later steps would each ask git for: the hash algorithm and where
     # the object store and the shallow file are (kept per root: they do not change while revertbot
     # runs). The top level comes last: in a bare repository git stops there, after the rest.
-    proc = run_bytes("rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir",
-                     "--show-object-format", "--git-path", "objects", "--git-path", "shallow", "--show-toplevel",
-                     cwd=p, check=False)  # fmt: skip
+    early = started.answer(_ROOT_PROBE, p) if started is not None else None
+    proc = early or run_bytes(*_ROOT_PROBE, cwd=p, check=False)
     lines = proc.stdout.decode("utf-8", "replace").split("\n")
     if len(lines) < 4:
         stderr = proc.stderr.decode("utf-8", "replace")
@@ -182,6 +189,8 @@ def repo_root(path: str | os.PathLike[str]) -> Path:
         root = Path(lines[6])
     else:
         return Path(run("rev-parse", "--show-toplevel", cwd=p).rstrip("\n"))
+    if early is not None and started is not None:
+        started.root = root
     if whole:
         _OBJECT_FORMATS[str(root)] = lines[3]
         _GIT_PATHS[str(root)] = {
@@ -347,10 +356,12 @@ def resolve_commit(repo: Path, ref: str) -> str:
     )
 
 
-def head_ref_and_commit(repo: Path) -> tuple[str, str | None]:
+def head_ref_and_commit(repo: Path, started: StartedLog | None = None) -> tuple[str, str | None]:
     """:func:`current_branch_ref` and the commit HEAD names (None when it names none), in one
-    process where HEAD names a commit; otherwise asked the way those functions ask."""
-    proc = run_bytes("rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", cwd=repo, check=False)
+    process where HEAD names a commit; otherwise asked the way those functions ask. ``started``:
+    reads begun earlier in ``repo`` or a directory of it (see :class:`StartedLog`)."""
+    early = started.answer(_HEAD_PROBE, repo) if started is not None else None
+    proc = early or run_bytes(*_HEAD_PROBE, cwd=repo, check=False)
     lines = proc.stdout.decode("utf-8", "replace").split("\n")
     whole = proc.returncode == 0 and len(lines) == 3 and lines[2] == "" and HEX_RE.fullmatch(lines[0])
     if whole and (lines[1] == "HEAD" or lines[1].startswith("refs/")):
@@ -495,13 +506,24 @@ class StartedLog:
     """:func:`log` of ``rev`` begun before its reader is ready (while the analysis modules load):
     git writes into a pipe made as large as the system allows, on another core. :func:`log` uses
     it when it starts at the very commit it wants; otherwise (another commit, git failed, a name
-    git reads differently) it is stopped and a fresh one runs. A context manager: leaving it stops
-    what was not read."""
+    git reads differently) it is stopped and a fresh one runs. The two small questions every scan
+    and check asks first (:func:`repo_root`'s and :func:`head_ref_and_commit`'s) are begun beside
+    it, and their answers kept for those functions. A context manager: leaving it stops what was
+    not read."""
 
     def __init__(self, path: str | os.PathLike[str], rev: str) -> None:
+        self.path = Path(path)
+        self.root: Path | None = None  # set by repo_root when it used the answer begun here
         self.args = [*_LOG_ARGS, rev, "--"]
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close() or commits())
         self.proc: subprocess.Popen[bytes] | None = None
+        self.probes: dict[tuple[str, ...], subprocess.Popen[bytes]] = {}
+        try:
+            for probe in (_ROOT_PROBE, _HEAD_PROBE):  # their output fits a pipe: they finish on their own
+                self.probes[probe] = _popen(probe, path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE)  # fmt: skip
+        except (OSError, RevertbotError):
+            pass  # asked again where needed, which reports what is wrong
         if rev.startswith("-") or not rev.isprintable():
             return  # never an option; resolving the name reports it
         try:
@@ -509,6 +531,18 @@ class StartedLog:
         except (OSError, RevertbotError):
             return  # the real read reports what is wrong
         _grow_pipe(self.proc.stdout)
+
+    def answer(self, probe: tuple[str, ...], where: Path) -> subprocess.CompletedProcess[bytes] | None:
+        """What ``git <probe>`` answered when begun, for a question asked in ``where``: the
+        directory it was begun in, or the root :func:`repo_root` found from there (once; None
+        when it was not begun, or for another directory)."""
+        proc = self.probes.pop(probe, None)
+        if proc is None:
+            return None
+        out, err = proc.communicate()
+        if where not in (self.path, self.root):
+            return None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def __enter__(self) -> StartedLog:
         return self
@@ -524,6 +558,8 @@ class StartedLog:
             if proc.stdout is not None:
                 proc.stdout.close()
         self.err.close()
+        for probe in list(self.probes):
+            self.probes.pop(probe).communicate()
 
     def commits(self, sha: str, keep: Callable[[str], str] | None) -> list[Commit] | None:
         """The whole log when it starts at commit ``sha`` (None when not: then it is stopped)."""

@@ -73,9 +73,9 @@ def scan_repository(
     """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
     on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
     earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names."""
-    root = gitops.repo_root(repo)
+    root = gitops.repo_root(repo, started)
     settings = gitops.Background(gitops.config_values, root, _SCAN_SETTINGS)
-    head_ref, head_commit = gitops.head_ref_and_commit(root)
+    head_ref, head_commit = gitops.head_ref_and_commit(root, started)
     head_exists = head_commit is not None
     if not head_exists and not gitops.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")

@@ -251,7 +251,8 @@ def test_a_log_started_early_is_used_only_when_it_is_the_history_asked_for(
     popen = gitops._popen
 
     def counting(args, cwd, **kw):  # type: ignore[no-untyped-def]
-        reads.append([a for a in args if a in ("log", "--stdin")])
+        if "log" in args:  # (the other questions begun beside it are not reads of the history)
+            reads.append([a for a in args if a in ("log", "--stdin")])
         return popen(args, cwd, **kw)
 
     monkeypatch.setattr(gitops, "_popen", counting)
@@ -272,7 +273,28 @@ def test_a_log_started_early_is_used_only_when_it_is_the_history_asked_for(
         assert started.commits(second, None) is None
     with gitops.StartedLog(tmp_path, "HEAD") as started:  # not a repository: git fails, nothing is used
         assert started.commits(second, None) is None
+        with pytest.raises(NotFoundError, match="not a git repository"):
+            gitops.repo_root(tmp_path, started)
     assert not (repo.path / "x").exists()
+
+
+def test_the_first_questions_begun_with_the_log_answer_as_asked_later(repo: GitRepo, tmp_path: Path) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    (repo.path / "sub").mkdir()
+    with gitops.StartedLog(repo.path / "sub", "HEAD") as started:
+        root = gitops.repo_root(repo.path / "sub", started)
+        assert not started.probes.get(gitops._ROOT_PROBE)  # its answer was taken
+        assert root == gitops.repo_root(repo.path / "sub") == repo.path.resolve()
+        assert gitops.head_ref_and_commit(root, started) == ("refs/heads/main", first)
+        assert started.probes == {}
+    other = GitRepo(tmp_path / "other", branch="trunk")
+    other.commit("elsewhere", {"g": "1\n"})
+    with gitops.StartedLog(other.path, "HEAD") as started:  # begun in another repository: not used here
+        assert gitops.repo_root(repo.path, started) == repo.path.resolve()
+        assert gitops.head_ref_and_commit(repo.path, started) == ("refs/heads/main", first)
+    with gitops.StartedLog(repo.path, "HEAD") as started:  # never asked: stopped on the way out
+        probes = list(started.probes.values())
+    assert len(probes) == 2 and all(p.returncode is not None for p in probes)
 
 
 def test_shallow_boundary_and_dates(repo: GitRepo, tmp_path: Path) -> None:
