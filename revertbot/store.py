@@ -261,7 +261,7 @@ def open_store(path: str | os.PathLike[str], *, create: bool = True, upto: int |
                 hint="upgrade revertbot to read it; the file was left unchanged",
             )
         # WAL lets readers (the dashboard) work while a scan writes, and writers queue on the lock.
-        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+        mode = _switch_to_wal(db)
         if mode is None or str(mode[0]).lower() != "wal":
             raise StoreError(f"{p}: cannot switch the history store to WAL mode (got {mode and mode[0]!r})")
         db.execute("PRAGMA foreign_keys = ON")
@@ -280,12 +280,33 @@ def open_store(path: str | os.PathLike[str], *, create: bool = True, upto: int |
     return db
 
 
+def _switch_to_wal(db: sqlite3.Connection) -> Any:
+    """``PRAGMA journal_mode = WAL``'s answer. Two processes switching a new file at once would each
+    wait for the other's lock, so SQLite fails one at once ("database is locked") instead of
+    waiting the busy timeout: that one tries again (the other has switched it by then)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return db.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _read_header(db: sqlite3.Connection, p: Path) -> int:
     """Schema version and application id; errors for files that are not ours."""
     try:
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # One read transaction: another process may be creating the store at this moment, and a
+        # version read before its migration commits beside tables read after would look foreign.
+        db.execute("BEGIN")
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"{p} is not a readable revertbot history store ({exc})",

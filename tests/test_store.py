@@ -257,6 +257,33 @@ def _writer(db: str, worker: int, rows: int, start: multiprocessing.synchronize.
     store.record_gpu(db, "org/eng", f"{worker:08x}{0:032x}", {"hardware": "H100", "passed_both": worker + 1})
 
 
+def _first_open(db: str, start: multiprocessing.synchronize.Event, errors: multiprocessing.Queue[str]) -> None:
+    start.wait()
+    try:
+        store.open_store(db).close()
+    except store.StoreError as exc:
+        errors.put(str(exc))
+
+
+def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
+    # Six processes open the same new file at the same moment, twenty times over: each must get the
+    # store (before, one could read the header half-way through another's creation and call the
+    # file foreign, or fail at once switching it to WAL beside another: "database is locked").
+    ctx = multiprocessing.get_context("fork")
+    errors: multiprocessing.Queue[str] = ctx.Queue()
+    for n in range(20):
+        start = ctx.Event()
+        openers = [ctx.Process(target=_first_open, args=(str(tmp_path / f"new{n}.db"), start, errors))
+                   for _ in range(6)]  # fmt: skip
+        for p in openers:
+            p.start()
+        start.set()
+        for p in openers:
+            p.join(60)
+        assert [p.exitcode for p in openers] == [0] * 6
+    assert errors.empty()
+
+
 def test_concurrent_writers_do_not_lose_rows(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"  # created and migrated by whichever writer gets there first
     ctx = multiprocessing.get_context("spawn")
