@@ -14,6 +14,7 @@ from . import gitops
 from .analysis.dependents import search_dependents
 from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
+from .analysis.pyparse import collector_paused
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.split import Beside, split_map
 from .analysis.symbols import SymbolChange, diff_symbols
@@ -83,6 +84,27 @@ def check_revert(
     base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
     the check reads.
     """
+    # The analysis holds many syntax trees at once: the cyclic collector would walk them all again
+    # every few thousand allocations (they hold no cycles; counting references frees them).
+    with collector_paused():
+        return _check_revert(repo, revert_ref, base_ref, config, github, gpu, repo_name, language, since, message,
+                             detect_relands, started)  # fmt: skip
+
+
+def _check_revert(
+    repo: str | Path,
+    revert_ref: str,
+    base_ref: str | None,
+    config: Config | None,
+    github: GitHubContext | None,
+    gpu: GpuSummary | None,
+    repo_name: str | None,
+    language: str | None,
+    since: str | None,
+    message: str | None,
+    detect_relands: bool,
+    started: gitops.StartedLog | None,
+) -> RevertReport:
     root = gitops.repo_root(repo, started)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)

@@ -87,3 +87,24 @@ def test_the_collector_is_paused_while_parsing_and_resumed_after() -> None:
         assert not gc.isenabled()  # never turned on when it was off
     finally:
         gc.enable()
+
+
+def test_the_collector_pause_nests_and_always_ends() -> None:
+    import gc
+
+    from revertbot.analysis.pyparse import collector_paused, parse_python
+
+    assert gc.isenabled()
+    with collector_paused():
+        parse_python("x = 1\n")  # its own pause and resume leave the outer pause alone
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    try:
+        with collector_paused():
+            raise KeyError("analysis failed")
+    except KeyError:
+        pass
+    assert gc.isenabled()

@@ -33,6 +33,19 @@ def parser() -> Iterator[Callable[[str], ast.Module]]:
                 gc.enable()
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a whole analysis (see :func:`parser`: the trees it
+    keeps would be walked again at every collection); nested pauses leave it to the outermost."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def parse_python(source: str) -> ast.Module:
     """The syntax tree of ``source``, parsed as :func:`parser` does."""
     with parser() as parse:
