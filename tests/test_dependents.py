@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -791,3 +792,19 @@ def test_own_files_are_all_settled_before_any_is_walked(repo: GitRepo) -> None:
     repo.commit("drop helper", {"pkg/b.py": "def other():\n    return 2\n"})
     found = search_dependents(repo.path, repo.head(), changes).dependents
     assert [(d.file, d.line) for d in found] == [("pkg/a.py", 1), ("pkg/a.py", 5)]
+
+
+def test_lines_naming_many_names_are_found_as_with_few_and_fast() -> None:
+    from revertbot.analysis.dependents import _NamedLines
+
+    text = "a = x1\nb = foo.x250  # x3\n\nx299x = 1\n_x7 = 2\nq(x7)\n"
+    named = {"x1", "x250", "x3", "x7", "x299"}
+    many = [f"x{i}" for i in range(300)]  # over the few that one regular expression takes
+    assert _NamedLines(text, many).lines == _NamedLines(text, named).lines == [1, 2, 6]
+    # Thousands of names over a large file: one look-up per word, not an alternation of them all.
+    names = [f"name_{i}" for i in range(20_000)]
+    big = "\n".join(f"x = name_{i * 37 % 40_000}(y) + other_{i}" for i in range(30_000))
+    start = time.perf_counter()
+    found = _NamedLines(big, names).lines
+    assert time.perf_counter() - start < 2.0
+    assert found == [i + 1 for i in range(30_000) if i * 37 % 40_000 < 20_000]

@@ -727,6 +727,10 @@ _HANDLERS: dict[type, Any] = {}  # node class -> _FileScan's visit_<class> metho
 _STATEMENT: dict[type, bool] = {}  # node class -> whether it is a statement
 
 
+_FEW_NAMES = 200  # up to this many names, one regular expression finds them
+_WORD_RUN = re.compile(r"\w+")  # a name written as a whole word is one such run
+
+
 class _NamedLines:
     """The numbers of the lines of a file on which one of some names is written as a whole word."""
 
@@ -736,16 +740,28 @@ class _NamedLines:
         self.add(names)
 
     def add(self, names: Iterable[str]) -> None:
-        names = sorted(set(names))
-        if not names:
+        wanted = sorted(set(names))
+        if not wanted:
             return
         found = set(self.lines)
+        if len(wanted) > _FEW_NAMES:
+            # An alternation of thousands of names is slow to build and to match: look each word up.
+            lookup = set(wanted)
+            line, last = 1, 0
+            for m in _WORD_RUN.finditer(self.text):
+                if m.group() in lookup:
+                    line += self.text.count("\n", last, m.start())
+                    last = m.start()
+                    found.add(line)
+            self.lines = sorted(found)
+            return
         line, start = 1, 0
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
-        while m := pattern.search(self.text, start):
-            line += self.text.count("\n", start, m.start())
+        # The same names give the same pattern for every file: the re module keeps it compiled.
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b")
+        while hit := pattern.search(self.text, start):
+            line += self.text.count("\n", start, hit.start())
             found.add(line)
-            start = self.text.find("\n", m.end())  # the next line: one match per line is enough
+            start = self.text.find("\n", hit.end())  # the next line: one match per line is enough
             if start < 0:
                 break
         self.lines = sorted(found)
@@ -838,7 +854,9 @@ class _FileScan(ast.NodeVisitor):
                     self.instances[target.id] = cls
         if "\r" not in text:  # the parser's line numbers are those of "\n" alone
             bound = [name for name, (kind, _, _) in self.env.items() if kind in ("name", "class")]
-            self.named = _NamedLines(text, [*self.s.words, *bound, *self.instances, *self.subclasses])
+            # The search's words first, alike for every file (their pattern is compiled once), then this file's names.
+            self.named = _NamedLines(text, self.s.words)
+            self.named.add([*bound, *self.instances, *self.subclasses])
         self.generic_visit(node)
 
     def _bind_own(self, node: ast.Module) -> None:
