@@ -7,7 +7,6 @@ import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import gitops
@@ -58,6 +57,9 @@ def commit_ref(c: Commit) -> CommitRef:
     return CommitRef(c.sha, c.subject, c.author_name, c.commit_time, parse_message(c.message).own_pr)
 
 
+# The analysis holds many syntax trees at once: the cyclic collector would walk them all again
+# every few thousand allocations (they hold no cycles; counting references frees them).
+@collector_paused()
 def check_revert(
     repo: str | Path,
     revert_ref: str,
@@ -84,27 +86,6 @@ def check_revert(
     base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
     the check reads.
     """
-    # The analysis holds many syntax trees at once: the cyclic collector would walk them all again
-    # every few thousand allocations (they hold no cycles; counting references frees them).
-    with collector_paused():
-        return _check_revert(repo, revert_ref, base_ref, config, github, gpu, repo_name, language, since, message,
-                             detect_relands, started)  # fmt: skip
-
-
-def _check_revert(
-    repo: str | Path,
-    revert_ref: str,
-    base_ref: str | None,
-    config: Config | None,
-    github: GitHubContext | None,
-    gpu: GpuSummary | None,
-    repo_name: str | None,
-    language: str | None,
-    since: str | None,
-    message: str | None,
-    detect_relands: bool,
-    started: gitops.StartedLog | None,
-) -> RevertReport:
     root = gitops.repo_root(repo, started)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = gitops.resolve_commit(root, revert_ref)
@@ -148,8 +129,7 @@ def _check_revert(
     _refuse_cut_history(root, link)
     originals = [by_sha[o] for o in link.originals]
     # Backports and drift mostly wait on git: they run beside the rest of the check.
-    background = ThreadPoolExecutor(max_workers=2)
-    backports_job = background.submit(
+    backports_job = gitops.Background(
         find_backports, root, originals, revert, base_sha,
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
     )  # fmt: skip
@@ -198,10 +178,9 @@ def _check_revert(
             listed = "1 file is" if len(files) == 1 else f"{len(files)} files are"
             unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
                            "from the trees, without line counts or symbols")  # fmt: skip
-    drift_job = background.submit(
+    drift_job = gitops.Background(
         find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
     ) if originals else None  # fmt: skip
-    background.shutdown(wait=False)
     symbols: list[SymbolChange] = []
     notes: list[str] = [unread_note] if unread_note else []
     dependents = []

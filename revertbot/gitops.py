@@ -609,6 +609,28 @@ class Background(Generic[_T]):
         return cast(_T, self._value)
 
 
+_I = TypeVar("_I")
+
+
+def two_at_a_time(fn: Callable[[_I], _T], items: Sequence[_I]) -> list[_T]:
+    """``[fn(x) for x in items]`` on this thread and one :class:`Background` one, each taking the
+    next item left: for work that waits on a git process per item."""
+    results: dict[int, _T] = {}
+    left = iter(range(len(items)))  # next() on it is one step under the interpreter lock
+
+    def work() -> None:
+        for i in left:
+            results[i] = fn(items[i])
+
+    helper = Background(work)
+    try:
+        work()
+    finally:
+        helper.wait()
+    helper.result()  # what it raised, raised here
+    return [results[i] for i in range(len(items))]
+
+
 def _grow_pipe(pipe: IO[bytes] | None) -> None:
     """Let ``pipe`` hold as much as an unprivileged process may ask for (1 MiB by default on
     Linux), so that git, ahead of its reader, is not stopped at 64 KiB while the reader works."""
@@ -1277,21 +1299,8 @@ def merge_trees(
     merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
     if len(pairs) == 1:
         return [_merge_tree(repo, pairs[0][0], pairs[0][1], merge_env)]
-    # The merges are independent: two at a time, each thread taking the next one left.
-    results: list[MergeResult | None] = [None] * len(pairs)
-    left = iter(range(len(pairs)))  # next() on it is one step under the interpreter lock
-
-    def merge_left() -> None:
-        for i in left:
-            results[i] = _merge_tree(repo, pairs[i][0], pairs[i][1], merge_env)
-
-    helper = Background(merge_left)
-    try:
-        merge_left()
-    finally:
-        helper.wait()
-    helper.result()
-    return [r for r in results if r is not None]
+    # The merges are independent: two at a time.
+    return two_at_a_time(lambda pair: _merge_tree(repo, pair[0], pair[1], merge_env), pairs)
 
 
 def merge_trees_without_renames(

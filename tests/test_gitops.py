@@ -6,6 +6,7 @@ import hashlib
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -672,3 +673,24 @@ def test_run_pipeline_names_the_second_command_when_it_fails(repo: GitRepo) -> N
         gitops.run_pipeline(["log", "-p", "--stdin"], ["patch-id", "--no-such-option"], cwd=repo.path,
                             input=f"{sha}\n".encode())  # fmt: skip
     assert failed.value.command == ("git", "patch-id", "--no-such-option")
+
+
+def test_two_at_a_time_keeps_the_order_and_raises_what_a_call_raised() -> None:
+    seen: list[str] = []
+
+    def slow_square(n: int) -> int:
+        seen.append(threading.current_thread().name)
+        time.sleep(0.01 * (n % 3))
+        return n * n
+
+    assert gitops.two_at_a_time(slow_square, list(range(12))) == [n * n for n in range(12)]
+    assert len(set(seen)) == 2  # this thread and one more
+    assert gitops.two_at_a_time(slow_square, []) == []
+
+    def fails_on_five(n: int) -> int:
+        if n == 5:
+            raise GitError(("x",), 1, "broken")
+        return n
+
+    with pytest.raises(GitError):
+        gitops.two_at_a_time(fails_on_five, list(range(10)))

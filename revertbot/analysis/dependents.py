@@ -740,31 +740,30 @@ class _NamedLines:
         self.add(names)
 
     def add(self, names: Iterable[str]) -> None:
-        wanted = sorted(set(names))
-        if not wanted:
-            return
-        found = set(self.lines)
+        wanted = set(names)
+        if wanted:
+            self.lines = sorted({*self.lines, *self._lines_naming(wanted)})
+
+    def _lines_naming(self, wanted: set[str]) -> Iterator[int]:
+        text, line = self.text, 1
         if len(wanted) > _FEW_NAMES:
             # An alternation of thousands of names is slow to build and to match: look each word up.
-            lookup = set(wanted)
-            line, last = 1, 0
-            for m in _WORD_RUN.finditer(self.text):
-                if m.group() in lookup:
-                    line += self.text.count("\n", last, m.start())
+            last = 0
+            for m in _WORD_RUN.finditer(text):
+                if m.group() in wanted:
+                    line += text.count("\n", last, m.start())
                     last = m.start()
-                    found.add(line)
-            self.lines = sorted(found)
+                    yield line
             return
-        line, start = 1, 0
         # The same names give the same pattern for every file: the re module keeps it compiled.
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b")
-        while hit := pattern.search(self.text, start):
-            line += self.text.count("\n", start, hit.start())
-            found.add(line)
-            start = self.text.find("\n", hit.end())  # the next line: one match per line is enough
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")
+        start = 0
+        while hit := pattern.search(text, start):
+            line += text.count("\n", start, hit.start())
+            yield line
+            start = text.find("\n", hit.end())  # the next line: one match per line is enough
             if start < 0:
-                break
-        self.lines = sorted(found)
+                return
 
     def any_between(self, first: int, last: int) -> bool:
         i = bisect.bisect_left(self.lines, first)

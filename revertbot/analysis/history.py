@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import gitops
@@ -136,9 +135,8 @@ def find_backports(
     missing = [sha for sha, found in ((orig.sha, with_original), (revert.sha, with_revert)) if found is None]
     if missing:
         # Git walks the history for what the commits in hand cannot tell: side by side.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            walked = dict(zip(missing, pool.map(lambda sha: set(gitops.branches_containing(repo, sha, *names)),
-                                                missing), strict=True))  # fmt: skip
+        found = gitops.two_at_a_time(lambda sha: set(gitops.branches_containing(repo, sha, *names)), missing)
+        walked = dict(zip(missing, found, strict=True))
         with_original = walked.get(orig.sha, with_original)
         with_revert = walked.get(revert.sha, with_revert)
     assert with_original is not None and with_revert is not None
