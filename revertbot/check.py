@@ -425,11 +425,12 @@ def select_excerpts(
     # Identifier names are looked up among each line's words (a regex per name and line is
     # quadratic: minutes for a revert of thousands of files); the rare other names keep a regex.
     words = {n: k for n, k in names.items() if _WORD_RE.fullmatch(n)}
-    others = [(re.compile(rf"\b{re.escape(n)}\b"), k) for n, k in names.items() if n not in words]
+    # A name found nowhere in the patch needs no regex on every line (``import:os`` never is).
+    others = [(n, re.compile(rf"\b{re.escape(n)}\b"), k) for n, k in names.items() if n not in words and n in patch]
 
     def mentions_in(line: str) -> int:
         found = sum(words.get(w, 0) for w in set(_WORD_RE.findall(line))) if words else 0
-        return found + sum(k for rx, k in others if rx.search(line))
+        return found + sum(k for n, rx, k in others if n in line and rx.search(line))
 
     scored = []
     for i, (path, header, lines, _old, _new) in enumerate(hunks(patch)):
