@@ -1,17 +1,23 @@
 """Benchmark: `revertbot check` of given reverts in an existing repository, with per-stage times.
 
     python -m bench.check --repo ~/src/executorch --shas 1c64a66da3 d827cf701f [--base refs/heads/main]
+    python -m bench.check --repo ~/src/executorch --every-revert [--slowest 10]
 
 For each sha: the CLI's wall time (median of ``--runs``, interpreter start-up included, as a
 maintainer waits for it), the number of git processes one check starts, and where the time goes
 in one in-process run (history, linking, diffs and proof, applying to the base, symbols,
 dependents, drift, backports). The baseline printed beside it is `git log` of the base, the one
 pass over the history a check cannot avoid.
+
+With ``--every-revert`` each revert that `revertbot scan` finds on the base is checked once (the
+CLI's wall time): the median, the 90th percentile, the slowest ones and any check that failed
+are printed. It finds the slow cases a hand-picked list misses.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -69,7 +75,11 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.check", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repo", type=Path, required=True, help="an existing repository (a clone or a bare mirror)")
-    parser.add_argument("--shas", nargs="+", required=True, help="revert commits to check")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--shas", nargs="+", help="revert commits to check")
+    which.add_argument("--every-revert", action="store_true",
+                       help="check once each revert the scan finds on the base, and sum up the times")  # fmt: skip
+    parser.add_argument("--slowest", type=int, default=10, help="with --every-revert: how many to list (default 10)")
     parser.add_argument("--base", default=None, help="the base branch (default: the checked-out branch)")
     parser.add_argument("--runs", type=int, default=3, help="timed CLI runs per sha; the median counts (default 3)")
     parser.add_argument("--max-seconds", type=float, default=None, help="fail when a check's median is above this")
@@ -89,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     timed(log_cmd, repo, env)
     log_s = statistics.median(timed(log_cmd, repo, env)[0] for _ in range(args.runs))
     print(f"{repo} base {base}: git log {log_s:.3f}s")
+    if args.every_revert:
+        return _every_revert(repo, base, env, args.slowest, args.max_seconds)
     failures = []
     for sha in args.shas:
         cmd = [*revertbot_command(), "check", "--repo", str(repo), sha, "--base", base, "--format", "json"]
@@ -107,6 +119,39 @@ def main(argv: list[str] | None = None) -> int:
     for line in failures:
         print(f"FAIL: {line}")
     return 1 if failures else 0
+
+
+def _every_revert(repo: Path, base: str, env: dict[str, str], slowest: int, max_seconds: float | None) -> int:
+    scan = [*revertbot_command(), "scan", "--repo", str(repo), "--ref", base, "--format", "json"]
+    shas = [e["revert"] for e in json.loads(timed(scan, repo, env)[1])]
+    times: list[tuple[float, str, str]] = []
+    failed: list[str] = []
+    for n, sha in enumerate(shas, 1):
+        cmd = [*revertbot_command(), "check", "--repo", str(repo), sha, "--base", base, "--format", "json"]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, check=False)
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0:
+            failed.append(f"{sha[:12]} exit {proc.returncode}: {proc.stderr.decode(errors='replace').strip()[-300:]}")
+            continue
+        verdict = json.loads(proc.stdout)["purity"]
+        times.append((elapsed, sha, verdict))
+        print(f"\r{n}/{len(shas)} checked", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    if not times:
+        print(f"{len(shas)} reverts, none checked")
+        return 1 if shas else 0
+    walls = sorted(t for t, _, _ in times)
+    p90 = walls[min(len(walls) - 1, round(0.9 * len(walls)) - 1)]
+    print(f"{len(times)} of {len(shas)} reverts checked: median {statistics.median(walls):.2f}s, 90th percentile "
+          f"{p90:.2f}s, slowest {walls[-1]:.2f}s")  # fmt: skip
+    for elapsed, sha, verdict in sorted(times, reverse=True)[:slowest]:
+        print(f"  {sha[:12]} {verdict}: {elapsed:.2f}s")
+    over = [f"{sha[:12]}: {t:.2f}s is above {max_seconds:g}s" for t, sha, _ in times
+            if max_seconds is not None and t > max_seconds]  # fmt: skip
+    for line in [*failed, *over]:
+        print(f"FAIL: {line}")
+    return 1 if failed or over else 0
 
 
 if __name__ == "__main__":

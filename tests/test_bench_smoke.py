@@ -57,6 +57,12 @@ def test_real_repository_modes_of_the_scan_and_check_benchmarks(tmp_path: Path, 
     out = capsys.readouterr().out
     assert f"{revert[:12]} pure, risk low, follow_up: CLI" in out
     assert "git processes" in out and "  backports:" in out and "  purity proof:" in out
+    # Every revert the scan finds, checked once: one here, and a limit it cannot meet fails.
+    assert bench_check.main(["--repo", str(repo.path), "--every-revert"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 reverts checked: median" in out and f"  {revert[:12]} pure: " in out
+    assert bench_check.main(["--repo", str(repo.path), "--every-revert", "--max-seconds", "0.001"]) == 1
+    assert f"FAIL: {revert[:12]}: " in capsys.readouterr().out
 
 
 def test_synthetic_benchmark_in_ci_size(capsys: object) -> None:
