@@ -794,6 +794,24 @@ def test_own_files_are_all_settled_before_any_is_walked(repo: GitRepo) -> None:
     assert [(d.file, d.line) for d in found] == [("pkg/a.py", 1), ("pkg/a.py", 5)]
 
 
+def test_names_added_one_by_one_are_found_as_when_added_at_once_and_fast() -> None:
+    # Every local class derived from an affected one is added as it is defined: thousands of them
+    # must not cost a pass over the file each.
+    from revertbot.analysis.dependents import _NamedLines
+
+    text = "".join(f"class S{i}(Base):\n    size = {i}\n\n\n" for i in range(6_000)) + "use(S5999, S3)  # S42\n"
+    names = [f"S{i}" for i in range(6_000)]
+    one_by_one = _NamedLines(text, ["Base"])
+    start = time.perf_counter()
+    for name in names:
+        one_by_one.add([name])
+    assert time.perf_counter() - start < 3.0
+    at_once = _NamedLines(text, ["Base", *names])
+    assert one_by_one.lines == at_once.lines
+    assert one_by_one.lines[:3] == [1, 5, 9] and one_by_one.lines[-1] == 24_001
+    assert _NamedLines(text, ["S42"]).lines == [169, 24_001]
+
+
 def test_lines_naming_many_names_are_found_as_with_few_and_fast() -> None:
     from revertbot.analysis.dependents import _NamedLines
 

@@ -102,3 +102,29 @@ def test_git_processes_do_not_grow_with_removed_names(
     assert len(started) <= 6, [c[:8] for c in started]
     # Every user calls a function that is either gone or lost `extra`.
     assert {d.file for d in result.dependents} == set(users)
+
+
+def test_thousands_of_changed_classes_imported_names_and_local_subclasses(tmp_path: Path) -> None:
+    # A module whose 3,000 classes each lose a method; one user imports 3,000 names from it and
+    # derives a local class from each class. Each import was compared with every changed class,
+    # and each local class searched the whole file again: minutes, where this takes seconds.
+    from tests.gitrepo import GitRepo
+
+    n = 3_000
+    methods = "    def run(self):\n        return 1\n\n    def keep(self):\n        return 0\n\n\n"
+    before = "".join(f"class K{i}:\n{methods}" for i in range(n)) + "".join(f"def f{i}():\n    return {i}\n\n\n"
+                                                                          for i in range(n))  # fmt: skip
+    after = before.replace("    def run(self):\n", "    def ran(self):\n")
+    uses = {7: "self.run()", 8: "self.keep()"}
+    user = ("".join(f"from pkg.mod import f{i}, K{i}\n" for i in range(n)) + "\n\n"
+            + "".join(f"class S{i}(K{i}):\n    def go(self):\n        return {uses.get(i, 'f0()')}\n\n\n"
+                      for i in range(n)))  # fmt: skip
+    repo = GitRepo(tmp_path / "r")
+    repo.commit("init", {"pkg/__init__.py": "", "pkg/mod.py": after, "app/use.py": user})
+    changes, note = diff_symbols("pkg/mod.py", before, after)
+    assert note is None and sum(c.change == "removed" for c in changes) == n
+    start = time.perf_counter()
+    result = search_dependents(repo.path, repo.head(), changes)
+    assert time.perf_counter() - start < BOUND_S
+    lines = user.split("\n")
+    assert found(result) == {("app/use.py", lines.index("        return self.run()") + 1)}

@@ -128,9 +128,17 @@ class _Module:
     names: dict[str, list[_Target]] = field(default_factory=dict)  # module-level name -> targets
     classes: dict[str, dict[str, list[_Target]]] = field(default_factory=dict)  # class path -> attr -> targets
     removed: _Target | None = None  # the module itself, when its file is deleted
+    outer: frozenset[str] | None = field(default=None, compare=False, repr=False)  # see outer_classes
+
+    def outer_classes(self) -> frozenset[str]:
+        """``Outer`` of each ``Outer.Inner`` in ``classes`` (worked out once: every name an import
+        binds is looked up in it, and a module can lose methods of thousands of classes)."""
+        if self.outer is None:
+            self.outer = frozenset(c.split(".")[0] for c in self.classes)
+        return self.outer
 
     def words(self) -> set[str]:
-        out = set(self.names) | {c.split(".")[0] for c in self.classes}
+        out = set(self.names) | self.outer_classes()
         out |= {a for attrs in self.classes.values() for a in attrs}
         if self.removed:  # importing the module is itself a use
             out.add(self.name.rsplit(".", 1)[-1])
@@ -734,15 +742,38 @@ _WORD_RUN = re.compile(r"\w+")  # a name written as a whole word is one such run
 class _NamedLines:
     """The numbers of the lines of a file on which one of some names is written as a whole word."""
 
+    #: Names added one by one (each local class derived from an affected one) are searched for
+    #: in the whole file this many times; then the file's words are indexed once instead, so that
+    #: thousands of such classes do not cost thousands of passes over the file.
+    SEARCHES = 8
+
     def __init__(self, text: str, names: Iterable[str]) -> None:
         self.text = text
         self.lines: list[int] = []
+        self.searches = 0
+        self.lines_of: dict[str, list[int]] | None = None  # each word -> its lines, once indexed
         self.add(names)
 
     def add(self, names: Iterable[str]) -> None:
         wanted = set(names)
-        if wanted:
+        if not wanted:
+            return
+        if self.lines_of is None and self.searches < self.SEARCHES:
+            self.searches += 1
             self.lines = sorted({*self.lines, *self._lines_naming(wanted)})
+            return
+        if self.lines_of is None:
+            self.lines_of = {}
+            text, line, last = self.text, 1, 0
+            for m in _WORD_RUN.finditer(text):
+                line += text.count("\n", last, m.start())
+                last = m.start()
+                self.lines_of.setdefault(m.group(), []).append(line)
+        for name in wanted:
+            for n in self.lines_of.get(name, ()):
+                i = bisect.bisect_left(self.lines, n)
+                if i == len(self.lines) or self.lines[i] != n:
+                    self.lines.insert(i, n)
 
     def _lines_naming(self, wanted: set[str]) -> Iterator[int]:
         text, line = self.text, 1
@@ -901,8 +932,8 @@ class _FileScan(ast.NodeVisitor):
                 for m in mods:
                     for n in m.names:
                         self.env[n] = ("name", m, n)
-                    for c in m.classes:
-                        self.env[c.split(".")[0]] = ("class", m, c.split(".")[0])
+                    for c in m.outer_classes():
+                        self.env[c] = ("class", m, c)
                 continue
             bound_here = False
             for m in mods:
@@ -912,7 +943,7 @@ class _FileScan(ast.NodeVisitor):
                     for t in m.names[alias.name]:
                         if t.kind != "params":
                             self._add(t, lineno, "imports removed symbol")
-                if any(c.split(".")[0] == alias.name for c in m.classes):
+                if alias.name in m.outer_classes():
                     self.env[bound] = ("class", m, alias.name)
                     bound_here = True
             if bound_here:
