@@ -1082,7 +1082,15 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             foreign.append(q)
         else:
             unsure.append(n)
-    title_hits = [i for t in titles for i in idx.older(idx.titled(t, pm.title_truncated), pos)]
+    hits_of_titles: list[list[int]] = []
+
+    def title_hits() -> list[int]:
+        # Worked out only where a PR number needs it: a title many commits share (thousands of
+        # "Update kernel") would otherwise cost a sort of all of them for every revert.
+        if not hits_of_titles:
+            hits_of_titles.append([i for t in titles for i in idx.older(idx.titled(t, pm.title_truncated), pos)])
+        return hits_of_titles[0]
+
     for n in dict.fromkeys(prs):
         if n in in_title:
             continue  # settled with the title it came with (below)
@@ -1093,9 +1101,9 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             agreeing = [i for i in cands if title_matches(i)]
             if agreeing:
                 cands = agreeing
-            elif title_hits and any(story_of(i) & set(title_hits) for i in cands):
+            elif title_hits() and any(story_of(i) & set(title_hits()) for i in cands):
                 continue  # the PR is a revert in the story of the titled change ("Reverts #2 and relands #1")
-            elif title_hits:
+            elif title_hits():
                 # An exact title beats a PR number that belongs to another commit (a fork's sync).
                 other = _short(idx.commits[cands[0]].sha)
                 unresolved.append(

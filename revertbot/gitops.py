@@ -1347,37 +1347,6 @@ def merge_trees_without_renames(
             for name in names]  # fmt: skip
 
 
-def grep_words(
-    repo: Path, tree: str, words: Sequence[str], pathspecs: Sequence[str] = ()
-) -> list[tuple[str, int, str]]:
-    """Whole-word occurrences of any of ``words`` in ``tree`` (a commit or tree sha), in one process.
-
-    Returns ``(path, line number, line text)`` triples. Binary files are skipped.
-    """
-    if not words:
-        return []
-    args = ["grep", "-n", "--no-column", "-w", "-I", "--full-name", "-z", "--no-color", "-F"]
-    for w in words:
-        args += ["-e", w]
-    args += [tree, "--", *pathspecs]
-    proc = run_bytes(*args, cwd=repo, check=False)
-    if proc.returncode == 1:  # no match
-        return []
-    if proc.returncode != 0:
-        raise GitError(tuple(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    hits = []
-    prefix = f"{tree}:"
-    # Split on newlines only: str.splitlines() would also cut lines at \r, form feeds and the like.
-    for raw in proc.stdout.decode("utf-8", "replace").split("\n"):
-        # -z: "<tree>:<path>\0<line>\0<text>"
-        parts = raw.split("\x00", 2)
-        if len(parts) != 3:
-            continue
-        path = parts[0][len(prefix) :] if parts[0].startswith(prefix) else parts[0]
-        hits.append((path, int(parts[1]), parts[2]))
-    return hits
-
-
 def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Iterator[bytes]:
     """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
     is never held in memory. Stopping the iteration early stops the process."""
@@ -1401,20 +1370,27 @@ def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0
             raise GitError(tuple(args), code, errfile.read().decode("utf-8", "replace"))
 
 
+#: What has a meaning in a POSIX extended regular expression: escaped, a string is matched as written.
+_ERE_SPECIAL = re.compile(r"([\\.\[\](){}*+?|^$])")
+
+
 def grep_fixed(
     repo: Path, tree: str, patterns: Sequence[str], pathspecs: Sequence[str] = ()
 ) -> Iterator[tuple[str, int, str]]:
     """Lines of ``tree`` containing any of the fixed strings ``patterns``, streamed from one
-    ``git grep -F`` process: ``(path, line number, line text)``. Binary files and submodules are
-    skipped. Matching is by plain substring (no regex, no ``-w``), which keeps git's cost low
-    when there are several patterns; callers confirm each line themselves."""
+    ``git grep`` process: ``(path, line number, line text)``. Binary files and submodules are
+    skipped. Matching is by plain substring (no ``-w``); callers confirm each line themselves.
+
+    The strings are searched as one alternation (``-E``, each escaped), not as one ``-e`` each:
+    with several patterns git looks ahead from every matching line for each of them to the end
+    of the file, so one name on thousands of lines of a large file beside one that is rare took
+    minutes (300 names over flashinfer's C++ sources: 44 s, one alternation 0.3 s)."""
     if not patterns:
         return
-    args = ["grep", "-n", "--no-column", "-I", "--full-name", "-z", "--no-color", "-F",
-            "--no-recurse-submodules", "--no-textconv"]  # fmt: skip
-    for p in patterns:
-        args += ["-e", p]
-    args += [tree, "--", *pathspecs]
+    # An empty string is in every line, as ``-F -e ""`` would find it.
+    alternation = "" if "" in patterns else "|".join(_ERE_SPECIAL.sub(r"\\\1", p) for p in patterns)
+    args = ["grep", "-n", "--no-column", "-I", "--full-name", "-z", "--no-color", "-E",
+            "--no-recurse-submodules", "--no-textconv", "-e", alternation, tree, "--", *pathspecs]  # fmt: skip
     prefix = f"{tree}:".encode()
     pending = b""
     for raw in _stream_lines(args, repo, ok_codes=(0, 1)):

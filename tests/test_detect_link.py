@@ -489,3 +489,31 @@ def test_partial_revert_and_subject_sha(base: GitRepo) -> None:
     assert (links[partial].kind, links[partial].originals, links[partial].linked_by) == ("partial", (x,), ("title",))
     assert (links[by_sha].kind, links[by_sha].originals, links[by_sha].linked_by) == ("revert", (x,), ("sha",))
     assert links[by_sha].chain == (x, partial)
+
+
+def test_thousands_of_commits_sharing_a_title_link_in_linear_time() -> None:
+    # 30,000 commits titled "Update kernel (#i)" (one title once the PR number is cut), every
+    # third a revert that names its original's sha. Each revert used to collect and sort every
+    # commit with that title, though only a PR number that disagrees with the sha needs them.
+    import hashlib
+    import time
+
+    from revertbot.models import Commit
+
+    def sha(i: int) -> str:
+        return hashlib.sha1(str(i).encode()).hexdigest()
+
+    commits, reverts = [], {}
+    for i in range(30_000):
+        if i % 3 == 2 and i > 600:
+            message = f'Revert "Update kernel (#{i - 506})"\n\nThis reverts commit {sha(i - 506)}.\n'
+            reverts[sha(i)] = sha(i - 506)
+        else:
+            message = f"Update kernel (#{i})\n"
+        commits.append(Commit(sha(i), (sha(i - 1),) if i else (), "a", "a@x", i, i, message))
+    commits.reverse()  # newest first, as git log lists them
+    start = time.perf_counter()
+    found = link_reverts(commits, ref_name=MAIN)
+    assert time.perf_counter() - start < 5.0
+    assert {link.revert: link.originals for link in found} == {r: (o,) for r, o in reverts.items()}
+    assert all(link.linked_by == ("sha",) and not link.unresolved for link in found)

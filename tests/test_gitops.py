@@ -371,35 +371,6 @@ def test_blobs_keeps_answers_in_place_around_a_path_with_a_newline(repo: GitRepo
     }
 
 
-def test_grep_words_whole_words_only(repo: GitRepo) -> None:
-    repo.commit(
-        "one",
-        {
-            "a.py": "def _slice_output(x):\n    return x\n",
-            "b c.py": "y = _slice_output(1)\nz = _slice_outputs\n",
-            "é.py": "\x0cform feed then _slice_output()\r in the middle\n",
-            "w.bin": b"\x00_slice_output\n",
-            "docs/n.md": "_slice_output\n",
-        },
-    )
-    hits = gitops.grep_words(repo.path, repo.head(), ["_slice_output", "-e"])
-    assert sorted(hits) == [
-        ("a.py", 1, "def _slice_output(x):"),
-        ("b c.py", 1, "y = _slice_output(1)"),
-        ("docs/n.md", 1, "_slice_output"),
-        ("é.py", 1, "\x0cform feed then _slice_output()\r in the middle"),
-    ]
-    assert gitops.grep_words(repo.path, repo.head(), ["_slice_output"], ["*.md"]) == [("docs/n.md", 1, "_slice_output")]
-    assert gitops.grep_words(repo.path, repo.head(), ["absent_word"]) == []
-    assert gitops.grep_words(repo.path, repo.head(), []) == []
-
-
-def test_grep_words_ignores_a_users_column_setting(repo: GitRepo) -> None:
-    repo.commit("one", {"a.py": "x = helper()\n"})
-    repo.git("config", "grep.column", "true")
-    assert gitops.grep_words(repo.path, repo.head(), ["helper"]) == [("a.py", 1, "x = helper()")]
-
-
 # --------------------------------------------------------------------------- patches
 
 
