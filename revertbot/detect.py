@@ -770,6 +770,7 @@ class HistoryIndex:
     by_title: dict[str, list[int]] = field(default_factory=dict)  # title_key -> positions
     sorted_titles: list[str] = field(default_factory=list)  # for prefix lookups of cut titles
     by_cherry_source: dict[str, list[int]] = field(default_factory=dict)
+    sorted_cherry_sources: list[str] = field(default_factory=list)  # for prefix lookups of them
     prs_of: dict[int, tuple[int, ...]] = field(default_factory=dict)  # tuples: a set per commit is 216 bytes
 
     @classmethod
@@ -809,6 +810,19 @@ class HistoryIndex:
     def older(self, candidates: Iterable[int], than: int) -> list[int]:
         """Candidates older than position ``than`` (later in newest-first order), nearest first."""
         return sorted(i for i in set(candidates) if i > than)
+
+    def picked_from(self, prefix: str) -> list[int]:
+        """Positions of the commits cherry-picked from a commit whose sha starts with ``prefix``
+        (as written in their messages; looked up by bisection, as a release branch can hold
+        thousands of cherry-picks and each revert on it names upstream shas)."""
+        if len(self.sorted_cherry_sources) != len(self.by_cherry_source):
+            self.sorted_cherry_sources = sorted(self.by_cherry_source)
+        k = bisect_left(self.sorted_cherry_sources, prefix)
+        hits: list[int] = []
+        while k < len(self.sorted_cherry_sources) and self.sorted_cherry_sources[k].startswith(prefix):
+            hits += self.by_cherry_source[self.sorted_cherry_sources[k]]
+            k += 1
+        return hits
 
     def titled(self, title: str, truncated: bool = False) -> list[int]:
         """Positions of commits with this title (with or without its PR suffix); by prefix when cut."""
@@ -1055,7 +1069,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             unresolved.append(Unresolved(sha, "ambiguous abbreviation"))
             continue
         # The revert names the upstream commit; this ref (a release branch) has its cherry-pick.
-        picked = idx.older((j for full, js in idx.by_cherry_source.items() if full.startswith(sha) for j in js), pos)
+        picked = idx.older(idx.picked_from(sha), pos)
         if picked:
             add(picked[0], "sha")
             continue

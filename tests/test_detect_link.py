@@ -517,3 +517,29 @@ def test_thousands_of_commits_sharing_a_title_link_in_linear_time() -> None:
     assert time.perf_counter() - start < 5.0
     assert {link.revert: link.originals for link in found} == {r: (o,) for r, o in reverts.items()}
     assert all(link.linked_by == ("sha",) and not link.unresolved for link in found)
+
+
+def test_reverts_on_a_release_branch_of_thousands_of_cherry_picks_link_fast() -> None:
+    # Each revert names the upstream sha; the branch has the cherry-pick ("cherry picked from
+    # commit ..."). The upstream shas were compared with every cherry-pick's source, per revert.
+    import hashlib
+    import time
+
+    from revertbot.models import Commit
+
+    def sha(kind: str, i: int) -> str:
+        return hashlib.sha1(f"{kind}{i}".encode()).hexdigest()
+
+    commits, expected = [], {}
+    for i in range(24_000):
+        if i % 4 == 3 and i > 100:
+            message = f'Revert "Fix part {i - 3}"\n\nThis reverts commit {sha("up", i - 3)}.\n'
+            expected[sha("rel", i)] = (sha("rel", i - 3),)
+        else:
+            message = f"Fix part {i}\n\n(cherry picked from commit {sha('up', i)})\n"
+        commits.append(Commit(sha("rel", i), (sha("rel", i - 1),) if i else (), "a", "a@x", i, i, message))
+    commits.reverse()
+    start = time.perf_counter()
+    found = link_reverts(commits, ref_name="refs/heads/release/1.0")
+    assert time.perf_counter() - start < 5.0
+    assert {link.revert: link.originals for link in found} == expected
