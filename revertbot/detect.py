@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import heapq
 import re
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -705,6 +705,12 @@ def _index_keys(c: Commit) -> tuple[set[int], list[str], str, list[str]]:
     return prs, titles, diff, sources
 
 
+#: Commits that match a reference equally are told apart by their history up to this many, and
+#: by their diffs (see :attr:`Link.candidates`) up to the second number; beyond, the reference
+#: stays ambiguous: each revert naming it would otherwise cost a pass over all of them (a title
+#: shared by thousands of commits took minutes and hundreds of MB).
+MAX_CHOICES, MAX_DIFF_CANDIDATES = 1000, 64
+
 #: Lookups by prefix compare this many leading characters: of an abbreviated sha (git's
 #: shortest), and of a title cut with an ellipsis (GitHub cuts them near 70).
 _SHA_PREFIX, _TITLE_PREFIX = 7, 24
@@ -807,9 +813,12 @@ class HistoryIndex:
             i += 1
         return found
 
-    def older(self, candidates: Iterable[int], than: int) -> list[int]:
-        """Candidates older than position ``than`` (later in newest-first order), nearest first."""
-        return sorted(i for i in set(candidates) if i > than)
+    def older(self, candidates: Sequence[int], than: int) -> list[int]:
+        """Candidates older than position ``than`` (later in newest-first order), nearest first.
+        ``candidates`` are positions in increasing order, each once, as the index's lists and
+        lookups give them: the older ones are found by bisection (a title thousands of commits
+        share is looked up for every revert that names it)."""
+        return list(candidates[bisect_right(candidates, than) :])
 
     def picked_from(self, prefix: str) -> list[int]:
         """Positions of the commits cherry-picked from a commit whose sha starts with ``prefix``
@@ -822,12 +831,17 @@ class HistoryIndex:
         while k < len(self.sorted_cherry_sources) and self.sorted_cherry_sources[k].startswith(prefix):
             hits += self.by_cherry_source[self.sorted_cherry_sources[k]]
             k += 1
-        return hits
+        return sorted(set(hits))
 
     def titled(self, title: str, truncated: bool = False) -> list[int]:
-        """Positions of commits with this title (with or without its PR suffix); by prefix when cut."""
+        """Positions of commits with this title (with or without its PR suffix); by prefix when cut.
+        In increasing order, each once (the index's own list when one key finds them: not to be
+        changed)."""
         keys = {title_key(title), title_key(strip_pr_suffix(title))}
-        hits = [i for key in keys if key for i in self.by_title.get(key, ())]
+        found = [self.by_title[key] for key in keys if key and key in self.by_title]
+        if len(found) == 1:
+            return found[0]
+        hits = [i for positions in found for i in positions]
         if not hits and truncated and len(title) >= _MIN_TRUNCATED_TITLE:
             prefix = title_key(title)
             if len(self.sorted_titles) != len(self.by_title):
@@ -836,7 +850,7 @@ class HistoryIndex:
             while k < len(self.sorted_titles) and self.sorted_titles[k].startswith(prefix):
                 hits += self.by_title[self.sorted_titles[k]]
                 k += 1
-        return hits
+        return sorted(set(hits))
 
 
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
@@ -1034,6 +1048,12 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     def choose(cands: list[int], what: str, prefer_reverts: bool = False) -> int | None:
         """One candidate, or None after recording why (none, or several that history cannot tell apart)."""
+        if len(cands) > MAX_CHOICES:
+            # Which of thousands of commits with one title is meant is not worked out for every
+            # revert that names the title (a pass over all of them each): it stays ambiguous.
+            listed = ", ".join(_short(idx.commits[i].sha) for i in cands[:5])
+            unresolved.append(Unresolved(what, f"ambiguous: {len(cands)} earlier commits match ({listed})"))
+            return None
         if len(cands) > 1:
             # Prefer the change itself over earlier reverts/relands that carry its title ...
             kinds = [ctx.parsed.get(i, _NOT_REVERT).kind for i in cands]
@@ -1253,7 +1273,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             ):
                 found.remove((k, sha, how))
     candidates: tuple[str, ...] = ()
-    if not found and len(unresolved) == 1 and len(ambiguous) == 1:
+    if not found and len(unresolved) == 1 and len(ambiguous) == 1 and len(ambiguous[0]) <= MAX_DIFF_CANDIDATES:
         candidates = tuple(idx.commits[i].sha for i in ambiguous[0])
     direction = 1
     deciding = [k for k, _, _ in found if k < len(idx.commits)] or (ambiguous[0] if candidates else [])

@@ -326,7 +326,9 @@ def classify_links(
             first_parent[sha] = parents[0] if parents else None
     requests = patch_requests(links, first_parent)
     # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
-    requests += [(c, first_parent.get(c)) for link in links for c in link.candidates if c not in dict(requests)]
+    requested = {sha for sha, _ in requests}
+    requests += [(c, first_parent.get(c)) for c in dict.fromkeys(c for link in links for c in link.candidates)
+                 if c not in requested]  # fmt: skip
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
     parent_of = dict(requests)
