@@ -128,93 +128,100 @@ def check_revert(
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
     originals = [by_sha[o] for o in link.originals]
-    # Backports and drift mostly wait on git: they run beside the rest of the check.
-    backports_job = gitops.Background(
+    # Backports and drift mostly wait on git: they run beside the rest of the check (the
+    # backports in a forked child: reading the release branches' logs would hold the interpreter
+    # lock the symbols' parsing needs).
+    backports_job = Beside(
         find_backports, root, originals, revert, base_sha,
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
     )  # fmt: skip
-    wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
-    patches, errors, truncated = gitops.commit_patches(root, wanted)
-    purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
-    revert_patch = strip_raw(patches.get(head_sha, ""))
+    try:
+        wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
+        patches, errors, truncated = gitops.commit_patches(root, wanted)
+        purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
+        revert_patch = strip_raw(patches.get(head_sha, ""))
 
-    # Base: the branch the revert is meant for. A revert that is already part of it is judged as
-    # of its own time: at its parent, not at today's branch.
-    base_name = base_ref or (head_ref or gitops.current_branch_ref(root)).removeprefix("refs/heads/")
-    apply_params: tuple[tuple[str, str], ...] = ()
-    if merged:
-        apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
-        apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
-    else:
-        apply_note, drift_end = "", base_sha
-        try:
-            apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
-        except GitError as exc:
-            if not gitops.is_missing_object(exc.stderr):
+        # Base: the branch the revert is meant for. A revert that is already part of it is judged as
+        # of its own time: at its parent, not at today's branch.
+        base_name = base_ref or (head_ref or gitops.current_branch_ref(root)).removeprefix("refs/heads/")
+        apply_params: tuple[tuple[str, str], ...] = ()
+        if merged:
+            apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
+            apply_note, after_tree, drift_end = "already-merged", head_sha, parent or head_sha
+        else:
+            apply_note, drift_end = "", base_sha
+            try:
+                apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
+            except GitError as exc:
+                if not gitops.is_missing_object(exc.stderr):
+                    raise
+                # A clone without objects the merge reads (a partial clone that cannot fetch, a damaged
+                # one): whether it applies stays unknown, and the report says why, instead of no report.
+                apply = None
+                apply_note = f"this clone lacks objects the merge needs ({exc.stderr.splitlines()[-1].strip()})"
+            clean_tree = apply.tree if apply is not None and apply.clean else None
+            after_tree = clean_tree or base_sha
+            if clean_tree is not None and clean_tree == gitops.trees_of(root, [base_sha]).get(base_sha):
+                # Nothing changes on the base: the revert is already there, or the base never had the original.
+                apply_note = "no-op"
+                had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
+                apply_params = (("why", "already-undone" if had else "never-had"),)
+
+        reland_info = None
+        if link.kind == "reland":
+            reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
+        # The raw and numstat lines: complete even if the text was cut.
+        files = _file_changes(patches.get(head_sha, ""), cfg)
+        unread_note = ""
+        if head_sha in errors:
+            # The diff text could not be made (file contents missing from this clone): the files still
+            # come from the trees, so critical paths and the drift search see them; the line counts stay unknown.
+            raws, _ = gitops.commit_raws(root, [(head_sha, parent)])
+            files = _file_changes(raws.get(head_sha, ""), cfg)
+            if files:
+                listed = "1 file is" if len(files) == 1 else f"{len(files)} files are"
+                unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
+                               "from the trees, without line counts or symbols")  # fmt: skip
+        drift_job = gitops.Background(
+            find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
+        ) if originals else None  # fmt: skip
+        symbols: list[SymbolChange] = []
+        notes: list[str] = [unread_note] if unread_note else []
+        dependents = []
+        if apply_note != "no-op":
+            # Uses inside the lines the revert itself changes are not dependents: they are read
+            # against the tree the revert was applied to.
+            applied_on = drift_end if apply is not None and apply.clean else None
+            cpp_job: Beside | None = None
+
+            def search_cpp(cpp_symbols: list[SymbolChange]) -> None:
+                # tree-sitter holds the interpreter lock: a second core searches the C++ uses while
+                # this one works out the Python symbols and searches their uses.
+                nonlocal cpp_job
+                if cpp_symbols:
+                    cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
+
+            try:
+                symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
+                notes += symbol_notes
+                removed_files = [f.path for f in files if f.status == "deleted"]
+                search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
+            except BaseException:
+                if cpp_job is not None:
+                    cpp_job.close()  # its result will never be read
                 raise
-            # A clone without objects the merge reads (a partial clone that cannot fetch, a damaged
-            # one): whether it applies stays unknown, and the report says why, instead of no report.
-            apply = None
-            apply_note = f"this clone lacks objects the merge needs ({exc.stderr.splitlines()[-1].strip()})"
-        clean_tree = apply.tree if apply is not None and apply.clean else None
-        after_tree = clean_tree or base_sha
-        if clean_tree is not None and clean_tree == gitops.trees_of(root, [base_sha]).get(base_sha):
-            # Nothing changes on the base: the revert is already there, or the base never had the original.
-            apply_note = "no-op"
-            had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
-            apply_params = (("why", "already-undone" if had else "never-had"),)
-
-    reland_info = None
-    if link.kind == "reland":
-        reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
-    files = _file_changes(patches.get(head_sha, ""), cfg)  # raw and numstat lines: complete even if the text was cut
-    unread_note = ""
-    if head_sha in errors:
-        # The diff text could not be made (file contents missing from this clone): the files still
-        # come from the trees, so critical paths and the drift search see them; the line counts stay unknown.
-        raws, _ = gitops.commit_raws(root, [(head_sha, parent)])
-        files = _file_changes(raws.get(head_sha, ""), cfg)
-        if files:
-            listed = "1 file is" if len(files) == 1 else f"{len(files)} files are"
-            unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
-                           "from the trees, without line counts or symbols")  # fmt: skip
-    drift_job = gitops.Background(
-        find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
-    ) if originals else None  # fmt: skip
-    symbols: list[SymbolChange] = []
-    notes: list[str] = [unread_note] if unread_note else []
-    dependents = []
-    if apply_note != "no-op":
-        # Uses inside the lines the revert itself changes are not dependents: they are read
-        # against the tree the revert was applied to.
-        applied_on = drift_end if apply is not None and apply.clean else None
-        cpp_job: Beside | None = None
-
-        def search_cpp(cpp_symbols: list[SymbolChange]) -> None:
-            # tree-sitter holds the interpreter lock: a second core searches the C++ uses while
-            # this one works out the Python symbols and searches their uses.
-            nonlocal cpp_job
-            if cpp_symbols:
-                cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
-
-        try:
-            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
-            notes += symbol_notes
-            removed_files = [f.path for f in files if f.status == "deleted"]
-            search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
-        except BaseException:
+            dependents = list(search.dependents)
+            notes += list(search.notes)
             if cpp_job is not None:
-                cpp_job.close()  # its result will never be read
-            raise
-        dependents = list(search.dependents)
-        notes += list(search.notes)
-        if cpp_job is not None:
-            cpp_search = cpp_job.result()
-            dependents += list(cpp_search.dependents)
-            notes += list(cpp_search.notes)
+                cpp_search = cpp_job.result()
+                dependents += list(cpp_search.dependents)
+                notes += list(cpp_search.notes)
 
-    drift = drift_job.result() if drift_job else []
-    backports = backports_job.result()
+        drift = drift_job.result() if drift_job else []
+        backports = backports_job.result()
+    except BaseException:
+        backports_job.close()  # its result will never be read
+        raise
     age = None
     if originals:
         age = max(0.0, (revert.commit_time - originals[-1].commit_time) / 86400)
@@ -401,10 +408,11 @@ def _cpp_symbol_changes(
     for start in range(0, len(wanted), 100):
         batch = wanted[start : start + 100]
         contents = gitops.blobs(root, [oid for p in batch for oid in ids[p] if oid])
-        for p in batch:
-            before_id, after_id = ids[p]
-            found, found_notes = diff_cpp_symbols(p, contents.get(before_id) if before_id else None,
-                                                  contents.get(after_id) if after_id else None)  # fmt: skip
+        versions = [(p, contents.get(before) if before else None, contents.get(after) if after else None)
+                    for p, (before, after) in ((p, ids[p]) for p in batch)]  # fmt: skip
+        # tree-sitter holds the interpreter lock: large changes are parsed on two cores, as the Python ones.
+        for found, found_notes in split_map(lambda v: diff_cpp_symbols(*v), versions,
+                                            lambda v: len(v[1] or b"") + len(v[2] or b"")):  # fmt: skip
             changes += list(found)
             notes += found_notes
     return changes, fold_parse_notes(notes)

@@ -76,6 +76,7 @@ def _repo_with_python_and_cpp_uses(repo: GitRepo) -> str:
         {
             "pkg/core.py": base_py + PY_CORE,
             "csrc/core.cu": base_cu + CPP_CORE,
+            "csrc/more.cu": "int more_launch(int n) { return n; }\nint more_other(int n) { return -n; }\n",
             "pkg/extra.py": "import os\n\n\ndef extra():\n    return os.sep\n",
         },
     )
@@ -119,7 +120,8 @@ def test_a_check_split_over_two_processes_reports_exactly_the_same(
     assert len(symbols) >= 70 and {d.file.split("/")[0] for d in deps} == {"pkg", "csrc"}  # type: ignore[attr-defined]
     assert shared == alone
     if split.can_split():
-        assert len(forks) >= 3  # symbols, the Python dependents and the C++ dependents
+        # the backports, the C++ and the Python symbols, the Python dependents, the C++ dependents
+        assert len(forks) >= 5
 
 
 def _sleep_then(x: int) -> int:
