@@ -53,7 +53,7 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "search_cpp_dependents", "dependents (C++ and its Python bindings; not timed when a child runs it)"),
         (split.Beside, "result", "waiting for the second core's part"),
         (check, "find_drift", "drift"),
-        (check, "find_backports", "backports"),
+        (check, "find_backports", "backports (not timed when a forked child finds them)"),
     ]
     # Every git process starts through Popen (subprocess.run uses it too): count those.
     popen = gitops.subprocess.Popen

@@ -56,7 +56,7 @@ def test_real_repository_modes_of_the_scan_and_check_benchmarks(tmp_path: Path, 
     assert bench_check.main(["--repo", str(repo.path), "--shas", revert, "--runs", "1"]) == 0
     out = capsys.readouterr().out
     assert f"{revert[:12]} pure, risk low, follow_up: CLI" in out
-    assert "git processes" in out and "  backports:" in out and "  purity proof:" in out
+    assert "git processes" in out and "  purity proof:" in out and "  linking:" in out
     # Every revert the scan finds, checked once: one here, and a limit it cannot meet fails.
     assert bench_check.main(["--repo", str(repo.path), "--every-revert"]) == 0
     out = capsys.readouterr().out

@@ -22,7 +22,7 @@ definition in another module or class, code in the module itself where the name 
 defined, comments, docstrings and prose, documentation files, and, when the tree the revert was
 applied to is given, lines the revert itself adds or changes.
 
-How it stays cheap: the candidates come from one ``git grep -F`` over Python and configuration
+How it stays cheap: the candidates come from one ``git grep`` (fixed strings) over Python and configuration
 files for the word ``import`` plus a few dotted prefixes of the modules involved; the number of
 patterns never depends on the number of removed names, so thousands of removed names cost no
 more git work than one. Import lines are resolved in Python, and only files that import an

@@ -29,7 +29,7 @@ dependents: ``torch.ops.<ns>.<name>`` attribute chains (``.default`` and other o
 included), ``"<ns>::<name>"`` strings, and for pybind11 modules ``<module>.<name>`` and
 ``from <module> import <name>``. Each such dependent carries the chain in ``via``.
 
-How it stays cheap: candidate files come from one ``git grep -F`` for the target names (and the
+How it stays cheap: candidate files come from one ``git grep`` (fixed strings) for the target names (and the
 ops' dotted names) through :func:`revertbot.gitops.grep_fixed`, then only those files are parsed.
 Bounds (names searched, grep lines, files and bytes parsed, uses listed) are reported in notes.
 """
