@@ -377,3 +377,37 @@ def test_all_refs_finds_reverts_on_every_branch(repo: GitRepo, capsys: pytest.Ca
         (on_release, [original], "pure")]  # fmt: skip
     code, _out, err = scan(capsys, "--repo", str(repo.path), "--all-refs", "--ref", "main")
     assert code == 2 and "not both" in err
+
+
+def _command(*args: str, before: str = "") -> list[str]:
+    """The installed command's entry point (``main``), in a fresh interpreter."""
+    code = f"import sys\n{before}sys.argv = ['revertbot', *{list(args)!r}]\nfrom revertbot.cli import main\nmain()\n"
+    return [sys.executable, "-c", code]
+
+
+def test_the_command_ends_without_the_interpreter_teardown_but_with_all_its_output(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    # The command skips the interpreter's teardown (15-25 ms a run): what it printed must still be
+    # complete, to a file (block-buffered) as to a pipe, and its exit status kept.
+    for i in range(14):
+        original = repo.commit(f"Change {i} " + "of a long title " * 60 + f"(#{i + 1})", {f"m{i}.py": f"x = {i}\n"})
+        repo.revert(original)
+    out_file = tmp_path / "scan.json"
+    with out_file.open("w") as out:
+        done = subprocess.run(_command("scan", "--repo", str(repo.path), "--format", "json"), stdout=out,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert out_file.stat().st_size > 16_384  # beyond the buffers of the stream
+    assert len(json.loads(out_file.read_text())) == 14
+    piped = subprocess.run(_command("scan", "--repo", str(repo.path), "--format", "json"), capture_output=True)
+    assert len(json.loads(piped.stdout)) == 14
+    missing = subprocess.run(_command("scan", "--repo", str(tmp_path / "nowhere")), capture_output=True, text=True)
+    assert missing.returncode == 3 and "does not exist" in missing.stderr and missing.stdout == ""
+    # Exit handlers are skipped, unless a profiler or coverage tool is watching: it writes then.
+    atexit = "import atexit\natexit.register(lambda: print('exit handlers ran'))\n"
+    fast = subprocess.run(_command("--version", before=atexit), capture_output=True, text=True)
+    assert fast.returncode == 0 and "revertbot" in fast.stdout and "exit handlers ran" not in fast.stdout
+    profiled = subprocess.run(_command("--version", before=atexit + "sys.setprofile(lambda *a: None)\n"),
+                              capture_output=True, text=True)  # fmt: skip
+    assert profiled.returncode == 0 and "exit handlers ran" in profiled.stdout
