@@ -42,6 +42,11 @@ def test_grep_fixed_matches_every_character_as_written(repo: GitRepo) -> None:
     assert sorted(gitops.grep_fixed(repo.path, repo.head(), ["|"])) == bars
     # An empty string is in every line, as with one fixed pattern each.
     assert len(list(gitops.grep_fixed(repo.path, repo.head(), ["zzz", ""]))) == 7
+    # Bytes beyond ASCII are matched as written too (git runs in the C locale).
+    repo.commit("accents", {"u.py": "café = 1\nnaïve.x\ncafe\n"})
+    assert list(gitops.grep_fixed(repo.path, repo.head(), ["café", "ïve.x"], ["u.py"])) == [
+        ("u.py", 1, "café = 1"), ("u.py", 2, "naïve.x")]  # fmt: skip
+    assert list(gitops.grep_fixed(repo.path, repo.head(), ["caf."], ["u.py"])) == []
 
 
 def test_grep_fixed_ignores_a_users_column_setting(repo: GitRepo) -> None:
