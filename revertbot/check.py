@@ -135,6 +135,7 @@ def check_revert(
         find_backports, root, originals, revert, base_sha,
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
     )  # fmt: skip
+    cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     try:
         wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
         patches, errors, truncated = gitops.commit_patches(root, wanted)
@@ -192,7 +193,6 @@ def check_revert(
             # Uses inside the lines the revert itself changes are not dependents: they are read
             # against the tree the revert was applied to.
             applied_on = drift_end if apply is not None and apply.clean else None
-            cpp_job: Beside | None = None
 
             def search_cpp(cpp_symbols: list[SymbolChange]) -> None:
                 # tree-sitter holds the interpreter lock: a second core searches the C++ uses while
@@ -201,15 +201,10 @@ def check_revert(
                 if cpp_symbols:
                     cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
 
-            try:
-                symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
-                notes += symbol_notes
-                removed_files = [f.path for f in files if f.status == "deleted"]
-                search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
-            except BaseException:
-                if cpp_job is not None:
-                    cpp_job.close()  # its result will never be read
-                raise
+            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
+            notes += symbol_notes
+            removed_files = [f.path for f in files if f.status == "deleted"]
+            search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
             dependents = list(search.dependents)
             notes += list(search.notes)
             if cpp_job is not None:
@@ -220,7 +215,9 @@ def check_revert(
         drift = drift_job.result() if drift_job else []
         backports = backports_job.result()
     except BaseException:
-        backports_job.close()  # its result will never be read
+        for job in (backports_job, cpp_job):
+            if job is not None:
+                job.close()  # its result will never be read
         raise
     age = None
     if originals:

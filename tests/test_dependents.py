@@ -509,10 +509,19 @@ class Runner:
 '''
 
 
-def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo) -> None:
+def _uses_left_of_warmup(repo: GitRepo, users: dict[str, str | bytes | None]) -> list[tuple[str, int, str]]:
+    """``Runner.warmup`` added, then used by ``users``, then reverted: the uses the revert leaves."""
     repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": RUNNER_WITHOUT_WARMUP})
     original = repo.commit("Add warmup", {"pkg/runner.py": RUNNER_WITH_WARMUP})
-    repo.commit("users", {
+    repo.commit("users", users)
+    rev = repo.revert(original)
+    changes, removed = revert_changes(repo, rev)
+    assert [(c.name, c.change) for c in changes] == [("Runner.warmup", "removed")]
+    return where(find_dependents(repo.path, rev, changes, removed))
+
+
+def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo) -> None:
+    found = _uses_left_of_warmup(repo, {
         "pkg/use.py": (
             "from pkg.runner import Runner\n"
             "\n"
@@ -536,10 +545,7 @@ def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo
         ),
         "pkg/unrelated.py": "class Runner:\n    def warmup(self):\n        pass\n\n\nRunner().warmup()\n",
     })  # fmt: skip
-    rev = repo.revert(original)
-    changes, removed = revert_changes(repo, rev)
-    assert [(c.name, c.change) for c in changes] == [("Runner.warmup", "removed")]
-    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+    assert found == [
         ("pkg/use.py", 4, "calls removed symbol"),
         ("pkg/use.py", 5, "calls removed symbol"),
         ("pkg/use.py", 11, "calls removed symbol"),
@@ -549,9 +555,7 @@ def test_removed_method_through_its_class_instances_and_subclasses(repo: GitRepo
 def test_statements_naming_nothing_searched_are_skipped_but_a_chain_of_subclasses_is_followed(repo: GitRepo) -> None:
     # The walk skips statements that name no searched name; a local class derived from an affected
     # one becomes such a name from its definition on, so a class two steps below still counts.
-    repo.commit("init", {"pkg/__init__.py": "", "pkg/runner.py": RUNNER_WITHOUT_WARMUP})
-    original = repo.commit("Add warmup", {"pkg/runner.py": RUNNER_WITH_WARMUP})
-    repo.commit("users", {
+    found = _uses_left_of_warmup(repo, {
         "pkg/use.py": (
             "from pkg.runner import Runner as Engine\n"
             "\n"
@@ -581,9 +585,7 @@ def test_statements_naming_nothing_searched_are_skipped_but_a_chain_of_subclasse
             "    return 0\n"
         ),
     })  # fmt: skip
-    rev = repo.revert(original)
-    changes, removed = revert_changes(repo, rev)
-    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+    assert found == [
         ("pkg/use.py", 21, "calls removed symbol"),
         ("pkg/use.py", 24, "uses removed symbol"),
     ]

@@ -739,6 +739,15 @@ _FEW_NAMES = 200  # up to this many names, one regular expression finds them
 _WORD_RUN = re.compile(r"\w+")  # a name written as a whole word is one such run
 
 
+def _words_and_lines(text: str) -> Iterator[tuple[str, int]]:
+    """Each whole word of ``text`` with the number of its line."""
+    line, last = 1, 0
+    for m in _WORD_RUN.finditer(text):
+        line += text.count("\n", last, m.start())
+        last = m.start()
+        yield m.group(), line
+
+
 class _NamedLines:
     """The numbers of the lines of a file on which one of some names is written as a whole word."""
 
@@ -764,11 +773,8 @@ class _NamedLines:
             return
         if self.lines_of is None:
             self.lines_of = {}
-            text, line, last = self.text, 1, 0
-            for m in _WORD_RUN.finditer(text):
-                line += text.count("\n", last, m.start())
-                last = m.start()
-                self.lines_of.setdefault(m.group(), []).append(line)
+            for word, line in _words_and_lines(self.text):
+                self.lines_of.setdefault(word, []).append(line)
         for name in wanted:
             for n in self.lines_of.get(name, ()):
                 i = bisect.bisect_left(self.lines, n)
@@ -779,12 +785,7 @@ class _NamedLines:
         text, line = self.text, 1
         if len(wanted) > _FEW_NAMES:
             # An alternation of thousands of names is slow to build and to match: look each word up.
-            last = 0
-            for m in _WORD_RUN.finditer(text):
-                if m.group() in wanted:
-                    line += text.count("\n", last, m.start())
-                    last = m.start()
-                    yield line
+            yield from (line for word, line in _words_and_lines(text) if word in wanted)
             return
         # The same names give the same pattern for every file: the re module keeps it compiled.
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")

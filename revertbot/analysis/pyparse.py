@@ -19,18 +19,12 @@ def parser() -> Iterator[Callable[[str], ast.Module]]:
     """A parse function for many sources in a row (a leading BOM is ignored; warnings about the
     analysed code are silenced). It raises SyntaxError, ValueError or RecursionError like
     :func:`ast.parse`. While it is held, other threads wait to parse."""
-    with _PARSE_LOCK, warnings.catch_warnings():
+    # The cyclic collector would walk every node built so far (and every tree still held) again
+    # and again while large files are parsed: 3-4x the parsing itself. Syntax trees hold no
+    # cycles, so pausing it loses nothing; the lock makes the pause and resume one pair.
+    with _PARSE_LOCK, warnings.catch_warnings(), collector_paused():
         warnings.simplefilter("ignore")  # e.g. invalid escape sequences in the analysed code
-        # The cyclic collector would walk every node built so far (and every tree still held) again
-        # and again while large files are parsed: 3-4x the parsing itself. Syntax trees hold no
-        # cycles, so pausing it loses nothing; the lock makes the pause and resume one pair.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            yield lambda source: ast.parse(source.removeprefix("\ufeff"))
-        finally:
-            if collecting:
-                gc.enable()
+        yield lambda source: ast.parse(source.removeprefix("\ufeff"))
 
 
 @contextmanager
