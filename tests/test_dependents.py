@@ -641,13 +641,57 @@ def test_reexport_removed_from_the_package_init(repo: GitRepo) -> None:
         "pkg/__init__.py": "from .ops import fused\n",
         "pkg/ops.py": "def keep():\n    pass\n\n\ndef fused(x):\n    return x\n",
     })  # fmt: skip
-    repo.commit("user", {"app.py": "import pkg\nfrom pkg import fused\n\npkg.fused(1)\n"})
+    repo.commit("user", {
+        "app.py": "import pkg\nfrom pkg import fused\n\npkg.fused(1)\n",
+        "pkg/inner.py": "from . import fused\n\nfused(2)\n",  # never spells the package's name
+    })  # fmt: skip
     rev = repo.revert(original)
     changes, removed = revert_changes(repo, rev)
     assert where(find_dependents(repo.path, rev, changes, removed)) == [
         ("app.py", 2, "imports removed symbol"),
         ("app.py", 4, "calls removed symbol"),
+        ("pkg/inner.py", 1, "imports removed symbol"),
+        ("pkg/inner.py", 3, "calls removed symbol"),
     ]
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the dependents search parses, in the order it parses them."""
+    paths: list[str] = []
+    scan_file = dependents._Search._scan_file
+
+    def record(search: dependents._Search, path: str, text: str, own: dependents._Module | None) -> None:
+        paths.append(path)
+        scan_file(search, path, text, own)
+
+    monkeypatch.setattr(dependents._Search, "_scan_file", record)
+    return paths
+
+
+def test_files_that_only_share_a_name_are_not_parsed(repo: GitRepo, parsed: list[str]) -> None:
+    # A use of a method is written with its class's name, and a use of anything a module loses with
+    # the module's last name: a candidate with neither is not parsed, and the uses found stay the same.
+    found = _uses_left_of_warmup(repo, {
+        "pkg/use.py": "from pkg.runner import Runner\n\nRunner().warmup(1)\n",
+        "pkg/oven.py": "import pkg\n\n\nclass Oven:\n    def warmup(self):\n        pass\n\n\nOven().warmup()\n",
+        "pkg/near.py": "from pkg import runner\n\nwarmup = runner.warmup\n",  # a module-level warmup: not Runner's
+    })  # fmt: skip
+    assert found == [("pkg/use.py", 3, "calls removed symbol")]
+    assert sorted(parsed) == ["pkg/runner.py", "pkg/use.py"]
+
+
+def test_files_that_name_a_lost_name_but_not_its_module_are_not_parsed(repo: GitRepo, parsed: list[str]) -> None:
+    rev, changes, removed = ops_revert(repo, {
+        "pkg/model.py": "from pkg.kernels.ops import fused as f\n",
+        "pkg/kernels/gemm.py": "from . import ops\n\nW = ops.fused(2)\n",
+        "pkg/fusion.py": "import pkg\n\n\ndef fused(x):\n    return x\n\n\nfused(1)\n",
+    })  # fmt: skip
+    assert where(find_dependents(repo.path, rev, changes, removed)) == [
+        ("pkg/kernels/gemm.py", 3, "calls removed symbol"),
+        ("pkg/model.py", 1, "imports removed symbol"),
+    ]
+    assert sorted(parsed) == ["pkg/kernels/gemm.py", "pkg/kernels/ops.py", "pkg/model.py"]
 
 
 def test_scripts_and_configs_that_name_a_removed_file(repo: GitRepo) -> None:
@@ -828,3 +872,10 @@ def test_lines_naming_many_names_are_found_as_with_few_and_fast() -> None:
     found = _NamedLines(big, names).lines
     assert time.perf_counter() - start < 2.0
     assert found == [i + 1 for i in range(30_000) if i * 37 % 40_000 < 20_000]
+
+
+def test_named_lines_pass_over_longer_words_and_count_lines_across_them() -> None:
+    text = "rewarmup = 1\nwarmups()\nx = prewarmup(); warmup(2)\n\n_warmup\nwarmup"
+    assert dependents._NamedLines(text, ["warmup"]).lines == [3, 6]
+    assert dependents._NamedLines(text, ["warmup", "x"]).lines == [3, 6]
+    assert dependents._NamedLines("éwarmup\nwarmup", ["warmup"]).lines == [2]

@@ -665,3 +665,30 @@ def test_two_at_a_time_keeps_the_order_and_raises_what_a_call_raised() -> None:
 
     with pytest.raises(GitError):
         gitops.two_at_a_time(fails_on_five, list(range(10)))
+
+
+def test_log_decodes_each_message_as_it_would_alone(repo: GitRepo) -> None:
+    # Messages with multi-byte characters across the reader's chunks, invalid UTF-8 and long
+    # bodies: each comes back as its own bytes decoded with replacement.
+    repo.commit("init", {"a.txt": "a"})
+    bodies = [
+        "é" * 70_000 + "\n\nend",
+        "ok",
+        "😀 emoji " * 9_000,
+    ]
+    raw_bodies = [b.encode() for b in bodies] + [b"bad \xff\xfe byte and cut \xe2\x82", b"\xe2\x82 starts cut"]
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    parent = repo.head()
+    for n, body in enumerate(raw_bodies):
+        message = b"subject %d\n\n" % n + body + b"\n"
+        out = subprocess.run(["git", "commit-tree", tree, "-p", parent], cwd=repo.path, input=message,
+                             capture_output=True, check=True)  # fmt: skip
+        parent = out.stdout.decode().strip()
+    repo.git("update-ref", "refs/heads/main", parent)
+    commits = gitops.log(repo.path, parent)
+    # What git writes for each message (it may re-encode one that is not UTF-8), decoded alone.
+    raw = subprocess.run(["git", "-c", "i18n.logOutputEncoding=UTF-8", "log", "-z", "--format=%B", parent],
+                         cwd=repo.path, capture_output=True, check=True).stdout  # fmt: skip
+    expected = [m.decode("utf-8", "replace").rstrip("\n") for m in raw.removesuffix(b"\x00").split(b"\x00")]
+    assert [c.message for c in commits] == expected
+    assert len(commits) == len(raw_bodies) + 1 and commits[-1].message == "init"

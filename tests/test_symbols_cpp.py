@@ -736,3 +736,43 @@ def test_the_report_is_the_same_whatever_the_string_hash_seed(repo: GitRepo) -> 
         assert sum("is still declared at more.h" in n for n in notes) == len(names)
         reports.add(proc.stdout)
     assert len(reports) == 1
+
+
+def test_files_that_only_share_a_common_name_are_not_parsed(repo: GitRepo, monkeypatch: Any) -> None:
+    # A use of a method needs its class's name in the file (or ``this->``); a use of a function in
+    # a namespace needs the namespace's name, or a macro body or using declaration naming it. A
+    # file with none of these is not parsed, and what the search finds stays the same.
+    import revertbot.analysis.dependents_cpp as dependents_cpp
+
+    parsed: list[str] = []
+    grammar_for = dependents_cpp.grammar_for
+
+    def record(path: str, data: bytes) -> Any:
+        parsed.append(path)
+        return grammar_for(path, data)
+
+    monkeypatch.setattr(dependents_cpp, "grammar_for", record)
+    repo.commit("base", {
+        "use.cu": '#include "runner.cuh"\nvoid u(ns::Runner& r) { r.warm(); }\n',
+        "mine.cu": "struct Mine : Base {\n  void go() { this -> /* again */ warm(); }\n};\n",
+        "oven.cu": "struct Oven { void warm(); };\nvoid o(Oven& v) { v.warm(); }\n",
+        "macro.cu": "#define CALL(x) \\\n  fused(x)\n",
+        "using.cu": "using ::fused;\nint w() { return fused(1); }\n",
+        "plain.cu": "int fused(int x) { return x; }\nint z = fused(2);\n",
+        "call.cu": "namespace ns {\nint c() { return fused(3); }\n}\n",
+    })  # fmt: skip
+    changes = [
+        CppSymbolChange(name="ns::Runner::warm", kind="method", change="removed", file="runner.cuh", line=1,
+                        detail="method removed", bound_name="warm"),
+        CppSymbolChange(name="ns::fused", kind="function", change="removed", file="runner.cuh", line=3,
+                        detail="function removed", bound_name="fused"),
+    ]  # fmt: skip
+    result = search_cpp_dependents(repo.path, repo.head(), changes)
+    assert [(d.file, d.line, d.reason) for d in result.dependents] == [
+        ("mine.cu", 2, "calls removed method `warm`"),
+        ("use.cu", 2, "calls removed method `warm` on an object (its class is not checked; the file names `Runner`)"),
+        ("call.cu", 2, "calls removed function `fused`"),
+        ("macro.cu", 2, "uses removed function `fused` in a macro body"),
+        ("using.cu", 2, "calls removed function `fused`"),
+    ]
+    assert sorted(parsed) == ["call.cu", "macro.cu", "mine.cu", "use.cu", "using.cu"]

@@ -27,7 +27,8 @@ files for the word ``import`` plus a few dotted prefixes of the modules involved
 patterns never depends on the number of removed names, so thousands of removed names cost no
 more git work than one. Import lines are resolved in Python, and only files that import an
 affected module, a name from it or a package above it (plus the affected modules themselves)
-are parsed, after a check that they mention one of the names at all.
+are parsed, after a check that they mention one of the names and the module that loses it (an
+attribute counts only with its class's name: ``__init__`` or ``run`` alone is in every other file).
 
 Limits: there is no type inference, so ``obj.method()`` on an object whose class is not visible
 in the file (a parameter, a return value) is not found, nor are uses through a subclass defined
@@ -64,6 +65,7 @@ MAX_FILES = 600  # files parsed
 MAX_FILE_BYTES = 2_000_000  # a larger Python file is generated code: not parsed
 MAX_TOTAL_BYTES = 64_000_000
 MAX_GREP_LINES = 2_000_000
+MANY_NAMES = 200  # beyond, a candidate's words are listed once instead of searching each name
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Files where a dotted or file path can break something at run time (docs cannot).
 CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
@@ -78,6 +80,7 @@ _PATHISH = re.compile(r"[\w./-]+\.pyi?\b")
 _TOKEN_RUN = re.compile(r"[\w.:/-]+")  # what the three patterns above can match lies inside one run
 _NOT_IN_RUN = re.compile(r"[^\w.:/-]")
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
+_FROM_PACKAGE = re.compile(r"from[\s\\]+\.+[\s\\]*import\b")  # from . import name: no module named
 _ATTR_FUNCS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _K = TypeVar("_K")
 _HUNK = re.compile(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
@@ -138,8 +141,15 @@ class _Module:
         return self.outer
 
     def words(self) -> set[str]:
+        """Every name a use of what the module loses is written with."""
+        return self.file_words() | {a for attrs in self.classes.values() for a in attrs}
+
+    def file_words(self) -> set[str]:
+        """The names a file other than the module itself writes to use anything the module loses:
+        an attribute is only reached through its class (imported, derived from, instantiated or
+        named in a dotted path), so the class's name is written too. ``__init__`` or a common
+        method name alone does not make a file worth parsing."""
         out = set(self.names) | self.outer_classes()
-        out |= {a for attrs in self.classes.values() for a in attrs}
         if self.removed:  # importing the module is itself a use
             out.add(self.name.rsplit(".", 1)[-1])
         return out
@@ -443,9 +453,13 @@ class _Search:
         self.names_a_part = re.compile("|".join(map(re.escape, parts)))
         self.may_refer = re.compile("|".join([r"from\s+\.", *map(re.escape, parts)]))
         self.words: set[str] = set().union(*(m.words() for m in modules.values()))
-        # A few names: one regex finds the first mention at C speed; many: a set of the file's words.
-        self.mentions = (re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(self.words))) + r")\b")
-                         if len(self.words) <= 200 else None)  # fmt: skip
+        # What a file other than an affected module must mention to be parsed at all: one of these
+        # names, and the last part of the name of a module that loses it.
+        self.file_words: set[str] = set().union(*(m.file_words() for m in modules.values()))
+        self.module_parts: dict[str, set[str]] = {}
+        for m in modules.values():
+            for word in m.file_words():
+                self.module_parts.setdefault(word, set()).add(m.name.rsplit(".", 1)[-1])
         self.signatures: dict[_Target, _Signature] = {}  # of changed callables, as the tree defines them
         self.removed_paths: dict[str, list[_Module]] = {}  # removed files by each trailing part of their path
         for m in modules.values():
@@ -635,7 +649,7 @@ class _Search:
                 if blob is None:
                     continue
                 text = blob.decode("utf-8", "replace")
-                if p not in own and not self._mentions_a_name(text):
+                if p not in own and not self._may_use(text):
                     continue
                 if parsed >= MAX_FILES:
                     left = len(readable) - readable.index(p)
@@ -666,12 +680,21 @@ class _Search:
         finally:
             self.found, self.notes = found, notes
 
-    def _mentions_a_name(self, text: str) -> bool:
-        if self.mentions is not None:
-            # Most candidates do not even contain a name: substring tests say so much faster than
-            # the regex, which then only confirms a whole word.
-            return any(w in text for w in self.words) and self.mentions.search(text) is not None
-        return not self.words.isdisjoint(re.findall(r"\w+", text))
+    def _may_use(self, text: str) -> bool:
+        """Whether a file other than the affected modules can use what one of them loses: it names
+        a lost name (see :meth:`_Module.file_words`) and the module that loses it by the last part
+        of its dotted name, which every import, dotted reference or string that reaches a module
+        spells; only a relative import of a package (``from . import name``) does not."""
+        if len(self.file_words) > MANY_NAMES:
+            named = self.file_words.intersection(re.findall(r"\w+", text))
+        else:  # substring searches first: most candidates contain none of the names
+            named = {word for word in self.file_words if word in text and _spells(text, word)}
+        if not named:
+            return False
+        if "from" in text and _FROM_PACKAGE.search(text):
+            return True
+        parts = {part for word in named for part in self.module_parts[word]}
+        return any(_spells(text, part) for part in parts)
 
     def _scan_file(self, path: str, text: str, own: _Module | None) -> None:
         try:
@@ -689,6 +712,23 @@ class _Search:
         key = (t, path, lineno)
         if key not in self.found:
             self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason)
+
+
+def _spells(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` as a whole word, as ``\\b`` delimits one (substring searches:
+    a pattern that starts with ``\\b`` is tried at every character)."""
+    i = text.find(word)
+    while i >= 0:
+        end = i + len(word)
+        if not _word_char(text[i - 1 : i]) and not _word_char(text[end : end + 1]):
+            return True
+        i = text.find(word, i + 1)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    """Whether ``char`` (one character, or "" at either end of a text) is part of a word for ``\\w``."""
+    return char.isalnum() or char == "_"
 
 
 def _slices(
@@ -788,12 +828,17 @@ class _NamedLines:
             yield from (line for word, line in _words_and_lines(text) if word in wanted)
             return
         # The same names give the same pattern for every file: the re module keeps it compiled.
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")
-        start = 0
+        # Without a leading \b (a pattern starting with one is tried at every character): a hit
+        # inside a longer word is passed over here.
+        pattern = re.compile("(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")
+        start = counted = 0
         while hit := pattern.search(text, start):
-            line += text.count("\n", start, hit.start())
+            if _word_char(text[hit.start() - 1 : hit.start()]):
+                start = hit.start() + 1
+                continue
+            line += text.count("\n", counted, hit.start())
             yield line
-            start = text.find("\n", hit.end())  # the next line: one match per line is enough
+            start = counted = text.find("\n", hit.end())  # the next line: one match per line is enough
             if start < 0:
                 return
 

@@ -30,7 +30,9 @@ included), ``"<ns>::<name>"`` strings, and for pybind11 modules ``<module>.<name
 ``from <module> import <name>``. Each such dependent carries the chain in ``via``.
 
 How it stays cheap: candidate files come from one ``git grep`` (fixed strings) for the target names (and the
-ops' dotted names) through :func:`revertbot.gitops.grep_fixed`, then only those files are parsed.
+ops' dotted names) through :func:`revertbot.gitops.grep_fixed`, then only those files are parsed
+that also write what a use needs besides the name (see :meth:`_Search._may_use`): a method's class
+or ``this->``, a function's namespace, a macro body or a using declaration.
 Bounds (names searched, grep lines, files and bytes parsed, uses listed) are reported in notes.
 """
 
@@ -91,6 +93,14 @@ _QUERY_TEXT = """
 """
 _ID_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "namespace_identifier"})
 _WORD = re.compile(r"[A-Za-z_]\w*")
+#: From ``this`` to a member written after it (``this->m``, ``this -> template m``), generously:
+#: blanks, the member operators, line continuations, comments and ``template``. No two of these
+#: match the same text, so a failed search backtracks over each gap once.
+_THIS_GAP = rb"(?:\s|->|\.|\\|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*(?![^\n])|template\b)*"
+#: Every preprocessor line (continuation lines included) from its ``#``: macro bodies and the
+#: other directives' arguments are there.
+_DIRECTIVE = re.compile(rb"#(?:[^\n\\]|\\.)*", re.DOTALL)
+_USING = re.compile(rb"using[^;]*")
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 
 
@@ -116,6 +126,32 @@ class _OpTarget:
     name: str
     via: str  # the chain up to the registration
     seq: int
+
+
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _writes(data: bytes, word: bytes) -> bool:
+    """Whether ``data`` holds ``word`` as a whole word (substring searches: a pattern that starts
+    with a look-behind is tried at every byte)."""
+    i = data.find(word)
+    while i >= 0:
+        end = i + len(word)
+        if (i == 0 or data[i - 1] not in _WORD_BYTES) and (end == len(data) or data[end] not in _WORD_BYTES):
+            return True
+        i = data.find(word, i + 1)
+    return False
+
+
+def _after_this(data: bytes, word: bytes) -> bool:
+    """Whether ``data`` writes ``this->word`` (see :data:`_THIS_GAP`)."""
+    pattern = re.compile(b"this" + _THIS_GAP + re.escape(word) + rb"(?![A-Za-z0-9_])", re.DOTALL)
+    m = pattern.search(data)
+    while m is not None:
+        if m.start() == 0 or data[m.start() - 1] not in _WORD_BYTES:
+            return True
+        m = pattern.search(data, m.start() + 1)
+    return False
 
 
 def _names_re(words: Iterable[str]) -> re.Pattern[bytes] | None:
@@ -392,9 +428,46 @@ class _Search:
 
     # ------------------------------------------------------------------ one C++ file
 
+    def _may_use(self, data: bytes) -> bool:
+        """Whether parsing ``data`` can find anything about the targets whose names it holds.
+
+        Every use, macro-body use or definition of a target in a namespace or class is found by
+        names the file writes: the scope's last name (the method's class, the function's namespace
+        or class, as a qualifier, an enclosing namespace or class, or a ``using namespace``),
+        except a method called on ``this``, and for other kinds a preprocessor line or a using
+        declaration that names it. A file that only shares a common name with a target
+        (``run``, ``init``) has none of them and is not parsed."""
+        if self.names_re is None:
+            return False
+        directives: bytes | None = None
+        written: dict[str, bool] = {}
+        on_this: dict[str, bool] = {}
+        for word in {w.decode() for w in self.names_re.findall(data)}:
+            for t in self.by_word[word]:
+                owner = t.scope.rsplit("::", 1)[-1]
+                if t.kind == "macro" or not _IDENT.match(owner):
+                    return True  # global, or a scope this test cannot spell: parse
+                if owner not in written:
+                    written[owner] = _writes(data, owner.encode())
+                if written[owner]:
+                    return True
+                if t.kind == "method":
+                    if word not in on_this:
+                        on_this[word] = _after_this(data, word.encode())
+                    if on_this[word]:
+                        return True
+                    continue
+                if directives is None:
+                    directives = b"\n".join([*_DIRECTIVE.findall(data), *_USING.findall(data)])
+                if _writes(directives, word.encode()):
+                    return True
+        return False
+
     def _scan_cpp(self, path: str, data: bytes) -> None:
         import tree_sitter
 
+        if not self._may_use(data):
+            return
         grammar = grammar_for(path, data)
         tree = parser_for(grammar).parse(data)
         # Using declarations and macro bodies are read for targets other than methods only.
