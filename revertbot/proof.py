@@ -9,7 +9,8 @@ theirs; redoing (a reland) swaps the two. Merges run in a scratch object store, 
 round *k* does the *k*-th merge of every link that needs one. Where rename detection cannot
 change a merge (see :func:`renames_could_matter`, decided from one raw diff of each side), all of
 a round's merges run as one (:func:`gitops.merge_trees_without_renames`): a constant number of
-git processes per round. The others run one by one with rename detection, as ``git revert`` would.
+git processes per round (from :data:`MIN_COMPOSITE` merges on; fewer are cheaper one by one). The
+others run one by one with rename detection, as ``git revert`` would.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .purity import Raws, Side, classify, expected_sides, fast_proof, raw_entrie
 
 #: Conflicting paths named in a verdict.
 MAX_PATHS_NAMED = 5
+#: Fewest merges of a round run as one composite merge (it takes two processes: merge and listing).
+MIN_COMPOSITE = 3
 
 
 def judge(
@@ -177,6 +180,8 @@ def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str |
             batch = [sha for sha, ours in zip(plain, _added_deleted(root, plain, merges, undone, round_no, env),
                                               strict=True)
                      if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
+            if len(batch) < MIN_COMPOSITE:
+                batch = []  # one or two merges: done with renames, they cost fewer processes than a composite
             single = [sha for sha in active if sha not in batch]
             results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip

@@ -7,6 +7,7 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -285,3 +286,38 @@ def test_revert_that_changes_an_unrelated_file_is_extra(repo: GitRepo) -> None:
     entry = _entry(repo, revert)
     assert entry.purity.verdict == "extra"
     assert [f.path for f in entry.purity.files] == ["b.py"]
+
+
+@pytest.mark.parametrize("reverts", [1, 2, 3])
+def test_rounds_of_one_or_two_merges_skip_the_composite(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, reverts: int
+) -> None:
+    # A composite merge costs two processes (merge and listing): one or two merges are done with
+    # renames detected instead, one process each; three or more go into one composite.
+    from revertbot import gitops
+
+    calls: list[tuple[str, int]] = []
+    for name in ("merge_trees", "merge_trees_without_renames"):
+        real = getattr(gitops, name)
+
+        monkeypatch.setattr(gitops, name, _counting(real, name, calls))
+    files = {f"f{i}.txt": LINES for i in range(reverts)}
+    repo.commit("base", files)
+    five = LINES.replace("line 5\n", "five\n")
+    originals = [repo.commit(f"Change f{i}", {f"f{i}.txt": five}) for i in range(reverts)]
+    repo.commit("Drift", {f"f{i}.txt": five.replace("line 18\n", "18\n") for i in range(reverts)})
+    reverted = [repo.revert(o) for o in originals]
+    verdicts = {e.link.revert: e.purity.verdict for e in scan_repository(repo.path).entries}
+    assert [verdicts[r] for r in reverted] == ["pure"] * reverts
+    assert calls == ([("merge_trees", reverts)] if reverts < 3 else [("merge_trees_without_renames", reverts)])
+
+
+def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
+    """``real`` (a merge function of gitops), noting its name and the number of merges it is given."""
+
+    def spy(root: Path, merges: list[tuple[str, str, str]], env: dict[str, str]) -> Any:
+        if merges:
+            calls.append((name, len(merges)))
+        return real(root, merges, env)
+
+    return spy
