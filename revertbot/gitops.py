@@ -1246,14 +1246,18 @@ def object_format(repo: Path) -> str:
 _OBJECT_FORMATS: dict[str, str] = {}
 
 
-def paths_present(repo: Path, queries: Sequence[tuple[str, str]], env: Mapping[str, str]) -> list[bool | None]:
-    """For each ``(tree, path)``: whether the path exists in the tree, in one process (None for a
-    path that a line-based query cannot name: it holds a newline)."""
-    asked = [(tree, path) for tree, path in queries if "\n" not in path]
-    lines = "".join(f"{t}:{p}\n" for t, p in asked)
-    out = run("cat-file", _BATCH_NAMES, "--buffer", cwd=repo, env=env, input=lines) if asked else ""
+def object_names(repo: Path, specs: Sequence[str], env: Mapping[str, str] | None = None) -> list[str | None]:
+    """The object id each of ``specs`` names (``rev^{tree}``, ``tree:path``), in one process; None
+    when it names nothing here (a submodule's commit counts as such) or holds a newline, which a
+    line-based query cannot ask."""
+    asked = "".join(f"{spec}\n" for spec in specs if "\n" not in spec)
+    out = run("cat-file", _BATCH_NAMES, "--buffer", cwd=repo, env=env, input=asked) if asked else ""
     answers = iter(out.splitlines())
-    return [None if "\n" in path else not next(answers, "missing").endswith("missing") for _, path in queries]
+    found: list[str | None] = []
+    for spec in specs:
+        parts = [] if "\n" in spec else next(answers, "").split()
+        found.append(parts[0] if len(parts) == 1 else None)  # "<spec> missing" otherwise
+    return found
 
 
 def _merge_commits(algo: str, base: str, ours: str, theirs: str, objects: dict[str, bytes]) -> tuple[str, str]:

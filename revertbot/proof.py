@@ -15,7 +15,7 @@ others run one by one with rename detection, as ``git revert`` would.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
@@ -75,15 +75,48 @@ def prove(
     # A file put back into a directory that is gone by the revert's parent: git revert would
     # follow a directory rename there (and conflict), which raw ids cannot show. A merge decides.
     readds = {link.revert: _readded_dirs(link, entries_of) for link in links if proofs.get(link.revert) == "equal"}
-    queries = [(parents.get(sha) or gitops.EMPTY_TREE, d) for sha, dirs in readds.items() for d in dirs]
-    present = iter(gitops.paths_present(root, queries, {}))
+    queries = [f"{parents.get(sha) or gitops.EMPTY_TREE}:{d}" for sha, dirs in readds.items() for d in dirs]
+    # What the merges need first (the trees, and the paths of each first merge its ours side added
+    # or deleted) is looked up in the same process, for every link they may have to prove.
+    maybe = [*pending, *(link for link in links if readds.get(link.revert))]
+    revs = list(dict.fromkeys(r for link in maybe for s in (link.revert, *link.originals) for r in (s, parents.get(s))
+                              if r))  # fmt: skip
+    first = {link.revert: _first_merge(link, parents, entries_of) for link in maybe}
+    specs = [f"{spec}:{path}" for base, ours, paths in first.values() for path in paths for spec in (base, ours)]
+    answers = gitops.object_names(root, [*queries, *(f"{r}^{{tree}}" for r in revs), *specs], {})
+    present = iter(answers[: len(queries)])
     for link in links:
-        if link.revert in readds and not all([next(present) for _ in readds[link.revert]]):
+        if link.revert in readds and not all([next(present) is not None for _ in readds[link.revert]]):
             del proofs[link.revert]
             pending.append(link)
     if pending:
-        proofs.update(_merge_proofs(root, pending, parents, entries_of))
+        trees = dict(zip(revs, answers[len(queries) : len(queries) + len(revs)], strict=True))
+        found = iter(answers[len(queries) + len(revs) :])
+        first_changes = {sha: _added_or_deleted(paths, found) for sha, (_, _, paths) in first.items()}
+        proofs.update(_merge_proofs(root, pending, parents, entries_of, trees, first_changes))
     return proofs
+
+
+def _first_merge(link: Link, parents: Mapping[str, str | None], raws: Raws) -> tuple[str, str, list[str]]:
+    """The base and ours of ``link``'s first merge as commits (see :func:`_merge_proofs`) and the
+    paths its theirs side touches."""
+    first = link.originals[-1] if link.direction == 1 else link.originals[0]
+    base = first if link.direction == 1 else parents.get(first) or gitops.EMPTY_TREE
+    return base, parents.get(link.revert) or gitops.EMPTY_TREE, list(raws[first])
+
+
+def _added_or_deleted(paths: Sequence[str], found: Iterator[str | None]) -> dict[str, str]:
+    """Which of ``paths`` ours added (``A``) or deleted (``D``) since the base, from the answers
+    to ``base:path`` and ``ours:path`` for each path in turn (consumed from ``found``); a path that
+    cannot be asked about (it holds a newline) counts as added: the worst case."""
+    changes = {}
+    for path in paths:
+        in_base, in_ours = next(found) is not None, next(found) is not None
+        if "\n" in path:
+            changes[path] = "A"
+        elif in_base != in_ours:
+            changes[path] = "A" if in_ours else "D"
+    return changes
 
 
 def _readded_dirs(link: Link, entries: Raws) -> list[str]:
@@ -119,19 +152,9 @@ def _added_deleted(
 ) -> list[dict[str, str]]:
     """For each merge, the paths theirs touches that ours added (``A``) or deleted (``D``) since
     the base: existence looked up in one process, without diffing whole trees."""
-    queries = [(merges[sha][side], path) for sha in shas for path in undone[sha][round_no] for side in (0, 1)]
-    present = iter(gitops.paths_present(root, queries, env))
-    found = []
-    for sha in shas:
-        changes = {}
-        for path in undone[sha][round_no]:
-            in_base, in_ours = next(present), next(present)
-            if in_base is None or in_ours is None:
-                changes[path] = "A"  # cannot tell: assume the worst
-            elif in_base != in_ours:
-                changes[path] = "A" if in_ours else "D"
-        found.append(changes)
-    return found
+    specs = [f"{merges[sha][side]}:{path}" for sha in shas for path in undone[sha][round_no] for side in (0, 1)]
+    found = iter(gitops.object_names(root, specs, env))
+    return [_added_or_deleted(list(undone[sha][round_no]), found) for sha in shas]
 
 
 def _theirs_side(raw: Mapping[str, tuple[Side, Side]], direction: int) -> dict[str, str]:
@@ -148,11 +171,18 @@ def _theirs_side(raw: Mapping[str, tuple[Side, Side]], direction: int) -> dict[s
     return out
 
 
-def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str | None], raws: Raws) -> dict[str, str]:
-    """Merge outcomes keyed by revert sha; ``raws`` has the raw entries of every original."""
-    revs = {r for link in links for s in (link.revert, *link.originals) for r in (s, parents.get(s))}
+def _merge_proofs(
+    root: Path,
+    links: Sequence[Link],
+    parents: Mapping[str, str | None],
+    raws: Raws,
+    trees: Mapping[str, str | None],
+    first: Mapping[str, dict[str, str]],
+) -> dict[str, str]:
+    """Merge outcomes keyed by revert sha; ``raws`` has the raw entries of every original,
+    ``trees`` the tree of every revert, original and parent, ``first`` what the ours side of each
+    link's first merge added or deleted (see :func:`_first_merge`)."""
     with gitops.scratch_objects(root) as env:
-        trees = gitops.trees_of(root, (r for r in revs if r), env)
 
         def tree(rev: str | None) -> str | None:
             return gitops.EMPTY_TREE if rev is None else trees.get(rev)
@@ -177,8 +207,9 @@ def _merge_proofs(root: Path, links: Sequence[Link], parents: Mapping[str, str |
             merges = {sha: (steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active}
             # Where renames cannot matter, all merges of the round run as one; the rest one by one.
             plain = [sha for sha in active if gitops.EMPTY_TREE not in merges[sha]]
-            batch = [sha for sha, ours in zip(plain, _added_deleted(root, plain, merges, undone, round_no, env),
-                                              strict=True)
+            ours_changes = ([first[sha] for sha in plain] if round_no == 0
+                            else _added_deleted(root, plain, merges, undone, round_no, env))  # fmt: skip
+            batch = [sha for sha, ours in zip(plain, ours_changes, strict=True)
                      if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
             if len(batch) < MIN_COMPOSITE:
                 batch = []  # one or two merges: done with renames, they cost fewer processes than a composite

@@ -692,3 +692,17 @@ def test_log_decodes_each_message_as_it_would_alone(repo: GitRepo) -> None:
     expected = [m.decode("utf-8", "replace").rstrip("\n") for m in raw.removesuffix(b"\x00").split(b"\x00")]
     assert [c.message for c in commits] == expected
     assert len(commits) == len(raw_bodies) + 1 and commits[-1].message == "init"
+
+
+def test_object_names_answers_each_spec_in_order(repo: GitRepo) -> None:
+    first = repo.commit("init", {"a.txt": "a\n", "dir/b.txt": "b\n"})
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
+    repo.git("commit", "-q", "-m", "add a submodule entry")
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    blob = repo.git("rev-parse", "HEAD:a.txt").strip()
+    specs = [f"{tree}:a.txt", f"{tree}:nope", f"{tree}:dir/b.txt\nx", f"{first}^{{tree}}", "2" * 40, f"{tree}:sub",
+             f"{tree}:dir/b.txt"]  # fmt: skip
+    found = gitops.object_names(repo.path, specs)
+    assert found == [blob, None, None, repo.git("rev-parse", f"{first}^{{tree}}").strip(), None, None,
+                     repo.git("rev-parse", "HEAD:dir/b.txt").strip()]  # fmt: skip
+    assert gitops.object_names(repo.path, []) == [] and gitops.object_names(repo.path, ["a\nb"]) == [None]

@@ -297,10 +297,8 @@ def test_rounds_of_one_or_two_merges_skip_the_composite(
     from revertbot import gitops
 
     calls: list[tuple[str, int]] = []
-    for name in ("merge_trees", "merge_trees_without_renames"):
-        real = getattr(gitops, name)
-
-        monkeypatch.setattr(gitops, name, _counting(real, name, calls))
+    for name in ("merge_trees", "merge_trees_without_renames", "object_names"):
+        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
     files = {f"f{i}.txt": LINES for i in range(reverts)}
     repo.commit("base", files)
     five = LINES.replace("line 5\n", "five\n")
@@ -309,15 +307,20 @@ def test_rounds_of_one_or_two_merges_skip_the_composite(
     reverted = [repo.revert(o) for o in originals]
     verdicts = {e.link.revert: e.purity.verdict for e in scan_repository(repo.path).entries}
     assert [verdicts[r] for r in reverted] == ["pure"] * reverts
-    assert calls == ([("merge_trees", reverts)] if reverts < 3 else [("merge_trees_without_renames", reverts)])
+    # One lookup before the merges: the trees of the reverts, the originals and their parents, and
+    # whether each first merge's base and ours hold the path its theirs side touches.
+    assert calls == [("object_names", 2 + 4 * reverts)] + (
+        [("merge_trees", reverts)] if reverts < 3 else [("merge_trees_without_renames", reverts)]
+    )
 
 
 def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
-    """``real`` (a merge function of gitops), noting its name and the number of merges it is given."""
+    """``real`` (a function of gitops taking a list of merges or names), noting its name and the
+    length of the list it is given."""
 
-    def spy(root: Path, merges: list[tuple[str, str, str]], env: dict[str, str]) -> Any:
-        if merges:
-            calls.append((name, len(merges)))
-        return real(root, merges, env)
+    def spy(root: Path, items: list[Any], env: dict[str, str] | None = None) -> Any:
+        if items:
+            calls.append((name, len(items)))
+        return real(root, items, env)
 
     return spy
