@@ -706,3 +706,20 @@ def test_object_names_answers_each_spec_in_order(repo: GitRepo) -> None:
     assert found == [blob, None, None, repo.git("rev-parse", f"{first}^{{tree}}").strip(), None, None,
                      repo.git("rev-parse", "HEAD:dir/b.txt").strip()]  # fmt: skip
     assert gitops.object_names(repo.path, []) == [] and gitops.object_names(repo.path, ["a\nb"]) == [None]
+
+
+def test_a_merged_tree_is_read_from_the_scratch_store_as_git_lists_it(repo: GitRepo) -> None:
+    repo.commit("init", {"a.txt": "a\n", "d/b.txt": "b\n", "d/c.txt": "c\n"})
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    listing = repo.git("ls-tree", tree)
+    with gitops.scratch_objects(repo.path) as env:
+        # A tree the repository does not have (one more name for a blob) is written to the store.
+        more = listing + listing.splitlines()[0].replace("a.txt", "z é.txt") + "\n"
+        written = subprocess.run(["git", "mktree"], cwd=repo.path, input=more.encode(), env={**os.environ, **env},
+                                 capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+        listed = subprocess.run(["git", "ls-tree", "-z", written], cwd=repo.path, env={**os.environ, **env},
+                                capture_output=True, check=True).stdout.decode()  # fmt: skip
+        entries = {e.split("\t")[1]: e.split()[2] for e in listed.split("\0") if e}
+        assert gitops._loose_tree(env, written, "sha1") == entries and len(entries) == 3 and "z é.txt" in entries
+        # The repository's own tree was never written there: None, and the caller asks git.
+        assert gitops._loose_tree(env, tree, "sha1") is None
