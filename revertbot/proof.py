@@ -24,7 +24,8 @@ from .purity import Raws, Side, classify, expected_sides, fast_proof, raw_entrie
 
 #: Conflicting paths named in a verdict.
 MAX_PATHS_NAMED = 5
-#: Fewest merges of a round run as one composite merge (it takes two processes: merge and listing).
+#: Fewest merges of a round run as one composite merge: one or two cost no more processes one by
+#: one (two at a time), and never a second merge with renames after a delete/modify conflict.
 MIN_COMPOSITE = 3
 
 
@@ -212,7 +213,7 @@ def _merge_proofs(
             batch = [sha for sha, ours in zip(plain, ours_changes, strict=True)
                      if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
             if len(batch) < MIN_COMPOSITE:
-                batch = []  # one or two merges: done with renames, they cost fewer processes than a composite
+                batch = []  # one or two merges: done with renames at once (see MIN_COMPOSITE)
             single = [sha for sha in active if sha not in batch]
             results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip
