@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -879,3 +881,24 @@ def test_named_lines_pass_over_longer_words_and_count_lines_across_them() -> Non
     assert dependents._NamedLines(text, ["warmup"]).lines == [3, 6]
     assert dependents._NamedLines(text, ["warmup", "x"]).lines == [3, 6]
     assert dependents._NamedLines("éwarmup\nwarmup", ["warmup"]).lines == [2]
+
+
+def test_a_short_name_inside_a_million_words_costs_one_scan() -> None:
+    # "at" ends every "cat": passed over one by one, each would cost a step of Python; after a
+    # few, one regular expression scans the rest (the baseline, measured in the same run).
+    text = "cat " * 1_000_000 + "at"
+
+    def best(fn: Callable[[], object]) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    baseline = best(lambda: re.search(r"\bat\b", text))
+    assert dependents._spells(text, "at") and not dependents._spells(text[:-2], "at")
+    assert best(lambda: dependents._spells(text, "at")) < 2.5 * baseline + 0.02
+    lines = text.replace(" ", "\n")
+    assert dependents._NamedLines(lines, ["at"]).lines == [1_000_001]
+    assert best(lambda: dependents._NamedLines(lines, ["at"])) < 2.5 * baseline + 0.02

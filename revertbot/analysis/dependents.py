@@ -714,16 +714,23 @@ class _Search:
             self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason)
 
 
+#: Occurrences inside longer words passed over one by one before a regular expression takes over.
+_FIND_TRIES = 16
+
+
 def _spells(text: str, word: str) -> bool:
-    """Whether ``text`` holds ``word`` as a whole word, as ``\\b`` delimits one (substring searches:
-    a pattern that starts with ``\\b`` is tried at every character)."""
+    """Whether ``text`` holds ``word`` as a whole word, as ``\\b`` delimits one: substring searches
+    (a pattern that starts with ``\\b`` is tried at every character), then, after many occurrences
+    inside longer words, that pattern for the rest."""
     i = text.find(word)
-    while i >= 0:
+    for _ in range(_FIND_TRIES):
+        if i < 0:
+            return False
         end = i + len(word)
         if not _word_char(text[i - 1 : i]) and not _word_char(text[end : end + 1]):
             return True
         i = text.find(word, i + 1)
-    return False
+    return i >= 0 and re.compile(rf"\b{re.escape(word)}\b").search(text, i) is not None
 
 
 def _word_char(char: str) -> bool:
@@ -829,11 +836,16 @@ class _NamedLines:
             return
         # The same names give the same pattern for every file: the re module keeps it compiled.
         # Without a leading \b (a pattern starting with one is tried at every character): a hit
-        # inside a longer word is passed over here.
-        pattern = re.compile("(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b")
-        start = counted = 0
+        # inside a longer word is passed over here, until there are many (a short name inside
+        # thousands of words); then the pattern with \b takes the rest of the file.
+        alternation = "(?:" + "|".join(map(re.escape, sorted(wanted))) + r")\b"
+        pattern, strict = re.compile(alternation), False
+        start = counted = passed = 0
         while hit := pattern.search(text, start):
-            if _word_char(text[hit.start() - 1 : hit.start()]):
+            if not strict and _word_char(text[hit.start() - 1 : hit.start()]):
+                passed += 1
+                if passed == _FIND_TRIES:
+                    pattern, strict = re.compile(r"\b" + alternation), True
                 start = hit.start() + 1
                 continue
             line += text.count("\n", counted, hit.start())

@@ -129,35 +129,46 @@ class _OpTarget:
 
 
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_NOT_AFTER_WORD, _NOT_BEFORE_WORD = rb"(?<![A-Za-z0-9_])", rb"(?![A-Za-z0-9_])"
+
+
+#: Occurrences inside longer words passed over one by one before a regular expression takes over.
+_FIND_TRIES = 16
 
 
 def _writes(data: bytes, word: bytes) -> bool:
-    """Whether ``data`` holds ``word`` as a whole word (substring searches: a pattern that starts
-    with a look-behind is tried at every byte)."""
+    """Whether ``data`` holds ``word`` as a whole word: substring searches (a pattern that starts
+    with a look-behind is tried at every byte), then, after many occurrences inside longer words
+    (``at`` in every ``data``), that pattern for the rest."""
     i = data.find(word)
-    while i >= 0:
+    for _ in range(_FIND_TRIES):
+        if i < 0:
+            return False
         end = i + len(word)
         if (i == 0 or data[i - 1] not in _WORD_BYTES) and (end == len(data) or data[end] not in _WORD_BYTES):
             return True
         i = data.find(word, i + 1)
-    return False
+    return i >= 0 and re.compile(_NOT_AFTER_WORD + re.escape(word) + _NOT_BEFORE_WORD).search(data, i) is not None
 
 
 def _after_this(data: bytes, word: bytes) -> bool:
     """Whether ``data`` writes ``this->word`` (see :data:`_THIS_GAP`)."""
-    pattern = re.compile(b"this" + _THIS_GAP + re.escape(word) + rb"(?![A-Za-z0-9_])", re.DOTALL)
+    tail = _THIS_GAP + re.escape(word) + _NOT_BEFORE_WORD
+    pattern = re.compile(b"this" + tail, re.DOTALL)
     m = pattern.search(data)
-    while m is not None:
+    for _ in range(_FIND_TRIES):
+        if m is None:
+            return False
         if m.start() == 0 or data[m.start() - 1] not in _WORD_BYTES:
             return True
         m = pattern.search(data, m.start() + 1)
-    return False
+    return m is not None and re.compile(_NOT_AFTER_WORD + b"this" + tail, re.DOTALL).search(data, m.start()) is not None
 
 
 def _names_re(words: Iterable[str]) -> re.Pattern[bytes] | None:
     """Where any of ``words`` is written as a whole word, longest first (None: no words)."""
     names = b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True))
-    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + names + rb")(?![A-Za-z0-9_])") if names else None
+    return re.compile(_NOT_AFTER_WORD + b"(?:" + names + b")" + _NOT_BEFORE_WORD) if names else None
 
 
 _OTHER_OVERLOAD = " (another overload remains; the call may resolve to it)"
