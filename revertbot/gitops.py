@@ -1197,14 +1197,7 @@ def scratch_objects(repo: Path) -> Iterator[dict[str, str]]:
 def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """Tree id of each commit or tree (None when it is missing or not a commit/tree), one process."""
     revs = [r for r in dict.fromkeys(revs) if r]
-    if not revs:
-        return {}
-    out = run("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, env=env, input="".join(f"{r}^{{tree}}\n" for r in revs))
-    result: dict[str, str | None] = {}
-    for rev, line in zip(revs, out.splitlines(), strict=False):
-        parts = line.split()
-        result[rev] = parts[0] if len(parts) == 2 and parts[1] == "tree" else None
-    return result
+    return dict(zip(revs, object_names(repo, [f"{r}^{{tree}}" for r in revs], env), strict=True))
 
 
 def _object_id(algo: str, kind: str, data: bytes) -> str:

@@ -98,12 +98,24 @@ def prove(
     return proofs
 
 
+def _undo_order(link: Link) -> list[str]:
+    """The originals in the order the merges undo them (newest first) or redo them (a reland)."""
+    return list(reversed(link.originals)) if link.direction == 1 else list(link.originals)
+
+
+def _base_and_theirs(original: str, direction: int, parents: Mapping[str, str | None]) -> tuple[str | None, str | None]:
+    """The commits whose trees are the base and theirs of the merge that undoes ``original``
+    (``direction`` 1) or redoes it (-1); None: the empty tree of a root commit's parent."""
+    parent = parents.get(original)
+    return (original, parent) if direction == 1 else (parent, original)
+
+
 def _first_merge(link: Link, parents: Mapping[str, str | None], raws: Raws) -> tuple[str, str, list[str]]:
     """The base and ours of ``link``'s first merge as commits (see :func:`_merge_proofs`) and the
     paths its theirs side touches."""
-    first = link.originals[-1] if link.direction == 1 else link.originals[0]
-    base = first if link.direction == 1 else parents.get(first) or gitops.EMPTY_TREE
-    return base, parents.get(link.revert) or gitops.EMPTY_TREE, list(raws[first])
+    first = _undo_order(link)[0]
+    base = _base_and_theirs(first, link.direction, parents)[0]
+    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, list(raws[first])
 
 
 def _added_or_deleted(paths: Sequence[str], found: Iterator[str | None]) -> dict[str, str]:
@@ -194,9 +206,9 @@ def _merge_proofs(
         undone: dict[str, list[dict[str, str]]] = {}  # per link: theirs' changes from the base in each merge
         for link in links:
             start, want = tree(parents.get(link.revert)), tree(link.revert)
-            originals = list(reversed(link.originals)) if link.direction == 1 else list(link.originals)
-            seq = [(tree(o), tree(parents.get(o))) for o in originals]
-            pairs = [(a, b) if link.direction == 1 else (b, a) for a, b in seq]
+            originals = _undo_order(link)
+            sides = [_base_and_theirs(o, link.direction, parents) for o in originals]
+            pairs = [(tree(base), tree(theirs)) for base, theirs in sides]
             if start is None or want is None or any(a is None or b is None for a, b in pairs):
                 outcome[link.revert] = "error: an object needed for the merge is missing"
                 continue

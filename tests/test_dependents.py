@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from revertbot.analysis.dependents import (
 )
 from revertbot.analysis.symbols import SymbolChange, diff_symbols
 from tests.gitrepo import GitRepo
+from tests.timing import best_time
 
 
 def revert_changes(repo: GitRepo, rev: str) -> tuple[list[SymbolChange], list[str]]:
@@ -888,17 +888,9 @@ def test_a_short_name_inside_a_million_words_costs_one_scan() -> None:
     # few, one regular expression scans the rest (the baseline, measured in the same run).
     text = "cat " * 1_000_000 + "at"
 
-    def best(fn: Callable[[], object]) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    baseline = best(lambda: re.search(r"\bat\b", text))
+    baseline = best_time(lambda: re.search(r"\bat\b", text))
     assert dependents._spells(text, "at") and not dependents._spells(text[:-2], "at")
-    assert best(lambda: dependents._spells(text, "at")) < 2.5 * baseline + 0.02
+    assert best_time(lambda: dependents._spells(text, "at")) < 2.5 * baseline + 0.02
     lines = text.replace(" ", "\n")
     assert dependents._NamedLines(lines, ["at"]).lines == [1_000_001]
-    assert best(lambda: dependents._NamedLines(lines, ["at"])) < 2.5 * baseline + 0.02
+    assert best_time(lambda: dependents._NamedLines(lines, ["at"])) < 2.5 * baseline + 0.02

@@ -18,6 +18,7 @@ from revertbot.analysis.symbols_cpp import (
 from revertbot.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
+from tests.timing import best_time
 
 # --------------------------------------------------------------------------- sources
 
@@ -780,23 +781,14 @@ def test_files_that_only_share_a_common_name_are_not_parsed(repo: GitRepo, monke
 
 def test_a_short_scope_or_member_inside_a_million_words_costs_one_scan() -> None:
     import re
-    import time
 
     from revertbot.analysis.dependents_cpp import _after_this, _writes
 
     text = b"at::Tensor cat; " * 10 + b"cat " * 1_000_000 + b"at"
     members = b"xthis->run " * 500_000 + b"this->run"
 
-    def best(fn: Any) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    baseline = best(lambda: re.search(rb"(?<![A-Za-z0-9_])at(?![A-Za-z0-9_])", text[160:]))
+    baseline = best_time(lambda: re.search(rb"(?<![A-Za-z0-9_])at(?![A-Za-z0-9_])", text[160:]))
     assert _writes(text[160:], b"at") and not _writes(text[160:-2], b"at") and _writes(text, b"at")
     assert _after_this(members, b"run") and not _after_this(members[:-9], b"run")
-    assert best(lambda: _writes(text[160:], b"at")) < 2.5 * baseline + 0.02
-    assert best(lambda: _after_this(members, b"run")) < 2.5 * baseline + 0.05
+    assert best_time(lambda: _writes(text[160:], b"at")) < 2.5 * baseline + 0.02
+    assert best_time(lambda: _after_this(members, b"run")) < 2.5 * baseline + 0.05

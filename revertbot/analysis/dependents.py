@@ -65,7 +65,6 @@ MAX_FILES = 600  # files parsed
 MAX_FILE_BYTES = 2_000_000  # a larger Python file is generated code: not parsed
 MAX_TOTAL_BYTES = 64_000_000
 MAX_GREP_LINES = 2_000_000
-MANY_NAMES = 200  # beyond, a candidate's words are listed once instead of searching each name
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Files where a dotted or file path can break something at run time (docs cannot).
 CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
@@ -685,7 +684,7 @@ class _Search:
         a lost name (see :meth:`_Module.file_words`) and the module that loses it by the last part
         of its dotted name, which every import, dotted reference or string that reaches a module
         spells; only a relative import of a package (``from . import name``) does not."""
-        if len(self.file_words) > MANY_NAMES:
+        if len(self.file_words) > _FEW_NAMES:
             named = self.file_words.intersection(re.findall(r"\w+", text))
         else:  # substring searches first: most candidates contain none of the names
             named = {word for word in self.file_words if word in text and _spells(text, word)}
@@ -716,6 +715,8 @@ class _Search:
 
 #: Occurrences inside longer words passed over one by one before a regular expression takes over.
 _FIND_TRIES = 16
+#: Up to this many names, each is searched for in a file; beyond, the file's words are listed once.
+_FEW_NAMES = 200
 
 
 def _spells(text: str, word: str) -> bool:
@@ -782,7 +783,6 @@ _HANDLERS: dict[type, Any] = {}  # node class -> _FileScan's visit_<class> metho
 _STATEMENT: dict[type, bool] = {}  # node class -> whether it is a statement
 
 
-_FEW_NAMES = 200  # up to this many names, one regular expression finds them
 _WORD_RUN = re.compile(r"\w+")  # a name written as a whole word is one such run
 
 
