@@ -478,7 +478,10 @@ def _after_ref(rest: str) -> str | None:
 
 def _body_lines(body: str) -> str:
     # Quoted lines ("> This reverts commit ...") belong to a cited message, not to this one.
-    return "\n".join(line for line in body[:MAX_BODY].split("\n") if not line.lstrip().startswith(">"))
+    body = body[:MAX_BODY]
+    if ">" not in body:
+        return body
+    return "\n".join(line for line in body.split("\n") if not line.lstrip().startswith(">"))
 
 
 def _body_kind(verb: str) -> RevertKind:
@@ -513,13 +516,17 @@ def _parse_message(message: str) -> ParsedMessage:
     body = _body_lines(body)
     own_diff_m = _line_search(_DIFF_REV_RE, body, "Differential Revision")
     own_diff = own_diff_m.group("diff") if own_diff_m else None
-    if not branch_prs and not _CANDIDATE_RE.search(subject + "\n" + body):
+    low, low_subject = _lowered(body), _lowered(subject)
+    if not branch_prs and not (
+        (_has(low, *_CANDIDATE_WORDS) or _has(low_subject, *_CANDIDATE_WORDS))
+        and _CANDIDATE_RE.search(subject + "\n" + body)
+    ):
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
 
     subj = _parse_subject(subject)
     truncated = truncated or cut or subj.truncated
     squashed_shas: list[str] = []
-    if subj.kind is None and not branch_prs and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
+    if subj.kind is None and not branch_prs and "* " in body and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
         # A squash merge lists the branch's commits as "* subject" items. A revert among them is
         # history of the branch: its ids are kept apart, and count only if they name commits
         # of the ref (the linker decides); the rest of the body is read as usual.
@@ -538,35 +545,39 @@ def _parse_message(message: str) -> ParsedMessage:
     diffs = list(subj.diffs)
     changesets: list[str] = []
     body_kind: RevertKind | None = None
-    for m in _THIS_REVERTS_RE.finditer(body):
-        shas += _SHA_RE.findall(m.group("list"))
-        body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
-    for m in _RELAND_OF_RE.finditer(body):
-        shas.append(m.group("sha"))
-        body_kind = body_kind or "reland"
-    for m in _BACKED_OUT_RE.finditer(subject + "\n" + body):
-        shas.append(m.group("sha"))
-        body_kind = body_kind or "backout"
-    for m in _ORIGINAL_CHANGESET_RE.finditer(body):
-        changesets.append(m.group("sha"))
-    for m in _REVERTS_PR_RE.finditer(body):
+    # Each pattern is tried only where the words it needs are written (see _has).
+    verbs = _has(low, "revert", "reland", "re-land", "reappl")
+    if verbs and _has(low, "this"):
+        for m in _THIS_REVERTS_RE.finditer(body):
+            shas += _SHA_RE.findall(m.group("list"))
+            body_kind = body_kind or ("revert" if m.group("verb").lower().startswith("revert") else "reland")
+        for m in _RELAND_OF_RE.finditer(body):
+            shas.append(m.group("sha"))
+            body_kind = body_kind or "reland"
+    if _has(low, "changeset") or _has(low_subject, "changeset"):
+        for m in _BACKED_OUT_RE.finditer(subject + "\n" + body):
+            shas.append(m.group("sha"))
+            body_kind = body_kind or "backout"
+        for m in _ORIGINAL_CHANGESET_RE.finditer(body):
+            changesets.append(m.group("sha"))
+    for m in _REVERTS_PR_RE.finditer(body) if verbs and "#" in body else ():
         for item in re.findall(r"(?:[\w.-]+/[\w.-]+)?#\d+", m.group("list")):
             if "/" in item:
                 qualified.append(item)
             else:
                 prs.append(int(item[1:]))
         body_kind = body_kind or _body_kind(m.group("verb"))
-    for m in _REVERTS_URL_RE.finditer(body):
+    for m in _REVERTS_URL_RE.finditer(body) if verbs and _has(low, "/pull/") else ():
         prs += [int(n) for n in _PULL_NUM_RE.findall(m.group("list"))]
         body_kind = body_kind or _body_kind(m.group("verb"))
-    for m in _REVERTS_DIFF_RE.finditer(body):
+    for m in _REVERTS_DIFF_RE.finditer(body) if _has(low, "revert", "phabricator") else ():
         diffs.append(m.group("diff"))
         body_kind = body_kind or "revert"
-    if subj.kind is not None:
+    if subj.kind is not None and (verbs or _has(low, "back")):
         for m in _BODY_VERB_SHA_RE.finditer(body):
             if _is_subject_sha(m.group("sha")):
                 shas.append(m.group("sha"))
-    if subj.kind == "reland":
+    if subj.kind == "reland" and _has(low, "reverted"):
         for m in _REVERTED_BY_RE.finditer(body):
             if m.group("diff"):
                 diffs.append(m.group("diff"))
@@ -617,6 +628,23 @@ def _parse_message(message: str) -> ParsedMessage:
         squashed=squashed,
         fallback_titles=tuple(fallback),
     )
+
+
+# Every match of _CANDIDATE_RE contains one of these (the "back" forms start with "back").
+_CANDIDATE_WORDS = ("revert", "reapply", "reland", "re-land", "back")
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` in lower case when it is ASCII, else None (see :func:`_has`)."""
+    return text.lower() if text.isascii() else None
+
+
+def _has(low: str | None, *words: str) -> bool:
+    """Whether the text that ``low`` is :func:`_lowered` from may contain one of ``words`` (lower
+    case) whatever the case: a case-insensitive pattern that needs one of them is tried only then.
+    On ASCII text such a pattern compares letters by their lower case, so a missing word rules it
+    out; other text (None) may match in ways lower case does not show, and is always tried."""
+    return low is None or any(w in low for w in words)
 
 
 def _split_squash_items(body: str) -> list[str]:

@@ -330,6 +330,30 @@ def test_crlf_and_nul() -> None:
     )
 
 
+def test_body_shapes_in_any_case_and_script() -> None:
+    # The body's patterns are case-insensitive: upper-case words (and non-ASCII text, where lower
+    # case is no guide) are read like any other.
+    assert parse_message(f"Undo the cache change\n\nTHIS REVERTS COMMIT {A}.") == pm("revert", shas=(A,))
+    assert parse_message("Undo the cache change\n\nREVERTS HTTPS://GITHUB.COM/O/R/PULL/12").kind == "revert"
+    assert parse_message("Undo it\n\nREVERTS https://github.com/o/r/pull/12") == pm("revert", prs=(12,))
+    assert parse_message("Undo\n\nREVERTS #12 AND #13") == pm("revert", prs=(12, 13))
+    assert parse_message("Undo it\n\nREVERTS D123456") == pm("revert", diffs=("D123456",))
+    assert parse_message("Revert X\n\nREVERT 0123abc4, which broke it").shas == ("0123abc4",)
+    assert parse_message("Undo it\n\nBACKED OUT CHANGESET 0123456789ab (bug 1)").shas == ("0123456789ab",)
+    assert parse_message("Undo it\n\nORIGINAL COMMIT CHANGESET: 0123456789ab").kind is None
+    assert parse_message("Undo it (déjà)\n\nREVERTED IN #12").kind is None
+    assert parse_message("Reland it (déjà)\n\nREVERTED IN #12") == pm("reland", titles=("it (déjà)",), prs=(12,))
+    assert parse_message("Reland X\n\nWAS REVERTED BY D1234567") == pm("reland", titles=("X",), diffs=("D1234567",))
+    # LATIN SMALL LETTER LONG S is an "s" to a case-insensitive pattern, but not in lower case.
+    assert parse_message(f"Undo it\n\nThi\u017f reverts commit {A}.") == pm("revert", shas=(A,))
+    assert parse_message("Undo it\n\nBacked out change\u017fet 0123456789ab").shas == ("0123456789ab",)
+    assert parse_message("Undo it\n\nBac\u212aed out changeset 0123456789ab").shas == ("0123456789ab",)
+    # Squash items and quoted lines are told apart as before.
+    squash = f"Squash (#5)\n\n* Revert x\n\nThis reverts commit {A}.\n\n* Other"
+    assert parse_message(squash) == pm("revert", shas=(A,), own_pr=5, squashed=True)
+    assert parse_message(f"Note\n\n> This reverts commit {A}.").kind is None
+
+
 def test_strip_pr_suffix() -> None:
     assert strip_pr_suffix("Add X (#12)") == "Add X"
     assert strip_pr_suffix("Add X (#12) ") == "Add X"
