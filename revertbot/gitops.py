@@ -502,6 +502,43 @@ def _parse_log(
         yield _commit(fields, keep)
 
 
+class Started:
+    """``git <args>`` begun now, its result read later (:meth:`wait`, as :func:`run_bytes` with
+    ``check=False`` returns it). Its output goes to files: git runs at its own speed while this
+    thread works on, and no reader thread waits for the interpreter's lock at every chunk."""
+
+    def __init__(self, args: Sequence[str], cwd: str | os.PathLike[str], input: bytes | None = None) -> None:
+        self.args = ["git", *_STABLE_CONFIG, *args]
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by wait())
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115
+        try:
+            self._proc = _popen(args, cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=self._out, stderr=self._err)  # fmt: skip
+        except BaseException:
+            self._close()
+            raise
+        if input is not None and self._proc.stdin is not None:
+            # Written whole now: git never waits on its output (a file), so it reads on to the end.
+            try:
+                self._proc.stdin.write(input)
+                self._proc.stdin.close()
+            except BrokenPipeError:  # git stopped early; its exit status says why
+                pass
+
+    def wait(self) -> subprocess.CompletedProcess[bytes]:
+        try:
+            returncode = self._proc.wait()
+            self._out.seek(0)
+            self._err.seek(0)
+            return subprocess.CompletedProcess(self.args, returncode, self._out.read(), self._err.read())
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
+
+
 class StartedLog:
     """:func:`log` of ``rev`` begun before its reader is ready (while the analysis modules load):
     git writes into a pipe made as large as the system allows, on another core. :func:`log` uses
@@ -855,8 +892,22 @@ def commit_raws(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The ``--raw`` lines (modes and object ids, no text) of many commits against the given
     parent: trees only, so cheap whatever the size of the files. Returns ``(raws, errors)``."""
-    raws, errors, _ = _diff_batch(repo, list(dict.fromkeys(commits)), _RAW_OPTS, paths, MAX_PATCH_BYTES)
-    return raws, errors
+    return start_commit_raws(repo, commits, paths)()
+
+
+def start_commit_raws(
+    repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = ()
+) -> Callable[[], tuple[dict[str, str], dict[str, str]]]:
+    """:func:`commit_raws` begun now (see :class:`Started`): git diffs while the caller does other
+    work; calling the result waits for git and returns what :func:`commit_raws` returns."""
+    wanted = list(dict.fromkeys(commits))
+    begun = Started(_diff_args(_RAW_OPTS, paths), repo, _diff_input(wanted)) if wanted else None
+
+    def finish() -> tuple[dict[str, str], dict[str, str]]:
+        raws, errors, _ = _diff_batch(repo, wanted, _RAW_OPTS, paths, MAX_PATCH_BYTES, begun)
+        return raws, errors
+
+    return finish
 
 
 def unreadable_blobs(repo: Path, raws: Mapping[str, str], partial_clone: bool | None = None) -> dict[str, str]:
@@ -914,8 +965,23 @@ def config_values(repo: Path, pattern: str) -> list[tuple[str, str]]:
     return [(key, value) for key, _, value in (item.partition("\n") for item in out.split("\0") if item)]
 
 
+def _diff_args(opts: Sequence[str], paths: Sequence[str]) -> list[str]:
+    """``diff-tree --stdin`` with ``opts``, limited to ``paths`` (literal) when given."""
+    literal = ["--literal-pathspecs"] if paths else []  # a path named "*.py" or ":x" is that path
+    return [*literal, "diff-tree", "--stdin", *opts, *(["--", *paths] if paths else [])]
+
+
+def _diff_input(pending: Sequence[tuple[str, str | None]]) -> bytes:
+    return "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending).encode()
+
+
 def _diff_batch(
-    repo: Path, wanted: Sequence[tuple[str, str | None]], opts: Sequence[str], paths: Sequence[str], max_bytes: int
+    repo: Path,
+    wanted: Sequence[tuple[str, str | None]],
+    opts: Sequence[str],
+    paths: Sequence[str],
+    max_bytes: int,
+    begun: Started | None = None,
 ) -> tuple[dict[str, str], dict[str, str], set[str]]:
     """One ``git diff-tree --stdin`` over ``wanted`` (sha, parent) pairs, split per commit.
 
@@ -923,6 +989,7 @@ def _diff_batch(
     header is printed before its diff, so everything before the last header is complete; the
     commit that was cut off is retried alone to get its own error, and the rest resumes after it.
     That only costs extra processes in damaged clones (missing blobs are found before this runs).
+    ``begun``: the first of these processes, begun already with the same arguments.
     """
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -931,8 +998,10 @@ def _diff_batch(
     literal = ["--literal-pathspecs"] if paths else []  # a path named "*.py" or ":x" is that path
     pending = list(wanted)
     while pending:
-        lines = "".join(f"{sha} {parent}\n" if parent else f"{sha}\n" for sha, parent in pending)
-        proc = run_bytes(*literal, "diff-tree", "--stdin", *opts, *tail, cwd=repo, input=lines.encode(), check=False)
+        if begun is not None:
+            proc, begun = begun.wait(), None
+        else:
+            proc = run_bytes(*_diff_args(opts, paths), cwd=repo, input=_diff_input(pending), check=False)
         parsed = _split_patch_bytes(proc.stdout, [sha for sha, _ in pending], max_bytes, truncated)
         if proc.returncode == 0:
             for sha, _ in pending:

@@ -334,7 +334,12 @@ def classify_links(
     parent_of = dict(requests)
     progress("diffing reverts and originals", 0, len(requests))
     # Raw diffs (trees only) of everything; diff text only where a verdict needs explaining.
-    raws, errors = gitops.commit_raws(root, requests)
+    finish_raws = gitops.start_commit_raws(root, requests)
+    try:
+        # Why each change was reverted needs only messages: worked out while git diffs.
+        reasons = {link.revert: (link, scan_reason(link, by_sha)) for link in links}
+    finally:
+        raws, errors = finish_raws()
     errors.update(gitops.unreadable_blobs(root, raws, partial_clone))
     for sha in cut:
         errors[sha] = "its parent is outside this shallow clone's history"
@@ -400,7 +405,8 @@ def classify_links(
                 purity=purity,
                 author=c.author_name if c else "",
                 date=c.commit_time if c else 0,
-                reason=scan_reason(link, by_sha),
+                # A link chosen by diff since (see _choose_by_diff) may tell another story.
+                reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
             )
         )
         progress("classifying", n, len(links))

@@ -175,3 +175,66 @@ def test_explanations_read_every_commit_limited_to_the_same_paths(repo: GitRepo)
     assert links[by_title].originals == (twin,) and links[partial].originals == (original,)
     verdict, files = _files_of(repo, partial)
     assert verdict == "partial" and files == ["b.py"]
+
+
+# --------------------------------------------------------------------------- git begun early
+
+
+def test_raw_diffs_begun_early_are_those_of_one_read_and_a_lost_tree_fails_only_its_commit(repo: GitRepo) -> None:
+    repo.commit("base", {"a.py": "a = 1\n", "d/b.py": "b = 1\n"})
+    shas = [repo.commit(f"Change {i}", {"a.py": f"a = {i}\n"}) for i in range(2, 12)]
+    broken = repo.commit("Change d", {"d/b.py": "b = 2\n"})
+    after = repo.commit("Change a last", {"a.py": "a = 99\n"})
+    lost = repo.git("rev-parse", f"{broken}:d").strip()
+    (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    pairs = [(s, shas[0]) for s in shas[1:]] + [(broken, shas[-1]), (after, None)]
+    finish = gitops.start_commit_raws(repo.path, pairs)
+    assert len(repo.git("log", "--format=%H").split()) == 13  # the caller works on while git diffs
+    raws, errors = finish()
+    assert list(errors) == [broken] and lost in errors[broken]
+    assert set(raws) == {s for s, _ in pairs} - {broken}
+    for sha, parent in pairs:
+        if sha != broken:
+            expected = repo.git("diff-tree", "-r", "--raw", "--no-abbrev", *([parent] if parent else ["--root"]), sha)
+            assert [ln for ln in raws[sha].splitlines() if ln.startswith(":")] == [
+                ln for ln in expected.splitlines() if ln.startswith(":")
+            ]
+
+
+def test_a_git_begun_early_reads_input_larger_than_a_pipe_while_its_output_grows(repo: GitRepo) -> None:
+    head = repo.commit("base", {"a.py": "a = 1\n"})
+    names = "".join(f"{head}\n" if i % 2 else f"{i:040x}\n" for i in range(100_000))  # 4 MB in, 4 MB out
+    done = gitops.Started(["cat-file", "--batch-check"], repo.path, names.encode()).wait()
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0 and len(lines) == 100_000
+    assert lines[1].startswith(f"{head} commit ")
+    assert lines[0] == f"{0:040x} missing"
+
+
+def test_a_git_begun_early_that_stops_before_reading_its_input_reports_its_failure(repo: GitRepo) -> None:
+    repo.commit("base", {"a.py": "a = 1\n"})
+    started = gitops.Started(["cat-file", "--no-such-option"], repo.path, b"x" * (4 << 20))
+    done = started.wait()
+    assert done.returncode != 0 and b"no-such-option" in done.stderr and done.stdout == b""
+
+
+def test_a_link_chosen_by_diff_gets_the_reason_of_its_chosen_story(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from revertbot import scan
+
+    real = repo.commit("Forward-fix vulkan test", {"t.cpp": "a\nb\nc\n"})
+    repo.commit("Forward-fix vulkan test", {})
+    rev = repo.commit('Back out "Forward-fix vulkan test"\n\nIt OOMs on H100.', {"t.cpp": None})
+    asked: list[tuple[str, ...]] = []
+    real_reason = scan.scan_reason
+
+    def recording(link, by_sha):  # type: ignore[no-untyped-def]
+        asked.append(link.originals)
+        return real_reason(link, by_sha)
+
+    monkeypatch.setattr(scan, "scan_reason", recording)
+    entry = {e.link.revert: e for e in scan_repository(repo.path).entries}[rev]
+    assert entry.link.originals == (real,) and entry.reason is not None
+    assert entry.reason.category == "gpu-regression"
+    assert asked == [(), (real,)]  # asked early for the ambiguous link, again for the chosen one
