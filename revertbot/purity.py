@@ -303,8 +303,9 @@ def compare(actual: Vector, expected: Vector) -> tuple[Purity, tuple[FileDiffere
     missing_by_file: dict[str, list[str]] = {}
     extra_by_file: dict[str, list[str]] = {}
     n_missing = n_extra = 0
-    # Most keys cancel out (all of them for a line-for-line inverse): only the rest are sorted.
-    differing = [k for k in actual.keys() | expected.keys() if actual.get(k, 0) != expected.get(k, 0)]
+    # Most keys cancel out (all of them for a line-for-line inverse): the items that are not in both
+    # (compared whole, without a step of Python per key) give the rest, and only those are sorted.
+    differing = {k for k, _ in actual.items() ^ expected.items() if actual.get(k, 0) != expected.get(k, 0)}
     for key in sorted(differing):
         a, e = actual.get(key, 0), expected.get(key, 0)
         path, line = key
@@ -471,12 +472,16 @@ def classify(
                             "too large to say how it differs")  # fmt: skip
     # Only now, for an explanation, the line-by-line comparison.
     known = {} if vectors is None else vectors
-    expected: Vector = Counter()
-    for sha in link.originals:
-        for key, count in cached_vector(sha, patches, known).items():
-            expected[key] -= count * link.direction
-    # Several originals can cancel out (one adds what a later one removes); that is still checkable.
-    expected = Counter({k: v for k, v in expected.items() if v != 0})
+    if len(link.originals) == 1:  # its vector negated (it has no zero counts)
+        only = cached_vector(link.originals[0], patches, known)
+        expected = Counter({k: -n * link.direction for k, n in only.items()})
+    else:
+        expected = Counter()
+        for sha in link.originals:
+            for key, count in cached_vector(sha, patches, known).items():
+                expected[key] -= count * link.direction
+        # Several originals can cancel out (one adds what a later one removes); that is still checkable.
+        expected = Counter({k: v for k, v in expected.items() if v != 0})
     verdict, files = compare(cached_vector(link.revert, patches, known), expected)
     if verdict == "pure" and proof.startswith("conflict"):
         # Line for line it is the inverse, but git could not undo the original here without a

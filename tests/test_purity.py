@@ -263,6 +263,13 @@ def test_compare_each_verdict_with_per_file_detail() -> None:
     assert [(d.path, d.missing, d.extra) for d in files] == [("g", ("-y",), ("-w",))]
 
 
+def test_compare_reads_a_zero_count_as_no_change() -> None:
+    expected = Counter({("f", "|x"): -1, ("g", "|y"): 0})
+    assert compare(Counter({("f", "|x"): -1, ("h", "|z"): 0}), expected) == ("pure", ())
+    verdict, files = compare(Counter({("f", "|x"): 0, ("g", "|y"): 2}), Counter({("g", "|y"): 2, ("f", "|x"): -1}))
+    assert verdict == "partial" and [(d.path, d.missing) for d in files] == [("f", ("-x",))]
+
+
 def test_compare_counts_and_opposite_signs() -> None:
     expected = Counter({("f", "|x"): -3})
     verdict, files = compare(Counter({("f", "|x"): -1}), expected)
