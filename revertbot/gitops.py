@@ -738,10 +738,23 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     The value is ``"<full sha> <type>"`` for a unique object, ``None`` when missing, and
     ``"ambiguous"`` when an abbreviation matches several objects.
     """
+    return start_object_types(repo, names)()
+
+
+def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[str, str | None]]:
+    """:func:`object_types` begun now (see :class:`Started`); calling the result waits for it."""
     names = list(dict.fromkeys(names))
     if not names:
-        return {}
-    out = run("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, input="".join(f"{n}\n" for n in names))
+        return dict
+    begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in names).encode())
+    return lambda: _object_types_of(names, begun.wait())
+
+
+def _object_types_of(names: Sequence[str], done: subprocess.CompletedProcess[bytes]) -> dict[str, str | None]:
+    if done.returncode != 0:
+        stderr = done.stderr.decode("utf-8", "replace")
+        raise GitError(tuple(done.args[1 + len(_STABLE_CONFIG) :]), done.returncode, stderr)
+    out = done.stdout.decode("utf-8", "replace")
     result: dict[str, str | None] = {}
     for name, line in zip(names, out.splitlines(), strict=False):
         parts = line.split()
@@ -915,6 +928,13 @@ def unreadable_blobs(repo: Path, raws: Mapping[str, str], partial_clone: bool | 
     for the first one: their text diff cannot be produced. Gitlinks name commits of another
     repository and are never read. ``partial_clone``: what :func:`is_partial_clone` says, when
     the caller knows it."""
+    return start_unreadable_blobs(repo, raws, partial_clone)()
+
+
+def start_unreadable_blobs(
+    repo: Path, raws: Mapping[str, str], partial_clone: bool | None = None
+) -> Callable[[], dict[str, str]]:
+    """:func:`unreadable_blobs` begun now (see :class:`Started`); calling the result waits for it."""
     wanted: dict[str, list[str]] = {}
     for sha, raw in raws.items():
         for line in raw.split("\n"):
@@ -929,13 +949,18 @@ def unreadable_blobs(repo: Path, raws: Mapping[str, str], partial_clone: bool | 
     if not wanted or (is_partial_clone(repo) if partial_clone is None else partial_clone):
         # A partial clone fetches missing blobs on demand: one by one for cat-file, in one batch
         # for the text diff itself, which then reports what could not be fetched.
-        return {}
-    present = object_types(repo, (oid for oids in wanted.values() for oid in oids))
-    errors = {}
-    for sha, oids in wanted.items():
-        missing = next((oid for oid in oids if present.get(oid) is None), None)
-        if missing is not None:
-            errors[sha] = f"fatal: unable to read {missing}"
+        return dict
+    finish = start_object_types(repo, (oid for oids in wanted.values() for oid in oids))
+
+    def errors() -> dict[str, str]:
+        present = finish()
+        found = {}
+        for sha, oids in wanted.items():
+            missing = next((oid for oid in oids if present.get(oid) is None), None)
+            if missing is not None:
+                found[sha] = f"fatal: unable to read {missing}"
+        return found
+
     return errors
 
 

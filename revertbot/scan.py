@@ -340,9 +340,52 @@ def classify_links(
         reasons = {link.revert: (link, scan_reason(link, by_sha)) for link in links}
     finally:
         raws, errors = finish_raws()
-    errors.update(gitops.unreadable_blobs(root, raws, partial_clone))
-    for sha in cut:
-        errors[sha] = "its parent is outside this shallow clone's history"
+    # Blobs missing from the object store (a damaged clone) leave a commit's text unreadable. They
+    # are looked for beside what follows, which assumes there are none (the usual case) and is
+    # done again, knowing them, when there are; a choice by diff reads texts first, so it waits.
+    missing: Callable[[], dict[str, str]] | None = gitops.start_unreadable_blobs(root, raws, partial_clone)
+    if missing is not None and any(link.candidates for link in links):
+        errors.update(missing())
+        missing = None
+    shallow = {sha: "its parent is outside this shallow clone's history" for sha in cut}
+    found = _texts_and_proofs(root, links, raws, {**errors, **shallow}, parent_of)
+    if missing is not None and (lost := missing()):
+        found = _texts_and_proofs(root, links, raws, {**errors, **lost, **shallow}, parent_of)
+    links, texts, errors, truncated, proofs = found
+    progress("diffing reverts and originals", len(requests), len(requests))
+    patches = {**raws, **texts}
+    vectors: dict[str, Vector] = {}  # an original shared by several links is compared once
+    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors)
+                for link in links}  # fmt: skip
+    entries = []
+    for n, link in enumerate(links, 1):
+        purity: PurityResult = verdicts[link.revert]
+        c = by_sha.get(link.revert)
+        entries.append(
+            ScanEntry(
+                link=link,
+                purity=purity,
+                author=c.author_name if c else "",
+                date=c.commit_time if c else 0,
+                # A link chosen by diff since (see _choose_by_diff) may tell another story.
+                reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
+            )
+        )
+        progress("classifying", n, len(links))
+    return tuple(entries)
+
+
+def _texts_and_proofs(
+    root: Path,
+    links: Sequence[Link],
+    raws: Mapping[str, str],
+    errors: Mapping[str, str],
+    parent_of: Mapping[str, str | None],
+) -> tuple[Sequence[Link], dict[str, str], dict[str, str], set[str], dict[str, str]]:
+    """What the verdicts read besides the raw diffs: the links (those with candidates chosen by
+    diff), the diff text where a verdict needs explaining, the errors (``errors`` and those of
+    reading texts), the commits whose text was cut, and the outcomes of the merge proof."""
+    errors = dict(errors)
     texts: dict[str, str] = {}
     truncated: set[str] = set()
 
@@ -390,27 +433,7 @@ def classify_links(
     if late := wanted(s for link in unproven if link.originals and not link.unresolved
                       for s in (link.revert, *link.originals)):  # fmt: skip
         add_texts(read_texts(late))
-    progress("diffing reverts and originals", len(requests), len(requests))
-    patches = {**raws, **texts}
-    vectors: dict[str, Vector] = {}  # an original shared by several links is compared once
-    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors)
-                for link in links}  # fmt: skip
-    entries = []
-    for n, link in enumerate(links, 1):
-        purity: PurityResult = verdicts[link.revert]
-        c = by_sha.get(link.revert)
-        entries.append(
-            ScanEntry(
-                link=link,
-                purity=purity,
-                author=c.author_name if c else "",
-                date=c.commit_time if c else 0,
-                # A link chosen by diff since (see _choose_by_diff) may tell another story.
-                reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
-            )
-        )
-        progress("classifying", n, len(links))
-    return tuple(entries)
+    return links, texts, errors, truncated, proofs
 
 
 #: Beyond this many paths (or bytes of them) the text diff covers every path: a command line is limited.

@@ -238,3 +238,34 @@ def test_a_link_chosen_by_diff_gets_the_reason_of_its_chosen_story(
     assert entry.link.originals == (real,) and entry.reason is not None
     assert entry.reason.category == "gpu-regression"
     assert asked == [(), (real,)]  # asked early for the ambiguous link, again for the chosen one
+
+
+def test_verdicts_do_not_wait_for_the_missing_blob_check_yet_read_what_it_finds(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two reverts that are not exact, on a shared file: the work after the raw diffs starts before
+    # the lookup of their blobs ends. Undamaged, the texts are read once; with a blob of one
+    # revert's original gone, that revert is unverifiable and the other reads as it did.
+    repo.commit("init", {"f.py": LINES, "g.py": "g\n"})
+    first = repo.commit("Change f", {"f.py": LINES.replace("line 3\n", "three\n")})
+    first_rev = repo.commit(f'Revert "Change f"\n\nThis reverts commit {first}.', {"f.py": LINES + "extra\n"})
+    second = repo.commit("Change g", {"g.py": "g2\n", "f.py": LINES + "extra\nmore\n"})
+    second_rev = repo.commit(f'Revert "Change g"\n\nThis reverts commit {second}.', {"g.py": "g\n"})
+    texts: list[int] = []
+    real = gitops.commit_texts
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        texts.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gitops, "commit_texts", counting)
+    healthy = {e.link.revert: e.purity for e in scan_repository(repo.path).entries}
+    assert (healthy[first_rev].verdict, healthy[second_rev].verdict) == ("extra", "partial")
+    assert len(texts) == 1
+    blob = repo.git("rev-parse", f"{second}:g.py").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    texts.clear()
+    damaged = {e.link.revert: e.purity for e in scan_repository(repo.path).entries}
+    assert damaged[second_rev].verdict == "unverifiable" and f"unable to read {blob}" in damaged[second_rev].reason
+    assert damaged[first_rev] == healthy[first_rev]
+    assert len(texts) == 2  # read again, without the commit whose blob is gone
