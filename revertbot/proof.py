@@ -112,10 +112,12 @@ def _base_and_theirs(original: str, direction: int, parents: Mapping[str, str | 
 
 def _first_merge(link: Link, parents: Mapping[str, str | None], raws: Raws) -> tuple[str, str, list[str]]:
     """The base and ours of ``link``'s first merge as commits (see :func:`_merge_proofs`) and the
-    paths its theirs side touches."""
+    paths its theirs side touches: what ours added or deleted there decides whether renames can
+    matter. None when theirs adds a path: they can then, whatever ours did."""
     first = _undo_order(link)[0]
     base = _base_and_theirs(first, link.direction, parents)[0]
-    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, list(raws[first])
+    adds = any(st == "A" for st in _theirs_side(raws[first], link.direction).values())
+    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, [] if adds else list(raws[first])
 
 
 def _added_or_deleted(paths: Sequence[str], found: Iterator[str | None]) -> dict[str, str]:

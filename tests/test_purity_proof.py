@@ -324,3 +324,30 @@ def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
         return real(root, items, env)
 
     return spy
+
+
+def test_no_path_is_looked_up_for_a_first_merge_that_adds_one(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Undoing an original that deleted a file adds it back: renames can then matter whatever the
+    # ours side did, so what it added or deleted is not asked; the merges run with renames detected.
+    from revertbot import gitops
+
+    asked: list[str] = []
+    real = gitops.object_names
+
+    def spy(root: Path, specs: list[str], env: dict[str, str] | None = None) -> Any:
+        asked.extend(specs)
+        return real(root, specs, env)
+
+    monkeypatch.setattr(gitops, "object_names", spy)
+    calls: list[tuple[str, int]] = []
+    for name in ("merge_trees", "merge_trees_without_renames"):
+        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
+    repo.commit("base", {**{f"f{i}.txt": LINES for i in range(3)}, **{f"g{i}.txt": "g\n" for i in range(3)}})
+    five = LINES.replace("line 5\n", "five\n")
+    originals = [repo.commit(f"Change f{i}, drop g{i}", {f"f{i}.txt": five, f"g{i}.txt": None}) for i in range(3)]
+    repo.commit("Drift", {f"f{i}.txt": five.replace("line 18\n", "18\n") for i in range(3)})
+    reverted = [repo.revert(o) for o in originals]
+    verdicts = {e.link.revert: e.purity.verdict for e in scan_repository(repo.path).entries}
+    assert [verdicts[r] for r in reverted] == ["pure"] * 3
+    assert asked and all(spec.endswith("^{tree}") for spec in asked), asked
+    assert calls == [("merge_trees", 3)]
