@@ -50,14 +50,16 @@ def prove(
     raws: Mapping[str, str],
     errors: Mapping[str, str],
     parents: Mapping[str, str | None],
+    entries: Raws | None = None,
 ) -> dict[str, str]:
     """Proof outcomes (``equal``, ``differs``, ``conflict: …``, ``error: …``) keyed by revert sha,
     for the links that can be proven. Only the raw lines of ``raws`` are read (patches from
     :func:`gitops.commit_patches` or raw diffs from :func:`gitops.commit_raws`): the text of a
-    diff is needed only to explain a link that is not ``equal``."""
+    diff is needed only to explain a link that is not ``equal``. ``entries``: the
+    :func:`purity.raw_entries` of ``raws``, by sha, where they were read already."""
     proofs: dict[str, str] = {}
     pending: list[Link] = []
-    entries_of: dict[str, dict[str, tuple[Side, Side]]] = {}
+    entries_of: dict[str, Mapping[str, tuple[Side, Side]]] = dict(entries or {})
     for link in links:
         shas = (link.revert, *link.originals)
         if not link.originals or any(s in errors or s not in raws for s in shas):

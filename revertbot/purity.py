@@ -428,13 +428,15 @@ def classify(
     proof: Proof | str | None = None,
     truncated: Collection[str] = (),
     vectors: MutableMapping[str, Vector] | None = None,
+    entries: Raws | None = None,
 ) -> PurityResult:
     """Purity of ``link`` given the patches of the revert and its originals (with their ``--raw``
     lines) and, when the fast proof could not decide, the outcome of the merge proof:
     ``"equal"``, ``"differs"``, ``"conflict: <paths>"`` or ``"error: <why>"``. Commits in
     ``truncated`` have complete raw lines but only the start of their diff text: they can be
     proven pure, but what differs cannot be explained. ``vectors`` keeps the change vectors of
-    the patches between calls (keyed by sha; a commit's vector may be there already)."""
+    the patches between calls (keyed by sha; a commit's vector may be there already); ``entries``
+    the :func:`raw_entries` of the patches, by sha, where they were read already."""
     errors = errors or {}
     if not link.originals:
         why = "; ".join(f"{u.ref}: {u.reason}" for u in link.unresolved) or "no original commit found"
@@ -449,7 +451,8 @@ def classify(
             return PurityResult("unverifiable", f"diff of {sha[:12]} failed: {errors[sha]}")
         if sha not in patches:
             return PurityResult("unverifiable", f"no diff available for {sha[:12]}")
-    raws = {sha: raw_entries(patches[sha]) for sha in (link.revert, *link.originals)}
+    known_entries = entries or {}
+    raws = {sha: known_entries.get(sha) or raw_entries(patches[sha]) for sha in (link.revert, *link.originals)}
     if not any(raws[o] for o in link.originals):
         return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
     if proof is None:

@@ -30,6 +30,7 @@ from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import prove
 from .purity import (
+    Raws,
     Vector,
     cached_vector,
     classify,
@@ -348,14 +349,15 @@ def classify_links(
         errors.update(missing())
         missing = None
     shallow = {sha: "its parent is outside this shallow clone's history" for sha in cut}
-    found = _texts_and_proofs(root, links, raws, {**errors, **shallow}, parent_of)
+    sides = {sha: raw_entries(raw) for sha, raw in raws.items()}  # read once for every step
+    found = _texts_and_proofs(root, links, raws, sides, {**errors, **shallow}, parent_of)
     if missing is not None and (lost := missing()):
-        found = _texts_and_proofs(root, links, raws, {**errors, **lost, **shallow}, parent_of)
+        found = _texts_and_proofs(root, links, raws, sides, {**errors, **lost, **shallow}, parent_of)
     links, texts, errors, truncated, proofs = found
     progress("diffing reverts and originals", len(requests), len(requests))
     patches = {**raws, **texts}
     vectors: dict[str, Vector] = {}  # an original shared by several links is compared once
-    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors)
+    verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors, sides)
                 for link in links}  # fmt: skip
     entries = []
     for n, link in enumerate(links, 1):
@@ -379,6 +381,7 @@ def _texts_and_proofs(
     root: Path,
     links: Sequence[Link],
     raws: Mapping[str, str],
+    entries: Raws,
     errors: Mapping[str, str],
     parent_of: Mapping[str, str | None],
 ) -> tuple[Sequence[Link], dict[str, str], dict[str, str], set[str], dict[str, str]]:
@@ -403,7 +406,7 @@ def _texts_and_proofs(
         links = [_choose_by_diff(link, whole, whole_vectors) if link.candidates else link for link in links]
     # Explaining a verdict needs the text of the paths where a revert does not mirror its
     # originals blob for blob; on the others their lines cancel out exactly.
-    paths = explained_paths(links, raws, errors)
+    paths = explained_paths(links, entries, errors)
 
     def read_texts(commits: Sequence[tuple[str, str | None]]) -> tuple[dict[str, str], dict[str, str], set[str]]:
         # The verdicts read no numstat lines: the raw ones say which files changed.
@@ -419,11 +422,11 @@ def _texts_and_proofs(
     # The text of the links the raw ids do not prove is diffed on another core while the merge
     # proof runs (some of them the merges will prove pure; their text is then unused).
     likely = wanted(s for link in links if link.originals and not link.unresolved
-                    and _fast_outcome(link, raws, errors) != "equal"
+                    and _fast_outcome(link, entries, errors) != "equal"
                     for s in (link.revert, *link.originals))  # fmt: skip
     early = gitops.Background(read_texts, likely) if likely else None
     try:
-        proofs = prove(root, links, raws, errors, parent_of)
+        proofs = prove(root, links, raws, errors, parent_of, entries)
     finally:
         if early is not None:
             early.wait()
@@ -440,17 +443,17 @@ def _texts_and_proofs(
 MAX_EXPLAINED_PATHS, MAX_EXPLAINED_BYTES = 4000, 100_000
 
 
-def explained_paths(links: Sequence[Link], raws: Mapping[str, str], errors: Mapping[str, str]) -> list[str]:
+def explained_paths(links: Sequence[Link], entries: Raws, errors: Mapping[str, str]) -> list[str]:
     """The paths whose diff text can explain a verdict: those that some link's revert does not
-    undo (or redo) blob for blob. Where it does, the revert's lines and its originals' cancel out
-    exactly, since a diff adds as many copies of a line as the new side has more than the old.
-    Empty means every path (too many to list, or nothing to explain)."""
+    undo (or redo) blob for blob (``entries``: the :func:`purity.raw_entries` of each commit's
+    raw diff). Where it does, the revert's lines and its originals' cancel out exactly, since a
+    diff adds as many copies of a line as the new side has more than the old. Empty means every
+    path (too many to list, or nothing to explain)."""
     paths: set[str] = set()
     for link in links:
         shas = (link.revert, *link.originals)
-        if not link.originals or any(s in errors or s not in raws for s in shas):
+        if not link.originals or any(s in errors or s not in entries for s in shas):
             continue
-        entries = {s: raw_entries(raws[s]) for s in shas}
         expected = expected_sides(link, entries)
         revert = entries[link.revert]
         paths.update(p for p in {*expected, *revert} if expected.get(p) is None or revert.get(p) != expected[p])
@@ -465,13 +468,13 @@ def _with_raws(raw: str, patch: str) -> str:
     return raw.rstrip("\n") + "\n\n" + text if text else raw
 
 
-def _fast_outcome(link: Link, raws: Mapping[str, str], errors: Mapping[str, str]) -> str:
-    """What the raw ids alone say about ``link`` (see :func:`purity.fast_proof`); "unknown" when
-    a diff is missing."""
+def _fast_outcome(link: Link, entries: Raws, errors: Mapping[str, str]) -> str:
+    """What the raw ids alone say about ``link`` (see :func:`purity.fast_proof`; ``entries`` as
+    for :func:`explained_paths`); "unknown" when a diff is missing."""
     shas = (link.revert, *link.originals)
-    if any(s in errors or s not in raws for s in shas):
+    if any(s in errors or s not in entries for s in shas):
         return "unknown"
-    return fast_proof(link, {s: raw_entries(raws[s]) for s in shas})
+    return fast_proof(link, entries)
 
 
 def _choose_by_diff(link: Link, patches: Mapping[str, str], vectors: dict[str, Vector]) -> Link:
