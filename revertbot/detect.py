@@ -518,8 +518,9 @@ def _parse_message(message: str) -> ParsedMessage:
     own_diff = own_diff_m.group("diff") if own_diff_m else None
     low, low_subject = _lowered(body), _lowered(subject)
     if not branch_prs and not (
-        (_has(low, *_CANDIDATE_WORDS) or _has(low_subject, *_CANDIDATE_WORDS))
-        and _CANDIDATE_RE.search(subject + "\n" + body)
+        _CANDIDATE_RE.search(subject + "\n" + body)
+        if low is None or low_subject is None
+        else any(w in low or w in low_subject for w in _CANDIDATE_WORDS)
     ):
         return ParsedMessage(kind=None, own_pr=own_pr, own_diff=own_diff)
 
@@ -630,8 +631,9 @@ def _parse_message(message: str) -> ParsedMessage:
     )
 
 
-# Every match of _CANDIDATE_RE contains one of these (the "back" forms start with "back").
-_CANDIDATE_WORDS = ("revert", "reapply", "reland", "re-land", "back")
+# What _CANDIDATE_RE matches, in lower case: on ASCII text, one of these is there exactly when it matches.
+_CANDIDATE_WORDS = ("revert", "reapply", "reland", "re-land",
+                    *(f"back{ed}{gap}out" for ed in ("", "ed") for gap in ("", " ", "\t")))  # fmt: skip
 
 
 def _lowered(text: str) -> str | None:

@@ -585,6 +585,22 @@ def test_prefilter_never_hides_a_revert(message: str) -> None:
         assert parse_message(message).kind is None
 
 
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["revert", "REAPPLY", "re-land", "Reland", "back", "BACKED", "ed", "out", "Out", " ", "\t", "\n", "-", "re",
+             "land", "x", "apply"]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_candidate_words_are_what_the_candidate_pattern_matches_in_ascii_text(text: str) -> None:
+    from revertbot.detect import _CANDIDATE_RE, _CANDIDATE_WORDS
+
+    assert (_CANDIDATE_RE.search(text) is not None) == any(w in text.lower() for w in _CANDIDATE_WORDS)
+
+
 def test_prefilter_rejects_plain_messages() -> None:
     assert not might_be_revert("Add RMSNorm kernel (#12)\n\nFaster on H100.")
     assert might_be_revert('Revert "Add RMSNorm kernel (#12)"')
