@@ -9,6 +9,7 @@ checkouts for the GPU runner are exported with ``git archive``.
 from __future__ import annotations
 
 import fcntl
+import importlib
 import io
 import os
 import queue
@@ -1295,9 +1296,20 @@ def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = No
 
 
 def _object_id(algo: str, kind: str, data: bytes) -> str:
-    import hashlib  # here: only the merge proof writes objects (start-up counts)
+    return _hexdigest(algo, f"{kind} {len(data)}\0".encode() + data)
 
-    return hashlib.new(algo, f"{kind} {len(data)}\0".encode() + data).hexdigest()
+
+def _hexdigest(algo: str, data: bytes) -> str:
+    """``data`` hashed with ``algo`` (sha1, sha256). Only the merge proof writes objects, a few of
+    them: Python's own implementations do, where ``hashlib`` would first start OpenSSL (3 ms, an
+    eightieth of a small scan)."""
+    try:
+        digest: str = getattr(importlib.import_module(f"_{algo}"), algo)(data).hexdigest()
+        return digest
+    except (ImportError, AttributeError):  # a Python built without them, or one that renamed them
+        import hashlib
+
+        return hashlib.new(algo, data).hexdigest()
 
 
 def _commit_object(tree: str, parent: str | None) -> bytes:

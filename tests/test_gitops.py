@@ -723,3 +723,26 @@ def test_a_merged_tree_is_read_from_the_scratch_store_as_git_lists_it(repo: GitR
         assert gitops._loose_tree(env, written, "sha1") == entries and len(entries) == 3 and "z é.txt" in entries
         # The repository's own tree was never written there: None, and the caller asks git.
         assert gitops._loose_tree(env, tree, "sha1") is None
+
+
+@pytest.mark.parametrize("algo", ["sha1", "sha256"])
+def test_objects_the_proof_writes_get_the_ids_git_gives_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algo: str
+) -> None:
+    subprocess.run(["git", "init", "-q", f"--object-format={algo}", str(tmp_path)], check=True)
+    zeros = "0" * (40 if algo == "sha1" else 64)
+    data = f"tree {zeros}\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\nm\n"
+    by_git = subprocess.run(["git", "hash-object", "-t", "commit", "--literally", "--stdin"], cwd=tmp_path,
+                            input=data.encode(), capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
+    assert gitops._object_id(algo, "commit", data.encode()) == by_git
+    # Without Python's own implementation of the hash, hashlib's gives the same id.
+    real = gitops.importlib.import_module
+
+    def without_builtin(name: str) -> object:
+        if name.startswith("_sha"):
+            raise ImportError(name)
+        return real(name)
+
+    monkeypatch.setattr(gitops.importlib, "import_module", without_builtin)
+    assert gitops._object_id(algo, "commit", data.encode()) == by_git
+    assert hashlib.new(algo, b"x").hexdigest() == gitops._hexdigest(algo, b"x")
