@@ -53,6 +53,7 @@ def test_real_repository_modes_of_the_scan_and_check_benchmarks(tmp_path: Path, 
     out = capsys.readouterr().out
     assert "1 reverts, pure 1" in out and "scan peak memory:" in out and "merge proof" not in out
     assert "read history (git log):" in out and "scan/git-log ratio:" in out
+    assert "raw diffs of reverts and originals (beside the reasons): 0." in out and "  reasons: 0." in out
     assert bench_check.main(["--repo", str(repo.path), "--shas", revert, "--runs", "1"]) == 0
     out = capsys.readouterr().out
     assert f"{revert[:12]} pure, risk low, follow_up: CLI" in out
