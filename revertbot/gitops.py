@@ -1303,13 +1303,15 @@ def _hexdigest(algo: str, data: bytes) -> str:
     """``data`` hashed with ``algo`` (sha1, sha256). Only the merge proof writes objects, a few of
     them: Python's own implementations do, where ``hashlib`` would first start OpenSSL (3 ms, an
     eightieth of a small scan)."""
-    try:
-        digest: str = getattr(importlib.import_module(f"_{algo}"), algo)(data).hexdigest()
-        return digest
-    except (ImportError, AttributeError):  # a Python built without them, or one that renamed them
-        import hashlib
+    if algo in ("sha1", "sha256"):  # the formats git has; nothing else is imported by name
+        try:
+            digest: str = getattr(importlib.import_module(f"_{algo}"), algo)(data).hexdigest()
+            return digest
+        except (ImportError, AttributeError):  # a Python built without them, or one that renamed them
+            pass
+    import hashlib
 
-        return hashlib.new(algo, data).hexdigest()
+    return hashlib.new(algo, data).hexdigest()
 
 
 def _commit_object(tree: str, parent: str | None) -> bytes:
