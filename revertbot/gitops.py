@@ -1014,7 +1014,8 @@ def _diff_batch(
     git stops at the first unreadable object. Commits are diffed in input order and each one's
     header is printed before its diff, so everything before the last header is complete; the
     commit that was cut off is retried alone to get its own error, and the rest resumes after it.
-    That only costs extra processes in damaged clones (missing blobs are found before this runs).
+    That only costs extra processes in damaged clones (where missing blobs are known, callers leave
+    those commits out).
     ``begun``: the first of these processes, begun already with the same arguments.
     """
     patches: dict[str, str] = {}
