@@ -288,6 +288,7 @@ class _Subject:
     strong: bool = False  # the subject alone is enough to call it a revert
     titles: list[str] = field(default_factory=list)
     outer_title: str = ""
+    outer_redone: bool = False
     truncated: bool = False
     shas: list[str] = field(default_factory=list)
     prs: list[int] = field(default_factory=list)
@@ -456,6 +457,7 @@ def _parse_subject(subject: str) -> _Subject:
             out.kind = "revert" if out.depth % 2 else "reland"
             outer, cut_outer = _strip_ellipsis(title.rstrip('"').rstrip())
             out.outer_title = outer if cut_outer else title
+            out.outer_redone = base % 2 == 0  # "Reland", "Reapply": the named commit again
             title, cut = _strip_ellipsis(inner.strip())
             out.truncated = out.truncated or cut or cut_outer
     if title:
@@ -624,6 +626,7 @@ def _parse_message(message: str) -> ParsedMessage:
         own_diff=own_diff,
         depth=subj.depth,
         outer_title=subj.outer_title if subj.strong else "",
+        outer_redone=subj.outer_redone and subj.strong,
         changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
         qualified_prs=tuple(dict.fromkeys(q for q in qualified if int(q.rpartition("#")[2]) not in local_prs)),
         squashed=squashed,
@@ -1219,6 +1222,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             add(agreeing[0], "pr")  # several: the title step below chooses, or says it is ambiguous
     title_missing = ""
     title_had_hits = False
+    by_outer_title = False  # the link is the commit the outer quoted title names
     if several:
         # 'Revert "A" & "B"': each title is an original of its own (its PR number as a fallback).
         for t in pm.titles:
@@ -1246,6 +1250,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             i = choose(matches, t, prefer_reverts=bool(pm.outer_title) and t == pm.outer_title)
             if i is not None:
                 add(i, "title")
+                by_outer_title = t == pm.outer_title
                 matched = title_key(strip_pr_suffix(_commit_title(idx.commits[i])))
                 if pm.title_truncated and matched != title_key(strip_pr_suffix(t)):
                     notes.append(f"the subject was cut; {_short(idx.commits[i].sha)} matched by the start of its title")
@@ -1311,6 +1316,9 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         # A reland that names the change itself should redo it; one that names the revert
         # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1
+    if by_outer_title and pm.outer_redone:
+        # 'Reland "Revert "X""' found by its quoted title lands that revert again: it is redone.
+        kind, direction = "reland", -1
     return Link(
         revert=commit.sha,
         subject=commit.subject,

@@ -46,8 +46,11 @@ class ParsedMessage:
     own_diff: str | None = None  # the commit's own "Differential Revision"
     depth: int = 1  # 2 for Revert "Revert "X""
     #: The quoted title as written when it nests (``Reapply "X"`` in ``Revert "Reapply "X""``): the
-    #: commit undone directly; ``titles`` holds the innermost change.
+    #: commit undone (or redone, see ``outer_redone``) directly; ``titles`` holds the innermost change.
     outer_title: str = ""
+    #: The commit ``outer_title`` names is redone, not undone ('Reland "Revert "X""' lands that
+    #: revert again), whatever ``kind`` says of the innermost change.
+    outer_redone: bool = False
     #: Ids from "Original commit changeset:" lines (the original in the repository the commit was
     #: exported from; they name the same original as "Original Phabricator Diff").
     changesets: tuple[str, ...] = ()

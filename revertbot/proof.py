@@ -75,13 +75,14 @@ def prove(
             pending.append(link)
         else:
             proofs[link.revert] = outcome
-    # A file put back into a directory that is gone by the revert's parent: git revert would
-    # follow a directory rename there (and conflict), which raw ids cannot show. A merge decides.
-    readds = {link.revert: _readded_dirs(link, entries_of) for link in links if proofs.get(link.revert) == "equal"}
-    queries = [f"{parents.get(sha) or gitops.EMPTY_TREE}:{d}" for sha, dirs in readds.items() for d in dirs]
+    # What git revert's directory renames would do, raw ids cannot show (see _directory_checks):
+    # where a directory is not as the ids assume, a merge decides.
+    checks = {link.revert: _directory_checks(link, entries_of, parents)
+              for link in links if proofs.get(link.revert) == "equal"}  # fmt: skip
+    queries = [spec for found in checks.values() for spec, _ in found]
     # What the merges need first (the trees, and the paths of each first merge its ours side added
     # or deleted) is looked up in the same process, for every link they may have to prove.
-    maybe = [*pending, *(link for link in links if readds.get(link.revert))]
+    maybe = [*pending, *(link for link in links if checks.get(link.revert))]
     revs = list(dict.fromkeys(r for link in maybe for s in (link.revert, *link.originals) for r in (s, parents.get(s))
                               if r))  # fmt: skip
     first = {link.revert: _first_merge(link, parents, entries_of) for link in maybe}
@@ -89,7 +90,7 @@ def prove(
     answers = gitops.object_names(root, [*queries, *(f"{r}^{{tree}}" for r in revs), *specs], {})
     present = iter(answers[: len(queries)])
     for link in links:
-        if link.revert in readds and not all([next(present) is not None for _ in readds[link.revert]]):
+        if link.revert in checks and not all([(next(present) is not None) == held for _, held in checks[link.revert]]):
             del proofs[link.revert]
             pending.append(link)
     if pending:
@@ -136,12 +137,22 @@ def _added_or_deleted(paths: Sequence[str], found: Iterator[str | None]) -> dict
     return changes
 
 
-def _readded_dirs(link: Link, entries: Raws) -> list[str]:
-    """Directories of the paths that undoing the originals puts back (absent from the revert's
-    parent, present before the originals)."""
+def _directory_checks(link: Link, entries: Raws, parents: Mapping[str, str | None]) -> list[tuple[str, bool]]:
+    """``(tree:directory, whether it must exist)`` for each directory whose state a proof from raw
+    ids assumes. Undoing the originals puts paths back: their directories must still exist on the
+    revert's parent (else git revert would follow a directory rename there, and conflict). If it
+    also takes paths away (undoing a move), every directory they leave must be gone from the
+    revert's tree: a file added there since would be moved along by git's directory rename
+    detection. A directory whose name holds a newline cannot be asked about: it counts as wrong."""
     expected = expected_sides(link, entries)
-    return sorted({p.rpartition("/")[0] for p, sides in expected.items()
-                   if sides is not None and sides[0] is None and sides[1] is not None and "/" in p})  # fmt: skip
+    put_back = [p for p, sides in expected.items() if sides is not None and sides[0] is None and sides[1] is not None]
+    if not put_back:
+        return []
+    parent = parents.get(link.revert) or gitops.EMPTY_TREE
+    checks = [(f"{parent}:{d}", True) for d in sorted({p.rpartition("/")[0] for p in put_back if "/" in p})]
+    taken = [p for p, sides in expected.items() if sides is not None and sides[0] is not None and sides[1] is None]
+    left = sorted({p[:i] for p in taken for i, ch in enumerate(p) if ch == "/"})
+    return checks + [(f"{link.revert}:{d}", "\n" in d) for d in left]
 
 
 def renames_could_matter(ours: Mapping[str, str], theirs: Mapping[str, str]) -> bool:

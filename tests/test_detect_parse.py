@@ -203,7 +203,7 @@ def test_github_shapes(message: str, expected: ParsedMessage) -> None:
         ),
         pytest.param(
             'Reland "Revert "Add X""',
-            pm("revert", titles=("Add X",), outer_title='Revert "Add X"'),
+            pm("revert", titles=("Add X",), outer_title='Revert "Add X"', outer_redone=True),
             id="reland-of-revert",
         ),
         pytest.param('Partially revert "Add X"', pm("partial", titles=("Add X",)), id="partially"),

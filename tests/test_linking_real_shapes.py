@@ -239,6 +239,30 @@ def test_revert_of_a_reapply_is_compared_with_the_reapply(base: GitRepo) -> None
     assert links[rev].chain == (x, r1, reapply)
 
 
+@pytest.mark.parametrize("verb", ["Reland", "Reapply"])
+def test_reland_of_a_revert_named_by_its_title_lands_that_revert_again(
+    base: GitRepo, capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    # 'Reland "Revert "Foo""' names the revert: it is compared with that revert done again (Foo
+    # undone), never with the revert undone. A commit that puts Foo back under this subject is not pure.
+    lines = "".join(f"{i}\n" for i in range(1, 11))
+    base.commit("init", {"f": lines})
+    foo = base.commit("Foo", {"f": lines + "a\n"})
+    undo = base.revert(foo)
+    again = base.commit('Revert "Revert "Foo""', {"f": lines + "a\n"})
+    good = base.commit(f'{verb} "Revert "Foo""', {"f": lines})
+    base.checkout("-q", "-b", "other", undo)
+    bad = base.commit(f'{verb} "Revert "Foo""', {"f": lines + "a\n"})
+    for head, expected in ((good, "pure"), (bad, None)):
+        entry = scan_json(base, capsys, "--ref", head)[head]
+        assert (entry["kind"], entry["originals"], entry["linked_by"]) == ("reland", [undo], ["title"]), entry
+        if expected:
+            assert entry["purity"] == expected, entry
+        else:
+            assert entry["purity"] != "pure", entry
+    assert again
+
+
 def test_same_title_chosen_by_diff_in_scan(base: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     # Two commits carry the title (the second an empty re-land of the first): the revert exactly
     # inverts only one of them.

@@ -351,3 +351,43 @@ def test_no_path_is_looked_up_for_a_first_merge_that_adds_one(repo: GitRepo, mon
     assert [verdicts[r] for r in reverted] == ["pure"] * 3
     assert asked and all(spec.endswith("^{tree}") for spec in asked), asked
     assert calls == [("merge_trees", 3)]
+
+
+def test_undoing_a_move_where_a_file_was_added_since_is_never_pure(repo: GitRepo) -> None:
+    # The original moves e/a and e/b into a new d/ (e/ keeps a file); a later commit adds d/new. A
+    # revert that moves a and b back and leaves d/new has the ids of an exact inverse, but git revert
+    # sees d/ renamed to e/ and moves d/new along (a conflict): only the merge can say so.
+    lines = {name: "".join(f"{name} {i}\n" for i in range(20)) for name in ("a", "b")}
+    repo.commit("init", {"e/a": lines["a"], "e/b": lines["b"], "e/keep": "keep\n"})
+    moved = repo.commit("Move a and b to d", {"e/a": None, "e/b": None, "d/a": lines["a"], "d/b": lines["b"]})
+    repo.commit("Add d/new", {"d/new": "new\n"})
+    revert = _hand_revert(repo, moved, {"d/a": None, "d/b": None, "e/a": lines["a"], "e/b": lines["b"]})
+    entry = _entry(repo, revert)
+    assert entry.purity.verdict != "pure", entry.purity
+    # Moved back with d/ left empty, it is the exact inverse.
+    repo.checkout("-q", "-b", "clean", moved)
+    clean = _hand_revert(repo, moved, {"d/a": None, "d/b": None, "e/a": lines["a"], "e/b": lines["b"]})
+    assert _entry(repo, clean).purity.verdict == "pure"
+
+
+@pytest.mark.xfail(strict=True, reason="paths decoded with backslashreplace: byte 0xff and a literal '\\xff' collide")
+def test_a_path_with_an_undecodable_byte_is_not_confused_with_its_escaped_spelling(repo: GitRepo) -> None:
+    byte, spelled = "a\udcffb", "a\\xffb"  # b"a\xffb" on disk, and the four characters \xff
+    repo.commit("init", {"README": "r\n", byte: "old\n", spelled: "new\n"})
+    original = repo.commit("Change the byte path", {byte: "new\n"})
+    revert = _hand_revert(repo, original, {spelled: "old\n"})  # undoes nothing of the original
+    assert _entry(repo, revert).purity.verdict != "pure"
+
+
+@pytest.mark.xfail(strict=True, reason="merge-tree reads .gitattributes from the checkout, not the revert's parent")
+def test_merge_attributes_are_those_of_the_reverts_parent_not_of_the_checkout(repo: GitRepo) -> None:
+    # On the revert's parent f has no attributes: undoing the original conflicts with the later
+    # edit, and the revert resolves it by hand. A later commit asks for union merges of f.
+    lines = "".join(f"{i}\n" for i in range(1, 11))
+    repo.commit("init", {"f": lines})
+    original = repo.commit("Change line 3", {"f": lines.replace("3\n", "three\n")})
+    repo.commit("Shout line 3", {"f": lines.replace("3\n", "THREE\n")})
+    union = lines.replace("3\n", "THREE\n3\n")  # what a union merge of the undo gives
+    revert = _hand_revert(repo, original, {"f": union})
+    repo.commit("Union merges for f", {".gitattributes": "f merge=union\n"})
+    assert _entry(repo, revert).purity.verdict != "pure"
