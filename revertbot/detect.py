@@ -924,7 +924,10 @@ def link_reverts(
             parsed[i] = pm
 
     # Shas that are not on the ref are looked up in one batch.
-    off_ref = [s for pm in parsed.values() for s in (*pm.shas, *pm.changesets) if not idx.find_prefix(s)]
+    # An abbreviation that one commit of the ref starts with may still name other objects of the
+    # repository (git calls it ambiguous): those are asked about too.
+    off_ref = [s for pm in parsed.values() for s in (*pm.shas, *pm.changesets)
+               if len(s) < _FULL_SHA or not idx.find_prefix(s)]  # fmt: skip
     objects = lookup_objects(list(dict.fromkeys(off_ref))) if (lookup_objects and off_ref) else {}
 
     ctx = _Context(idx, ref_name, objects, parsed, link_off_ref, (repo_slug or "").lower())
@@ -1112,6 +1115,9 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     # 1. Commit ids.
     for sha in pm.shas:
         hits = idx.find_prefix(sha)
+        if len(hits) == 1 and ctx.objects.get(sha) == "ambiguous":
+            unresolved.append(Unresolved(sha, _AMBIGUOUS_IN_REPOSITORY))
+            continue
         if len(hits) == 1 and idx.position[hits[0]] > pos:
             add(idx.position[hits[0]], "sha")
             continue
@@ -1282,10 +1288,13 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     # 4. Names that only say which commit in another system or repository it was.
     for cs in pm.changesets:
         hits = idx.find_prefix(cs)
-        if len(hits) == 1 and idx.position[hits[0]] > pos:
+        ambiguous_here = len(hits) == 1 and ctx.objects.get(cs) == "ambiguous"
+        if len(hits) == 1 and idx.position[hits[0]] > pos and not ambiguous_here:
             add(idx.position[hits[0]], "sha")
         elif not found:
-            unresolved.append(Unresolved(cs, _missing_reason(ctx.objects.get(cs), ctx.ref_name)))
+            why = _AMBIGUOUS_IN_REPOSITORY if ambiguous_here else _missing_reason(
+                None if hits else ctx.objects.get(cs), ctx.ref_name)  # fmt: skip
+            unresolved.append(Unresolved(cs, why))
         # else: the exporting repository's id of the original found by its revision or title
     found_prs = {m for i in story_positions() for m in idx.prs_of.get(i, ())}
     for q in foreign:
@@ -1346,6 +1355,10 @@ def choose_candidate(link: Link, sha: str, why: str) -> Link:
         candidates=(),
         notes=(*link.notes, f"{n} earlier commits match {ref}; chose {_short(sha)}, {why}"),
     )
+
+
+_FULL_SHA = 40  # hex digits of a SHA-1 id; shorter is an abbreviation
+_AMBIGUOUS_IN_REPOSITORY = "ambiguous abbreviation: it names more than one object in the repository"
 
 
 def _missing_reason(info: str | None, ref_name: str) -> str:

@@ -184,6 +184,46 @@ def test_pull_request_resolved_trailer(base: GitRepo) -> None:
     assert links_on(base)[rev].originals == (orig,)
 
 
+def test_an_abbreviation_unique_on_the_ref_but_not_in_the_repository_is_ambiguous(
+    base: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two commits whose ids share their first 7 hex digits (found by trying commit times), one on
+    # main, one on a side branch: "This reverts commit <7 digits>" is what git calls ambiguous.
+    import hashlib
+
+    parent = base.head()
+    tree_x = base.git("write-tree").strip()
+    base.write("y.txt", "y\n")
+    base.git("add", "y.txt")
+    tree_y = base.git("write-tree").strip()
+    base.git("reset", "-q", "--hard", parent)
+
+    def body(tree: str, when: int, title: str) -> bytes:
+        who = f"t <t@t> {when} +0000"
+        return f"tree {tree}\nparent {parent}\nauthor {who}\ncommitter {who}\n\n{title}\n".encode()
+
+    def oid(data: bytes) -> str:
+        return hashlib.sha1(b"commit %d\0" % len(data) + data).hexdigest()
+
+    first = {oid(body(tree_x, t, "Add x"))[:7]: t for t in range(1_700_000_000, 1_700_060_000)}
+    when_y = next(t for t in range(1_700_000_000, 1_701_000_000) if oid(body(tree_y, t, "Add y"))[:7] in first)
+    y = base.git("hash-object", "-w", "-t", "commit", "--stdin", input=body(tree_y, when_y, "Add y").decode()).strip()
+    x = base.git("hash-object", "-w", "-t", "commit", "--stdin",
+                 input=body(tree_x, first[y[:7]], "Add x").decode()).strip()  # fmt: skip
+    assert x != y and x[:7] == y[:7]
+    base.git("update-ref", "refs/heads/side", y)
+    base.git("reset", "-q", "--hard", x)
+    rev = base.commit(f"Revert {x[:7]}\n\nThis reverts commit {x[:7]}.", {"README": "engine\n"})
+    link = links_on(base)[rev]
+    assert link.originals == ()
+    why = "ambiguous abbreviation: it names more than one object in the repository"
+    assert link.unresolved == (Unresolved(x[:7], why),)
+    assert scan_json(base, capsys)[rev]["purity"] == "unverifiable"
+    # With the full id it is the commit on main.
+    full = base.commit(f"Revert {x[:7]}\n\nThis reverts commit {x}.", {"README": "engine\n"})
+    assert links_on(base)[full].originals == (x,)
+
+
 def test_two_earlier_commits_with_the_title_are_ambiguous(base: GitRepo) -> None:
     # Nothing tells the two apart (neither was reverted before): never silently the newest.
     older = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})
