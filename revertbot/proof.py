@@ -115,12 +115,18 @@ def _base_and_theirs(original: str, direction: int, parents: Mapping[str, str | 
 
 def _first_merge(link: Link, parents: Mapping[str, str | None], raws: Raws) -> tuple[str, str, list[str]]:
     """The base and ours of ``link``'s first merge as commits (see :func:`_merge_proofs`) and the
-    paths its theirs side touches: what ours added or deleted there decides whether renames can
-    matter. None when theirs adds a path: they can then, whatever ours did."""
+    paths to ask about (see :func:`_asked_paths`)."""
     first = _undo_order(link)[0]
     base = _base_and_theirs(first, link.direction, parents)[0]
-    adds = any(st == "A" for st in _theirs_side(raws[first], link.direction).values())
-    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, [] if adds else list(raws[first])
+    theirs = _theirs_side(raws[first], link.direction)
+    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, _asked_paths(theirs)
+
+
+def _asked_paths(theirs: Mapping[str, str]) -> list[str]:
+    """The paths a merge's theirs side touches, where what ours added or deleted decides whether
+    renames can matter (see :func:`renames_could_matter`); none when theirs adds a path: they can
+    then, whatever ours did."""
+    return [] if any(st == "A" for st in theirs.values()) else list(theirs)
 
 
 def _added_or_deleted(paths: Sequence[str], found: Iterator[str | None]) -> dict[str, str]:
@@ -180,9 +186,11 @@ def _added_deleted(
 ) -> list[dict[str, str]]:
     """For each merge, the paths theirs touches that ours added (``A``) or deleted (``D``) since
     the base: existence looked up in one process, without diffing whole trees."""
-    specs = [f"{merges[sha][side]}:{path}" for sha in shas for path in undone[sha][round_no] for side in (0, 1)]
+    asked = [_asked_paths(undone[sha][round_no]) for sha in shas]
+    specs = [f"{merges[sha][side]}:{path}"
+             for sha, paths in zip(shas, asked, strict=True) for path in paths for side in (0, 1)]  # fmt: skip
     found = iter(gitops.object_names(root, specs, env))
-    return [_added_or_deleted(list(undone[sha][round_no]), found) for sha in shas]
+    return [_added_or_deleted(paths, found) for paths in asked]
 
 
 def _theirs_side(raw: Mapping[str, tuple[Side, Side]], direction: int) -> dict[str, str]:
@@ -235,12 +243,14 @@ def _merge_proofs(
             merges = {sha: (steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active}
             # Where renames cannot matter, all merges of the round run as one; the rest one by one.
             plain = [sha for sha in active if gitops.EMPTY_TREE not in merges[sha]]
-            ours_changes = ([first[sha] for sha in plain] if round_no == 0
-                            else _added_deleted(root, plain, merges, undone, round_no, env))  # fmt: skip
-            batch = [sha for sha, ours in zip(plain, ours_changes, strict=True)
-                     if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
-            if len(batch) < MIN_COMPOSITE:
-                batch = []  # one or two merges: done with renames at once (see MIN_COMPOSITE)
+            batch: list[str] = []
+            if len(plain) >= MIN_COMPOSITE:  # else one or two merges: done with renames at once
+                ours_changes = ([first[sha] for sha in plain] if round_no == 0
+                                else _added_deleted(root, plain, merges, undone, round_no, env))  # fmt: skip
+                batch = [sha for sha, ours in zip(plain, ours_changes, strict=True)
+                         if not renames_could_matter(ours, undone[sha][round_no])]  # fmt: skip
+                if len(batch) < MIN_COMPOSITE:
+                    batch = []  # fewer left: cheaper one by one (see MIN_COMPOSITE)
             single = [sha for sha in active if sha not in batch]
             results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip

@@ -391,3 +391,23 @@ def test_merge_attributes_are_those_of_the_reverts_parent_not_of_the_checkout(re
     revert = _hand_revert(repo, original, {"f": union})
     repo.commit("Union merges for f", {".gitattributes": "f merge=union\n"})
     assert _entry(repo, revert).purity.verdict != "pure"
+
+
+def test_a_later_round_of_one_merge_asks_git_nothing_before_merging(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two originals undone on a file changed since: two rounds of one merge each. A round that
+    # small runs with renames detected whatever ours did, so nothing is looked up for it.
+    from revertbot import gitops
+
+    calls: list[tuple[str, int]] = []
+    for name in ("merge_trees", "merge_trees_without_renames", "object_names"):
+        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
+    repo.commit("base", {"f.txt": LINES})
+    first = repo.commit("Change 5", {"f.txt": LINES.replace("line 5\n", "five\n")})
+    second = repo.commit("Change 9", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 9\n", "nine\n")})
+    repo.commit("Drift", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 9\n", "nine\n") + "end\n"})
+    both = repo.commit(f"Revert two\n\nThis reverts commit {first} and {second}.", {"f.txt": LINES + "end\n"})
+    entry = _entry(repo, both)
+    assert entry.link.originals == (first, second) and entry.purity.verdict == "pure"
+    assert [name for name, _ in calls] == ["object_names", "merge_trees", "merge_trees"]
