@@ -509,7 +509,7 @@ class Started:
     thread works on, and no reader thread waits for the interpreter's lock at every chunk."""
 
     def __init__(self, args: Sequence[str], cwd: str | os.PathLike[str], input: bytes | None = None) -> None:
-        self.args = ["git", *_STABLE_CONFIG, *args]
+        self.git_args = tuple(args)  # as GitError names the command
         self._out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by wait())
         self._err = tempfile.TemporaryFile()  # noqa: SIM115
         try:
@@ -531,7 +531,8 @@ class Started:
             returncode = self._proc.wait()
             self._out.seek(0)
             self._err.seek(0)
-            return subprocess.CompletedProcess(self.args, returncode, self._out.read(), self._err.read())
+            args = ["git", *_STABLE_CONFIG, *self.git_args]
+            return subprocess.CompletedProcess(args, returncode, self._out.read(), self._err.read())
         finally:
             self._close()
 
@@ -748,13 +749,13 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     if not names:
         return dict
     begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in names).encode())
-    return lambda: _object_types_of(names, begun.wait())
+    return lambda: _object_types_of(names, begun)
 
 
-def _object_types_of(names: Sequence[str], done: subprocess.CompletedProcess[bytes]) -> dict[str, str | None]:
+def _object_types_of(names: Sequence[str], begun: Started) -> dict[str, str | None]:
+    done = begun.wait()
     if done.returncode != 0:
-        stderr = done.stderr.decode("utf-8", "replace")
-        raise GitError(tuple(done.args[1 + len(_STABLE_CONFIG) :]), done.returncode, stderr)
+        raise GitError(begun.git_args, done.returncode, done.stderr.decode("utf-8", "replace"))
     out = done.stdout.decode("utf-8", "replace")
     result: dict[str, str | None] = {}
     for name, line in zip(names, out.splitlines(), strict=False):
@@ -991,10 +992,11 @@ def config_values(repo: Path, pattern: str) -> list[tuple[str, str]]:
     return [(key, value) for key, _, value in (item.partition("\n") for item in out.split("\0") if item)]
 
 
-def _diff_args(opts: Sequence[str], paths: Sequence[str]) -> list[str]:
-    """``diff-tree --stdin`` with ``opts``, limited to ``paths`` (literal) when given."""
+def _diff_args(opts: Sequence[str], paths: Sequence[str], revs: Sequence[str] = ()) -> list[str]:
+    """``diff-tree`` with ``opts`` of ``revs`` (none: the pairs on stdin), limited to ``paths``
+    (literal) when given."""
     literal = ["--literal-pathspecs"] if paths else []  # a path named "*.py" or ":x" is that path
-    return [*literal, "diff-tree", "--stdin", *opts, *(["--", *paths] if paths else [])]
+    return [*literal, "diff-tree", *(revs or ["--stdin"]), *opts, *(["--", *paths] if paths else [])]
 
 
 def _diff_input(pending: Sequence[tuple[str, str | None]]) -> bytes:
@@ -1021,8 +1023,6 @@ def _diff_batch(
     patches: dict[str, str] = {}
     errors: dict[str, str] = {}
     truncated: set[str] = set()
-    tail = ["--", *paths] if paths else []
-    literal = ["--literal-pathspecs"] if paths else []  # a path named "*.py" or ":x" is that path
     pending = list(wanted)
     while pending:
         if begun is not None:
@@ -1042,7 +1042,7 @@ def _diff_batch(
         sha, parent = pending[cut]
         truncated.discard(sha)
         rev_args = [parent, sha] if parent else [sha]  # two commits: diff parent -> commit
-        single = run_bytes(*literal, "diff-tree", *opts, *rev_args, *tail, cwd=repo, check=False)
+        single = run_bytes(*_diff_args(opts, paths, rev_args), cwd=repo, check=False)
         if single.returncode == 0:
             body = single.stdout
             first, _, rest = body.partition(b"\n")

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import gitops
 from .dependents import (
+    _FIND_TRIES,
     MAX_DEPENDENTS,
     MAX_GREP_LINES,
     MAX_PER_SYMBOL,
@@ -130,10 +131,6 @@ class _OpTarget:
 
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _NOT_AFTER_WORD, _NOT_BEFORE_WORD = rb"(?<![A-Za-z0-9_])", rb"(?![A-Za-z0-9_])"
-
-
-#: Occurrences inside longer words passed over one by one before a regular expression takes over.
-_FIND_TRIES = 16
 
 
 def _writes(data: bytes, word: bytes) -> bool:
