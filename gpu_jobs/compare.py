@@ -133,6 +133,8 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
         "fixed": [], "broken": [], "failing_both": [], "flaky": [], "infra": [],
         "only_before": [], "only_after": [], "not_compared": [],
         "passed_both": 0, "skipped": 0, "total": len(tests),
+        # Tests that passed or failed on each side: a side with none validated nothing.
+        "decided": {"before": 0, "after": 0},
     }  # fmt: skip
     # Names of the tests that passed on the after side (fixed or passing both), for a reland's
     # check that the tests its reverted original broke pass now.
@@ -141,6 +143,9 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
     for test in sorted(tests):
         b, b_seen, b_issue = _side_status(before, test, local)
         a, a_seen, a_issue = _side_status(after, test, local)
+        for side, status in (("before", b), ("after", a)):
+            if status in ("pass", "fail", "flaky"):
+                out["decided"][side] += 1
         if "flaky" in (b, a):
             out["flaky"].append({"test": test, "before": b_seen, "after": a_seen})
         elif "infra" in (b, a):

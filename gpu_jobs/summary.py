@@ -143,6 +143,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
     infra: list[str] = []
     passed_both = 0
     passed_tests: list[str] = []
+    unvalidated: list[str] = []
     metric_rows: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     thresholds: dict[tuple[str, str, str, str], float | None] = {}
     for (suite, index), (_d, comp) in sorted(done.items()):
@@ -166,6 +167,7 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
         for side in comp.get("sides_without_results", []):
             if not any(i.get("side") == side for i in comp.get("infra", [])):
                 infra.append(f"{label} {side}: no test results")
+        unvalidated += _unvalidated_sides(label, tests, comp.get("sides_without_results", []))
         for m in comp.get("metrics", []):
             key = (suite, str(m["name"]), str(m.get("test", "")), str(m.get("unit", "")))
             metric_rows.setdefault(key, []).append(m)
@@ -193,8 +195,28 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
         not_run=tuple(not_run),
         cpu_only=tuple(cpu_only),
         passed_tests=tuple(passed_tests[:PASSED_TESTS_LIMIT]),
+        unvalidated=tuple(unvalidated),
     )
     return Merged(summary, shards)
+
+
+def _unvalidated_sides(label: str, tests: Mapping[str, Any], without_results: Sequence[str]) -> list[str]:
+    """The sides of one shard where no test passed or failed: every test skipped, none collected,
+    or a suite that skips itself without CUDA. Such a side is no evidence, never a green one."""
+    decided = tests.get("decided")
+    skipped, total = tests.get("skipped", 0), tests.get("total", 0)
+    if not isinstance(decided, Mapping):
+        # A comparison written before sides were counted: nothing decided anywhere is all we can tell.
+        counted = (len(tests.get("fixed", ())) + len(tests.get("broken", ())) + len(tests.get("failing_both", ()))
+                   + len(tests.get("flaky", ())) + int(tests.get("passed_both", 0)))  # fmt: skip
+        return [] if counted else [f"{label}: no test passed or failed on either side ({skipped} of {total} skipped)"]
+    out = []
+    for side in ("before", "after"):
+        if side in without_results:
+            continue  # already an infrastructure problem: "no test results"
+        if not int(decided.get(side, 0) or 0):
+            out.append(f"{label} {side}: no test passed or failed ({skipped} of {total} skipped)")
+    return out
 
 
 # --------------------------------------------------------------------------- JSON
@@ -236,6 +258,7 @@ def summary_from_json(data: Mapping[str, Any]) -> GpuSummary:
         not_run=tuple(data.get("not_run", ())),
         cpu_only=tuple(data.get("cpu_only", ())),
         passed_tests=tuple(str(t) for t in data.get("passed_tests", ()))[:PASSED_TESTS_LIMIT],
+        unvalidated=tuple(str(u) for u in data.get("unvalidated", ())),
     )
 
 
@@ -283,4 +306,6 @@ def render_gpu_markdown(summary: GpuSummary, lang: str = "en") -> str:
         lines.append(f"- {t['gpu_infra']}{c}{inline(item, 400)}")
     for item in summary.not_run[:_LIST_LIMIT]:
         lines.append(f"- {t['gpu_not_run']}{c}{inline(item, 200)}")
+    for item in summary.unvalidated[:_LIST_LIMIT]:
+        lines.append(f"- {t['gpu_unvalidated']}{c}{inline(item, 200)}")
     return "\n".join(lines) + "\n"

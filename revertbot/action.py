@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
+import hashlib
 import json
 import re
 import uuid
@@ -45,9 +47,10 @@ from .github import (
     pull_from_payload,
 )
 from .history import Record, normalise_repo, now_iso, write_record_file
-from .models import GpuSummary
+from .models import GpuSummary, RevertReport
 from .pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
 from .report import MARKER, render_markdown, report_to_json
+from .report.carried_gpu import read_gpu_block
 from .report.escape import clean, code
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
@@ -76,15 +79,41 @@ def build_gpu_matrix(changed_paths: Sequence[str], config: Config,
     return matrix
 
 
+#: The pull request actions on which the GPU workflow starts a run by itself (see revertbot-gpu.yml);
+#: any other event publishes without starting one, so it must not say "GPU jobs running".
+GPU_RUN_ACTIONS = frozenset({"opened", "synchronize", "reopened"})
+
+
+def is_green(report: RevertReport) -> bool:
+    """May the bot's status read "success"? Only when the advice is to merge, with the GPU proof it
+    needs: "merge" (which already requires the GPU suites where a critical path changed), a reland
+    whose original failure is shown gone on a GPU with nothing else open on the GPU side, or a
+    merged revert whose remaining work is follow-ups. "Needs review", a no-op, missing or
+    unvalidated GPU runs are never green."""
+    gpu = next((f for f in report.risk.factors if f.name == "gpu"), None)
+    if report.risk.action == "reland_ok":
+        return gpu is None or gpu.level == "low"
+    return report.risk.action in ("merge", "follow_up")
+
+
 def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
-    """(state, description) of the ``revertbot`` commit status."""
+    """(state, description) of the ``revertbot`` commit status.
+
+    ``failure``: the analysis failed, the risk is high (GPU suites broken, conflicts, ...) or a
+    reland still fails; ``success``: :func:`is_green`; ``pending`` otherwise: GPU jobs running,
+    GPU validation still needed, or a person must review. Branch protection that requires the
+    status thus holds the merge until the bot has the proof or a maintainer decides.
+    """
     report = check.report
     if report is None:
         return "failure", clean(f"revertbot could not analyse this revert: {check.reason}", 140)
     level = report.risk.level
-    state = "failure" if level == "high" else "success"
-    if gpu_pending and level != "high":
+    if level == "high" or report.risk.action == "reland_fails":
+        state = "failure"
+    elif gpu_pending:
         state = "pending"
+    else:
+        state = "success" if is_green(report) else "pending"
     what = {
         "merge": "merge",
         "merge_after_gpu": "merge after GPU validation",
@@ -96,8 +125,11 @@ def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
                  "reland_unproven": "original failure not shown gone yet"})  # fmt: skip
     verdict = "reland" if report.reland is not None else report.purity.verdict  # a reland is no inverse
     desc = f"risk {level}, {verdict}: {what.get(report.risk.action, report.risk.action)}"
+    gpu = next((f for f in report.risk.factors if f.name == "gpu"), None)
     if gpu_pending:
         desc += " (GPU jobs running)"
+    elif gpu is not None and gpu.code in ("not-validated", "cpu-only", "incomplete", "flaky", "regressed"):
+        desc += f" (GPU {gpu.code})"
     return state, desc[:140]
 
 
@@ -238,7 +270,8 @@ class Outputs:
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX)}
+        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX),
+                                       "record_digests": ""}  # fmt: skip
 
     def set(self, name: str, value: str) -> None:
         self.values[name] = value
@@ -318,6 +351,8 @@ class _Run:
         self.owner = bot_login(env)
         self.approvals = Approvals(self.api, lambda m: echo(f"::warning::{log_safe(m)}"))
         self.raw_args: list[str] = []  # the words after a comment command's verb, case kept
+        self.record_digests: list[str] = []  # sha256 of each history record this run wrote
+        self.carried_error = ""  # set when the earlier GPU results of the PR being checked could not be read
 
     # -------------------------------------------------------------- output helpers
 
@@ -353,10 +388,13 @@ class _Run:
         self.outputs.set("head_sha", pr.head_sha)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
         try:
-            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.opts.gpu,
-                               reason_set_by=reason_set_by)  # fmt: skip
+            check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.fresh_gpu(),
+                               reason_set_by=reason_set_by, earlier_gpu=lambda: self.carried_gpu(pr))  # fmt: skip
         finally:
             self.echo("::endgroup::")
+        if self.carried_error and not check.github_error:
+            check = dataclasses.replace(check, github_error=self.carried_error)
+        self.carried_error = ""
         may_write = not (read_only or self.opts.authorize_only or self.opts.dry_run or self.opts.gpu is not None)
         if not check.is_revert:
             self.echo(f"#{pr.number} is not a revert ({check.reason}); nothing to do")
@@ -433,6 +471,29 @@ class _Run:
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
 
+    def fresh_gpu(self) -> GpuSummary | None:
+        """The GPU results this run publishes (the GPU workflow's report job), marked with this run."""
+        if self.opts.gpu is None:
+            return None
+        return dataclasses.replace(self.opts.gpu, origin=self.target_url(), carried=False)
+
+    def carried_gpu(self, pr: PullInfo) -> GpuSummary | None:
+        """The GPU results an earlier publish recorded for ``pr``'s current head in the bot's own
+        comment: every later report for that head carries them, so no refresh can erase a GPU
+        verdict (see report/carried_gpu.py; the history branch is the fallback in check_pull)."""
+        try:
+            comments = [c for c in self.api.comments(pr.number) if _is_report_comment(c, self.owner)]
+        except GitHubError as exc:
+            # Publishing without knowing them could erase a GPU verdict: the report is kept, not published.
+            self.carried_error = f"the GPU results recorded earlier could not be read: {exc.message.splitlines()[0]}"
+            return None
+        for comment in sorted(comments, key=lambda c: c.id):
+            carried = read_gpu_block(comment.body, pr.head_sha)
+            if carried is not None:
+                self.echo(f"GPU results recorded earlier for {pr.head_sha[:12]} are carried into this report")
+                return carried
+        return None
+
     def record(self, pr: PullInfo, check: PrCheck, markdown: str) -> None:
         """Keep what was just published for the history (the workflow's record job pushes it to the
         data branch). Only when ``REVERTBOT_RECORD_DIR`` is set; identity comes from GitHub, not the PR."""
@@ -445,6 +506,10 @@ class _Run:
                      job=self.env.get("GITHUB_JOB") or "check", recorded_at=now_iso(), report=data,
                      markdown=markdown, gpu=data.get("gpu"))  # fmt: skip
         path = write_record_file(directory, rec)
+        # The record job pushes only files with these digests: a job where PR code ran can upload an
+        # artifact of the same name, never change this job's outputs.
+        self.record_digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
+        self.outputs.set("record_digests", " ".join(self.record_digests))
         self.echo(f"history record written to {path}")
 
     def clear_verdict(self, pr: PullInfo, config: Config | None = None) -> None:
@@ -477,10 +542,6 @@ class _Run:
             self.echo(f"pull_request action {action!r}: nothing to do")
             return 0
         pr = pull_from_payload(event["pull_request"])
-        if action == "labeled" and not pr.is_fork:
-            # Labels matter only as the GPU approval of fork PRs.
-            self.echo("label added to a same-repository PR: nothing to do")
-            return 0
         if pr.state != "open":
             self.echo(f"#{pr.number} is {pr.state}: nothing to do")
             return 0
@@ -492,9 +553,11 @@ class _Run:
             self.clear_verdict(pr)
 
         def gpu(check: PrCheck) -> tuple[bool, str]:
-            if not pr.is_fork:
-                return True, "branch in this repository"
-            return self.approvals.label(pr, check.config, event)
+            if action == "labeled" or pr.is_fork:
+                return self.approvals.label(pr, check.config, event)
+            if action not in GPU_RUN_ACTIONS:
+                return False, f"a PR {action} event starts no GPU run"
+            return self.approvals.pusher(pr, check.config, event)
 
         return self.check_and_publish(pr, read_only=read_only, gpu=gpu, budget=REQUEST_BUDGET)
 
@@ -679,14 +742,19 @@ class _Run:
         for pr in reverts:
             entry: dict[str, Any] = {"pr": pr.number, "title": pr.title, "state": pr.state, "url": pr.html_url}
             try:
-                check = check_pull(self.api, pr, self.source, budget=self.api.requests + REQUEST_BUDGET)
+                check = check_pull(self.api, pr, self.source, budget=self.api.requests + REQUEST_BUDGET,
+                                   earlier_gpu=functools.partial(self.carried_gpu, pr))  # fmt: skip
                 entry["is_revert"] = check.is_revert
                 entry["reason"] = check.reason
                 if check.report is not None:
                     entry["risk"] = check.report.risk.level
                     entry["purity"] = check.report.purity.verdict
                     entry["report"] = report_to_json(check.report)
-                    if pr.state == "open" and not self.opts.dry_run:
+                    if self.carried_error:
+                        entry["error"], self.carried_error = self.carried_error, ""
+                        self.echo(f"::warning::#{pr.number}: {log_safe(entry['error'])}; not published")
+                        code_ = max(code_, EXIT_GITHUB)
+                    elif pr.state == "open" and not self.opts.dry_run:
                         markdown = render_markdown(check.report)
                         publish(self.api, pr, check, markdown, gpu_pending=False,
                                 target_url=self.target_url(), log=self.echo, owner=self.owner)  # fmt: skip

@@ -2,7 +2,10 @@
 
 An approval is always of one commit, by someone with write access (or listed by user id):
 
-* a branch of this repository: its pushed head (whoever pushed has write access);
+* a branch of this repository: its head, when the person who opened, pushed or reopened the
+  pull request may approve (the event's sender; the branch itself may be old and pushed by anyone
+  once, and anyone who can read the repository can open a pull request from it); otherwise as a
+  fork's, by label or comment;
 * a fork PR, by label: the ``labeled`` event adding the approval label carries the head it was
   added to; only that event's run may schedule GPU jobs, and only while the label is still there
   and nothing was pushed since;
@@ -72,6 +75,28 @@ class Approvals:
         if permission not in WRITE_PERMISSIONS:
             return False, f"permission {permission!r}"
         return True, f"permission {permission!r}"
+
+    def pusher(self, pr: PullInfo, cfg: Config, event: Mapping[str, Any]) -> Verdict:
+        """A PR between branches of this repository runs on GPUs when whoever opened, pushed or
+        reopened it (the event's sender) may approve GPU runs.
+
+        Where the head lives proves nothing: anyone who can read the repository can open a pull
+        request from an existing branch (a stale one, a bot's backport or dependency branch) and
+        reopen it as often as they like. Otherwise such a PR is approved like a fork's.
+        """
+        user = event.get("sender") or {}
+        sender = str(user.get("login") or "")
+        label = cfg.gpu.fork_approval_label
+        if not sender:
+            return False, "cannot tell who opened or updated this pull request"
+        # The event has no association for its sender: the permission alone decides.
+        allowed, why = self.user(user, "OWNER", cfg)
+        if allowed:
+            return True, f"{_safe(sender, 60)} opened or updated it ({why})"
+        if why.startswith("could not"):
+            return False, f"could not verify who opened or updated it ({why})"
+        return False, (f"opened or updated by {_safe(sender, 60)}, who may not start GPU runs ({why}); a maintainer "
+                       f"approves them by adding the {label!r} label or with `{COMMAND} <full head sha>`")  # fmt: skip
 
     def label(self, pr: PullInfo, cfg: Config, event: Mapping[str, Any]) -> Verdict:
         """A fork PR gets GPU runs only from the run that the approving label event itself triggered.

@@ -43,7 +43,7 @@ from .detect import parse_message, strip_pr_suffix
 from .errors import GitError, NotFoundError
 from .github import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from .globs import branch_name, match_branch
-from .history import HistoryError, recorded_gpu
+from .history import HISTORY_REFS, HistoryError, normalise_repo, read_records, recorded_gpu
 from .models import (
     Backport,
     CiCheck,
@@ -345,9 +345,12 @@ def check_pull(
     log: Log | None = None,
     gpu: GpuSummary | None = None,
     reason_set_by: str = "",
+    earlier_gpu: Callable[[], GpuSummary | None] | None = None,
 ) -> PrCheck:
     """Decide whether ``pr`` is a revert and, if so, build its full report with GitHub context
-    (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs).
+    (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs). Without ``gpu``,
+    the results recorded earlier for the PR's head count: ``earlier_gpu()`` (asked only once the PR
+    is known to be a revert), else the newest record of that head on the history data branch.
 
     The report's reason comes from the revert's message and the PR's title and human body, unless
     a ``revertbot:reason:<category>`` label overrides it (``reason_set_by``: who just set it). For a
@@ -370,6 +373,10 @@ def check_pull(
     say(f"#{pr.number} is a {intent.kind or 'revert'} (from its {how})")
 
     with source.open(pr) as prep:
+        if gpu is None and earlier_gpu is not None:
+            gpu = earlier_gpu()
+        if gpu is None:
+            gpu = _recorded_for_head(prep.root, pr, say)
         cfg = config or load_base_config(prep.root, prep.base_sha)
         base_sha = prep.base_sha
         # The unit is the whole PR: everything from its merge base to its head.
@@ -433,6 +440,34 @@ def check_pull(
         github_error=github_error,
         rerun=rerun,
     )
+
+
+def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
+    """GPU results the history data branch holds for this PR's current head (the newest record),
+    for a report whose comment no longer carries them; None when there are none. Results are per
+    head: a new push needs its own run."""
+    owner, _, name = normalise_repo(pr.base_repo).partition("/")
+    if not owner or not name:
+        return None
+    try:
+        records = [r for ref in HISTORY_REFS
+                   for r in read_records(root, ref, under=f"records/{owner}/{name}/pr-{pr.number}")
+                   if r.gpu and r.head_sha == pr.head_sha]  # fmt: skip
+    except (GitError, HistoryError) as exc:
+        say(f"the history branch could not be read for earlier GPU results: {exc.message.splitlines()[0]}")
+        return None
+    if not records:
+        return None
+    from gpu_jobs.summary import summary_from_json
+
+    newest = max(records, key=lambda r: (r.recorded_at, int(r.run_id) if r.run_id.isdigit() else 0, r.run_attempt))
+    try:
+        summary = summary_from_json(newest.gpu or {})
+    except (TypeError, ValueError, KeyError, AttributeError):
+        say(f"the GPU results recorded by run {newest.run_id} could not be read; they are not shown")
+        return None
+    say(f"GPU results recorded by run {newest.run_id} for {pr.head_sha[:12]} are carried into this report")
+    return dataclasses.replace(summary, origin=f"run {newest.run_id}", carried=True)
 
 
 def _revert_flips(root: Path, repo_name: str, report: RevertReport) -> tuple[list[tuple[str, str]], str]:

@@ -169,6 +169,14 @@ class GpuSummary:
     not_run: tuple[str, ...] = ()
     cpu_only: tuple[str, ...] = ()  # shards whose suites ran without a GPU: no GPU evidence
     passed_tests: tuple[str, ...] = ()  # watched tests (a reland's re-run of flipped tests) that passed after
+    # Sides where no test passed or failed (all skipped, none collected, torch without CUDA): they
+    # validated nothing, whatever the manifest says about the machine.
+    unvalidated: tuple[str, ...] = ()
+    # The workflow run that produced these results (its URL, made by the bot from its own run, never
+    # read from the results), and whether they were carried over from an earlier publish for the
+    # same head (see revertbot.report.carried_gpu).
+    origin: str = ""
+    carried: bool = False
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,8 @@ def test_markdown_escapes_untrusted_names_and_json_round_trips(tmp_path: Path) -
     data = json.loads(json.dumps(merged.to_json()))
     assert data["schema"] == 1
     assert set(data) == {"schema", "suites", "hardware", "fixed", "broken", "failing_both", "flaky",
-                         "passed_both", "metrics", "infra", "not_run", "cpu_only", "passed_tests", "shards", "sentence"}
+                         "passed_both", "metrics", "infra", "not_run", "cpu_only", "passed_tests", "unvalidated",
+                         "origin", "carried", "shards", "sentence"}
     assert data["fixed"] == [{"name": evil, "before": "failed", "after": "passed"}]
     assert data["metrics"][0] == {"name": "gpu_memory_peak_allocated", "before": 10.0, "after": 20.0, "unit": "MiB",
                                   "threshold_pct": 5.0, "regressed": True, "spread": None}

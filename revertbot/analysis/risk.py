@@ -141,6 +141,11 @@ def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
         return RiskFactor("gpu", "high", "broken", _p(count=len(gpu.broken)), _cap(evidence))
     if gpu.infra or gpu.not_run:
         return RiskFactor("gpu", "medium", "incomplete", _p(count=len(gpu.infra) + len(gpu.not_run)), _cap(evidence))
+    if gpu.unvalidated:
+        # Every test skipped (or none collected) on a side: a run that validated nothing is never
+        # green, whatever machine it ran on (torch without CUDA on a GPU host skips them all).
+        evidence += [f"not validated: {side}" for side in gpu.unvalidated]
+        return RiskFactor("gpu", "medium", "not-validated", _p(count=len(gpu.unvalidated)), _cap(evidence))
     if gpu.cpu_only:
         # A suite that did not run on a GPU is no GPU validation, whatever it passed: the bugs
         # this is for (CUDA graph capture, memory) only show on the device.
@@ -259,7 +264,7 @@ def _conclude(factors: tuple[RiskFactor, ...], backports: Sequence[Backport], cr
         action = "follow_up"  # history: what is left to do is backports or a reland, not merging
     elif level == "high" or review:
         action = "review"
-    elif gpu.code in ("not-run", "cpu-only") and critical:
+    elif gpu.code in ("not-run", "cpu-only", "not-validated") and critical:
         action = "merge_after_gpu"
     elif gpu.level != "low":
         action = "review"

@@ -37,6 +37,7 @@ _TEXT = {
         "flaky": "{n} flaky",
         "incomplete": "GPU results incomplete ({n} problem(s))",
         "no_gpu": "not validated on a GPU",
+        "none_decided": "not validated: no test passed or failed on {n} side(s) (all skipped or none collected)",
         "graph_memory": "graph memory",
         "peak_memory": "peak GPU memory",
         "capture_time": "capture time",
@@ -54,6 +55,7 @@ _TEXT = {
         "flaky": "{n} 个不稳定",
         "incomplete": "GPU 结果不完整（{n} 个问题）",
         "no_gpu": "未经 GPU 验证",
+        "none_decided": "未经验证：{n} 侧没有任何测试通过或失败（全部跳过或未收集到测试）",
         "graph_memory": "图显存",
         "peak_memory": "GPU 峰值显存",
         "capture_time": "捕获时间",
@@ -122,9 +124,13 @@ def gpu_sentence(summary: GpuSummary, lang: str = "en") -> str:
             verdict += t["and_fixes"].format(n=len(summary.fixed))
     elif summary.fixed:
         verdict = t["fixed"].format(n=len(summary.fixed))
+    elif summary.unvalidated:
+        verdict = t["none_decided"].format(n=len(summary.unvalidated))
     else:
         verdict = t["same"].format(n=summary.passed_both)
     parts.append(verdict)
+    if summary.unvalidated and (summary.broken or summary.fixed):
+        parts.append(t["none_decided"].format(n=len(summary.unvalidated)))
     if summary.flaky:
         parts.append(t["flaky"].format(n=len(summary.flaky)))
     if problems:

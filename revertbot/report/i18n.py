@@ -70,6 +70,13 @@ EN: dict[str, str] = {
     "action_merge_after_gpu": (
         "Merge after GPU validation: critical GPU paths change and the mapped suites have not run yet."
     ),
+    "action_merge_after_gpu_cpu-only": (
+        "Merge after GPU validation: critical GPU paths change and the mapped suites ran without a GPU."
+    ),
+    "action_merge_after_gpu_not-validated": (
+        "Merge after GPU validation: critical GPU paths change and the mapped suites ran, but no test passed or "
+        "failed (all skipped or none collected); check the runner (CUDA_VISIBLE_DEVICES, torch's CUDA build)."
+    ),
     "action_review": "Needs review before merging.",
     "action_no_op": "Nothing to merge: the change would leave {base} exactly as it is.",
     "action_follow_up": "Already merged: nothing to decide here.",
@@ -164,6 +171,8 @@ EN: dict[str, str] = {
     "gpu_passed_both": "passing before and after",
     "gpu_infra": "infrastructure problem (not the revert's fault)",
     "gpu_not_run": "not run",
+    "gpu_unvalidated": "not validated",
+    "gpu_carried": "results recorded earlier for this head",
     "impact": "Impact",
     "impact_scope": "{files} file(s) in {modules}.",
     "impact_memory": "{name}: {before} → {after} {unit}.",
@@ -285,6 +294,13 @@ ZH: dict[str, str] = {
     "recommended": "推荐动作：",
     "action_merge": "建议合并。",
     "action_merge_after_gpu": "GPU 验证通过后合并：改动涉及关键 GPU 路径，对应的 GPU 测试尚未运行。",
+    "action_merge_after_gpu_cpu-only": (
+        "GPU 验证通过后合并：改动涉及关键 GPU 路径，对应的 GPU 测试是在没有 GPU 的机器上运行的。"
+    ),
+    "action_merge_after_gpu_not-validated": (
+        "GPU 验证通过后合并：改动涉及关键 GPU 路径，对应的 GPU 测试运行了，"
+        "但没有任何测试通过或失败（全部跳过或未收集到测试）；请检查运行器（CUDA_VISIBLE_DEVICES、torch 的 CUDA 版本）。"
+    ),
     "action_review": "合并前需要人工审查。",
     "action_no_op": "无需合并：该改动不会让 {base} 有任何变化。",
     "action_follow_up": "已合并，无需再做合并决定。",
@@ -379,6 +395,8 @@ ZH: dict[str, str] = {
     "gpu_passed_both": "前后都通过",
     "gpu_infra": "基础设施问题（与回退无关）",
     "gpu_not_run": "未运行",
+    "gpu_unvalidated": "未经验证",
+    "gpu_carried": "此前为该提交记录的结果",
     "impact": "影响",
     "impact_scope": "涉及 {files} 个文件，模块：{modules}。",
     "impact_memory": "{name}：{before} → {after} {unit}。",
@@ -490,6 +508,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("gpu", "not-needed"): "not required: nothing on a critical GPU path changed",
         ("ci", "revert-failing"): "{count} check(s) of the revert's own CI did not pass",
         ("gpu", "cpu-only"): "not validated on a GPU: {count} suite run(s) had no GPU, so they do not count",
+        ("gpu", "not-validated"): "not validated: on {count} side(s) of the suites no test passed or failed "
+                                  "(all skipped or none collected)",
         ("gpu", "broken"): "{count} test(s) broken by the revert",
         ("gpu", "incomplete"): "{count} suite/infrastructure problem(s): results incomplete",
         ("gpu", "regressed"): "regression past threshold: {metrics}",
@@ -527,6 +547,7 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("gpu", "not-needed"): "不要求：未改动关键 GPU 路径",
         ("ci", "revert-failing"): "回退自身的 CI 有 {count} 项检查未通过",
         ("gpu", "cpu-only"): "未经 GPU 验证：{count} 次套件运行没有 GPU，不计入验证",
+        ("gpu", "not-validated"): "未经验证：套件有 {count} 侧没有任何测试通过或失败（全部跳过或未收集到测试）",
         ("gpu", "broken"): "回退破坏了 {count} 个测试",
         ("gpu", "incomplete"): "{count} 个套件或基础设施问题：结果不完整",
         ("gpu", "regressed"): "超过阈值的退化：{metrics}",

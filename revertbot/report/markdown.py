@@ -17,6 +17,7 @@ from .. import __version__
 from ..analysis.symbols import SymbolChange, bare_name
 from ..globs import branch_name
 from ..models import Backport, FileChange, GitHubContext, RevertReport, RiskFactor
+from .carried_gpu import gpu_block
 from .escape import code, fenced, inline, table_cell
 from .facts import MESSAGE_LIMIT, backport_state, follow_up_branches, human_message, is_merged, same_branch
 from .gpu_sentence import gpu_sentence_line
@@ -134,7 +135,12 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
         base=inline(branch_name(report.base_ref), 80),  # the branch name, never refs/heads/...
         sha=report.apply.base[:10] if report.apply else "?",
     )
-    return _assemble(title, sections, footer, t["omitted"], budget)
+    text = _assemble(title, sections, footer, t["omitted"], budget)
+    head = report.github.head_sha if report.github is not None else ""
+    if report.gpu is not None and head:
+        # Every later report for this head carries these results (see carried_gpu): last line, hidden.
+        text += gpu_block(report.gpu, head) + "\n"
+    return text
 
 
 def _assemble(title: str, sections: list[Section], footer: str, note: str, budget: int) -> str:
@@ -228,7 +234,10 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
         # A merged revert cannot be "reviewed before merging": what is open is a follow-up.
         action = t["action_review_merged"].format(items=names)
     else:
-        action = t[f"action_{r.risk.action}"].format(base=base)
+        gpu = next((f.code for f in r.risk.factors if f.name == "gpu"), "")
+        # "merge after GPU validation" says why the suites do not count yet: not run, no GPU, nothing ran.
+        key = f"action_{r.risk.action}_{gpu}" if f"action_{r.risk.action}_{gpu}" in t else f"action_{r.risk.action}"
+        action = t[key].format(base=base)
         if r.risk.action == "review":
             action += t["sep"] + t["needs_review_on"].format(items=names)
         elif r.risk.action == "merge" and not r.risk.open_items and r.purity.verdict == "pure":
@@ -627,6 +636,10 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
         lines.append(f"- {t['gpu_infra']}{c}{code(i, 200)}")
     for n in g.not_run[:20]:
         lines.append(f"- {t['gpu_not_run']}{c}{code(n, 120)}")
+    for n in g.unvalidated[:20]:
+        lines.append(f"- {t['gpu_unvalidated']}{c}{code(n, 160)}")
+    if g.carried:
+        lines.append(f"- {t['gpu_carried']}{c}{inline(g.origin or '?', 200)}")
     return "\n".join(lines)
 
 
