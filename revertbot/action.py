@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .approval import COMMAND, COMMAND_PREFIX, Approvals, is_full_sha
+from .approval import COMMAND, COMMAND_PREFIX, Approvals, definition_is_default, is_full_sha
 from .config import Config
 from .errors import EXIT_GITHUB, RevertbotError, UsageError
 from .github import (
@@ -353,6 +353,7 @@ class _Run:
         self.raw_args: list[str] = []  # the words after a comment command's verb, case kept
         self.record_digests: list[str] = []  # sha256 of each history record this run wrote
         self.carried_error = ""  # set when the earlier GPU results of the PR being checked could not be read
+        self.event: Mapping[str, Any] = {}  # the event payload GitHub wrote
 
     # -------------------------------------------------------------- output helpers
 
@@ -423,6 +424,8 @@ class _Run:
         else:
             selected = check.suites or check.rerun  # a reland's flipped tests select their suite too
             allowed, why = gpu(check) if selected else (False, "no GPU suite matches the changed files")
+            if allowed:
+                allowed, why = self.gpu_definition(pr)
         matrix = build_gpu_matrix(check.changed_paths, check.config, check.rerun) if allowed else EMPTY_MATRIX
         self.outputs.set("gpu_matrix", json.dumps(matrix, separators=(",", ":")))
         verdict = "scheduled" if allowed else f"not run: {why}"
@@ -470,6 +473,19 @@ class _Run:
                   f"+{done.labels_added} -{done.labels_removed}, status {done.status} "
                   f"({self.api.requests - before} requests)")  # fmt: skip
         return 0
+
+    def gpu_definition(self, pr: PullInfo) -> tuple[bool, str]:
+        """Would the GPU run use the default branch's definition of revertbot-gpu.yml? A PR event's
+        GPU run uses its base branch's copy (``pull_request_target``); a comment's, the default
+        branch's. Outside GitHub Actions (no workflow runs) there is nothing to check."""
+        default = str((self.event.get("repository") or {}).get("default_branch") or "")
+        if self.env.get("GITHUB_EVENT_NAME") == "pull_request":
+            # This is the analysis workflow: predict what the GPU workflow's run for this event will use.
+            return definition_is_default(f"revertbot-gpu.yml@refs/heads/{pr.base_ref}", default)
+        ref = self.env.get("GITHUB_WORKFLOW_REF", "")
+        if not ref and self.env.get("GITHUB_ACTIONS") != "true":
+            return True, "not running in GitHub Actions"
+        return definition_is_default(ref, default)
 
     def fresh_gpu(self) -> GpuSummary | None:
         """The GPU results this run publishes (the GPU workflow's report job), marked with this run."""
@@ -840,6 +856,7 @@ def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: Git
         # The GPU workflow's first job: the analysis workflow already publishes PR events.
         opts = dataclasses.replace(opts, authorize_only=True)
     run = _Run(env, opts, echo, api)
+    run.event = event
     code_ = 0
     try:
         if name in ("pull_request", "pull_request_target"):

@@ -152,6 +152,28 @@ class Approvals:
         return True, f"requested by {login} for {pr.head_sha[:12]}"
 
 
+def definition_is_default(workflow_ref: str, default_branch: str) -> Verdict:
+    """Does this run use the default branch's definition of its workflow?
+
+    ``pull_request_target`` runs the workflow file of the PR's *base* branch, which the PR's author
+    chooses: a release branch cut before a fix keeps the old ``revertbot-gpu.yml``, and revert PRs
+    against release branches are everyday work. Only the default branch's copy may start GPU runs
+    (``GITHUB_WORKFLOW_REF`` is ``owner/repo/.github/workflows/<file>@refs/heads/<branch>``; the
+    default branch comes from the event payload GitHub wrote). Copies that predate this check are
+    stopped by the runner group's workflow restriction (docs/SECURITY.md).
+    """
+    if not workflow_ref or "@" not in workflow_ref:
+        return False, "cannot tell which definition of the workflow runs (GITHUB_WORKFLOW_REF is not set)"
+    if not default_branch:
+        return False, "cannot tell the repository's default branch from the event"
+    ref = workflow_ref.rpartition("@")[2]
+    if ref != f"refs/heads/{default_branch}":
+        return False, (f"this run uses the workflow definition of {_safe(ref, 120)}, not of the default branch "
+                       f"{_safe(default_branch, 80)}: GPU runs start only from the default branch's copy (a maintainer "
+                       f"can start them with `{COMMAND} <full head sha>`: comments run the default branch's copy)")  # fmt: skip
+    return True, f"the workflow definition is the default branch's ({_safe(default_branch, 80)})"
+
+
 def gate(api: GitHubAPI, number: int, head_sha: str, event_name: str, approval_label: str) -> Verdict:
     """The GPU job's first step, before any PR code reaches the runner: is the run still allowed?
 

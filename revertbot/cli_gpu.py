@@ -238,6 +238,7 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     import os
 
     from .action import policy_from_env
+    from .approval import definition_is_default
     from .approval import gate as gate_gpu_run
     from .errors import ConflictError
     from .github import GitHubClient
@@ -246,6 +247,16 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     repo = repository or env.get("GITHUB_REPOSITORY", "")
     if not repo:
         raise UsageError("--repository or GITHUB_REPOSITORY is required")
+    if env.get("GITHUB_ACTIONS") == "true" or env.get("GITHUB_WORKFLOW_REF"):
+        # Only the default branch's revertbot-gpu.yml may run PR code here (a release branch keeps old copies).
+        try:
+            payload = json.loads(Path(env.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+            default = str(payload["repository"]["default_branch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            default = ""
+        ok, why = definition_is_default(env.get("GITHUB_WORKFLOW_REF", ""), default)
+        if not ok:
+            raise ConflictError(f"GPU run refused: {why}")
     api = GitHubClient.from_env(env, repo, token_env, policy_from_env(env))
     allowed, why = gate_gpu_run(api, number, head_sha, event_name, approval_label)
     if not allowed:

@@ -289,3 +289,37 @@ def test_an_outsiders_same_repository_pr_never_says_gpu_jobs_running(world: Worl
     assert act(monkeypatch, world.env("pull_request", event)) == 0
     st = status(world)
     assert st["state"] == "pending" and "GPU jobs running" not in st["description"]
+
+
+# --------------------------------------------------------------------------- old workflow copies
+
+
+def test_only_the_default_branchs_workflow_definition_runs_gpu_jobs(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """A revert PR against release/0.4 runs release/0.4's copy of revertbot-gpu.yml under
+    ``pull_request_target``: neither the authorization nor the gate may start GPU runs from it."""
+    stale = f"{world.slug}/.github/workflows/revertbot-gpu.yml@refs/heads/release/0.4"
+    current = f"{world.slug}/.github/workflows/revertbot-gpu.yml@refs/heads/main"
+    event = world.pr_event("synchronize")
+    for ref, runs in ((stale, False), (current, True)):
+        env = world.env("pull_request_target", event, GITHUB_ACTIONS="true", GITHUB_WORKFLOW_REF=ref)
+        assert act(monkeypatch, env) == 0
+        assert (json.loads(read_outputs(world.tmp / "github_output")["gpu_matrix"])["include"] != []) is runs
+    gate = ["gpu", "gate", "--pr", str(PR), "--head", world.demo.revert, "--event", "pull_request_target",
+            "--approval-label", "revertbot:gpu-approved"]  # fmt: skip
+    monkeypatch.setenv("GITHUB_WORKFLOW_REF", stale)
+    assert run_cli(gate) == 4
+    assert "workflow definition of refs/heads/release/0.4" in capsys.readouterr().err
+    monkeypatch.delenv("GITHUB_WORKFLOW_REF")
+    assert run_cli(gate) == 4  # in Actions without the variable: cannot tell, so no
+    monkeypatch.setenv("GITHUB_WORKFLOW_REF", current)
+    assert run_cli(gate) == 0
+
+
+def test_a_release_branch_pr_does_not_promise_a_gpu_run(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis of a PR whose base is not the default branch knows the GPU workflow will not
+    run for it, so its status never says "GPU jobs running" forever."""
+    world.repo.pulls[PR]["base"]["ref"] = "release/0.5"
+    assert act(monkeypatch, world.env("pull_request", world.pr_event("synchronize"))) == 0
+    assert json.loads(read_outputs(world.tmp / "github_output")["gpu_matrix"])["include"] == []
+    assert "GPU jobs running" not in status(world)["description"]

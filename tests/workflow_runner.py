@@ -476,6 +476,21 @@ class WorkflowRunner:
         assert isinstance(jobs, dict)
         return jobs
 
+    def workflow_ref(self) -> str:
+        """``GITHUB_WORKFLOW_REF`` as GitHub sets it: the file, at the ref whose definition runs (a
+        ``pull_request`` run uses the PR's merge ref, ``pull_request_target`` the base branch, the
+        other events here the default branch)."""
+        repo = self.event.get("repository") or {}
+        default = str(repo.get("default_branch") or "main")
+        pr = self.event.get("pull_request") or {}
+        if self.github.event_name == "pull_request":
+            ref = f"refs/pull/{pr.get('number')}/merge"
+        elif self.github.event_name == "pull_request_target":
+            ref = f"refs/heads/{(pr.get('base') or {}).get('ref') or default}"
+        else:
+            ref = f"refs/heads/{default}"
+        return f"{self.github.repository}/.github/workflows/{self.path.name}@{ref}"
+
     def github_context(self, workspace: Path | None = None) -> dict[str, Any]:
         g = self.github
         ctx = {"token": g.token, "event_name": g.event_name, "event": self.event, "repository": g.repository,
@@ -572,6 +587,7 @@ class WorkflowRunner:
             "GITHUB_API_URL": self.github.api_url,
             "GITHUB_SERVER_URL": self.github.server_url,
             "GITHUB_RUN_ID": self.github.run_id,
+            "GITHUB_WORKFLOW_REF": self.workflow_ref(),
             "GITHUB_JOB": instance.job,
             "GITHUB_WORKSPACE": str(instance.workspace),
             "RUNNER_TEMP": str(instance.temp),
