@@ -169,8 +169,8 @@ def definition_is_default(workflow_ref: str, default_branch: str) -> Verdict:
     ref = workflow_ref.rpartition("@")[2]
     if ref != f"refs/heads/{default_branch}":
         return False, (f"this run uses the workflow definition of {_safe(ref, 120)}, not of the default branch "
-                       f"{_safe(default_branch, 80)}: GPU runs start only from the default branch's copy (a maintainer "
-                       f"can start them with `{COMMAND} <full head sha>`: comments run the default branch's copy)")  # fmt: skip
+                       f"{_safe(default_branch, 80)}: GPU runs start only from the default branch's copy (a "
+                       f"maintainer can start them with `{COMMAND} <full head sha>`: comments run that copy)")
     return True, f"the workflow definition is the default branch's ({_safe(default_branch, 80)})"
 
 

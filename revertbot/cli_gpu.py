@@ -238,8 +238,7 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     import os
 
     from .action import policy_from_env
-    from .approval import definition_is_default
-    from .approval import gate as gate_gpu_run
+    from .approval import definition_is_default, gate as gate_gpu_run
     from .errors import ConflictError
     from .github import GitHubClient
 

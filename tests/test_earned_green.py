@@ -294,8 +294,9 @@ def test_an_outsiders_same_repository_pr_never_says_gpu_jobs_running(world: Worl
 # --------------------------------------------------------------------------- old workflow copies
 
 
-def test_only_the_default_branchs_workflow_definition_runs_gpu_jobs(world: World, monkeypatch: pytest.MonkeyPatch,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_only_the_default_branchs_workflow_definition_runs_gpu_jobs(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A revert PR against release/0.4 runs release/0.4's copy of revertbot-gpu.yml under
     ``pull_request_target``: neither the authorization nor the gate may start GPU runs from it."""
     stale = f"{world.slug}/.github/workflows/revertbot-gpu.yml@refs/heads/release/0.4"
