@@ -197,9 +197,14 @@ def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo, owner: str
     except GitHubError as exc:
         if exc.status is not None and exc.status < 500:
             raise
-        # The POST may have landed before the connection broke: look before posting again.
+        # The POST may have landed, or may still land (a slow answer that timed out here): a second
+        # POST could make two comments. Take the one that landed; if none is seen yet, post nothing
+        # more: the run fails with the report kept, and the next run edits whichever comment exists.
         again = [c for c in api.comments(number) if _is_report_comment(c, owner)]
-        created = again[0] if again else api.create_comment(number, body)
+        if not again:
+            raise GitHubError(f"{exc.message.splitlines()[0]}; the report comment may still appear, so no second "
+                              "one is posted (the next run updates it)", status=exc.status) from exc  # fmt: skip
+        created = min(again, key=lambda c: c.id)
     if created.author != owner:
         log(f"::warning::the report comment was posted as {log_safe(created.author, 60)}, not {owner}: set "
             f"{BOT_LOGIN_ENV} to the token's login, or every run posts a new comment")  # fmt: skip

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .history import DEFAULT_BRANCH, load_record_files, normalise_repo, push_records, read_records, remote_from_env
+from .history import DEFAULT_BRANCH, HistoryError, normalise_repo, push_directory, scan_records, shown
 
 
 @click.group()
@@ -27,22 +27,26 @@ def history() -> None:
     help="Directory of record files written by `revertbot action` (REVERTBOT_RECORD_DIR).",
 )
 @click.option(
+    "--digests",
+    default=None,
+    help="sha256 of each record file, space-separated, as the job that wrote them output them "
+    "(`record_digests`). Only files with one of them are pushed; every other file is refused. "
+    'Required in GitHub Actions; "" means the job wrote none (nothing to push).',
+)
+@click.option(
     "--remote",
     default=None,
     help="Repository to push to (default: $REVERTBOT_HISTORY_REMOTE, else this repository on GitHub).",
 )
 @click.option("--branch", default=DEFAULT_BRANCH, show_default=True, help="Data branch that holds the records.")
-def push(records_dir: str, remote: str | None, branch: str) -> None:
-    """Append the records to the data branch (fetch, re-apply, retry when another run got there first)."""
-    records = load_record_files(records_dir)
-    if not records:
-        click.echo(f"no records in {records_dir}; nothing to push", err=True)
-        return
-    env = dict(os.environ)
-    # The token travels in git's environment (an HTTP header), never on a command line.
-    result = push_records(remote or remote_from_env(env), records, branch=branch, token=env.get("GITHUB_TOKEN"))
-    click.echo(f"history: {len(result.written)} record(s) added, {len(result.present)} already present "
-               f"(attempt {result.attempts})", err=True)  # fmt: skip
+def push(records_dir: str, digests: str | None, remote: str | None, branch: str) -> None:
+    """Append the records to the data branch (fetch, re-apply, retry when another run got there first),
+    then say what is on the branch: written, already there, or not written and why."""
+    outcome = push_directory(records_dir, digests, dict(os.environ), remote=remote, branch=branch)
+    for line in outcome.lines():
+        click.echo(line, err=True)
+    if not outcome.ok:
+        raise HistoryError("history push: not every record of the producing job is on the branch (see above)")
 
 
 @history.command()
@@ -71,14 +75,19 @@ def push(records_dir: str, remote: str | None, branch: str) -> None:
 def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
     """Fill the store from the git history (a scan) plus every recorded check."""
     from .scan import scan_repository
-    from .store import import_records, record_scan
+    from .store import record_scan, replay_records
 
     owner_name = normalise_repo(name)
     if "/" not in owner_name:
         raise click.UsageError(f"--name must be owner/name, got {name!r}")
     result = scan_repository(Path(repo))
     count = record_scan(store_path, result, repo_name=owner_name)
-    records = [r for r in read_records(repo, branch) if r.repo == owner_name]
-    checked = import_records(store_path, records)
-    click.echo(f"history: {count} revert(s) from the scan, {len(records)} record(s) of {checked} checked "
-               f"revert(s) from {branch}", err=True)  # fmt: skip
+    found = scan_records(repo, branch)
+    records = [r for r in found.records if r.repo == owner_name]
+    imported = replay_records(store_path, records)
+    for path, why in [*found.skipped, *imported.skipped]:
+        click.echo(f"history: skipped {shown(path)}: {why}", err=True)
+    skipped = len(found.skipped) + len(imported.skipped)
+    click.echo(f"history: {count} revert(s) from the scan, {len(records) - len(imported.skipped)} record(s) of "
+               f"{imported.reverts} checked revert(s) from {branch}"
+               + (f", {skipped} file(s) skipped" if skipped else ""), err=True)  # fmt: skip

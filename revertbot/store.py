@@ -35,8 +35,8 @@ from typing import Any
 
 from . import gitops
 from .config import Config, load_config_file, module_for
-from .errors import EXIT_STORE, RevertbotError
-from .history import Record, normalise_repo
+from .errors import EXIT_STORE, RevertbotError, UsageError
+from .history import Record, normalise_repo, record_problems, validate
 from .models import RevertReport
 from .report import render_markdown, report_to_json
 from .scan import ScanResult
@@ -768,15 +768,37 @@ def _record_time(rec: Record) -> int:
         return 0
 
 
+@dataclass(frozen=True)
+class ImportResult:
+    """What :func:`replay_records` did: distinct reverts recorded, and records skipped (path, why)."""
+
+    reverts: int
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
 def import_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Sequence[Record]) -> int:
+    """:func:`replay_records`; returns how many distinct reverts the records describe."""
+    return replay_records(db, records).reverts
+
+
+def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Sequence[Record]) -> ImportResult:
     """Replay recorded checks (the data branch) into the store, in one transaction.
 
     Records are applied oldest first, so the newest report of a revert wins and a GPU result
     stays until a newer one replaces it; replaying the same records again changes nothing.
-    Returns how many distinct reverts the records describe.
+    A record that is not of :data:`revertbot.history.RECORD_SHAPE`, or that the store cannot take
+    anyway, is skipped (each in its own savepoint) and reported; the others are still recorded.
     """
-    ordered = sorted(records, key=lambda r: (_record_time(r), int(r.run_id) if r.run_id.isdigit() else 0,
-                                             r.run_attempt, r.path()))  # fmt: skip
+    good: list[Record] = []
+    skipped: list[tuple[str, str]] = []
+    for rec in records:
+        problems = record_problems(rec)
+        if problems:
+            skipped.append((_label(rec), "; ".join(problems[:5])))
+        else:
+            good.append(rec)
+    ordered = sorted(good, key=lambda r: (_record_time(r), int(r.run_id) if r.run_id.isdigit() else 0,
+                                          r.run_attempt, r.path()))  # fmt: skip
     seen: set[tuple[str, str]] = set()
     with connect(db) as conn, _write(conn):
         for rec in ordered:
@@ -784,10 +806,27 @@ def import_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
             data["repo"] = rec.repo  # the record's identity, not what the report text claims
             if rec.gpu is not None:
                 data["gpu"] = dict(rec.gpu)
-            _record_report_json(conn, data, rec.markdown, _record_time(rec),
-                                Origin(rec.pr, rec.head_sha, rec.run_id))  # fmt: skip
+            conn.execute("SAVEPOINT record")
+            try:
+                _record_report_json(conn, data, rec.markdown, _record_time(rec),
+                                    Origin(rec.pr, rec.head_sha, rec.run_id))  # fmt: skip
+            except (StoreError, sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                # The shape check should have caught it; one record never stops the rebuild.
+                conn.execute("ROLLBACK TO record")
+                conn.execute("RELEASE record")
+                skipped.append((rec.path(), f"the store could not take it: {str(exc)[:200]}"))
+                continue
+            conn.execute("RELEASE record")
             seen.add((rec.repo, str((rec.report.get("revert") or {}).get("sha", ""))))
-    return len(seen)
+    return ImportResult(len(seen), tuple(skipped))
+
+
+def _label(rec: Record) -> str:
+    """Where a record would be on the branch, or who it claims to be when that is not a path."""
+    try:
+        return validate(rec).path()
+    except UsageError:
+        return f"record of {str(rec.repo)[:200]} PR {str(rec.pr)[:20]}"
 
 
 GPU_STATUSES = ("pass", "fail", "regressed", "infra", "not run")

@@ -410,10 +410,26 @@ def test_server_errors_while_posting_exhaust_retries_and_exit_7(
 
 def test_dropped_connection_on_comment_creation_does_not_duplicate(world: World, monkeypatch: pytest.MonkeyPatch
                                                                    ) -> None:  # fmt: skip
-    # The POST is not retried blindly: the list is re-read (marker) before posting again.
+    # A POST without an answer may still land (a slow one lands later), so it is never sent twice:
+    # the list is re-read for the marker; with nothing there the run fails with the report kept, and
+    # the next run posts the one comment.
     world.gh.inject("drop", method="POST", path=r"/issues/108/comments$")
+    assert act(monkeypatch, fault_env(world)) == 7
+    assert len(reports(world)) == 0 and summary(world).startswith(MARKER)
+    assert len(world.gh.requests("POST", r"/issues/108/comments$")) == 1
     assert act(monkeypatch, fault_env(world)) == 0
     assert len(reports(world)) == 1
+
+
+def test_a_slow_comment_creation_that_lands_late_leaves_one_comment(world: World, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:  # fmt: skip
+    """The soak's seed 31: the POST's answer comes after the client gave up, twice in a row; the
+    comment lands anyway. Before, the run posted again and two report comments stayed."""
+    world.gh.inject("slow", method="POST", path=r"/issues/108/comments$", delay=1.5, times=2)
+    assert act(monkeypatch, fault_env(world, REVERTBOT_HTTP_TIMEOUT="1")) in (0, 7)
+    time.sleep(2.0)  # every slow POST has landed by now
+    assert len(reports(world)) <= 1
+    assert len(world.gh.requests("POST", r"/issues/108/comments$")) == 1
 
 
 def test_slow_responses_are_bounded_by_the_timeout(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

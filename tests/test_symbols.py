@@ -413,3 +413,42 @@ def test_body_hash_ignores_nested_definitions_without_copying_the_tree() -> None
     changes, _ = diff_symbols("m.py", before, after)
     # Only the nested function changed; the enclosing one is not reported.
     assert [(c.name, c.detail) for c in changes] == [("outer.<locals>.inner", "body changed")]
+
+
+# --------------------------------------------------------------------------- bounds: nesting and size
+
+
+def test_deeply_nested_source_is_a_note_never_an_exception() -> None:
+    import time
+
+    start = time.perf_counter()
+    # The reported input: 1.2 MB of `not `; the size bound stops it before the parser.
+    symbols, note = extract_symbols("x = " + "not " * 300_000)
+    assert symbols == {} and note == "1.2 MB of source: symbols not analysed (limit 1 MB)"
+    # Under the size bound, the same shape overflows CPython's parser stack, which it reports as
+    # MemoryError: a note, like other files that do not parse.
+    for source in ("x = " + "not " * 200_000 + "y\n", "def f():\n    return " + "lambda: " * 3_000 + "1\n"):
+        symbols, note = extract_symbols(source)
+        assert symbols == {} and note == "cannot parse: too deeply nested to parse (the parser's stack overflowed)"
+        changes, note = diff_symbols("deep.py", "def g():\n    pass\n", source)
+        assert changes == () and note is not None and note.startswith("after version: cannot parse: too deeply")
+    # Parsed, but deeper than the interpreter's recursion limit where signatures and body hashes
+    # are computed (a default value, class bases).
+    for source in ("def f(a=" + "not " * 900 + "y):\n    pass\n", "class f(" + "-" * 900 + "B):\n    pass\n"):
+        assert extract_symbols(source) == ({}, "cannot analyse: code nested too deeply")
+        changes, note = diff_symbols("deep.py", "def f():\n    pass\n", source)
+        assert changes == () and note == "cannot analyse: code nested too deeply; only the file-level change is known"
+    assert time.perf_counter() - start < 2.0
+    # Positive control: ordinary nesting is still analysed.
+    symbols, note = extract_symbols("def f(a=not not y):\n    return -(-(-1))\n")
+    assert note is None and symbols["f"].params == ("a",)
+
+
+def test_parser_overflow_reaches_every_caller_as_recursion_error() -> None:
+    import pytest
+
+    from revertbot.analysis.pyparse import parse_python
+
+    with pytest.raises(RecursionError, match="too deeply nested"):
+        parse_python("x = " + "not " * 200_000 + "y\n")
+    assert parse_python("x = not not y\n").body  # positive control

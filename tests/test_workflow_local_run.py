@@ -112,7 +112,8 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     analyze = runner.run_job("analyze")
     assert analyze.result == "success", analyze.log()
     out = analyze.outputs
-    assert set(out) == {"is_revert", "risk", "pr", "head_sha"}
+    assert set(out) == {"is_revert", "risk", "pr", "head_sha", "record_digests"}
+    assert len(out["record_digests"]) == 64  # the record job pushes only this file
     assert out["is_revert"] == "true" and out["risk"] == "medium" and out["pr"] == "108"
     assert out["head_sha"] == world.demo.revert
     [comment] = _reports(world)

@@ -16,7 +16,7 @@ to a package index.
 
 ``${{ }}`` expressions are evaluated by a tiny evaluator that supports exactly what the workflow
 uses (contexts ``github``, ``needs``, ``steps``, ``matrix``, ``strategy``; ``==``, ``!=``, ``!``,
-``&&``, ``||``, parentheses; ``fromJSON``, ``startsWith``, ``always``, ``success``). Anything else
+``&&``, ``||``, parentheses; ``fromJSON``, ``startsWith``, ``contains``, ``always``, ``success``). Anything else
 raises :class:`ExpressionError`, and so does reading a step output, job output or matrix key
 that does not exist: a workflow that drifts from the CLI's outputs fails here instead of being
 silently empty as on GitHub.
@@ -248,6 +248,9 @@ class _Parser:
         if name == "startsWith" and len(args) == 2:
             a, b = args
             return lambda: to_text(a()).casefold().startswith(to_text(b()).casefold())
+        if name == "contains" and len(args) == 2:
+            a, b = args
+            return lambda: _contains(a(), b())
         raise ExpressionError(f"function {name}() with {len(args)} argument(s) is not supported (in {self.text!r})")
 
     def lookup(self, path: list[str]) -> Any:
@@ -258,6 +261,13 @@ class _Parser:
         for i, key in enumerate(path[1:], start=1):
             value = _deref(value, key, ".".join(path[: i + 1]), self.scope)
         return value
+
+
+def _contains(search: Any, item: Any) -> bool:
+    """GitHub's contains(): an array holds an equal item, or a string holds the text (case ignored)."""
+    if isinstance(search, list):
+        return any(to_text(x).casefold() == to_text(item).casefold() for x in search)
+    return to_text(item).casefold() in to_text(search).casefold()
 
 
 def _from_json(value: Any) -> Any:
@@ -722,13 +732,16 @@ def setup_python_stand_in(call: StepCall) -> None:
 
 def upload_artifact_stand_in(call: StepCall) -> None:
     """actions/upload-artifact: copy ``path`` (relative to the workspace) into the run's artifact store."""
-    _check_inputs(call, "actions/upload-artifact", {"name", "path", "if-no-files-found", "retention-days"})
+    _check_inputs(call, "actions/upload-artifact", {"name", "path", "if-no-files-found", "retention-days", "overwrite"})
     name, path = str(call.inputs["name"]), str(call.inputs["path"])
     if "\n" in path or "*" in path:
         raise WorkflowError("actions/upload-artifact: the stand-in takes one path")
     dest = call.runner.artifacts / name
     if dest.exists():
-        raise WorkflowError(f"actions/upload-artifact: an artifact named {name!r} already exists in this run")
+        if str(call.inputs.get("overwrite", "false")).lower() != "true":
+            raise WorkflowError(f"actions/upload-artifact: an artifact named {name!r} already exists in this run")
+        shutil.rmtree(dest)  # overwrite: the older artifact of that name is deleted first
+        call.log(f"deleted the earlier artifact {name!r}")
     source = call.instance.workspace / path
     if not source.exists() or (source.is_dir() and not any(source.iterdir())):
         mode = call.inputs.get("if-no-files-found", "warn")

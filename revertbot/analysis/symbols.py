@@ -78,10 +78,26 @@ def bare_name(change: SymbolChange) -> str:
 def extract_symbols(source: str) -> tuple[dict[str, Symbol], str | None]:
     """All symbols of ``source`` by qualname, and an error note when it cannot be parsed.
 
-    Never raises: a syntax error gives ``({}, "syntax error at line N: msg")``.
+    Never raises: a syntax error gives ``({}, "syntax error at line N: msg")``, a source nested
+    too deeply for the parser or for the walk over its tree gives ``({}, "cannot analyse: ...")``,
+    and a source larger than ``MAX_SOURCE_CHARS`` is not parsed at all (bounded work).
     """
+    if len(source) > MAX_SOURCE_CHARS:
+        return {}, _too_large(len(source))
     symbols, nodes, err = _extract(source)
-    return {q: _complete(sym, nodes[q]) if q in nodes else sym for q, sym in symbols.items()}, err
+    try:
+        return {q: _complete(sym, nodes[q]) if q in nodes else sym for q, sym in symbols.items()}, err
+    except RecursionError:  # a signature or body nested deeper than the interpreter's recursion limit
+        return {}, _TOO_DEEP
+
+
+_TOO_DEEP = "cannot analyse: code nested too deeply"
+
+
+def _too_large(chars: int) -> str:
+    # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
+    limit = MAX_SOURCE_CHARS // 1_000_000
+    return f"{chars / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB)"
 
 
 #: A function or class node, and whether its body hash leaves out its own assignments (classes).
@@ -115,7 +131,7 @@ def _extract(
         for offset, body in pieces:
             _collect(body, "", "module", symbols, nodes, lines, offset)
     except RecursionError:
-        return {}, {}, "cannot analyse: code nested too deeply"
+        return {}, {}, _TOO_DEEP
     return symbols, nodes, None
 
 
@@ -410,9 +426,7 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
         return (), None
     largest = max(len(before or ""), len(after or ""))
     if largest > MAX_SOURCE_CHARS:
-        # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
-        limit = MAX_SOURCE_CHARS // 1_000_000
-        return (), f"{largest / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB); file-level change only"
+        return (), f"{_too_large(largest)}; file-level change only"
     parsed: dict[str, list[ast.stmt]] = {}  # pieces of text both versions share are parsed once
     old, old_nodes, old_err = _extract(before, parsed) if before is not None else ({}, {}, None)
     new, new_nodes, new_err = _extract(after, parsed) if after is not None else ({}, {}, None)
@@ -424,8 +438,11 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
     # added or removed): most definitions of a changed file are untouched.
     for qual in [q for q in new_nodes if q in old_nodes and old[q].source_hash == new[q].source_hash]:
         del old_nodes[qual], new_nodes[qual], old[qual], new[qual]
-    old = {q: _complete(sym, old_nodes[q]) if q in old_nodes else sym for q, sym in old.items()}
-    new = {q: _complete(sym, new_nodes[q]) if q in new_nodes else sym for q, sym in new.items()}
+    try:
+        old = {q: _complete(sym, old_nodes[q]) if q in old_nodes else sym for q, sym in old.items()}
+        new = {q: _complete(sym, new_nodes[q]) if q in new_nodes else sym for q, sym in new.items()}
+    except RecursionError:  # a signature or body nested deeper than the interpreter's recursion limit
+        return (), f"{_TOO_DEEP}; only the file-level change is known"
 
     changes: list[SymbolChange] = []
     gone = [sym for qual, sym in old.items() if qual not in new]
