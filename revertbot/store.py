@@ -785,7 +785,9 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
     """Replay recorded checks (the data branch) into the store, in one transaction.
 
     Records are applied oldest first, so the newest report of a revert wins and a GPU result
-    stays until a newer one replaces it; replaying the same records again changes nothing.
+    stays until a newer one replaces it; replaying the same records again changes nothing. A
+    record without GPU results never replaces one of the same head with them (reports of a head
+    carry its GPU results; older ones did not, and would contradict the results on the page).
     A record that is not of :data:`revertbot.history.RECORD_SHAPE`, or that the store cannot take
     anyway, is skipped (each in its own savepoint) and reported; the others are still recorded.
     """
@@ -800,8 +802,16 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
     ordered = sorted(good, key=lambda r: (_record_time(r), int(r.run_id) if r.run_id.isdigit() else 0,
                                           r.run_attempt, r.path()))  # fmt: skip
     seen: set[tuple[str, str]] = set()
+    with_gpu: set[tuple[str, int, str]] = set()
     with connect(db) as conn, _write(conn):
         for rec in ordered:
+            head = (rec.repo, rec.pr, rec.head_sha)
+            if rec.gpu is not None:
+                with_gpu.add(head)
+            elif head in with_gpu:
+                # Made without the GPU results of its head (before reports carried them): its page
+                # would say "not run yet" beside the results. The report that has them stays.
+                continue
             data = dict(rec.report)
             data["repo"] = rec.repo  # the record's identity, not what the report text claims
             if rec.gpu is not None:

@@ -460,3 +460,41 @@ def test_a_file_in_the_way_of_a_records_folder_is_never_replaced(demo: tuple[Pat
     with pytest.raises(HistoryError, match="append-only"):
         history.push_records(f"file://{remote}", [rec])
     assert list(_branch_files(remote)) == [folder]
+
+
+def test_a_later_record_without_gpu_results_does_not_hide_them(demo: tuple[Path, dict[str, Any]], tmp_path: Path
+                                                               ) -> None:  # fmt: skip
+    """A refresh recorded before reports carried GPU results: its page would show the GPU results
+    and "GPU suites have not run yet" at once. The report that has the results stays."""
+    path, report = demo
+    from gpu_jobs.summary import summary_from_json
+
+    gpu = {"suites": ["graph-capture"], "hardware": "1× NVIDIA H100", "passed_both": 1,
+           "broken": [{"name": "t.py::test_replay", "before": "passed", "after": "failed"}]}  # fmt: skip
+    # What the GPU workflow's report job records: the report made with the results.
+    with_gpu = report_to_json(check_revert(path, report["revert"]["sha"], base_ref="main",
+                                           gpu=summary_from_json(gpu)))  # fmt: skip
+    assert "GPU suites have not run yet" not in json.dumps(with_gpu)
+    first = dataclasses.replace(_record(with_gpu, run="10", gpu=gpu), recorded_at="2026-01-02T03:04:05Z")
+    later = dataclasses.replace(_record(report, run="11"), recorded_at="2026-01-03T03:04:05Z")
+    other_head = dataclasses.replace(_record(report, run="12", head="b" * 40), recorded_at="2026-01-04T03:04:05Z")
+    db = tmp_path / "h.db"
+    store.replay_records(db, [first, later])
+    site = tmp_path / "site"
+    assert run_cli(["dashboard", "build", "--db", str(db), "--out", str(site)]) == 0
+    text = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
+    assert "t.py::test_replay" in text and "GPU suites have not run yet" not in text
+    # Positive control: with the old rule (the newest record of the head wins) the page says both.
+    db_old = tmp_path / "old.db"
+    store.replay_records(db_old, [first])
+    store.replay_records(db_old, [later])  # a separate replay knows nothing of the first
+    site_old = tmp_path / "site-old"
+    assert run_cli(["dashboard", "build", "--db", str(db_old), "--out", str(site_old)]) == 0
+    old_text = "\n".join(p.read_text(encoding="utf-8") for p in site_old.rglob("*.html"))
+    assert "t.py::test_replay" in old_text and "GPU suites have not run yet" in old_text
+    # A record of another head (newer code) still replaces the report.
+    db2 = tmp_path / "h2.db"
+    store.replay_records(db2, [first, other_head])
+    site2 = tmp_path / "site2"
+    assert run_cli(["dashboard", "build", "--db", str(db2), "--out", str(site2)]) == 0
+    assert "report of run 12" in "\n".join(p.read_text(encoding="utf-8") for p in site2.rglob("*.html"))
