@@ -316,3 +316,30 @@ def test_no_workflow_restores_a_cache() -> None:
                 uses = str(step.get("uses", ""))
                 assert not uses.startswith("actions/cache"), f"{path.name}:{name}"
                 assert "cache" not in (step.get("with") or {}), f"{path.name}:{name}: {uses} with a cache"
+
+
+def test_outsiders_comments_start_no_job() -> None:
+    """A `/revertbot` comment starts a job only for an owner, member or collaborator (GitHub's own
+    author_association, known before any job starts): an outsider's comments cost no job and no
+    request. Label and same-repository PR events still start the authorization (it checks who)."""
+    from tests.workflow_runner import Scope, evaluate_if
+
+    jobs = _load(GPU_WORKFLOW)["jobs"]
+
+    def starts(job: str, event_name: str, event: dict[str, Any]) -> bool:
+        github = {"event_name": event_name, "event": event, "repository": "o/r"}
+        return evaluate_if(jobs[job]["if"], Scope({"github": github}, strict=False))
+
+    def comment(body: str, association: str) -> dict[str, Any]:
+        return {"issue": {"number": 5, "pull_request": {"url": "u"}},
+                "comment": {"body": body, "author_association": association}}  # fmt: skip
+
+    for body, job in (("/revertbot check", "authorize"), ("/revertbot reason other", "authorize"),
+                      ("/revertbot backport", "backport")):  # fmt: skip
+        for association in ("NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "MANNEQUIN"):
+            assert not starts(job, "issue_comment", comment(body, association)), (body, association)
+        for association in ("OWNER", "MEMBER", "COLLABORATOR"):
+            assert starts(job, "issue_comment", comment(body, association)), (body, association)
+    assert not starts("authorize", "issue_comment", comment("thanks!", "MEMBER"))
+    pr = {"action": "labeled", "pull_request": {"head": {"repo": {"full_name": "fork/r"}}}}
+    assert starts("authorize", "pull_request_target", pr)
