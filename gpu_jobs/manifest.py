@@ -15,7 +15,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["FIELDS", "collect_manifest", "hardware_line"]
@@ -78,10 +78,13 @@ def _nvidia_smi(env: Mapping[str, str], timeout: float) -> tuple[list[list[str]]
     return rows, cuda, ""
 
 
-def _torch_probe(python: str, env: Mapping[str, str], timeout: float) -> tuple[dict[str, Any], str]:
+def _torch_probe(python: str, env: Mapping[str, str], timeout: float,
+                 command: Callable[[list[str]], list[str]] | None = None,
+                 cwd: str | None = None) -> tuple[dict[str, Any], str]:  # fmt: skip
+    argv = [python, "-c", _TORCH_PROBE]
     try:
-        proc = subprocess.run([python, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=timeout,
-                              env=dict(env), check=False)  # fmt: skip
+        proc = subprocess.run(command(argv) if command else argv, capture_output=True, text=True,
+                              timeout=timeout, env=dict(env), cwd=cwd, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {}, f"the torch probe failed: {exc}"
     for line in proc.stdout.splitlines():
@@ -93,11 +96,15 @@ def _torch_probe(python: str, env: Mapping[str, str], timeout: float) -> tuple[d
 
 
 def collect_manifest(python: str | None = None, env: Mapping[str, str] | None = None,
-                     timeout: float = 120.0, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     timeout: float = 120.0, probe: Mapping[str, Any] | None = None,
+                     probe_command: Callable[[list[str]], list[str]] | None = None,
+                     probe_cwd: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Measure the environment as the suite will see it (``python`` and ``env`` of the suite).
 
     ``probe`` is what the suite's own interpreter reported (the pytest plugin writes it); without
-    it a separate interpreter is started to import torch and ask.
+    it a separate interpreter is started to import torch and ask: ``probe_command`` turns its argv
+    into the one to run (``gpu run --suite-user``: as the suite's user, with the suite's environment),
+    in ``probe_cwd``.
     """
     python = python or sys.executable
     env = dict(os.environ if env is None else env)
@@ -105,7 +112,7 @@ def collect_manifest(python: str | None = None, env: Mapping[str, str] | None = 
     if probe is not None:
         probe, probe_error = dict(probe), ""
     else:
-        probe, probe_error = _torch_probe(python, env, timeout)
+        probe, probe_error = _torch_probe(python, env, timeout, probe_command, probe_cwd)
     torch_error = probe_error or probe.get("torch_error", "")
     torch_why = f"torch is not importable by {python}: {torch_error}" if torch_error else ""
     cuda_why = probe.get("cuda_error", "")

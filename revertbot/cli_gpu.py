@@ -134,6 +134,13 @@ def plan(
               help="Interpreter for suite commands that start with `python` (default: revertbot's own). On a "
                    "runner: the image's Python with CUDA torch, so revertbot's venv needs no system "
                    "packages.")  # fmt: skip
+@click.option("--suite-user", "suite_user", default=None, metavar="NAME",
+              help="Run every suite process as this unprivileged user (via runuser as root, else sudo -n), with a "
+                   "minimal environment and its own HOME, so PR code cannot write what the job's later steps read. "
+                   "Required inside GitHub Actions.")  # fmt: skip
+@click.option("--same-user-unsafe", is_flag=True, default=False,
+              help="Inside GitHub Actions, run the suite as the runner's own user anyway: PR code can then write the "
+                   "runner's file commands (GITHUB_ENV, ...) and the actions of later steps.")  # fmt: skip
 def run(
     suite: str,
     base: str,
@@ -148,6 +155,8 @@ def run(
     suite_json: str | None,
     devices: str | None,
     python: str | None,
+    suite_user: str | None,
+    same_user_unsafe: bool,
 ) -> None:
     """Run a suite on the base and on the base with the revert applied, and compare.
 
@@ -157,7 +166,8 @@ def run(
     run_from_args(repo=Path(repo), suite=suite, base=base, revert=revert, out=Path(out), shard=shard,
                   shard_tests=Path(shard_tests) if shard_tests else None, repeats=repeats,
                   timeout_minutes=timeout_minutes, config=Path(config_path) if config_path else None,
-                  suite_json=suite_json, devices=devices, python=python)  # fmt: skip
+                  suite_json=suite_json, devices=devices, python=python, suite_user=suite_user,
+                  same_user_unsafe=same_user_unsafe)  # fmt: skip
 
 
 @gpu.command()

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -76,8 +77,36 @@ def _gpu_venv(call: StepCall) -> None:
     os.symlink(sys.prefix, Path(call.env["RUNNER_TEMP"]) / "revertbot-venv")
 
 
+@pytest.fixture
+def suite_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """What the GPU job needs to run the suite as its own user: root (useradd, runuser) and a
+    ``python3`` that user can run, with this venv's packages (torch, pytest) on its path. Each test
+    gets a user of its own (``REVERTBOT_SUITE_USER``, as runners sharing a host do: the kill after
+    a run would stop another test's suite), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("the gpu job runs the suite as a user of its own: creating it needs root (useradd, runuser)")
+    system = Path("/usr/bin/python3")
+    if not os.access(system, os.X_OK):
+        pytest.skip("no /usr/bin/python3 that another user can run (the venv's interpreter may be private)")
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    bin_dir = tmp_path / "image-python"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site}" exec {system} "$@"\n',
+                       encoding="utf-8")  # fmt: skip
+    wrapper.chmod(0o755)
+    for d in (tmp_path, *tmp_path.parents):  # the suite user reaches the wrapper through these
+        if d == Path("/"):
+            break
+        d.chmod(d.stat().st_mode | 0o011)
+    user = f"rbs{os.getpid() % 100000}{tmp_path.name[-6:]}".replace("_", "")[:30].lower()
+    monkeypatch.setenv("REVERTBOT_SUITE_USER", user)
+    yield bin_dir
+    subprocess.run(["userdel", user], capture_output=True)
+
+
 def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW,
-            event_name: str = "pull_request") -> WorkflowRunner:  # fmt: skip
+            event_name: str = "pull_request", image_python: Path | None = None) -> WorkflowRunner:  # fmt: skip
     github = GitHubContext(event_name=event_name, event_path=event_path, repository=world.slug,
                            api_url=world.gh.base_url, token="test-token")  # fmt: skip
     actions = {
@@ -92,8 +121,11 @@ def _runner(world: World, tmp: Path, event_path: Path, workflow: Path = WORKFLOW
                 "PYTHONPATH": str(ROOT),
                 # The record jobs push the history to the demo's bare remote instead of GitHub.
                 "REVERTBOT_HISTORY_REMOTE": f"file://{world.remote}"}  # fmt: skip
+    if os.environ.get("REVERTBOT_SUITE_USER"):  # the runner's own setting (see the suite_python fixture)
+        base_env["REVERTBOT_SUITE_USER"] = os.environ["REVERTBOT_SUITE_USER"]
     scripts = {PIP_INSTALL: _pip_install, GPU_VENV_INSTALL: _gpu_venv}
-    return WorkflowRunner(workflow, github, tmp, path_prefix=[VENV_BIN], actions=actions, scripts=scripts,
+    prefix = [image_python, VENV_BIN] if image_python is not None else [VENV_BIN]  # the GPU image's python3 first
+    return WorkflowRunner(workflow, github, tmp, path_prefix=prefix, actions=actions, scripts=scripts,
                           base_env=base_env)  # fmt: skip
 
 
@@ -102,7 +134,8 @@ def _reports(world: World) -> list[dict[str, object]]:
 
 
 @pytest.mark.slow
-def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_path: Path) -> None:
+def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_path: Path, suite_python: Path
+                                                              ) -> None:  # fmt: skip
     require_torch()
     # The revert exists only as refs/pull/108/head, as for a fork's PR: no clone has it until a job fetches it.
     subprocess.run(["git", "update-ref", "-d", f"refs/heads/{REVERT_BRANCH}"], cwd=world.remote, check=True)
@@ -132,7 +165,8 @@ def test_workflow_runs_analyze_gpu_report_on_the_demo_revert(world: World, tmp_p
     assert runner.run_job("dashboard").result == "skipped"
 
     # ---- revertbot-gpu.yml (pull_request_target: the base branch's definition)
-    gpu_runner = _runner(world, tmp_path / "gpu-run", world.pr_event("opened"), GPU_WORKFLOW, "pull_request_target")
+    gpu_runner = _runner(world, tmp_path / "gpu-run", world.pr_event("opened"), GPU_WORKFLOW, "pull_request_target",
+                         image_python=suite_python)  # fmt: skip
     authorize = gpu_runner.run_job("authorize")
     assert authorize.result == "success", authorize.log()
     auth = authorize.outputs
@@ -191,8 +225,55 @@ def test_gpu_job_refuses_a_head_pushed_after_the_approval(world: World, tmp_path
     assert gpu.result == "failure"
     [job] = gpu.instances
     assert "GPU run refused" in job.log()
-    assert [s.outcome for s in job.steps][1:] == ["failure", "skipped", "skipped", "skipped", "success"]
+    assert [s.outcome for s in job.steps][1:] == ["failure", "skipped", "skipped", "skipped", "skipped", "success"]
     assert list(job.workspace.iterdir()) == []  # nothing of the repository reached the runner
+
+
+def _forged_record(world: World, artifacts: Path, pr: int) -> Path:
+    """What approved PR code in the gpu job can upload: an artifact named like the report job's,
+    holding a well-formed record about any PR (here one that does not even exist)."""
+    from revertbot.history import Record, write_record_file
+
+    forged = Record(repo=world.slug, pr=pr, head_sha="f" * 40, run_id="4242", run_attempt="1", job="report",
+                    recorded_at="2026-12-01T00:00:00Z", report={"revert": {"sha": "f" * 40}, "risk": {}},
+                    markdown="all green, merge it", gpu={"suites": ["graph-capture"], "hardware": "H100",
+                                                         "passed_both": 99})  # fmt: skip
+    return write_record_file(artifacts / "revertbot-record", forged)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("head_moves", [True, False])
+def test_a_record_uploaded_by_the_gpu_job_is_never_pushed(world: World, tmp_path: Path, suite_python: Path,
+                                                          head_moves: bool) -> None:  # fmt: skip
+    """The attack of the second review: a maintainer approves with `/revertbot check <sha>`, the gpu
+    job (approved PR code) uploads a `revertbot-record` artifact, the fork pushes once more so the
+    report job writes no record, and the record job used to push the attacker's file. Now it pushes
+    only the files whose digests the report job output (none here); without the push, the report
+    job's own upload replaces the attacker's artifact and only its record lands."""
+    require_torch()
+    sha = world.demo.revert
+    event = world.comment_event(f"/revertbot check {sha}", "lin", "MEMBER")
+    gpu_runner = _runner(world, tmp_path / "gpu-run", event, GPU_WORKFLOW, "issue_comment", image_python=suite_python)
+    authorize = gpu_runner.run_job("authorize")
+    assert authorize.result == "success", authorize.log()
+    assert gpu_runner.run_job("gpu").result == "success"
+    _forged_record(world, gpu_runner.artifacts, 999)  # uploaded by the gpu job, where PR code ran
+    if head_moves:
+        world.repo.pulls[108]["head"]["sha"] = world.demo.original
+    report = gpu_runner.run_job("report")
+    assert report.result == "success", report.log()
+    assert len(report.outputs["record_digests"].split()) == (0 if head_moves else 1)
+    record = gpu_runner.run_job("record")
+    assert record.result == "success", record.log()
+    branch = subprocess.run(["git", "rev-parse", "--verify", "-q", "refs/heads/revertbot-history"],
+                            cwd=world.remote, capture_output=True).returncode == 0  # fmt: skip
+    files = _history_files(world) if branch else []
+    assert not any("/pr-999/" in f for f in files), files
+    if head_moves:
+        assert files == [] and "nothing to push" in record.log()
+    else:
+        assert [f for f in files if f.endswith("4242-1-report.json")] == files and len(files) == 1
+        assert "/pr-108/" in files[0], files
 
 
 def test_fork_follow_up_runs_as_written(world: World, tmp_path: Path) -> None:
@@ -267,7 +348,7 @@ def test_evaluator_supports_what_the_workflow_uses() -> None:
     "needs.analyze.outputs.gpu_matrx",  # a typo'd output: GitHub would give '' silently
     "matrix.runs-on",
     "inputs.pr",  # a context the evaluator does not provide
-    "contains(github.token, 'x')",  # an unsupported function
+    "endsWith(github.token, 'x')",  # an unsupported function
     "strategy.job-index > 1",  # an unsupported operator
     "format('{0}', github.token)",
 ])  # fmt: skip
@@ -395,7 +476,8 @@ def _history_files(world: World) -> list[str]:
 
 
 @pytest.mark.slow
-def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp_path: Path) -> None:
+def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp_path: Path, suite_python: Path
+                                                                ) -> None:  # fmt: skip
     """Two revert PRs checked (one with GPU results), two runs racing on one PR, then the scheduled
     job: the site shows both PRs with risk, GPU verdict and links, each once."""
     require_torch()
@@ -405,7 +487,7 @@ def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp
 
     def runner(event: Path, workflow: Path = WORKFLOW, event_name: str = "pull_request") -> WorkflowRunner:
         rid = str(next(run_ids))
-        r = _runner(world, tmp_path / f"run-{rid}", event, workflow, event_name)
+        r = _runner(world, tmp_path / f"run-{rid}", event, workflow, event_name, image_python=suite_python)
         r.github.run_id = rid
         r.actions.update(_pages_stand_ins(deployed))
         return r
