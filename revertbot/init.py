@@ -4,6 +4,15 @@ The workflow templates ship inside the package (``revertbot/templates/``); ``wor
 root of this repository holds identical copies for readers, which a test keeps in step. The
 only change made to a template is the ``REVERTBOT_SPEC`` line (what the jobs ``pip install``).
 
+``REVERTBOT_SPEC`` is always pinned to one exact source, never a name on a package index (the
+name ``revertbot`` is not ours on any index): a commit of a git repository by its full id
+(``revertbot @ git+https://HOST/OWNER/REPO@<40 hex>``) or a wheel URL with its sha256
+(``revertbot @ https://.../revertbot-X-py3-none-any.whl#sha256=<64 hex>``), which pip checks
+without any option, so the install steps stay ``pip install "$REVERTBOT_SPEC"``. Branches, tags
+and abbreviated ids are refused: they can point elsewhere tomorrow. Without a choice, the pin is
+derived from how this revertbot was installed (pip's ``direct_url.json``, PEP 610), or ``init``
+stops and says how to give one.
+
 Everything is rendered and validated in memory first; then either every file is written or
 none is: an existing file is never overwritten without ``force``.
 """
@@ -12,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +37,7 @@ from .errors import RevertbotError, UsageError
 
 __all__ = [
     "CONFIG_PATH",
+    "DEFAULT_RUNNER_GROUP",
     "DEFAULT_RUNNER_LABELS",
     "GPU_WORKFLOW_PATH",
     "PUBLISH_WORKFLOW_PATH",
@@ -38,8 +49,12 @@ __all__ = [
     "default_install_spec",
     "example_suite_enabled",
     "init_repository",
+    "installed_pin",
     "next_steps",
     "parse_runner_labels",
+    "pin_git_source",
+    "pin_wheel",
+    "pinned_spec",
     "plan_files",
     "render_config",
     "render_workflow",
@@ -54,6 +69,8 @@ RUNNERS_VALUES_PATH = ".github/revertbot/gpu-runners.values.yml"
 RUNNERS_VALUES_TEMPLATE = "revertbot-gpu-runners.values.yml"
 CONFIG_PATH = ".revertbot.yml"
 DEFAULT_RUNNER_LABELS: tuple[str, ...] = ("self-hosted", "linux", "x64", "cuda")
+#: The organisation runner group the runner values template registers the GPU scale set in.
+DEFAULT_RUNNER_GROUP = "revertbot-gpu"
 
 # Template file -> (where it goes, the jobs it must define).
 _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -68,12 +85,15 @@ REQUIRED_SETTINGS: tuple[str, ...] = (
     "'Require approval for all outside collaborators'",
     "Settings > Actions > General > Workflow permissions: 'Read repository contents and packages "
     "permissions' (each job asks for what it needs)",
-    "Organisation > Actions > Runner groups: the GPU runners in a group of their own, available to this "
-    "repository only (and to public repositories only if this one is public), and under 'Workflow access' "
-    f"restricted to the selected workflow <owner>/<repo>/{GPU_WORKFLOW_PATH}@refs/heads/<default branch>, so "
-    "that no other workflow file (one a fork adds included) can reach the GPU runners",
+    "Organisation > Actions > Runner groups: the GPU runners in a group of their own (none registered on the "
+    "repository itself: those cannot be restricted to a workflow), available to this repository only (and to "
+    "public repositories only if this one is public), and under 'Workflow access' restricted to exactly the "
+    f"selected workflow <owner>/<repo>/{GPU_WORKFLOW_PATH}@refs/heads/<default branch>, so that no other "
+    "workflow file or ref (one a fork adds included) can reach the GPU runners",
     "GPU runners that are ephemeral (one job, then destroyed): actions-runner-controller with "
     f"{RUNNERS_VALUES_PATH}, or equivalent",
+    "Branch protection or a ruleset on the default branch requiring a code owner's review, with CODEOWNERS "
+    f"naming owners for .github/ and {CONFIG_PATH}",
 )
 _SPEC_LINE = re.compile(r'^  REVERTBOT_SPEC: "[^"\n]*"$', re.MULTILINE)
 # Runner labels end up in YAML and in `runs-on`: keep them to what GitHub shows for runner labels.
@@ -102,11 +122,124 @@ class InitResult:
     runner_labels: tuple[str, ...]
     pages: str = "deploy"  # how the dashboard is published: deploy | artifact | path:<dir>
     pages_evidence: tuple[str, ...] = ()  # why an existing GitHub Pages site was assumed
+    install_origin: str = "given"  # where the pin came from
 
 
-def default_install_spec() -> str:
-    """What the workflows install unless told otherwise: this version of revertbot."""
-    return f"revertbot=={__version__}"
+# --------------------------------------------------------------------------- what the workflows install
+
+_HEX_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 object id, in full
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# What a pinned URL may contain: no spaces, quotes, '#', '?' or anything a shell or YAML could read.
+_URL_CHARS = re.compile(r"[A-Za-z0-9._~/:%+@-]+")
+_SPEC = re.compile(r"revertbot @ (\S+)")
+_HOW_TO_PIN = ("pass --source git+https://github.com/<owner>/<repo>@<full commit id> (a commit of revertbot's "
+               "repository) or --wheel https://.../revertbot-<version>-py3-none-any.whl --sha256 <hex>")  # fmt: skip
+
+
+def _https_url(url: str, option: str) -> urllib.parse.SplitResult:
+    if not _URL_CHARS.fullmatch(url):
+        raise UsageError(f"{option}: {url!r} is not a plain https URL (no spaces, quotes, '?' or '#')")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise UsageError(f"{option}: {url!r} is not an https URL")
+    if "@" in parts.netloc:
+        raise UsageError(f"{option}: {url!r} carries credentials; the workflows would publish them")
+    return parts
+
+
+def pin_git_source(source: str) -> str:
+    """``git+https://HOST/OWNER/REPO@<full commit id>`` -> ``revertbot @ git+https://...@<commit>``.
+
+    Only a full commit id pins: a branch, a tag or an abbreviated id can mean another commit later.
+    """
+    option = "--source"
+    if not source.startswith("git+https://"):
+        raise UsageError(f"{option} must be git+https://HOST/OWNER/REPO@<full commit id>, got {source!r}")
+    url, at, rev = source.removeprefix("git+").rpartition("@")
+    if not at or "/" in rev or not url:
+        raise UsageError(f"{option} {source!r} names no commit: add @<full commit id> (40 hex digits)")
+    if _https_url(url, option).path.strip("/").count("/") < 1:
+        raise UsageError(f"{option}: {url!r} names no repository (https://HOST/OWNER/REPO)")
+    if not _HEX_COMMIT.fullmatch(rev.lower()):
+        what = (f"{rev!r} is an abbreviated commit id" if _HEX.fullmatch(rev)
+                else f"{rev!r} is a branch or tag name")  # fmt: skip
+        raise UsageError(f"{option}: {what}, and it can point to another commit later; pin the full commit id "
+                         "(40 hex digits, `git rev-parse <ref>`)")  # fmt: skip
+    return f"revertbot @ git+{url}@{rev.lower()}"
+
+
+def pin_wheel(url: str, sha256: str) -> str:
+    """A wheel URL and its sha256 -> ``revertbot @ URL#sha256=HEX``, which pip verifies before installing."""
+    option = "--wheel"
+    parts = _https_url(url, option)
+    filename = parts.path.rsplit("/", 1)[-1]
+    if not filename.endswith(".whl") or not filename.lower().startswith("revertbot-"):
+        raise UsageError(f"{option}: {url!r} is not a revertbot wheel (revertbot-<version>-...whl)")
+    digest = sha256.strip().lower().removeprefix("sha256:").removeprefix("sha256=")
+    if not _SHA256.fullmatch(digest):
+        raise UsageError(f"--sha256 must be the wheel's sha256 (64 hex digits, `sha256sum FILE`), got {sha256!r}")
+    return f"revertbot @ {url}#sha256={digest}"
+
+
+def pinned_spec(spec: str) -> str:
+    """``spec`` if it pins one exact source (see :func:`pin_git_source`, :func:`pin_wheel`), else a UsageError."""
+    m = _SPEC.fullmatch(spec.strip())
+    target = m.group(1) if m else ""
+    if target.startswith("git+"):
+        return pin_git_source(target)
+    url, sep, digest = target.partition("#sha256=")
+    if m and sep:
+        return pin_wheel(url, digest)
+    raise UsageError(f"--install-spec {spec!r} does not pin one exact source: an index name or version can be "
+                     "taken over, a branch or tag moves",
+                     hint="use 'revertbot @ git+https://HOST/OWNER/REPO@<full commit id>' or "
+                          "'revertbot @ https://.../revertbot-<version>-py3-none-any.whl#sha256=<hex>'")  # fmt: skip
+
+
+def _direct_url() -> Mapping[str, Any] | None:
+    """pip's record of where this revertbot came from (PEP 610 ``direct_url.json``), if any."""
+    try:
+        text = metadata.distribution("revertbot").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def installed_pin(direct_url: Mapping[str, Any] | None) -> str:
+    """The pin of a ``direct_url.json`` record: its git commit, or its https wheel with a sha256; else a
+    :class:`UsageError` that says what the record shows and how to give a pin."""
+    if direct_url is None:
+        raise UsageError(f"this revertbot {__version__} was not installed from a recorded source (installed by name "
+                         "from a package index, or run from a source tree), so there is nothing to pin the workflows "
+                         "to; nothing was written", hint=_HOW_TO_PIN)  # fmt: skip
+    url = str(direct_url.get("url") or "")
+    vcs = direct_url.get("vcs_info")
+    archive = direct_url.get("archive_info")
+    if isinstance(vcs, Mapping) and vcs.get("vcs") == "git" and url.startswith("https://"):
+        commit = str(vcs.get("commit_id") or "")
+        if not direct_url.get("subdirectory"):
+            return pin_git_source(f"git+{url}@{commit}")
+    if isinstance(archive, Mapping) and url.startswith("https://") and url.endswith(".whl"):
+        hashes = archive.get("hashes")
+        digest = str(hashes.get("sha256") or "") if isinstance(hashes, Mapping) else ""
+        if not digest and str(archive.get("hash") or "").startswith("sha256="):
+            digest = str(archive["hash"]).split("=", 1)[1]
+        if digest:
+            return pin_wheel(url, digest)
+    where = "a local directory" if "dir_info" in direct_url else (url.split("#", 1)[0] or "an unknown source")
+    raise UsageError(f"this revertbot {__version__} was installed from {where}, which init cannot pin the workflows "
+                     "to (a public git commit or an https wheel with its sha256 is needed); nothing was written",
+                     hint=_HOW_TO_PIN)  # fmt: skip
+
+
+def default_install_spec(read: Callable[[], Mapping[str, Any] | None] | None = None) -> str:
+    """What the workflows install unless told otherwise: exactly the source this revertbot was installed from."""
+    return installed_pin((read or _direct_url)())
 
 
 def template_text(name: str) -> str:
@@ -313,12 +446,12 @@ def _validate(files: Sequence[PlannedFile], spec: str, labels: tuple[str, ...]) 
 def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_RUNNER_LABELS,
                     install_spec: str | None = None, force: bool = False, pages: str | None = None
                     ) -> InitResult:  # fmt: skip
-    """Write the two workflows and ``.revertbot.yml`` at the root of the repository containing ``repo``.
+    """Write the workflows, the runner values and ``.revertbot.yml`` at the root of the repository containing ``repo``.
 
-    All or nothing: without ``force`` an existing file stops everything (:class:`UsageError` listing
-    the files) before anything is written.
+    ``install_spec`` must pin one exact source (:func:`pinned_spec`); None derives it from how this
+    revertbot was installed (:func:`default_install_spec`) or stops. All or nothing: without ``force``
+    an existing file stops everything (:class:`UsageError` listing the files) before anything is written.
     """
-    spec = install_spec if install_spec is not None else default_install_spec()
     labels = tuple(runner_labels)
     root = gitops.repo_root(repo)
     if gitops.run("rev-parse", "--is-bare-repository", cwd=root).strip() == "true":
@@ -335,6 +468,10 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
                      "--pages artifact (the dashboard stays a workflow artifact), or --pages deploy to replace it",
             )  # fmt: skip
         mode = "deploy"
+    if install_spec is not None:
+        spec, origin = pinned_spec(install_spec), "given"
+    else:
+        spec, origin = default_install_spec(), "the source this revertbot was installed from"
     files = plan_files(spec, labels, mode, sub)
     targets = [(f, root / f.path) for f in files]
     not_files = [f.path for f, p in targets if p.exists() and not p.is_file()]
@@ -349,7 +486,7 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
     for f, p in targets:
         if p.read_text(encoding="utf-8") != f.text:
             raise RevertbotError(f"{f.path} does not read back as written")
-    return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence)
+    return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence, origin)
 
 
 def _write_all(targets: Sequence[tuple[PlannedFile, Path]]) -> None:
@@ -413,8 +550,10 @@ def next_steps(result: InitResult) -> str:
         "",
         "2. Ephemeral GPU runners. Each GPU job must get a fresh machine that is destroyed afterwards: code",
         "   a pull request leaves behind would otherwise run in every later job. With actions-runner-controller,",
-        f"   edit {RUNNERS_VALUES_PATH} (repository URL, secret, image) and install it with helm;",
-        "   a runner scale set has one label, its name (revertbot-cuda), so use it as the suites' runner_labels.",
+        f"   edit {RUNNERS_VALUES_PATH} (organisation URL, runner group, secret, image) and install it with helm;",
+        f"   the runner group ({DEFAULT_RUNNER_GROUP!r}) must exist, serve this repository only and allow only",
+        f"   <owner>/<repo>/{GPU_WORKFLOW_PATH}@refs/heads/<default branch> (the file says how).",
+        "   A runner scale set has one label, its name (revertbot-cuda), so use it as the suites' runner_labels.",
         f"   The example suite in {CONFIG_PATH} uses the labels {labels}.",
         "   Then enable a suite: uncomment the gpu.suites example and set the paths that select it and the",
         "   command that runs it (it is commented out because init cannot know them).",
@@ -439,7 +578,8 @@ def next_steps(result: InitResult) -> str:
         f"   {CONFIG_PATH} (they decide what runs on the GPU runners). Do not make the 'revertbot' status a",
         "   required check for every pull request: it is set on reverts only.",
         "",
-        f"The workflows install {result.install_spec!r} with pip; pass --install-spec to pin another version",
-        "or a commit. Commit the files; the next revert pull request gets a report.",
+        f"The workflows install exactly {result.install_spec!r} with pip ({result.install_origin});",
+        "pass --source git+https://...@<full commit id>, or --wheel URL --sha256 HEX, to pin another.",
+        "Commit the files; the next revert pull request gets a report.",
     ]
     return "\n".join(lines) + "\n"

@@ -541,6 +541,8 @@ _ROUTES: list[Route] = [
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/rules/branches/(?P<branch>.+)", "branch_rules"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/branches/(?P<branch>.+)/protection/required_status_checks",
          "protection_checks"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/branches/(?P<branch>.+)/protection", "branch_protection"),
+        ("GET", r"/orgs/(?P<org>[^/]+)/actions/runner-groups", "org_runner_groups"),
         ("GET", r"/orgs/(?P<org>[^/]+)/actions/(?P<rest>.+)", "org_actions"),
     ]
 ]
@@ -994,6 +996,24 @@ class _Handler(BaseHTTPRequestHandler):
         if p["branch"] not in repo.protection_checks:
             raise ApiError(404, "Branch not protected")
         return 200, repo.protection_checks[p["branch"]], {}
+
+    def _branch_protection(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        # Classic protection as a whole: present when protection_checks has the branch (no review rules).
+        if repo.protection_forbidden:
+            raise ApiError(403, "Resource not accessible by integration")
+        if p["branch"] not in repo.protection_checks:
+            raise ApiError(404, "Branch not protected")
+        quoted = urllib.parse.quote(p["branch"], safe="")
+        return 200, {"url": f"{self.server.github.base_url}/repos/{repo.full_name}/branches/{quoted}/protection",
+                     "required_status_checks": repo.protection_checks[p["branch"]]}, {}  # fmt: skip
+
+    def _org_runner_groups(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        # The org_actions "runner-groups" payload, paginated as GitHub does (total_count, per_page, page).
+        key = (p["org"], "runner-groups")
+        if key not in self.server.github.org_actions:
+            raise ApiError(404, "Not Found")
+        groups = list(self.server.github.org_actions[key].get("runner_groups", []))
+        return self._page(groups, q, f"/orgs/{p['org']}/actions/runner-groups", wrap="runner_groups")
 
     def _org_actions(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         key = (p["org"], p["rest"])

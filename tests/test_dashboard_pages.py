@@ -26,6 +26,9 @@ jobs:
       - uses: actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e # v4.0.5
 """
 
+# An exact source to pin (init refuses to install revertbot by name).
+PIN = "revertbot @ git+https://github.com/example/revertbot@" + "0" * 40
+
 
 def _dashboard(root: Path) -> dict[str, object]:
     job = yaml.safe_load((root / WORKFLOW_PATH).read_text(encoding="utf-8"))["jobs"]["dashboard"]
@@ -36,7 +39,7 @@ def _dashboard(root: Path) -> dict[str, object]:
 def test_no_pages_site_deploys_as_before(repo: GitRepo) -> None:
     repo.commit("init", {"README.md": "x\n"})
     assert detect_pages(repo.path) == ()
-    result = init_repository(repo.path)
+    result = init_repository(repo.path, install_spec=PIN)
     assert result.pages == "deploy"
     job = _dashboard(repo.path)
     assert job["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
@@ -48,7 +51,7 @@ def test_an_existing_pages_workflow_stops_init_and_writes_nothing(
 ) -> None:
     repo.commit("docs", {".github/workflows/docs.yml": DOCS_WORKFLOW})
     with pytest.raises(UsageError, match="already publishes a GitHub Pages site") as exc:
-        init_repository(repo.path)
+        init_repository(repo.path, install_spec=PIN)
     assert "docs.yml deploys GitHub Pages (actions/deploy-pages)" in exc.value.message
     assert "--pages path:revertbot" in str(exc.value.hint)
     assert not (repo.path / WORKFLOW_PATH).exists() and not (repo.path / ".revertbot.yml").exists()
@@ -60,7 +63,7 @@ def test_an_existing_pages_workflow_stops_init_and_writes_nothing(
 def test_artifact_or_path_keeps_the_site_and_drops_the_pages_permissions(repo: GitRepo, tmp_path: Path,
                                                                         pages: str) -> None:  # fmt: skip
     repo.commit("docs", {".github/workflows/docs.yml": DOCS_WORKFLOW, "CNAME": "docs.example.org\n"})
-    result = init_repository(repo.path, pages=pages)
+    result = init_repository(repo.path, install_spec=PIN, pages=pages)
     assert result.pages == pages and len(result.pages_evidence) == 2
     job = _dashboard(repo.path)
     assert job["permissions"] == {"contents": "read"} and "environment" not in job
@@ -84,5 +87,6 @@ def test_a_gh_pages_branch_counts_and_bad_paths_are_refused(repo: GitRepo) -> No
     assert detect_pages(repo.path) == ("a gh-pages branch exists (heads/gh-pages)",)
     for bad in ("path:../x", "path:", "replace", "path:/abs"):
         with pytest.raises(UsageError, match="--pages"):
-            init_repository(repo.path, pages=bad)
-    assert init_repository(repo.path, pages="deploy").pages == "deploy"  # replacing it is a choice, not a default
+            init_repository(repo.path, install_spec=PIN, pages=bad)
+    # Replacing it is a choice, not a default.
+    assert init_repository(repo.path, install_spec=PIN, pages="deploy").pages == "deploy"
