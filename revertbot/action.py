@@ -154,6 +154,18 @@ def _is_report_comment(c: CommentInfo, owner: str) -> bool:
     return c.body.startswith(MARKER) and c.author == owner
 
 
+def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN) -> GpuSummary | None:
+    """The GPU results the bot's own report comment carries for ``pr``'s current head (see
+    report/carried_gpu.py); None when it carries none. Raises :class:`GitHubError` when the
+    comments cannot be read: a caller must not publish without knowing."""
+    comments = [c for c in api.comments(pr.number) if _is_report_comment(c, owner)]
+    for comment in sorted(comments, key=lambda c: c.id):
+        found = read_gpu_block(comment.body, pr.head_sha)
+        if found is not None:
+            return found
+    return None
+
+
 def log_safe(text: str, limit: int = 300) -> str:
     """Untrusted text for a log line: one line, no control characters, cannot start a workflow command."""
     one = " ".join(clean(text, limit).split())
@@ -503,17 +515,14 @@ class _Run:
         comment: every later report for that head carries them, so no refresh can erase a GPU
         verdict (see report/carried_gpu.py; the history branch is the fallback in check_pull)."""
         try:
-            comments = [c for c in self.api.comments(pr.number) if _is_report_comment(c, self.owner)]
+            carried = carried_gpu(self.api, pr, self.owner)
         except GitHubError as exc:
             # Publishing without knowing them could erase a GPU verdict: the report is kept, not published.
             self.carried_error = f"the GPU results recorded earlier could not be read: {exc.message.splitlines()[0]}"
             return None
-        for comment in sorted(comments, key=lambda c: c.id):
-            carried = read_gpu_block(comment.body, pr.head_sha)
-            if carried is not None:
-                self.echo(f"GPU results recorded earlier for {pr.head_sha[:12]} are carried into this report")
-                return carried
-        return None
+        if carried is not None:
+            self.echo(f"GPU results recorded earlier for {pr.head_sha[:12]} are carried into this report")
+        return carried
 
     def record(self, pr: PullInfo, check: PrCheck, markdown: str) -> None:
         """Keep what was just published for the history (the workflow's record job pushes it to the

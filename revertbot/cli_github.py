@@ -14,6 +14,7 @@ import click
 from .action import (
     ActionOptions,
     bot_login,
+    carried_gpu,
     log_safe,
     policy_from_env,
     publish,
@@ -75,7 +76,10 @@ def check_pr(
             hint="the run that produced this report checked an older push; nothing was published",
         )
     gpu = load_gpu_summary(gpu_summary) if gpu_summary else None
-    check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log, gpu=gpu)
+    # Results recorded for this head (the bot's comment) count here too: a report posted without
+    # them would erase a GPU verdict.
+    check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log, gpu=gpu,
+                       earlier_gpu=lambda: carried_gpu(api, pr, bot_login(env)))  # fmt: skip
     if not check.is_revert:
         raise NotFoundError(f"{spec} is not a revert: {check.reason}")
     if check.report is None:

@@ -219,7 +219,7 @@ def test_outputs_are_multiline_safe(tmp_path: Path) -> None:
     out.write()
     text = (tmp_path / "o").read_text()
     delimiters = re.findall(r"<<(\S+)", text)
-    assert len(set(delimiters)) == len(delimiters) == 4 and all(d.startswith("ghadelimiter_") for d in delimiters)
+    assert len(set(delimiters)) == len(delimiters) == 5 and all(d.startswith("ghadelimiter_") for d in delimiters)
     values = read_outputs(tmp_path / "o")
     assert values["tricky"] == "line1\nEOF\nline3" and values["risk"] == "high"
     assert values["gpu_matrix"] == '{"include": []}' and values["is_revert"] == "false"
@@ -316,7 +316,26 @@ def test_check_pr_post_publishes_once(
     assert out == reports[0]["body"] * 2  # the printed Markdown is byte-identical to the comment
     assert [r.method for r in world.gh.writes() if "/comments" in r.path] == ["POST"]  # unchanged the 2nd time
     assert world.repo.issue_labels[108] == ["revert", "purity:pure", "risk:medium"]
-    assert [s["state"] for s in world.repo.statuses[world.demo.revert]] == ["success", "success"]
+    # A critical GPU path changed and no GPU run has happened: the status waits, it does not say merge.
+    assert [s["state"] for s in world.repo.statuses[world.demo.revert]] == ["pending", "pending"]
+
+
+def test_check_pr_post_keeps_the_gpu_results_of_the_head(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check --post` is one more publish path: it reports with the GPU results the comment carries
+    for the head, so a maintainer's re-check never erases a GPU failure."""
+    from revertbot.models import GpuSummary, GpuTestFlip
+    from revertbot.report.carried_gpu import gpu_block
+
+    broken = GpuSummary(("graph-capture",), "1× NVIDIA H100", broken=(GpuTestFlip("t.py::test_replay", "passed",
+                                                                                   "failed"),))  # fmt: skip
+    world.gh.add_comment(world.repo, 108, "github-actions[bot]", f"{MARKER}\nearlier\n{gpu_block(broken, world.demo.revert)}\n")
+    check_env(monkeypatch, world, token="secret")
+    assert run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM",
+                    "--expect-head", world.demo.revert]) == 0
+    [report] = [c for c in world.comments() if c["body"].startswith(MARKER)]
+    assert "t.py::test\\_replay" in report["body"] or "t.py::test_replay" in report["body"]
+    assert world.repo.statuses[world.demo.revert][-1]["state"] == "failure"
+    assert "risk:high" in world.repo.issue_labels[108]
 
 
 def test_check_pr_of_a_non_revert_exits_3(

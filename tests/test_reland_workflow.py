@@ -21,7 +21,7 @@ from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.conftest import require_torch
 from tests.github_server import World
-from tests.test_workflow_local_run import FIXED, GPU_WORKFLOW, _runner
+from tests.test_workflow_local_run import FIXED, GPU_WORKFLOW, _runner, suite_python  # noqa: F401 (a fixture)
 
 EN = TEXT["en"]
 RELAND = 130
@@ -82,7 +82,8 @@ def _report(world: World) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: World, tmp_path: Path) -> None:
+def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: World, tmp_path: Path, suite_python: Path
+                                                                   ) -> None:  # fmt: skip
     require_torch()
     revert, _reland = reland_story(world, tmp_path)
 
@@ -117,7 +118,7 @@ def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: Worl
     # ---- revertbot-gpu.yml: the flipped tests are planned, run (CPU), and judged on the reland
     world.gh.reset_log()
     gpu_runner = _runner(world, tmp_path / "gpu-run", world.pr_event("opened", number=RELAND), GPU_WORKFLOW,
-                         "pull_request_target")  # fmt: skip
+                         "pull_request_target", image_python=suite_python)  # fmt: skip
     authorize = gpu_runner.run_job("authorize")
     assert authorize.result == "success", authorize.log()
     [entry] = json.loads(authorize.outputs["gpu_matrix"])["include"]
@@ -164,4 +165,6 @@ def test_reland_workflow_diff_of_diffs_gpu_rerun_and_reason_override(world: Worl
     # analyze: 11 context reads + PR/comment reads and the comment, 2 labels, label add, status;
     # GPU workflow: authorize, the gate and the report job; the reason command: the PR and the
     # commenter's permission, the label (create + add), then the same check and an edited comment.
-    assert counts == (20, 27, 19, 16), counts
+    # Each check also reads the comment list once for GPU results carried for the head, and a PR
+    # event's analysis reads its sender's permission (who opened or pushed decides the GPU run).
+    assert counts == (22, 29, 20, 18), counts
