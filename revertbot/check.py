@@ -10,9 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
+from .analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
 from .analysis.dependents import search_dependents
 from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
+from .analysis.public_api import ApiFinding
 from .analysis.pyparse import collector_paused
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.split import Beside, split_map
@@ -26,6 +28,7 @@ from .analysis.symbols_cpp import (
     too_large_note,
 )
 from .config import Config, categorize, load_config_file, module_for
+from .critical_stage import with_repository_rules
 from .detect import index_message, link_reverts, parse_message
 from .errors import GitError, NotFoundError
 from .globs import match_branch, match_glob
@@ -43,11 +46,13 @@ from .models import (
     Unresolved,
 )
 from .proof import judge
+from .public_api_stage import public_api_stage
 from .purity import Side, hunks, patch_stats, raw_entries, strip_raw
 from .reason import classify_revert
 from .reland import reland_risk
 from .reland_stage import find_reland_by_patch, reland_stage
 from .scan import cut_by_shallow_history, github_slug
+from .scope_stage import scope_stage
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -140,6 +145,10 @@ def check_revert(
         wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
         patches, errors, truncated = gitops.commit_patches(root, wanted)
         purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
+        # A revert whose message limits it to part of the original is judged on that part.
+        named_by = {commit_ref(o).pr for o in originals} | set(parse_message(revert.message).prs)
+        purity = scope_stage(root, link, purity, [revert.message, message or ""], patches, dict(wanted),
+                             lambda path: categorize(path, cfg) == "test", {n for n in named_by if n})  # fmt: skip
         revert_patch = strip_raw(patches.get(head_sha, ""))
 
         # Base: the branch the revert is meant for. A revert that is already part of it is judged as
@@ -173,22 +182,29 @@ def check_revert(
             reland_info = reland_stage(root, link, by_sha, head_sha, patches, truncated, commit_ref)
         # The raw and numstat lines: complete even if the text was cut.
         files = _file_changes(patches.get(head_sha, ""), cfg)
+        head_raw = patches.get(head_sha, "")
         unread_note = ""
         if head_sha in errors:
             # The diff text could not be made (file contents missing from this clone): the files still
             # come from the trees, so critical paths and the drift search see them; the line counts stay unknown.
             raws, _ = gitops.commit_raws(root, [(head_sha, parent)])
             files = _file_changes(raws.get(head_sha, ""), cfg)
+            head_raw = raws.get(head_sha, "")
             if files:
                 listed = "1 file is" if len(files) == 1 else f"{len(files)} files are"
                 unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
                                "from the trees, without line counts or symbols")  # fmt: skip
+        # What the repository itself shows is GPU code, at the change's own commits (trust rule 9).
+        files, critical_notes = with_repository_rules(root, (head_sha, parent), files, raw_entries(head_raw), cfg,
+                                                      readable=head_sha not in errors)  # fmt: skip
         drift_job = gitops.Background(
             find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
         ) if originals else None  # fmt: skip
         symbols: list[SymbolChange] = []
         notes: list[str] = [unread_note] if unread_note else []
+        notes += critical_notes
         dependents = []
+        api: list[ApiFinding] = []  # public names the change breaks for users outside the repository
         if apply_note != "no-op":
             # Uses inside the lines the revert itself changes are not dependents: they are read
             # against the tree the revert was applied to.
@@ -203,6 +219,9 @@ def check_revert(
 
             symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
             notes += symbol_notes
+            raw = raw_entries(patches.get(head_sha, ""))
+            api, api_notes = public_api_stage(root, parent, raw, symbols, revert_patch)
+            notes += api_notes
             removed_files = [f.path for f in files if f.status == "deleted"]
             search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
             dependents = list(search.dependents)
@@ -213,6 +232,13 @@ def check_revert(
                 notes += list(cpp_search.notes)
 
         drift = drift_job.result() if drift_job else []
+        if apply is not None and not apply.clean and parent is not None:
+            # Name the later commits that wrote what the revert now conflicts with.
+            causes, untried = conflict_causes(root, parent, head_sha, base_sha, apply.conflicts)
+            drift = mark_causes(drift, causes)
+            if untried:
+                notes.append(f"{untried} older later commit(s) on the conflicting files not checked for causing the "
+                             f"conflict (the newest {MAX_CONFLICT_COMMITS} were)")  # fmt: skip
         backports = backports_job.result()
     except BaseException:
         for job in (backports_job, cpp_job):
@@ -234,7 +260,8 @@ def check_revert(
     )
     risk = assess(
         RiskInputs(
-            purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params
+            purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params,
+            public_api=tuple(api), public_api_restores=link.kind != "reland",
         ),
         thresholds,
     )
@@ -257,6 +284,7 @@ def check_revert(
         symbols=tuple(symbols),
         symbol_notes=tuple(notes),
         dependents=tuple(dependents),
+        public_api=tuple(api),
         drift=tuple(drift),
         backports=tuple(backports),
         excerpts=select_excerpts(revert_patch, files, symbols, cfg.report.max_excerpt_lines),

@@ -21,6 +21,7 @@ from .init import (
     pin_wheel,
     pinned_spec,
 )
+from .init_inspect import describe
 
 
 def _check_settings(slug: str, repo: str, labels: tuple[str, ...], token_env: str, runner_group: str) -> None:
@@ -130,6 +131,9 @@ def init_command(repo: str, runner_labels: str, source: str | None, wheel: str |
     sha256 (--wheel, --sha256); by default the one this revertbot was installed from. Never by name.
 
     Nothing is overwritten without --force: if any of the files exists, none is written (exit 2).
+    The repository (at HEAD) is inspected with revertbot's GPU-critical rules: the critical paths
+    found are added to critical_paths, and a GPU suite (the test directories that use CUDA, or
+    what the GPU CI jobs run) becomes the gpu.suites example; init prints what it found and why.
     The gpu.suites example in .revertbot.yml is written commented out, with the runner labels given.
     The settings the GPU path relies on are printed; --check-settings checks them (exit 4 when one is
     wrong, 7 when one could not be verified).
@@ -145,6 +149,8 @@ def init_command(repo: str, runner_labels: str, source: str | None, wheel: str |
         verb = "replaced" if f.path in result.replaced else "wrote"
         click.echo(f"{verb} {f.path}")
     click.echo("")
+    if result.proposal is not None:
+        click.echo(describe(result.proposal))
     click.echo(next_steps(result), nl=False)
 
 

@@ -157,6 +157,8 @@ class Config:
         "**/kernels/**",
         "**/model_executor/**",
     )
+    # On top of the globs: what the repository itself shows is GPU code (revertbot.analysis.critical).
+    critical_paths_from_repository: bool = True
     modules: tuple[ModuleRule, ...] = ()
     categories: tuple[CategoryRule, ...] = ()
     gpu: GpuConfig = field(default_factory=GpuConfig)
@@ -538,6 +540,14 @@ critical_paths:
   - "**/*.cuh"
   - "**/kernels/**"
   - "**/model_executor/**"
+
+# Also treat as critical what the repository itself shows is GPU code, read at
+# the commits checked: CUDA sources (*.cu, *.cuh), anything under csrc/ or
+# op_builder/, C/C++ files that setup.py, CMakeLists.txt, op_builder/*.py or
+# pyproject.toml compile, op registrations (TORCH_LIBRARY, PYBIND11_MODULE,
+# torch.library), Triton kernels, CUDA graph and memory-pool code, and Python
+# files the GPU suites' tests import. The report names the rule for each file.
+critical_paths_from_repository: true
 
 # Module names used to group files in the report; the first matching rule wins.
 # Without a match the module is the file's directory with a leading src/ or

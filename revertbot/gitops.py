@@ -820,8 +820,9 @@ def show_file(repo: Path, rev: str, path: str) -> str | None:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
-    """Contents of many ``rev:path`` (or blob sha) specs in one ``cat-file --batch`` process.
+def blobs(repo: Path, specs: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, bytes | None]:
+    """Contents of many ``rev:path`` (or blob sha) specs in one ``cat-file --batch`` process
+    (``env``: a scratch store whose objects are read too, see :func:`scratch_objects`).
 
     ``--batch`` reads one spec per line, so a path containing a newline would shift every later
     answer onto the wrong file: such specs are read one at a time instead.
@@ -829,13 +830,13 @@ def blobs(repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
     specs = list(dict.fromkeys(specs))
     result: dict[str, bytes | None] = {}
     for spec in [s for s in specs if "\n" in s]:
-        proc = run_bytes("cat-file", "blob", spec, cwd=repo, check=False)
+        proc = run_bytes("cat-file", "blob", spec, cwd=repo, check=False, env=env)
         result[spec] = proc.stdout if proc.returncode == 0 else None
     specs = [s for s in specs if "\n" not in s]
     if not specs:
         return result
     payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
-    out = run_bytes("cat-file", "--batch", "--buffer", cwd=repo, input=payload).stdout
+    out = run_bytes("cat-file", "--batch", "--buffer", cwd=repo, input=payload, env=env).stdout
     pos = 0
     for spec in specs:
         nl = out.index(b"\n", pos)
@@ -1432,6 +1433,14 @@ def merge_trees(
         return [_merge_tree(repo, pairs[0][0], pairs[0][1], merge_env)]
     # The merges are independent: two at a time.
     return two_at_a_time(lambda pair: _merge_tree(repo, pair[0], pair[1], merge_env), pairs)
+
+
+def tree_differences(repo: Path, a: str, b: str, env: Mapping[str, str] | None = None) -> set[str]:
+    """The paths whose entry (mode or object) differs between trees ``a`` and ``b``, renames not
+    followed, in one process (``env``: a scratch store where one of them lives)."""
+    out = run_bytes("diff-tree", "-r", "-z", "--no-renames", "--name-only", a, b, cwd=repo, env=env).stdout
+    # Decoded as unquote_path decodes the quoted paths of raw diffs, so the two compare equal.
+    return {name.decode("utf-8", "backslashreplace") for name in out.split(b"\0") if name}
 
 
 def merge_trees_without_renames(

@@ -19,6 +19,7 @@ none is: an existing file is never overwritten without ``force``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import urllib.parse
@@ -34,6 +35,7 @@ import yaml
 from . import __version__, gitops
 from .config import DEFAULT_CONFIG_YAML, default_config, load_config
 from .errors import RevertbotError, UsageError
+from .init_inspect import RepositoryProposal, inspect_repository
 
 __all__ = [
     "CONFIG_PATH",
@@ -123,6 +125,7 @@ class InitResult:
     pages: str = "deploy"  # how the dashboard is published: deploy | artifact | path:<dir>
     pages_evidence: tuple[str, ...] = ()  # why an existing GitHub Pages site was assumed
     install_origin: str = "given"  # where the pin came from
+    proposal: RepositoryProposal | None = None  # what the repository showed (critical paths, a GPU suite)
 
 
 # --------------------------------------------------------------------------- what the workflows install
@@ -290,18 +293,62 @@ def _yaml_scalar(label: str) -> str:
     return label if yaml.safe_load(label) == label else json.dumps(label)
 
 
-def render_config(labels: Sequence[str]) -> str:
-    """DEFAULT_CONFIG_YAML with the commented ``gpu.suites`` example using ``labels``.
+def render_config(labels: Sequence[str], proposal: RepositoryProposal | None = None) -> str:
+    """DEFAULT_CONFIG_YAML with the commented ``gpu.suites`` example using ``labels``, and what
+    ``proposal`` found in the repository: its critical paths added to ``critical_paths`` (each with
+    its reason as a comment) and its GPU suite as the example.
 
-    The example stays commented out: a suite needs the repository's own paths and test command,
-    which ``init`` cannot know, and an enabled suite with wrong paths would either never run or
-    run on every revert.
+    The example stays commented out, even when proposed from the repository: enabling a suite
+    sends every critical revert to the GPU runners, which need the settings and ephemeral runners
+    of the next steps first, and a maintainer should confirm the paths and the command (a wrong
+    command would either never validate anything or run on every revert).
     """
     flow = "[" + ", ".join(_yaml_scalar(label) for label in labels) + "]"
     text, count = _EXAMPLE_LABELS.subn(lambda m: f"{m.group(1)}{flow}{m.group(2)}", DEFAULT_CONFIG_YAML)
     if count != 1 or _SUITES_LINE not in text:
         raise RevertbotError("internal error: the default configuration has no commented gpu.suites example")
+    if proposal is not None and proposal.critical:
+        text = _with_lines_after(text, _LAST_CRITICAL, _proposed_paths(proposal))
+    if proposal is not None and proposal.suite is not None:
+        text = _with_suite(text, proposal)
     return text
+
+
+_LAST_CRITICAL = '  - "**/model_executor/**"\n'
+_EXAMPLE_HEAD = "  #  graph-capture:\n"
+_EXAMPLE_PATHS = re.compile(r"^  #    paths: .*$", re.MULTILINE)
+_EXAMPLE_COMMAND = re.compile(r"^  #    command: .*$", re.MULTILINE)
+
+
+def _comment(text: str) -> str:
+    """Repository text (paths, reasons) made safe for one YAML comment line."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:160]
+
+
+def _with_lines_after(text: str, anchor: str, lines: Sequence[str]) -> str:
+    if text.count(anchor) != 1:
+        raise RevertbotError("internal error: the default configuration's critical_paths are not where init expects")
+    return text.replace(anchor, anchor + "".join(line + "\n" for line in lines))
+
+
+def _proposed_paths(proposal: RepositoryProposal) -> list[str]:
+    lines = [f"  # Proposed by `revertbot init` from this repository (HEAD {proposal.commit[:12]}); `check`",
+             "  # finds these by itself too while critical_paths_from_repository is true."]  # fmt: skip
+    for p in proposal.critical:
+        lines.append(f"  - {json.dumps(p.glob)}  # {_comment('; '.join(p.reasons))}")
+    return lines
+
+
+def _with_suite(text: str, proposal: RepositoryProposal) -> str:
+    suite = proposal.suite
+    assert suite is not None
+    why = [f"  #    # Proposed by `revertbot init`: {_comment(w)}" for w in suite.why]
+    head = f"  #  {suite.name}:\n" + "".join(line + "\n" for line in why)
+    if text.count(_EXAMPLE_HEAD) != 1:
+        raise RevertbotError("internal error: the default configuration has no suite example where init expects")
+    text = text.replace(_EXAMPLE_HEAD, head)
+    text = _EXAMPLE_PATHS.sub(lambda _m: f"  #    paths: {json.dumps(list(suite.paths))}", text, count=1)
+    return _EXAMPLE_COMMAND.sub(lambda _m: f"  #    command: {json.dumps(list(suite.command))}", text, count=1)
 
 
 def example_suite_enabled(config_text: str) -> str:
@@ -404,8 +451,8 @@ def dashboard_without_deploy(workflow: str, how: str) -> str:
     )
 
 
-def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "deploy", pages_path: str = ""
-               ) -> tuple[PlannedFile, ...]:  # fmt: skip
+def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "deploy", pages_path: str = "",
+               proposal: RepositoryProposal | None = None) -> tuple[PlannedFile, ...]:  # fmt: skip
     """The files ``init`` writes, rendered and validated, without touching the disk."""
     files = [PlannedFile(dest, render_workflow(template_text(name), install_spec))
              for name, (dest, _jobs) in _TEMPLATES.items()]  # fmt: skip
@@ -414,12 +461,13 @@ def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "de
                else "download it from the run, or serve it with 'revertbot dashboard serve'")  # fmt: skip
         files[0] = PlannedFile(files[0].path, dashboard_without_deploy(files[0].text, how))
     files.append(PlannedFile(RUNNERS_VALUES_PATH, template_text(RUNNERS_VALUES_TEMPLATE)))
-    files.append(PlannedFile(CONFIG_PATH, render_config(runner_labels)))
-    _validate(files, install_spec, tuple(runner_labels))
+    files.append(PlannedFile(CONFIG_PATH, render_config(runner_labels, proposal)))
+    _validate(files, install_spec, tuple(runner_labels), proposal)
     return tuple(files)
 
 
-def _validate(files: Sequence[PlannedFile], spec: str, labels: tuple[str, ...]) -> None:
+def _validate(files: Sequence[PlannedFile], spec: str, labels: tuple[str, ...],
+              proposal: RepositoryProposal | None = None) -> None:  # fmt: skip
     """Every written workflow parses and has its jobs and spec; the configuration loads, and so does
     its example once uncommented, with the runner labels asked for."""
     by_path = {f.path: f.text for f in files}
@@ -436,8 +484,12 @@ def _validate(files: Sequence[PlannedFile], spec: str, labels: tuple[str, ...]) 
         if (data.get("env") or {}).get("REVERTBOT_SPEC") != spec:
             raise RevertbotError(f"internal error: {dest} does not install {spec!r}")
     text = by_path[CONFIG_PATH]
-    if load_config(text, CONFIG_PATH) != default_config():
-        raise RevertbotError(f"internal error: {CONFIG_PATH} does not spell out the defaults")
+    expected = default_config()
+    if proposal is not None and proposal.critical:
+        expected = dataclasses.replace(expected, critical_paths=(*expected.critical_paths,
+                                                                 *(p.glob for p in proposal.critical)))  # fmt: skip
+    if load_config(text, CONFIG_PATH) != expected:
+        raise RevertbotError(f"internal error: {CONFIG_PATH} does not spell out the defaults and the proposal")
     example = load_config(example_suite_enabled(text), f"{CONFIG_PATH} (with the example suite enabled)")
     if [s.runner_labels for s in example.gpu.suites.values()] != [labels]:
         raise RevertbotError(f"internal error: the example suite in {CONFIG_PATH} does not use the runner labels")
@@ -472,7 +524,8 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
         spec, origin = pinned_spec(install_spec), "given"
     else:
         spec, origin = default_install_spec(), "the source this revertbot was installed from"
-    files = plan_files(spec, labels, mode, sub)
+    proposal = inspect_repository(root)
+    files = plan_files(spec, labels, mode, sub, proposal)
     targets = [(f, root / f.path) for f in files]
     not_files = [f.path for f, p in targets if p.exists() and not p.is_file()]
     if not_files:
@@ -486,7 +539,8 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] = DEFAULT_
     for f, p in targets:
         if p.read_text(encoding="utf-8") != f.text:
             raise RevertbotError(f"{f.path} does not read back as written")
-    return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence, origin)
+    return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence, origin,
+                      proposal)  # fmt: skip
 
 
 def _write_all(targets: Sequence[tuple[PlannedFile, Path]]) -> None:
@@ -555,8 +609,12 @@ def next_steps(result: InitResult) -> str:
         f"   <owner>/<repo>/{GPU_WORKFLOW_PATH}@refs/heads/<default branch> (the file says how).",
         "   A runner scale set has one label, its name (revertbot-cuda), so use it as the suites' runner_labels.",
         f"   The example suite in {CONFIG_PATH} uses the labels {labels}.",
-        "   Then enable a suite: uncomment the gpu.suites example and set the paths that select it and the",
-        "   command that runs it (it is commented out because init cannot know them).",
+        *(("   Then enable a suite: uncomment the gpu.suites example and set the paths that select it and the",
+           "   command that runs it (it is commented out because init cannot know them).")
+          if result.proposal is None or result.proposal.suite is None else
+          ("   Then enable the GPU suite init proposed from this repository (the gpu.suites example, with the",
+           "   reasons above it): check its paths and command, then uncomment it. It stays commented out until",
+           "   the runners and settings above are in place.")),
         "",
         *_pages_steps(result),
         "",

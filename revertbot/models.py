@@ -109,11 +109,42 @@ class FileDifference:
     note: str = ""
 
 
+#: Where one path stands in a revert whose message limits it to part of the original (see
+#: :mod:`revertbot.purity_scope`): ``exact`` in the scope and proven on the trees; ``differs`` in the
+#: scope and proven not to be; ``unproven`` in the scope, but undoing it conflicts (cannot tell);
+#: ``left`` outside the scope and left alone, as the message says; ``outside`` outside the scope
+#: and changed all the same (beyond what the message says).
+ScopeState = Literal["exact", "differs", "unproven", "left", "outside"]
+
+
+@dataclass(frozen=True)
+class ScopedPath:
+    path: str
+    state: ScopeState
+    test: bool = False  # a test file (the repository's categories): a difference there is less risky
+
+
+@dataclass(frozen=True)
+class PurityScope:
+    """The part of the original a revert's message says it undoes, and each path's standing."""
+
+    text: str  # the scope as the message names it ("lora_dpo_distributed")
+    phrase: str  # the words of the message that say so
+    paths: tuple[ScopedPath, ...]
+    whole: Purity  # the verdict on the whole original, as if the message said nothing
+
+    def of(self, *states: ScopeState) -> tuple[ScopedPath, ...]:
+        return tuple(p for p in self.paths if p.state in states)
+
+
 @dataclass(frozen=True)
 class PurityResult:
     verdict: Purity
     reason: str
     files: tuple[FileDifference, ...] = ()
+    #: Set when the message limits the revert to part of the original: the verdict is then about
+    #: that part, and the files of the original it leaves alone are not missing (see purity_scope).
+    scope: PurityScope | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +201,7 @@ if TYPE_CHECKING:
         CiCheck as CiCheck,
         CodeExcerpt as CodeExcerpt,
         CommitRef as CommitRef,
+        CriticalRule as CriticalRule,
         DriftCommit as DriftCommit,
         FileChange as FileChange,
         GitHubContext as GitHubContext,

@@ -271,3 +271,40 @@ def _merge_proofs(
             if link.revert not in outcome:
                 outcome[link.revert] = "equal" if current[link.revert] == tree(link.revert) else "differs"
     return outcome
+
+
+def prove_paths(root: Path, link: Link, parents: Mapping[str, str | None], paths: Collection[str]) -> dict[str, str]:
+    """For each of ``paths``: whether undoing (or redoing) ``link``'s originals on the revert's
+    parent, as ``git revert`` would (three-way merges with renames, newest original first), gives
+    the revert's own entry for that path. ``exact``: the same mode and content; ``differs``;
+    ``conflict``: a merge conflicts on the path, so there is nothing proven to compare with;
+    ``error``: a tree is missing or a merge failed (every path then). Used for the paths a
+    revert's message limits it to (see :mod:`revertbot.purity_scope`): a verdict per path, where
+    :func:`prove` gives one for the whole tree."""
+    wanted = list(dict.fromkeys(paths))
+    if not wanted:
+        return {}
+    conflicted: set[str] = set()
+    differing: set[str] | None = None
+    with gitops.scratch_objects(root) as env:
+        revs = [link.revert, parents.get(link.revert)] + [r for o in link.originals for r in (o, parents.get(o))]
+        trees = gitops.trees_of(root, [r for r in revs if r], env)
+
+        def tree(rev: str | None) -> str | None:
+            return gitops.EMPTY_TREE if rev is None else trees.get(rev)
+
+        current, want = tree(parents.get(link.revert)), tree(link.revert)
+        for original in _undo_order(link):
+            base, theirs = (tree(rev) for rev in _base_and_theirs(original, link.direction, parents))
+            if current is None or base is None or theirs is None:
+                current = None
+                break
+            result = gitops.merge_trees(root, [(base, current, theirs)], env)[0]
+            # A conflicted merge still writes a tree (with conflict markers): the other paths go on.
+            current = None if result.error else result.tree
+            conflicted.update(path for path, _ in result.conflicts)
+        if current is not None and want is not None:
+            differing = gitops.tree_differences(root, current, want, env)
+    if differing is None:
+        return {path: "error" for path in wanted}
+    return {p: "conflict" if p in conflicted else "differs" if p in differing else "exact" for p in wanted}

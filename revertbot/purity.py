@@ -23,6 +23,9 @@ moved the context; when the vectors agree but the trees do not (a line moved bac
 place), the edits are compared with their positions. The explanation never decides ``pure``.
 
 For several originals the expected change is undoing them newest first.
+
+A revert whose message limits it to part of its original ("Revert changes to X from #N") gets
+this verdict first, then is judged on that part (:mod:`revertbot.purity_scope`).
 """
 
 from __future__ import annotations

@@ -26,6 +26,16 @@ class CommitRef:
 
 
 @dataclass(frozen=True)
+class CriticalRule:
+    """A rule derived from the repository itself that makes a file GPU-critical (see
+    :mod:`revertbot.analysis.critical`): ``kind`` says which rule, ``detail`` what showed it
+    (``setup.py (CUDAExtension 'x')``, ``TORCH_LIBRARY``, ``graph-capture (tests/gpu/test_x.py)``)."""
+
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class FileChange:
     path: str
     module: str
@@ -34,7 +44,8 @@ class FileChange:
     added: int
     removed: int
     critical: bool = False
-    critical_globs: tuple[str, ...] = ()
+    critical_globs: tuple[str, ...] = ()  # the configured critical_paths globs it matches
+    critical_rules: tuple[CriticalRule, ...] = ()  # what the repository shows about it (compiled, kernels, ...)
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,7 @@ class DriftCommit:
     subject: str
     date: int
     files: tuple[str, ...]
+    conflicts: tuple[str, ...] = ()  # files where it causes the revert's conflict on the base (analysis.conflicts)
 
 
 @dataclass(frozen=True)
@@ -210,6 +222,7 @@ class RevertReport:
     later: tuple[CommitRef, ...] = ()  # later relands (or reverts again) of the same change on the base
     reason: RevertReason | None = None  # why the change was reverted (for a reland: why the original was)
     reland: RelandInfo | None = None  # for a reland: what changed since the original, and the original's failure
+    public_api: tuple[Any, ...] = ()  # analysis.public_api.ApiFinding: public names the change removes or breaks
 
 
 # --------------------------------------------------------------------------- why it was reverted; relands

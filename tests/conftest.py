@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,3 +59,31 @@ def world(gh: FakeGitHub, tmp_path: Path) -> World:
 def repo(tmp_path: Path) -> GitRepo:
     """An empty real git repository on branch main."""
     return GitRepo(tmp_path / "repo")
+
+
+@pytest.fixture
+def suite_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """What the GPU job needs to run the suite as its own user: root (useradd, runuser) and a
+    ``python3`` that user can run, with this venv's packages (torch, pytest) on its path. Each test
+    gets a user of its own (``REVERTBOT_SUITE_USER``, as runners sharing a host do: the kill after
+    a run would stop another test's suite), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("the gpu job runs the suite as a user of its own: creating it needs root (useradd, runuser)")
+    system = Path("/usr/bin/python3")
+    if not os.access(system, os.X_OK):
+        pytest.skip("no /usr/bin/python3 that another user can run (the venv's interpreter may be private)")
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    bin_dir = tmp_path / "image-python"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site}" exec {system} "$@"\n',
+                       encoding="utf-8")  # fmt: skip
+    wrapper.chmod(0o755)
+    for d in (tmp_path, *tmp_path.parents):  # the suite user reaches the wrapper through these
+        if d == Path("/"):
+            break
+        d.chmod(d.stat().st_mode | 0o011)
+    user = f"rbs{os.getpid() % 100000}{tmp_path.name[-6:]}".replace("_", "")[:30].lower()
+    monkeypatch.setenv("REVERTBOT_SUITE_USER", user)
+    yield bin_dir
+    subprocess.run(["userdel", user], capture_output=True)

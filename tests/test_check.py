@@ -114,7 +114,7 @@ def test_conflicting_base_is_high_with_file_and_hunk_line(repo: GitRepo) -> None
     repo.checkout("-b", "revert-20")
     revert = repo.revert(original)
     repo.checkout("main")
-    repo.commit("Step by three (#21)", {"pkg/runner.py": runner.replace("x + 1", "x + 3")})
+    later = repo.commit("Step by three (#21)", {"pkg/runner.py": runner.replace("x + 1", "x + 3")})
 
     report = check_revert(repo.path, revert, base_ref="main")
     data = json_of(report)
@@ -125,15 +125,15 @@ def test_conflicting_base_is_high_with_file_and_hunk_line(repo: GitRepo) -> None
     assert [h["start_line"] for h in conflicts[0]["hunks"]] == [2]
     applies = factor(data, "applies")
     assert (applies["level"], applies["code"]) == ("high", "conflicts")
-    assert applies["evidence"] == ["pkg/runner.py", "  line 2"]
+    assert applies["evidence"] == ["pkg/runner.py", "  line 2", f"  caused by {later[:10]} Step by three (#21)"]
     assert data["risk"]["level"] == "high"
     assert data["risk"]["action"] == "review"
     md = render_markdown(report)
-    assert "it conflicts with `main` in 1 file." in md
+    assert f"it conflicts with `main` in 1 file, caused by the later commit(s) `{later[:10]}`." in md
     assert "| applies to base | 🔴 high | conflicts in 1 file on the base" in md
     assert "**Evidence: applies to base**\n- `pkg/runner.py`\n  - `line 2`" in md
-    # The conflicting later commit is also drift on the same file.
-    assert [d["subject"] for d in data["drift"]] == ["Step by three (#21)"]
+    # The conflicting later commit is also drift on the same file, marked as the conflict's cause.
+    assert [(d["subject"], d["conflicts"]) for d in data["drift"]] == [("Step by three (#21)", ["pkg/runner.py"])]
 
 
 def test_partial_revert_reports_per_file_detail(repo: GitRepo) -> None:

@@ -263,7 +263,7 @@ def test_check_pr_reads_only_and_stays_within_the_request_budget(
     assert out.startswith(MARKER)
     assert "Original's CI: passed" in out and "Linked issues: #99" in out
     assert "Replays of different sizes now alias the same buffer" in out  # review highlight
-    assert "Benchmark" not in out and "+1" not in out  # bot and trivial comments are dropped
+    assert "Benchmark" not in out and "\n+1" not in out and "`+1`" not in out  # bot and trivial comments are dropped
     assert "release/0.5" in out
     reads = world.gh.requests()
     assert world.gh.writes() == []
@@ -328,7 +328,8 @@ def test_check_pr_post_keeps_the_gpu_results_of_the_head(world: World, monkeypat
 
     broken = GpuSummary(("graph-capture",), "1× NVIDIA H100", broken=(GpuTestFlip("t.py::test_replay", "passed",
                                                                                    "failed"),))  # fmt: skip
-    world.gh.add_comment(world.repo, 108, "github-actions[bot]", f"{MARKER}\nearlier\n{gpu_block(broken, world.demo.revert)}\n")
+    body = f"{MARKER}\nearlier\n{gpu_block(broken, world.demo.revert)}\n"
+    world.gh.add_comment(world.repo, 108, "github-actions[bot]", body)
     check_env(monkeypatch, world, token="secret")
     assert run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM",
                     "--expect-head", world.demo.revert]) == 0

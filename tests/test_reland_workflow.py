@@ -21,7 +21,7 @@ from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.conftest import require_torch
 from tests.github_server import World
-from tests.test_workflow_local_run import FIXED, GPU_WORKFLOW, _runner, suite_python  # noqa: F401 (a fixture)
+from tests.test_workflow_local_run import FIXED, GPU_WORKFLOW, _runner
 
 EN = TEXT["en"]
 RELAND = 130

@@ -771,11 +771,12 @@ def test_files_that_only_share_a_common_name_are_not_parsed(repo: GitRepo, monke
     result = search_cpp_dependents(repo.path, repo.head(), changes)
     assert [(d.file, d.line, d.reason) for d in result.dependents] == [
         ("mine.cu", 2, "calls removed method `warm`"),
-        ("use.cu", 2, "calls removed method `warm` on an object (its class is not checked; the file names `Runner`)"),
+        ("use.cu", 2, "calls removed method `warm`"),  # on `ns::Runner& r`: its declared type
         ("call.cu", 2, "calls removed function `fused`"),
         ("macro.cu", 2, "uses removed function `fused` in a macro body"),
         ("using.cu", 2, "calls removed function `fused`"),
     ]
+    assert next(d for d in result.dependents if d.file == "use.cu").evidence == "r: ns::Runner (declaration, line 2)"
     assert sorted(parsed) == ["call.cu", "macro.cu", "mine.cu", "use.cu", "using.cu"]
 
 

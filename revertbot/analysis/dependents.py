@@ -8,14 +8,31 @@ callable whose parameters it removes, *resolved to that definition* through Pyth
   then ``pkg.mod.name``, ``import pkg.mod as m`` / ``from pkg import mod`` then ``m.name``, and a
   package ``__init__`` re-export that the same change removes (``from pkg import name``);
 * attribute access on the class: ``Cls.attr``, ``self.attr`` / ``cls.attr`` / ``super().attr``
-  inside the class or a subclass of it, ``obj.attr`` where ``obj = Cls(...)`` in the same file,
-  ``getattr(self, "attr")``;
+  inside the class or a subclass of it, ``getattr(self, "attr")``;
+* attribute access on an object whose type the file states (each such dependent carries the
+  evidence, e.g. "runner: GraphRunner (annotation, line 12)"): parameters and variables annotated
+  with the class (``X``, ``Optional[X]``, ``X | None``, ``Union[X, None]``, ``"X"``), class-body
+  annotations and ``self.x: X`` / ``self.x = X(...)`` / ``self.x = param`` in any method, ``x =
+  X(...)``, ``x = f()`` where ``f`` (in the file, a method of the class around, or a function of
+  the affected module) is annotated to return the class, ``isinstance(x, X)`` in an ``if`` (its
+  body only), ``assert isinstance(x, X)`` and ``if not isinstance(x, X): raise``. Scopes are
+  functions (closures see the enclosing ones) and the module; a name bound to two different
+  things in one scope is not typed, and an annotation or an assertion wins over assignments;
 * calls to a callable whose parameters the revert changes that pass a removed one by keyword,
   pass more positional arguments than the definition in the tree now accepts, or omit a
   parameter it adds without a default (each only when no ``*args``/``**kwargs`` makes it
   undecidable);
 * dotted paths in strings (``mock.patch("pkg.mod.name")``) and, in configuration files and
   scripts (YAML, TOML, JSON, INI, shell), dotted paths and file paths of what was removed.
+
+*Possible* dependents (``Dependent.tier == "possible"``, counted apart, medium risk at most):
+``x.name`` or ``getattr(x, "name")`` where nothing is known of ``x`` (not a module, not typed as
+another class) and ``name`` is a removed method or class attribute that is distinctive (see
+:func:`distinctive_name`: private or compound, long, not a common hook) and that no Python file of
+the tree still defines (``def name``, ``name =``, ``x.name =``, ``name:``), written on at most
+``MAX_POSSIBLE_LINES`` lines. Those names ride along in the same ``git grep``, whose lines give both
+the definition count and the files to parse; at most ``MAX_POSSIBLE_NAMES`` names and
+``MAX_POSSIBLE_FILES`` extra files.
 
 Not dependents: removed imports (a revert that deletes ``import os`` breaks nobody), a same-named
 definition in another module or class, code in the module itself where the name is still
@@ -30,9 +47,10 @@ affected module, a name from it or a package above it (plus the affected modules
 are parsed, after a check that they mention one of the names and the module that loses it (an
 attribute counts only with its class's name: ``__init__`` or ``run`` alone is in every other file).
 
-Limits: there is no type inference, so ``obj.method()`` on an object whose class is not visible
-in the file (a parameter, a return value) is not found, nor are uses through a subclass defined
-in another file, ``importlib`` with computed names, nested functions, removed special methods
+Limits: the type information is the file's own, one assignment deep: an unannotated parameter,
+a function of another (unaffected) module, a container element or ``a.b.c`` chains are not typed
+(a distinctive name still gives a possible use), and uses through a subclass defined in another
+file are not found, nor are ``importlib`` with computed names, nested functions, removed special methods
 (called implicitly; a note lists them), or a name re-exported by a package ``__init__`` the
 change leaves alone or by ``import *`` (the ``__init__``'s own import line is reported instead).
 Module names are matched by dotted suffix (``python/pkg/mod.py`` is ``pkg.mod``); a single-part
@@ -70,6 +88,27 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
 SOURCE_ROOTS = frozenset({"python", "src", "lib"})
 
+#: The possible-use tier (see :func:`distinctive_name`): at most this many removed attribute names
+#: are searched, each written on at most this many lines of the tree's Python files, and at most
+#: this many files are parsed for them alone.
+MAX_POSSIBLE_NAMES = 32
+MAX_POSSIBLE_LINES = 200
+MAX_POSSIBLE_FILES = 100
+POSSIBLE_MIN_LENGTH = 8
+#: Method and attribute names too common to say anything on their own, even when private or
+#: compound: framework hooks and conventions (torch.nn.Module, unittest, HF) that third-party
+#: objects have too. Compared without leading/trailing underscores, lower-cased.
+COMMON_NAMES = frozenset({
+    "forward", "backward", "initialize", "finalize", "validate", "register", "process", "execute", "compile",
+    "prepare", "cleanup", "shutdown", "teardown", "setup", "reset", "update", "build", "apply", "call", "run",
+    "state_dict", "load_state_dict", "named_parameters", "named_buffers", "named_modules", "named_children",
+    "register_buffer", "register_parameter", "register_module", "reset_parameters", "init_weights",
+    "extra_repr", "zero_grad", "to_dict", "from_dict", "to_json", "from_json", "from_config", "get_config",
+    "from_pretrained", "save_pretrained", "setup_method", "teardown_method", "setupclass", "teardownclass",
+    "get_name", "get_state", "set_state", "get_device", "set_device", "get_output", "get_input",
+    "get_inputs", "get_outputs", "get_type", "get_value", "set_value", "forward_impl", "call_impl",
+})  # fmt: skip
+
 _Kind = Literal["name", "attribute", "params", "module"]
 # Matches start only where a name starts: a start inside a name finds nothing more, and trying
 # every one costs time quadratic in the name's length.
@@ -98,6 +137,13 @@ class Dependent:
     #: How the use reaches the removed symbol when it is not direct, e.g. through an op
     #: registration: "csrc/ops.cu: launch_rope removed; registered as torch.ops.ns.rope in csrc/bind.cc:12; ..."
     via: str = ""
+    #: "resolved": the use is proven to reach the removed symbol (an import, the class, a typed
+    #: receiver); "possible": the receiver's type is not known, but the name is distinctive (see
+    #: :func:`distinctive_name`) and nothing else in the repository defines it.
+    tier: Literal["resolved", "possible"] = "resolved"
+    #: Why the receiver is the class (resolved: "runner: GraphRunner (annotation, line 12)") or why
+    #: the use is only possible ("`_copy_output_to_buffer` is defined nowhere else ...").
+    evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +177,9 @@ class _Module:
     classes: dict[str, dict[str, list[_Target]]] = field(default_factory=dict)  # class path -> attr -> targets
     removed: _Target | None = None  # the module itself, when its file is deleted
     outer: frozenset[str] | None = field(default=None, compare=False, repr=False)  # see outer_classes
+    #: Module-level functions of the module (parsed first) annotated to return one of its affected
+    #: classes: ``r = make_runner()`` in an importer types ``r``. Name -> (class path, annotation).
+    factories: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def outer_classes(self) -> frozenset[str]:
         """``Outer`` of each ``Outer.Inner`` in ``classes`` (worked out once: every name an import
@@ -152,6 +201,24 @@ class _Module:
         if self.removed:  # importing the module is itself a use
             out.add(self.name.rsplit(".", 1)[-1])
         return out
+
+
+def distinctive_name(name: str) -> bool:
+    """Whether a removed method or attribute name is distinctive enough that ``x.name`` with ``x``
+    of unknown type is a *possible* use of it (the search also requires that no definition of
+    the name remains in the repository's Python files, and that it is written on at most
+    :data:`MAX_POSSIBLE_LINES` lines of them).
+
+    Distinctive: not a special method, at least :data:`POSSIBLE_MIN_LENGTH` characters, private
+    (``_slice_output``) or compound (``copy_to_buffer``, ``copyToBuffer``), and not one of
+    :data:`COMMON_NAMES` (``_forward``, ``state_dict``). ``run``, ``forward``, ``get`` or
+    ``capture`` never are."""
+    if name.startswith("__") and name.endswith("__"):
+        return False
+    core = name.strip("_")
+    if len(name) < POSSIBLE_MIN_LENGTH or not core or core.lower() in COMMON_NAMES:
+        return False
+    return name.startswith("_") or "_" in core or any(c.isupper() for c in core[1:])
 
 
 def find_dependents(
@@ -460,6 +527,24 @@ class _Search:
             for word in m.file_words():
                 self.module_parts.setdefault(word, set()).add(m.name.rsplit(".", 1)[-1])
         self.signatures: dict[_Target, _Signature] = {}  # of changed callables, as the tree defines them
+        # The possible-use tier: removed methods and class attributes whose name is distinctive on
+        # its own (see distinctive_name); _grep drops those still defined somewhere or too common.
+        self.possible: dict[str, _Target] = {}
+        attrs = [
+            (t, word)
+            for m in modules.values()
+            for by_attr in m.classes.values()
+            for word, ts in by_attr.items()
+            for t in ts
+            if t.kind == "attribute" and distinctive_name(word)
+        ]
+        for t, word in sorted(attrs, key=lambda tw: (tw[0].seq, tw[1])):
+            self.possible.setdefault(word, t)
+        if len(self.possible) > MAX_POSSIBLE_NAMES:
+            self.notes.append(f"dependents: possible uses searched for {MAX_POSSIBLE_NAMES} of {len(self.possible)} "
+                              "distinctive removed names")  # fmt: skip
+            self.possible = dict(list(self.possible.items())[:MAX_POSSIBLE_NAMES])
+        self.possible_files: set[str] = set()  # files parsed for possible uses alone
         self.removed_paths: dict[str, list[_Module]] = {}  # removed files by each trailing part of their path
         for m in modules.values():
             fparts = m.file.split("/")
@@ -483,13 +568,23 @@ class _Search:
         direct: dict[str, None] = {}
         indirect: dict[str, None] = {}
         lines = 0
-        for path, lineno, text in gitops.grep_fixed(self.repo, self.tree, ["import", *patterns],
+        # The distinctive names ride along in the same git grep (a second one would scan the tree
+        # again): the lines that write one tell whether the repository still defines it and which
+        # files may use it.
+        possible_re = _names_pattern(self.possible)
+        possible_lines: dict[str, list[tuple[str, str]]] = {}
+        for path, lineno, text in gitops.grep_fixed(self.repo, self.tree, ["import", *patterns, *self.possible],
                                                     ["*.py", "*.pyi", *CONFIG_GLOBS]):  # fmt: skip
             lines += 1
             if lines > MAX_GREP_LINES:
                 self.notes.append(f"dependents: stopped reading search results after {MAX_GREP_LINES:,} lines; "
                                   "files beyond were not checked")  # fmt: skip
                 break
+            if possible_re is not None:
+                for name in possible_re.findall(text):
+                    hits = possible_lines.setdefault(name, [])
+                    if len(hits) <= MAX_POSSIBLE_LINES and path.endswith(PYTHON_SUFFIXES):
+                        hits.append((path, text))
             if not self.may_refer.search(text):
                 continue
             if not path.endswith(PYTHON_SUFFIXES):
@@ -503,7 +598,28 @@ class _Search:
                 indirect.pop(path, None)
             elif how == "indirect":
                 indirect[path] = None
-        return list(direct) + list(indirect)
+        possible_only = sorted(self._possible_files(possible_lines, lines <= MAX_GREP_LINES) - {*direct, *indirect})
+        if len(possible_only) > MAX_POSSIBLE_FILES:
+            self.notes.append(f"dependents: {len(possible_only)} files may use a removed name; only the first "
+                              f"{MAX_POSSIBLE_FILES} were checked for possible uses")  # fmt: skip
+            possible_only = possible_only[:MAX_POSSIBLE_FILES]
+        self.possible_files = set(possible_only)
+        return list(direct) + list(indirect) + possible_only
+
+    def _possible_files(self, lines_of: dict[str, list[tuple[str, str]]], complete: bool) -> set[str]:
+        """Keep in ``self.possible`` the names that no Python file of the tree defines and that are
+        written on at most MAX_POSSIBLE_LINES lines (the removed definition was the only one: an
+        ``x.name`` anywhere can only mean it); return the files that write ``.name`` or a quoted
+        ``"name"`` for one of them. Without the complete search results nothing is kept."""
+        files: set[str] = set()
+        for name in list(self.possible):
+            hits = lines_of.get(name, [])
+            if not complete or len(hits) > MAX_POSSIBLE_LINES or any(_defines(name, text) for _, text in hits):
+                del self.possible[name]
+                continue
+            used = re.compile(rf"\.\s*{name}\b|[\"']{name}[\"']")
+            files.update(path for path, text in hits if used.search(text))
+        return files
 
     def _patterns(self) -> tuple[list[str], str]:
         """Fixed strings that find dotted and file-path references; a few, whatever the count of names."""
@@ -648,7 +764,7 @@ class _Search:
                 if blob is None:
                     continue
                 text = blob.decode("utf-8", "replace")
-                if p not in own and not self._may_use(text):
+                if p not in own and p not in self.possible_files and not self._may_use(text):
                     continue
                 if parsed >= MAX_FILES:
                     left = len(readable) - readable.index(p)
@@ -657,6 +773,7 @@ class _Search:
                 parsed += 1
                 if p in own:  # first, and here: they settle which removed names still count
                     self._scan_file(p, text, own[p])
+                    self._learn_factories(own[p])
                 else:
                     others.append((p, text))
             # The other files only read that state: a second core parses part of them.
@@ -707,10 +824,34 @@ class _Search:
         except RecursionError:
             self.notes.append(f"dependents: `{path}` is nested too deeply; not fully checked")
 
-    def _add(self, t: _Target, path: str, lineno: int, text: str, reason: str) -> None:
+    def _learn_factories(self, m: _Module) -> None:
+        """After the module itself is parsed: a file that imports one of its factories (functions
+        returning an affected class) may use what the class loses without naming the class."""
+        for name in m.factories:
+            self.file_words.add(name)
+            self.words.add(name)
+            self.module_parts.setdefault(name, set()).add(m.name.rsplit(".", 1)[-1])
+
+    def _add(self, t: _Target, path: str, lineno: int, text: str, reason: str, evidence: str = "",
+             tier: Literal["resolved", "possible"] = "resolved") -> None:  # fmt: skip
         key = (t, path, lineno)
-        if key not in self.found:
-            self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason)
+        known = self.found.get(key)
+        if known is None or (known.tier == "possible" and tier == "resolved"):
+            self.found[key] = Dependent(t.symbol, t.word, path, lineno, text.strip()[:MAX_TEXT], reason,
+                                        evidence=evidence, tier=tier)  # fmt: skip
+
+
+def _names_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """Where one of ``names`` is written as a whole word (None: no names)."""
+    alternation = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    return re.compile(rf"(?<!\w)(?:{alternation})(?!\w)") if alternation else None
+
+
+def _defines(name: str, text: str) -> bool:
+    """Whether a line of Python may define ``name``: ``def name``, ``name = ...``, ``name: T``
+    at the start of a line, ``x.name = ...`` (a keyword argument ``name=...`` counts too: the
+    test errs towards "defined", which only ever drops possible uses)."""
+    return re.search(rf"\bdef\s+{name}\b|(?<!\w){name}\s*(?::[^=]*)?=(?!=)|^\s*{name}\s*:", text) is not None
 
 
 #: Occurrences inside longer words passed over one by one before a regular expression takes over.
@@ -768,14 +909,36 @@ class _Signature:
     required: frozenset[str]  # parameters without a default
 
 
+@dataclass(frozen=True)
+class _Typed:
+    """What the type information of a file says a name or ``self.attr`` holds."""
+
+    classes: tuple[tuple[_Module, str], ...]  # affected classes; empty: a type known to be another one
+    evidence: str = ""  # "runner: GraphRunner (annotation, line 12)"
+    hides: frozenset[str] = frozenset()  # attributes a local subclass defines over its affected base's
+
+
+#: A name bound in a scope with nothing known about its type (a parameter without annotation, a
+#: loop variable, a value of unknown type); stops the lookup in enclosing scopes.
+_UNKNOWN = _Typed((), "unknown")
+#: Annotations that say nothing about the attributes of a value.
+_ANY_TYPES = frozenset({"Any", "object"})
+#: Subscripted annotations whose first argument is the type of the value itself.
+_WRAPPERS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Required", "NotRequired", "ReadOnly"})
+
+
 @dataclass
 class _ClassCtx:
     itself: list[tuple[_Module, str]]  # the affected class this class is (in the affected module)
     bases: list[tuple[_Module, str]]  # affected classes it derives from
     defines: set[str]  # names the class body defines itself
+    attrs: dict[str, _Typed] = field(default_factory=dict)  # self.<attr> -> its type, where the class says
+    returns: dict[str, ast.expr] = field(default_factory=dict)  # method -> return annotation
 
 
 _Ref = tuple[Literal["module", "name", "class", "package"], "_Module | None", str]
+#: Affected classes an annotation names, and the attributes a local subclass among them hides.
+_Found = tuple[list[tuple[_Module, str]], frozenset[str]]
 
 
 _FoundKey = tuple[_Target, str, int]
@@ -871,6 +1034,16 @@ class _FileScan(ast.NodeVisitor):
         self.called: set[int] = set()
         self.signatures: dict[_Target, _Signature | None] = {}
         self.named: _NamedLines | None = None  # set by scan(): which statements are worth a walk
+        # Type information (see _receiver): what names hold in each scope, innermost last.
+        self.instance_lines: dict[str, int] = {}  # line of the ``x = Cls(...)`` behind self.instances
+        self.module_types: dict[str, _Typed] = {}
+        self.scopes: list[dict[str, _Typed]] = []  # the functions around the walk
+        self.narrowed: list[dict[str, _Typed]] = []  # isinstance() narrowing of the if-blocks around it
+        self.returns: dict[str, ast.expr] = {}  # module-level function -> its return annotation
+        self.factories: dict[str, tuple[_Module, str, str]] = {}  # imported factory -> class it returns
+        self.local_defines: dict[str, set[str]] = {}  # local subclass of an affected class -> its names
+        self.methods: set[int] = set()  # ids of the functions defined in a class body
+        self.scope_cache: dict[int, dict[str, _Typed]] = {}  # methods typed with their class
 
     def _text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
@@ -915,8 +1088,19 @@ class _FileScan(ast.NodeVisitor):
             elif isinstance(value, ast.AST):
                 self.visit(value)
 
-    def _add(self, t: _Target, lineno: int, reason: str) -> None:
-        self.s._add(t, self.path, lineno, self._text(lineno), reason)
+    def _add(self, t: _Target, lineno: int, reason: str, evidence: str = "") -> None:
+        self.s._add(t, self.path, lineno, self._text(lineno), reason, evidence)
+
+    def _add_possible(self, value: ast.expr, name: str, lineno: int, verb: str) -> None:
+        """``value.name`` (or ``getattr(value, "name")``) with a receiver of unknown type: a possible
+        use when ``name`` is distinctive and defined nowhere else in the repository."""
+        t = self.s.possible.get(name)
+        if t is None:
+            return
+        receiver = _short(value)
+        reason = f"{verb} `{name}` on `{receiver}`, whose type is not resolved"
+        why = f"`{name}` is defined nowhere else in the repository's Python files"
+        self.s._add(t, self.path, lineno, self._text(lineno), reason, why, "possible")
 
     # ---------------------------------------------------------------- bindings
 
@@ -931,8 +1115,8 @@ class _FileScan(ast.NodeVisitor):
                 self._bind_from(stmt)
             elif isinstance(stmt, ast.Import):
                 self._bind_import(stmt)
-        direct = any(kind != "package" for kind, _, _ in self.env.values())
-        if not (direct or self.own is not None or self.s._dotted_in(text)):
+        direct = any(kind != "package" for kind, _, _ in self.env.values()) or bool(self.factories)
+        if not (direct or self.own is not None or self.path in self.s.possible_files or self.s._dotted_in(text)):
             return
         for stmt in statements:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and len(stmt.targets) == 1:
@@ -940,11 +1124,16 @@ class _FileScan(ast.NodeVisitor):
                 cls = self._class_of(stmt.value.func)
                 if isinstance(target, ast.Name) and cls is not None:
                     self.instances[target.id] = cls
+                    self.instance_lines[target.id] = stmt.lineno
+        for stmt in _scope_statements(node.body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.returns is not None:
+                self.returns.setdefault(stmt.name, stmt.returns)
+        self.module_types = self._scope_types(node.body, None, None, None)
         if "\r" not in text:  # the parser's line numbers are those of "\n" alone
             bound = [name for name, (kind, _, _) in self.env.items() if kind in ("name", "class")]
             # The search's words first, alike for every file (their pattern is compiled once), then this file's names.
             self.named = _NamedLines(text, self.s.words)
-            self.named.add([*bound, *self.instances, *self.subclasses])
+            self.named.add([*bound, *self.instances, *self.subclasses, *self.factories])
         self.generic_visit(node)
 
     def _bind_own(self, node: ast.Module) -> None:
@@ -976,6 +1165,12 @@ class _FileScan(ast.NodeVisitor):
             top = cpath.split(".")[0]
             if top in classes and any(attrs.values()):
                 self.env.setdefault(top, ("class", own, top))
+        # Functions annotated to return one of the classes: their callers in other files are typed.
+        for stmt in _scope_statements(node.body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.returns is not None:
+                found = self._ann_classes(stmt.returns)
+                if found is not None and len(found[0]) == 1 and found[0][0][0] is own:
+                    own.factories.setdefault(stmt.name, (found[0][0][1], _short(stmt.returns)))
 
     def _bind_from(self, node: ast.ImportFrom) -> None:
         source = _absolute("." * node.level + (node.module or ""), self.path)
@@ -995,6 +1190,9 @@ class _FileScan(ast.NodeVisitor):
                 continue
             bound_here = False
             for m in mods:
+                if alias.name in m.factories:
+                    cpath, returns = m.factories[alias.name]
+                    self.factories[bound] = (m, cpath, returns)
                 if alias.name in m.names:
                     self.env[bound] = ("name", m, alias.name)
                     bound_here = True
@@ -1061,22 +1259,305 @@ class _FileScan(ast.NodeVisitor):
         cpath = ".".join(rest)
         return (m, cpath) if rest and cpath in m.classes else None
 
-    def _receiver_classes(self, value: ast.expr, attr: str) -> list[tuple[_Module, str]]:
-        """Affected classes whose attribute ``attr`` an access ``value.attr`` reaches."""
-        if isinstance(value, ast.Name) and value.id in ("self", "cls") and self.class_stack:
-            ctx = self.class_stack[-1]
+    def _receiver(self, value: ast.expr, attr: str) -> tuple[list[tuple[_Module, str]], str, bool]:
+        """Affected classes whose attribute ``attr`` an access ``value.attr`` reaches, the evidence
+        of the receiver's type when it comes from type information, and whether anything is known
+        about the receiver at all (False: a possible use, when ``attr`` is distinctive)."""
+        ctx = self.class_stack[-1] if self.class_stack else None
+        if isinstance(value, ast.Name) and value.id in ("self", "cls") and ctx is not None:
             # the class's own definition (a changed method) counts; a subclass's override hides the base's
-            return ctx.itself + ([] if attr in ctx.defines else ctx.bases)
-        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
-                and self.class_stack):  # fmt: skip
-            return self.class_stack[-1].bases
-        if isinstance(value, ast.Name) and value.id in self.instances:
-            return [self.instances[value.id]]
+            found = ctx.itself + ([] if attr in ctx.defines else ctx.bases)
+            return found, "", bool(found) or attr in ctx.defines
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" and ctx:
+            return ctx.bases, "", bool(ctx.bases)
+        if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self"
+                and ctx is not None):  # fmt: skip
+            typed = ctx.attrs.get(value.attr)
+            return self._typed_receiver(typed, attr) if typed is not None else ([], "", False)
+        cls = self._class_of(value)  # the class itself: Cls.attr, mod.Cls.attr
+        if cls is not None:
+            return [cls], "", True
+        if isinstance(value, ast.Name):
+            typed = self._lookup(value.id)
+            if typed is not None and typed is not _UNKNOWN:
+                return self._typed_receiver(typed, attr)
+            if typed is None and value.id in self.instances:
+                cls = self.instances[value.id]
+                line = self.instance_lines.get(value.id, 0)
+                return [cls], f"{value.id} = {cls[1].rsplit('.', 1)[-1]}(...) (constructor, line {line})", True
+            ref = self.env.get(value.id)
+            return [], "", ref is not None and ref[0] in ("module", "package")
+        if isinstance(value, (ast.Call, ast.Await)):
+            typed = self._value_type(value, "", getattr(value, "lineno", 0), {})
+            return self._typed_receiver(typed, attr) if typed is not _UNKNOWN else ([], "", False)
+        if isinstance(value, _LITERALS):
+            return [], "", True
+        return [], "", False
+
+    @staticmethod
+    def _typed_receiver(typed: _Typed, attr: str) -> tuple[list[tuple[_Module, str]], str, bool]:
+        if attr in typed.hides:  # a local subclass defines it over the affected class's
+            return [], "", True
+        return list(typed.classes), typed.evidence if typed.classes else "", True
+
+    # ---------------------------------------------------------------- type information
+
+    def _lookup(self, name: str) -> _Typed | None:
+        """What ``name`` holds where the walk is: isinstance() narrowing, then the scopes from the
+        innermost function out to the module (None: no scope binds it)."""
+        for narrowed in reversed(self.narrowed):
+            if name in narrowed:
+                return narrowed[name]
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return self.module_types.get(name)
+
+    def _ann_classes(self, ann: ast.expr, depth: int = 0) -> _Found | None:
+        """The affected classes an annotation names (``X``, ``Optional[X]``, ``X | None``,
+        ``"X"``, ``Union[X, None]``), with the attributes a local subclass hides; an empty list for
+        another type; None when it says nothing (``Any``, ``object``, unparsable)."""
+        if depth > 8:
+            return None
+        if isinstance(ann, ast.Constant):
+            if ann.value is None:
+                return [], frozenset()
+            if isinstance(ann.value, str) and len(ann.value) <= 200:
+                try:
+                    expr = parse_python(ann.value.strip()).body
+                except (SyntaxError, ValueError, RecursionError):
+                    return None
+                if len(expr) != 1 or not isinstance(expr[0], ast.Expr):
+                    return None
+                parsed = expr[0].value
+                return self._ann_classes(parsed, depth + 1)
+            return None
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+            return self._union([ann.left, ann.right], depth)
+        if isinstance(ann, ast.Subscript):
+            head = self._chain(ann.value)
+            args = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if head and head[-1] in _WRAPPERS and args:
+                return self._ann_classes(args[0], depth + 1)
+            if head and head[-1] == "Union":
+                return self._union(args, depth)
+            return [], frozenset()  # a container or another generic: not an instance of the class
+        parts = self._chain(ann)
+        if parts is None:
+            return None
+        if parts[-1] in _ANY_TYPES:
+            return None
+        cls = self._class_of(ann)
+        if cls is not None:
+            return [cls], frozenset()
+        if len(parts) == 1 and parts[0] in self.subclasses:
+            return list(self.subclasses[parts[0]]), frozenset(self.local_defines.get(parts[0], ()))
+        return [], frozenset()
+
+    def _union(self, members: Sequence[ast.expr], depth: int) -> _Found | None:
+        found: list[tuple[_Module, str]] = []
+        hides: set[str] = set()
+        vague = False
+        for member in members:
+            one = self._ann_classes(member, depth + 1)
+            if one is None:
+                vague = True
+            else:
+                found += one[0]
+                hides |= one[1]
+        return None if vague and not found else (found, frozenset(hides))
+
+    def _declared(self, ann: ast.expr, name: str, how: str, line: int) -> _Typed:
+        found = self._ann_classes(ann)
+        if found is None:
+            return _UNKNOWN
+        classes, hides = found
+        return _Typed(tuple(classes), f"{name}: {_short(ann)} ({how}, line {line})" if classes else "", hides)
+
+    def _value_type(self, value: ast.expr, name: str, line: int, scope: Mapping[str, _Typed]) -> _Typed:
+        """What assigning ``value`` to ``name`` gives it: a constructor call, a call of a function
+        annotated to return a class, another typed name, a literal; else _UNKNOWN."""
+        if isinstance(value, ast.Await):
+            value = value.value
+        shown = f"{name} = " if name else ""
         if isinstance(value, ast.Call):
-            cls = self._class_of(value.func)
-            return [cls] if cls else []
-        cls = self._class_of(value)
-        return [cls] if cls else []
+            func = value.func
+            cls = self._class_of(func)
+            if cls is not None:
+                return _Typed((cls,), f"{shown}{_short(func)}(...) (constructor, line {line})")
+            if isinstance(func, ast.Name) and func.id in self.subclasses and func.id not in scope:
+                return _Typed(tuple(self.subclasses[func.id]), f"{shown}{func.id}(...) (constructor, line {line})",
+                              frozenset(self.local_defines.get(func.id, ())))  # fmt: skip
+            factory = self._factory(func, scope)
+            if factory is not None:
+                m, cpath, written = factory
+                return _Typed(((m, cpath),), f"{shown}{_short(func)}() (returns {written}, line {line})")
+            returns = self._returns_of(func, scope)
+            if returns is not None:
+                found = self._ann_classes(returns)
+                if found is None:
+                    return _UNKNOWN
+                evidence = f"{shown}{_short(func)}() (returns {_short(returns)}, line {line})" if found[0] else ""
+                return _Typed(tuple(found[0]), evidence, found[1])
+            return _UNKNOWN
+        if isinstance(value, ast.Name):
+            typed = scope.get(value.id) if value.id in scope else self._lookup(value.id)
+            return typed if typed is not None else _UNKNOWN
+        if isinstance(value, _LITERALS):
+            return _Typed(())
+        return _UNKNOWN
+
+    def _factory(self, func: ast.expr, scope: Mapping[str, _Typed]) -> tuple[_Module, str, str] | None:
+        """An affected module's function annotated to return one of its classes, as called here."""
+        if isinstance(func, ast.Name):
+            return self.factories.get(func.id) if func.id not in scope else None
+        parts = self._chain(func)
+        found = self._resolve(parts) if parts and len(parts) > 1 else None
+        if found is not None and len(found[1]) == 1 and found[1][0] in found[0].factories:
+            m, (name,) = found
+            cpath, returns = m.factories[name]
+            return m, cpath, returns
+        return None
+
+    def _returns_of(self, func: ast.expr, scope: Mapping[str, _Typed]) -> ast.expr | None:
+        """The return annotation of a function of this file called as ``func(...)``: a module-level
+        function (not shadowed by a local name) or a method of the class around (``self.make()``)."""
+        if isinstance(func, ast.Name):
+            if func.id in scope or any(func.id in s for s in self.scopes):
+                return None
+            return self.returns.get(func.id)
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                and self.class_stack):  # fmt: skip
+            return self.class_stack[-1].returns.get(func.attr)
+        return None
+
+    def _narrowing(self, test: ast.expr) -> dict[str, _Typed]:
+        """Names an ``isinstance(name, X)`` test (alone or in an ``and``) narrows to X where it holds."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            out: dict[str, _Typed] = {}
+            for v in test.values:
+                out.update(self._narrowing(v))
+            return out
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):  # fmt: skip
+            return {}
+        name, spec = test.args[0].id, test.args[1]
+        found = self._union(spec.elts, 0) if isinstance(spec, ast.Tuple) else self._ann_classes(spec)
+        if found is None:
+            return {}
+        classes, hides = found
+        evidence = f"isinstance({name}, {_short(spec)}) (narrowed, line {test.lineno})" if classes else ""
+        return {name: _Typed(tuple(classes), evidence, hides)}
+
+    def _scope_types(self, body: Sequence[ast.stmt], args: ast.arguments | None, self_name: str | None,
+                     attrs: list[tuple[str, _Typed, bool]] | None) -> dict[str, _Typed]:  # fmt: skip
+        """What each name a function (or the module) binds holds, from its parameters' annotations,
+        annotated and plain assignments, ``assert isinstance(...)``, and ``if not isinstance(...):
+        raise/return``. A name bound to two different things is _UNKNOWN; an annotation or an
+        assertion wins over assignments. ``self.attr`` bindings are collected into ``attrs``."""
+        types: dict[str, _Typed] = {}
+        fixed: set[str] = set()  # annotated or asserted
+
+        def bind(name: str, typed: _Typed | None, fix: bool = False) -> None:
+            if typed is None or name in fixed:
+                return
+            if fix:
+                types[name] = typed
+                fixed.add(name)
+                return
+            old = types.get(name)
+            types[name] = typed if old is None or _same_type(old, typed) else _UNKNOWN
+
+        if args is not None:
+            params = [*args.posonlyargs, *args.args]
+            if self_name is not None and params:
+                params = params[1:]
+            for a in [*params, *args.kwonlyargs]:
+                bind(a.arg, self._declared(a.annotation, a.arg, "annotation", a.lineno) if a.annotation else _UNKNOWN,
+                     fix=a.annotation is not None)  # fmt: skip
+            for rest in (args.vararg, args.kwarg):
+                if rest is not None:
+                    bind(rest.arg, _UNKNOWN, fix=True)  # a tuple or a dict of them
+        for stmt in _scope_statements(body):
+            if isinstance(stmt, ast.AnnAssign):
+                annotated = stmt.target
+                if isinstance(annotated, ast.Name):
+                    declared = self._declared(stmt.annotation, annotated.id, "annotation", stmt.lineno)
+                    bind(annotated.id, declared, fix=True)
+                elif attrs is not None and isinstance(annotated, ast.Attribute) and _is_attr_of(annotated, self_name):
+                    declared = self._declared(stmt.annotation, f"self.{annotated.attr}", "annotation", stmt.lineno)
+                    attrs.append((annotated.attr, declared, True))
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        bind(target.id, _bound_value(self, stmt.value, target.id, stmt.lineno, types))
+                    elif attrs is not None and isinstance(target, ast.Attribute) and _is_attr_of(target, self_name):
+                        assigned = _bound_value(self, stmt.value, f"self.{target.attr}", stmt.lineno, types)
+                        if assigned is not None:
+                            attrs.append((target.attr, assigned, False))
+                    else:
+                        for n in ast.walk(target):
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                                bind(n.id, _UNKNOWN)
+            elif isinstance(stmt, (ast.AugAssign, ast.For, ast.AsyncFor)):
+                for n in ast.walk(stmt.target):
+                    if isinstance(n, ast.Name):
+                        bind(n.id, _UNKNOWN)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                for item in stmt.items:
+                    for n in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                        if isinstance(n, ast.Name):
+                            bind(n.id, _UNKNOWN)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:  # a module: its attributes are not a class's
+                    bind(alias.asname or alias.name.split(".")[0], _Typed((), "module"))
+            elif isinstance(stmt, ast.ImportFrom):
+                for alias in stmt.names:
+                    bind(alias.asname or alias.name, _UNKNOWN)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bind(stmt.name, _UNKNOWN)
+            elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                for name in stmt.names:
+                    bind(name, _UNKNOWN, fix=True)
+            elif isinstance(stmt, ast.Assert):
+                for name, typed in self._narrowing(stmt.test).items():
+                    bind(name, typed, fix=True)
+            elif (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.UnaryOp)
+                  and isinstance(stmt.test.op, ast.Not) and stmt.body
+                  and isinstance(stmt.body[-1], (ast.Raise, ast.Return, ast.Continue, ast.Break))):  # fmt: skip
+                for name, typed in self._narrowing(stmt.test.operand).items():
+                    bind(name, typed, fix=True)
+        return types
+
+    def _class_types(self, node: ast.ClassDef, ctx: _ClassCtx) -> None:
+        """Type the class's ``self.attr`` (annotations in the class body or its methods, or every
+        assignment agreeing: ``self.runner = GraphRunner(...)`` in ``__init__``) and its methods'
+        scopes, once, before its body is walked."""
+        methods = [stmt for stmt in _scope_statements(node.body)
+                   if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))]  # fmt: skip
+        for fn in methods:
+            self.methods.add(id(fn))
+            if fn.returns is not None:
+                ctx.returns.setdefault(fn.name, fn.returns)
+        bindings: list[tuple[str, _Typed, bool]] = []
+        for stmt in _scope_statements(node.body):
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                bindings.append((stmt.target.id, self._declared(stmt.annotation, f"self.{stmt.target.id}",
+                                                                "class annotation", stmt.lineno), True))  # fmt: skip
+        for fn in methods:
+            params = [*fn.args.posonlyargs, *fn.args.args]
+            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+            self_name = params[0].arg if params and not static else None
+            self.scope_cache[id(fn)] = self._scope_types(fn.body, fn.args, self_name, bindings)
+        declared: dict[str, _Typed] = {}
+        assigned: dict[str, _Typed] = {}
+        for attr, typed, fix in bindings:
+            if fix:
+                declared.setdefault(attr, typed)
+            else:
+                old = assigned.get(attr)
+                assigned[attr] = typed if old is None or _same_type(old, typed) else _UNKNOWN
+        ctx.attrs = {**assigned, **declared}
 
     # ---------------------------------------------------------------- uses
 
@@ -1099,10 +1580,53 @@ class _FileScan(ast.NodeVisitor):
             self.visit(d)
         for b in (*node.bases, *node.keywords):
             self.visit(b)
-        self.class_stack.append(_ClassCtx(itself, bases, _class_defines(node)))
+        ctx = _ClassCtx(itself, bases, _class_defines(node))
+        if itself or bases:
+            self.local_defines[node.name] = ctx.defines
+        self.class_stack.append(ctx)
+        self._class_types(node, ctx)
         for stmt in node.body:
             self.visit(stmt)
         self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        self.visit(node.args)  # defaults and annotations belong to the scope around
+        if node.returns is not None:
+            self.visit(node.returns)
+        types = self.scope_cache.pop(id(node), None)
+        if types is None:
+            method = id(node) in self.methods
+            params = [*node.args.posonlyargs, *node.args.args]
+            types = self._scope_types(node.body, node.args, params[0].arg if method and params else None, None)
+        self.scopes.append(types)
+        narrowed, self.narrowed = self.narrowed, []
+        for stmt in node.body:
+            self.visit(stmt)
+        self.narrowed = narrowed
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.args)
+        a = node.args
+        self.scopes.append({x.arg: _UNKNOWN for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x})
+        self.visit(node.body)
+        self.scopes.pop()
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        narrowed = self._narrowing(node.test)
+        if narrowed:
+            self.narrowed.append(narrowed)
+        for stmt in node.body:
+            self.visit(stmt)
+        if narrowed:
+            self.narrowed.pop()
+        for stmt in node.orelse:
+            self.visit(stmt)
 
     def visit_Import(self, node: ast.Import) -> None:
         return  # already handled while binding
@@ -1130,10 +1654,13 @@ class _FileScan(ast.NodeVisitor):
             for t in self.s._targets_in(*ref):
                 self._add(t, node.lineno, reason)
         elif isinstance(node.ctx, ast.Load):
-            for m, cpath in self._receiver_classes(node.value, node.attr):
+            classes, evidence, known = self._receiver(node.value, node.attr)
+            for m, cpath in classes:
                 for t in m.classes.get(cpath, {}).get(node.attr, ()):
                     if t.kind != "params":
-                        self._add(t, node.lineno, reason)
+                        self._add(t, node.lineno, reason, evidence)
+            if not known:
+                self._add_possible(node.value, node.attr, node.lineno, "calls" if id(node) in self.called else "uses")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -1153,27 +1680,31 @@ class _FileScan(ast.NodeVisitor):
         if isinstance(func, ast.Name) and func.id in _ATTR_FUNCS and len(node.args) >= 2:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                for m, cpath in self._receiver_classes(node.args[0], name.value):
+                classes, evidence, known = self._receiver(node.args[0], name.value)
+                for m, cpath in classes:
                     for t in m.classes.get(cpath, {}).get(name.value, ()):
                         if t.kind != "params":
-                            self._add(t, node.lineno, "names removed symbol in a string")
-        for t, bound in self._callees(func):
-            self._check_call(t, node, bound)
+                            self._add(t, node.lineno, "names removed symbol in a string", evidence)
+                if not known:
+                    self._add_possible(node.args[0], name.value, node.lineno, f"names in {func.id}()")
+        for t, bound, evidence in self._callees(func):
+            self._check_call(t, node, bound, evidence)
         self.generic_visit(node)
 
-    def _callees(self, func: ast.expr) -> Iterator[tuple[_Target, bool]]:
-        """Parameter-change targets a call reaches, and whether the call is bound (no explicit self)."""
+    def _callees(self, func: ast.expr) -> Iterator[tuple[_Target, bool, str]]:
+        """Parameter-change targets a call reaches, whether the call is bound (no explicit self),
+        and the evidence of the receiver's type when type information found it."""
         cls = self._class_of(func)
         if cls is not None:  # constructing the class calls __init__
             m, cpath = cls
             for t in m.classes.get(cpath, {}).get("__init__", ()):
                 if t.kind == "params":
-                    yield t, True
+                    yield t, True, ""
             return
         if isinstance(func, ast.Name):
             ref = self.env.get(func.id)
             if ref and ref[0] == "name" and ref[1] is not None:
-                yield from ((t, True) for t in ref[1].names.get(ref[2], ()) if t.kind == "params")
+                yield from ((t, True, "") for t in ref[1].names.get(ref[2], ()) if t.kind == "params")
             return
         if not isinstance(func, ast.Attribute):
             return
@@ -1182,32 +1713,85 @@ class _FileScan(ast.NodeVisitor):
         if found is not None:
             m, rest = found
             if len(rest) == 1:
-                yield from ((t, True) for t in m.names.get(rest[0], ()) if t.kind == "params")
+                yield from ((t, True, "") for t in m.names.get(rest[0], ()) if t.kind == "params")
             elif len(rest) >= 2:  # Cls.method(obj, ...): unbound
-                yield from ((t, False) for t in m.classes.get(".".join(rest[:-1]), {}).get(rest[-1], ())
+                yield from ((t, False, "") for t in m.classes.get(".".join(rest[:-1]), {}).get(rest[-1], ())
                             if t.kind == "params")  # fmt: skip
             return
-        for m, cpath in self._receiver_classes(func.value, func.attr):
-            yield from ((t, True) for t in m.classes.get(cpath, {}).get(func.attr, ()) if t.kind == "params")
+        classes, evidence, _ = self._receiver(func.value, func.attr)
+        for m, cpath in classes:
+            yield from ((t, True, evidence) for t in m.classes.get(cpath, {}).get(func.attr, ()) if t.kind == "params")
 
-    def _check_call(self, t: _Target, call: ast.Call, bound: bool) -> None:
+    def _check_call(self, t: _Target, call: ast.Call, bound: bool, evidence: str = "") -> None:
         sig = self.s.signatures.get(t)
         if sig is None or not sig.varkw:
             for kw in call.keywords:
                 if kw.arg is not None and kw.arg in t.params and (sig is None or kw.arg not in sig.accepted):
-                    self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`")
+                    self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`", evidence)
         if sig is None or not bound or any(isinstance(a, ast.Starred) for a in call.args):
             return  # cannot tell which parameters the arguments fill
         n = len(call.args)
         if not sig.varargs and n > len(sig.positional):
             self._add(t, call.lineno, f"passes {n} positional arguments; `{t.word}` now takes at most "
-                                      f"{len(sig.positional)}")  # fmt: skip
+                                      f"{len(sig.positional)}", evidence)  # fmt: skip
         if t.added and all(kw.arg is not None for kw in call.keywords):
             passed = set(sig.positional[:n]) | {kw.arg for kw in call.keywords if kw.arg}
             missing = [p for p in t.added if p in sig.required and p not in passed]
             if missing:
                 names = ", ".join(f"`{p}`" for p in missing)
-                self._add(t, call.lineno, f"does not pass new required parameter {names}")
+                self._add(t, call.lineno, f"does not pass new required parameter {names}", evidence)
+
+
+#: Values that are never an instance of an affected class.
+_LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+             ast.SetComp, ast.GeneratorExp)  # fmt: skip
+
+
+def _short(node: ast.expr, limit: int = 60) -> str:
+    """Source text of a (small) expression for evidence, shortened."""
+    try:
+        text = ast.unparse(node)
+    except (ValueError, RecursionError):
+        return "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _same_type(a: _Typed, b: _Typed) -> bool:
+    """Whether two bindings of a name give it the same known type (the first one's evidence stays)."""
+    if a is _UNKNOWN or b is _UNKNOWN:
+        return False
+    return [(id(m), c) for m, c in a.classes] == [(id(m), c) for m, c in b.classes] and a.hides == b.hides
+
+
+def _is_attr_of(target: ast.expr, name: str | None) -> bool:
+    """``target`` is ``<name>.attr`` (``self.runner``)."""
+    return (name is not None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == name)  # fmt: skip
+
+
+def _bound_value(scan: _FileScan, value: ast.expr, name: str, line: int, scope: Mapping[str, _Typed]) -> _Typed | None:
+    """The type an assignment gives, or None for ``None`` (``runner = None`` first, an instance
+    later: the assignment says nothing against the later one)."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return None
+    return scan._value_type(value, name, line, scope)
+
+
+def _scope_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of one scope: like :func:`_statements`, without the bodies of the functions
+    and classes defined in it."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _scope_statements(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield from _scope_statements(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from _scope_statements(case.body)
 
 
 def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:

@@ -11,9 +11,15 @@ bodies do) that resolves to the target by name and scope:
 * an unqualified use from inside the target's namespace (or one nested in it), or where a
   ``using namespace``/``using ns::name`` brings it in (argument-dependent lookup is not modelled);
 * a method: ``Class::m``, ``m`` inside the class or one of its out-of-class member definitions,
-  ``this->m``, and ``obj.m``/``obj->m`` in a file that names the class (there is no type
-  inference, so the last is a likely use, not a proven one; for a signature change, only where no
-  other class in the file declares a method of that name);
+  ``this->m``, and ``obj.m``/``obj->m`` where the nearest declaration of ``obj`` (a local, a
+  parameter, a field of the class around, a global of the file) has the class as its type:
+  ``Runner r``, ``ns::Runner* p``, ``const Runner& r``, ``std::unique_ptr<Runner>``/``shared_ptr``,
+  ``auto p = std::make_unique<Runner>(...)``, ``new Runner``, ``Runner{...}``, or a class of the
+  file derived from it (the dependent carries the declaration as evidence). An ``obj`` declared
+  with another type is not a use; one whose declaration is not found or says nothing (``auto``
+  from a call, a template parameter) is a *possible* use (``Dependent.tier``) in a file that names
+  the class (for a signature change, only where no other class in the file declares a method of
+  that name);
 * a macro: any identifier with its name.
 
 Only removed classes are searched (a changed template header or base list has too many uses to
@@ -44,7 +50,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import gitops
 from .dependents import (
@@ -169,6 +175,7 @@ def _names_re(words: Iterable[str]) -> re.Pattern[bytes] | None:
 
 
 _OTHER_OVERLOAD = " (another overload remains; the call may resolve to it)"
+_Tier = Literal["resolved", "possible"]
 
 
 @dataclass
@@ -429,10 +436,12 @@ class _Search:
             contents = gitops.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
             yield [(p, blob) for p in batch if (blob := contents.get(f"{self.tree}:{p}")) is not None]
 
-    def _add(self, symbol: str, word: str, path: str, line: int, text: str, reason: str, via: str = "") -> None:
+    def _add(self, symbol: str, word: str, path: str, line: int, text: str, reason: str, via: str = "",
+             tier: _Tier = "resolved", evidence: str = "") -> None:  # fmt: skip
         key = (symbol, path, line)
-        if key not in self.found:
-            self.found[key] = Dependent(symbol, word, path, line, text.strip()[:MAX_TEXT], reason, via)
+        known = self.found.get(key)
+        if known is None or (known.tier == "possible" and tier == "resolved"):
+            self.found[key] = Dependent(symbol, word, path, line, text.strip()[:MAX_TEXT], reason, via, tier, evidence)
 
     # ------------------------------------------------------------------ one C++ file
 
@@ -509,10 +518,10 @@ class _Search:
         file_words = set(_WORD.findall(data.decode("utf-8", "replace"))) if uses else set()
         for n, word in uses:
             for t in self.by_word[word]:
-                reason = self._match(n, t, text, usings, declared_here, file_words)
+                reason, tier, evidence = self._match(n, t, text, usings, declared_here, file_words, data)
                 if reason:
                     line = n.start_point[0] + 1
-                    self._add(t.symbol, t.word, path, line, _line(lines, line), reason)
+                    self._add(t.symbol, t.word, path, line, _line(lines, line), reason, tier=tier, evidence=evidence)
                     end = _call_end_line(n)
                     if end > line:
                         self.spans[(t.symbol, path, line)] = (line, end)
@@ -563,8 +572,45 @@ class _Search:
                     self.defined_elsewhere.setdefault(t.symbol, f"still defined at {where}")
 
     def _match(self, n: Node, t: _Target, text: Any, usings: list[str], declared_here: set[str],
-               file_words: set[str]) -> str:  # fmt: skip
-        """Why the use ``n`` reaches the target ``t`` ("" when it does not)."""
+               file_words: set[str], data: bytes = b"") -> tuple[str, _Tier, str]:  # fmt: skip
+        """Why the use ``n`` reaches the target ``t`` ("" when it does not), its tier, and for a
+        method called on an object, the evidence of the object's type."""
+        reason = self._match_scope(n, t, text, usings)
+        if reason or n.type != "field_identifier" or t.kind != "method":
+            return reason, "resolved", ""
+        removed = t.mode == "removed"
+        verb = ("calls" if _is_call(n) else "uses") + (" removed " if removed else " ")
+        reason = f"{verb}{t.kind} `{t.word}`" + ("" if removed else ", whose signature the revert changes")
+        parent = n.parent
+        if parent is not None and parent.type == "template_method":
+            parent = parent.parent
+        receiver = parent.child_by_field_name("argument") if parent is not None else None
+        if receiver is not None and text(receiver) == "this":
+            return reason, "resolved", ""
+        owner = t.scope.rsplit("::", 1)[-1]
+        typed = _receiver_type(receiver, text) if receiver is not None else None
+        if typed is not None:
+            written, evidence = typed
+            if written and _aliased(data, written[-1]):
+                written = None  # a typedef or using alias: what it names is not followed
+            if written is not None:
+                if _names_class(written, t.scope) or _derives_from(data, written[-1], owner):
+                    return reason, "resolved", evidence
+                return "", "resolved", ""  # an object of another class
+        if owner not in file_words:
+            return "", "resolved", ""
+        if not removed and self.method_owners.get(t.word, set()) - {owner}:
+            # another class here has a method of that name: a changed signature cannot be told apart
+            return "", "resolved", ""
+        return (
+            reason + " on an object whose type is not resolved",
+            "possible",
+            f"the file names `{owner}`; the object's declaration is not in the file or not a plain type",
+        )
+
+    def _match_scope(self, n: Node, t: _Target, text: Any, usings: list[str]) -> str:
+        """Why the use ``n`` reaches the target ``t`` by name and scope ("" when it does not or
+        when it is a method called on an object: see :meth:`_match`)."""
         call = _is_call(n)
         launch = call and _is_launch(n)
         removed = t.mode == "removed"
@@ -576,18 +622,7 @@ class _Search:
             return ""  # a type or a scope of the same name, not the function
         scope = _written_scope(n, text)
         if n.type == "field_identifier":
-            if t.kind != "method":
-                return ""
-            parent = n.parent
-            receiver = parent.child_by_field_name("argument") if parent is not None else None
-            if receiver is not None and text(receiver) == "this":
-                return reason
-            owner = t.scope.rsplit("::", 1)[-1]
-            if owner not in file_words:
-                return ""
-            if not removed and self.method_owners.get(t.word, set()) - {owner}:
-                return ""  # another class here has a method of that name: a changed signature cannot be told apart
-            return reason + f" on an object (its class is not checked; the file names `{owner}`)"
+            return ""
         if scope:
             if scope == ["::"]:
                 return reason if t.scope == "" else ""
@@ -789,6 +824,187 @@ def _enclosing(n: Node, text: Any) -> tuple[list[str], set[str]]:
                 namespaces.extend(quals)  # inner lookup: applied after the namespaces around it
         cur = cur.parent
     return namespaces, classes
+
+
+#: Nodes whose children declare names, searched from a use outwards.
+_SCOPES = frozenset({"compound_statement", "declaration_list", "translation_unit", "field_declaration_list",
+                     "for_statement", "for_range_loop", "if_statement", "condition_clause"})  # fmt: skip
+_DECLARATIONS = frozenset({"declaration", "field_declaration", "parameter_declaration",
+                           "optional_parameter_declaration", "for_range_loop"})  # fmt: skip
+_SMART_POINTERS = frozenset({"unique_ptr", "shared_ptr", "weak_ptr", "intrusive_ptr", "observer_ptr"})
+_MAKERS = frozenset({"make_unique", "make_shared", "allocate_shared", "make_unique_for_overwrite"})
+#: Outward steps from a use to its declaration, and siblings read at each: a bound on the walk.
+_MAX_SCOPE_STEPS, _MAX_SIBLINGS = 64, 4_000
+
+
+def _receiver_type(receiver: Node, text: Any) -> tuple[list[str] | None, str] | None:
+    """The declared type of the object a member is used on (``r.m()``, ``p->m()``,
+    ``this->field_.m()``), from the nearest declaration of that name before the use in the scopes
+    around it, the function's parameters and the class's fields: the type as written, split on
+    ``::`` (a smart pointer's or ``auto x = std::make_unique<T>()``'s ``T``; ``new T``, ``T{}``,
+    ``T(...)``), or None for a type not told (``auto`` from a call, a template), and the evidence.
+    None when no declaration of the name is found (a global in a header, a macro)."""
+    fields_only = False
+    if receiver.type == "field_expression":
+        arg = receiver.child_by_field_name("argument")
+        field = receiver.child_by_field_name("field")
+        if arg is None or field is None or text(arg) != "this":
+            return None
+        name, fields_only = text(field), True
+    elif receiver.type == "identifier":
+        name = text(receiver)
+    else:
+        return None
+    use = receiver.start_byte
+    cur, steps = receiver.parent, 0
+    while cur is not None and steps < _MAX_SCOPE_STEPS:
+        steps += 1
+        candidates: list[Node] = []
+        if cur.type == "function_definition" and not fields_only:
+            decl = cur.child_by_field_name("declarator")
+            while decl is not None and decl.type != "function_declarator":
+                decl = decl.child_by_field_name("declarator")
+            params = decl.child_by_field_name("parameters") if decl is not None else None
+            candidates = list(params.named_children) if params is not None else []
+        elif cur.type == "lambda_expression" and not fields_only:
+            decl = cur.child_by_field_name("declarator")
+            params = decl.child_by_field_name("parameters") if decl is not None else None
+            candidates = list(params.named_children) if params is not None else []
+        elif cur.type == "field_declaration_list":
+            candidates = list(cur.named_children[:_MAX_SIBLINGS])  # a field is declared anywhere in its class
+        elif cur.type in _SCOPES and not fields_only:
+            candidates = [c for c in cur.named_children[:_MAX_SIBLINGS] if c.start_byte < use]
+            if cur.type == "for_range_loop":
+                candidates = [cur]
+        for c in reversed(candidates):  # the nearest declaration before the use
+            found = _declares(c, name, text)
+            if found is not None:
+                return (None, "") if found[0] and _template_parameter(cur, found[0][0], text) else found
+        cur = cur.parent
+    return None
+
+
+def _template_parameter(n: Node | None, name: str, text: Any) -> bool:
+    """Whether ``name`` is a template parameter of a template around ``n`` (its type is not told)."""
+    steps = 0
+    while n is not None and steps < _MAX_SCOPE_STEPS:
+        steps += 1
+        if n.type == "template_declaration":
+            params = n.child_by_field_name("parameters")
+            if params is not None and name in _WORD.findall(text(params)):
+                return True
+        n = n.parent
+    return False
+
+
+def _declares(node: Node, name: str, text: Any) -> tuple[list[str] | None, str] | None:
+    """What ``node`` (a declaration, parameter, field or range-for) says ``name`` is, if it declares it."""
+    if node.type not in _DECLARATIONS:
+        return None
+    type_node = node.child_by_field_name("type")
+    for declarator in node.children_by_field_name("declarator"):
+        d: Node | None = declarator
+        value: Node | None = None
+        array = False
+        while d is not None and d.type not in ("identifier", "field_identifier"):
+            if d.type == "init_declarator":
+                value = d.child_by_field_name("value")
+                d = d.child_by_field_name("declarator")
+            elif d.type in ("pointer_declarator", "array_declarator", "attributed_declarator"):
+                array = array or d.type == "array_declarator"
+                d = d.child_by_field_name("declarator")
+            elif d.type == "reference_declarator":
+                d = d.named_children[0] if d.named_children else None
+            else:
+                d = None
+        if d is None or text(d) != name:
+            continue
+        line = node.start_point[0] + 1
+        if array or type_node is None:
+            return [], ""
+        if node.type == "for_range_loop" or type_node.type == "placeholder_type_specifier":
+            written = _made_type(value, text) if value is not None and node.type != "for_range_loop" else None
+            shown = text(value) if value is not None else ""
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return written, f"{name} = {shown} (line {line})" if written else ""
+        written = _written_type(type_node, text)
+        shown = re.sub(r"\s+", " ", text(type_node))
+        return written, f"{name}: {shown} (declaration, line {line})" if written else ""
+    return None
+
+
+def _written_type(n: Node, text: Any) -> list[str] | None:
+    """A type as written, split on ``::`` (a smart pointer's element type); [] for a type that is
+    no class (``int``, ``std::vector<T>``); None for one not told (``T`` of a template, ``auto``)."""
+    if n.type in ("type_identifier", "struct_specifier", "class_specifier"):
+        name = n.child_by_field_name("name") if n.type != "type_identifier" else n
+        return [text(name)] if name is not None else []
+    if n.type == "qualified_identifier":
+        scope = n.child_by_field_name("scope")
+        inner = n.child_by_field_name("name")
+        if inner is None:
+            return []
+        if inner.type == "template_type":
+            return _written_type(inner, text)
+        rest = _written_type(inner, text)
+        if not rest:
+            return rest
+        return [*(_split_scope(re.sub(r"\s+", "", text(scope))) if scope is not None else []), *rest]
+    if n.type == "template_type":
+        name = n.child_by_field_name("name")
+        args = n.child_by_field_name("arguments")
+        if name is not None and text(name) in _SMART_POINTERS and args is not None and args.named_children:
+            first = args.named_children[0]
+            inner = first.child_by_field_name("type") if first.type == "type_descriptor" else None
+            return _written_type(inner, text) if inner is not None else None
+        return [text(name)] if name is not None else []  # Runner<T> is Runner; std::vector<T> is not a class of ours
+    if n.type in ("primitive_type", "sized_type_specifier", "enum_specifier"):
+        return []
+    return None
+
+
+def _made_type(value: Node, text: Any) -> list[str] | None:
+    """The type an ``auto`` variable gets from ``std::make_unique<T>(...)``, ``new T(...)`` or ``T{...}``."""
+    if value.type in ("new_expression", "compound_literal_expression"):
+        t = value.child_by_field_name("type")
+        return _written_type(t, text) if t is not None else None
+    if value.type == "call_expression":
+        func = value.child_by_field_name("function")
+        inner = func.child_by_field_name("name") if func is not None and func.type == "qualified_identifier" else func
+        if inner is not None and inner.type == "template_function":
+            name = inner.child_by_field_name("name")
+            args = inner.child_by_field_name("arguments")
+            if name is not None and text(name) in _MAKERS and args is not None and args.named_children:
+                first = args.named_children[0]
+                t = first.child_by_field_name("type") if first.type == "type_descriptor" else None
+                return _written_type(t, text) if t is not None else None
+    return None  # a call of a function: its return type is not read
+
+
+def _names_class(written: list[str], scope: str) -> bool:
+    """Whether a type written ``ns::Runner`` (or ``Runner``) names the class whose path is ``scope``."""
+    if not written:
+        return False
+    joined = "::".join(p for p in written if p != "::")
+    return scope == joined or scope.endswith("::" + joined)
+
+
+def _derives_from(data: bytes, name: str, owner: str) -> bool:
+    """Whether the file defines class ``name`` with ``owner`` among its bases (one level)."""
+    if not data or not _IDENT.match(name) or not _IDENT.match(owner):
+        return False
+    pattern = (rb"\b(?:class|struct)\s+" + re.escape(name.encode()) + rb"\b[^{;]*:[^{;]*\b"
+               + re.escape(owner.encode()) + rb"\b")  # fmt: skip
+    return re.search(pattern, data) is not None
+
+
+def _aliased(data: bytes, name: str) -> bool:
+    """Whether the file makes ``name`` an alias (``using name = ...;``, ``typedef ... name;``)."""
+    if not data or not _IDENT.match(name):
+        return False
+    word = re.escape(name.encode())
+    pattern = rb"\busing\s+" + word + rb"\s*=|\btypedef\b[^;]*\b" + word + rb"\s*;"
+    return re.search(pattern, data) is not None
 
 
 def _is_call(n: Node) -> bool:

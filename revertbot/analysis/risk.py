@@ -23,6 +23,9 @@ from ..models import (
     RiskFactor,
     RiskLevel,
 )
+from ..purity_scope import scoped_level
+from .critical import KIND_ORDER, rule_text
+from .public_api import evidence_lines as public_api_evidence
 
 EVIDENCE_CAP = 20
 
@@ -40,6 +43,8 @@ class RiskInputs:
     chain_length: int
     age_days: float | None
     apply_params: tuple[tuple[str, str], ...] = ()  # e.g. why a no-op is one
+    public_api: Sequence[Any] = ()  # analysis.public_api.ApiFinding: public names the change breaks
+    public_api_restores: bool = False  # the change goes back to older signatures (a revert, not a reland)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ def _p(**kw: object) -> tuple[tuple[str, str], ...]:
 
 
 def purity_factor(purity: PurityResult) -> RiskFactor:
+    if purity.scope is not None:
+        return scoped_purity_factor(purity)
     level: RiskLevel = {"pure": "low", "partial": "medium", "extra": "medium", "modified": "high"}.get(
         purity.verdict, "medium"
     )  # type: ignore[assignment]
@@ -77,7 +84,36 @@ def purity_factor(purity: PurityResult) -> RiskFactor:
     return RiskFactor("purity", level, purity.verdict, _p(reason=purity.reason), _cap(evidence))
 
 
-def apply_factor(apply: ApplyResult | None, note: str, params: tuple[tuple[str, str], ...] = ()) -> RiskFactor:
+def scoped_purity_factor(purity: PurityResult) -> RiskFactor:
+    """Purity of a revert its message limits to part of the original (see revertbot.purity_scope):
+    medium at best ("review that the scope is what you want"), high when a scoped file that is
+    not a test is not proven exact. Code ``scoped`` (``scoped-beyond`` when it changes files
+    outside the scope too); evidence: each scoped file, what goes beyond, what is left alone."""
+    scope = purity.scope
+    assert scope is not None
+    level: RiskLevel = "high" if scoped_level(scope) == "high" else "medium"
+    lines = {f.path: f for f in purity.files}
+    evidence = []
+    for sp in (*scope.of("exact", "differs", "unproven"), *scope.of("outside")):
+        f = lines.get(sp.path)
+        if sp.state == "exact" or f is None:
+            evidence.append(f"{sp.path}: in scope, exactly the inverse (proven on the trees)")
+            continue
+        evidence.append(f"{f.path}: {f.note}")
+        evidence += [f"  missing {line}" for line in f.missing[:5]]
+        evidence += [f"  extra   {line}" for line in f.extra[:5]]
+    evidence += [f"{sp.path}: left as the message says" for sp in scope.of("left")]
+    inside = scope.of("exact", "differs", "unproven")
+    params = _p(verdict=purity.verdict, reason=purity.reason, scope=scope.text, in_scope=len(inside),
+                exact=len(scope.of("exact")), differ=len(inside) - len(scope.of("exact")),
+                left=len(scope.of("left")), outside=len(scope.of("outside")))  # fmt: skip
+    code = "scoped-beyond" if scope.of("outside") else "scoped"
+    return RiskFactor("purity", level, code, params, _cap(evidence))
+
+
+def apply_factor(
+    apply: ApplyResult | None, note: str, params: tuple[tuple[str, str], ...] = (), drift: Sequence[DriftCommit] = ()
+) -> RiskFactor:
     if apply is None:
         return RiskFactor("applies", "medium", "not-checked", _p(reason=note or "not checked"))
     if note == "already-merged":
@@ -91,6 +127,8 @@ def apply_factor(apply: ApplyResult | None, note: str, params: tuple[tuple[str, 
     for cf in apply.conflicts:
         evidence.append(f"{cf.path}" + (f" ({cf.note})" if cf.note else ""))
         evidence += [f"  line {h.start_line}" for h in cf.hunks[:5]]
+        # The later commits that wrote what it conflicts with (analysis.conflicts).
+        evidence += [f"  caused by {d.sha[:10]} {d.subject}" for d in drift if cf.path in d.conflicts]
     return RiskFactor(
         "applies", "high", "conflicts", _p(count=len(apply.conflicts), base=apply.base[:12]), _cap(evidence)
     )
@@ -106,25 +144,59 @@ def drift_factor(drift: Sequence[DriftCommit], t: RiskThresholds) -> RiskFactor:
 def dependents_factor(dependents: Sequence[Any], t: RiskThresholds) -> RiskFactor:
     if not dependents:
         return RiskFactor("dependents", "low", "none")
-    # A use reached through something else (an op registration) says how: "(… removed; registered as …)".
+    # Possible uses (a distinctive name on a receiver of unknown type) are counted apart: medium at
+    # most, listed after the resolved ones, each with why it is only possible.
+    resolved = [d for d in dependents if getattr(d, "tier", "resolved") != "possible"]
+    possible = [d for d in dependents if getattr(d, "tier", "resolved") == "possible"]
+    # A use reached through something else (an op registration) says how: "(… removed; registered as …)";
+    # one found through type information, why its receiver is the class: "(runner: GraphRunner (annotation, …))".
     evidence = [f"{d.file}:{d.line}: {d.text}  [{d.symbol}]" + (f"  ({d.via})" if getattr(d, "via", "") else "")
-                for d in dependents]  # fmt: skip
-    symbols = sorted({d.symbol for d in dependents})
-    level: RiskLevel = "high" if len(dependents) >= t.dependents_high else "medium"
-    return RiskFactor(
-        "dependents", level, "still-used", _p(count=len(dependents), symbols=", ".join(symbols)), _cap(evidence)
-    )
+                + (f"  ({d.evidence})" if getattr(d, "evidence", "") else "") for d in resolved]  # fmt: skip
+    evidence += [f"possible: {d.file}:{d.line}: {d.text}  [{d.symbol}]  ({d.reason}; {d.evidence})" for d in possible]
+    symbols = ", ".join(sorted({d.symbol for d in resolved}))
+    maybe = ", ".join(sorted({d.symbol for d in possible}))
+    if not resolved:
+        return RiskFactor("dependents", "medium", "possible", _p(count=0, possible=len(possible), symbols=maybe),
+                          _cap(evidence))  # fmt: skip
+    level: RiskLevel = "high" if len(resolved) >= t.dependents_high else "medium"
+    if possible:
+        params = _p(count=len(resolved), symbols=symbols, possible=len(possible), possible_symbols=maybe)
+        return RiskFactor("dependents", level, "still-used-possible", params, _cap(evidence))
+    return RiskFactor("dependents", level, "still-used", _p(count=len(resolved), symbols=symbols), _cap(evidence))
+
+
+def public_api_factor(findings: Sequence[Any], restores: bool) -> RiskFactor | None:
+    """Public names (exported, documented, config fields, CLI options) the change removes or
+    breaks: medium, high when a whole exported function or class (or an export) goes away. Present
+    only when there are some. A revert that brings back an older signature still breaks code
+    written against the current one, and the sentence says so."""
+    if not findings:
+        return None
+    level: RiskLevel = "high" if any(f.level == "high" for f in findings) else "medium"
+    names = list(dict.fromkeys(f.name for f in findings))  # the count says how many; ten are named
+    code = "breaking-revert" if restores else "breaking"
+    params = _p(count=len(names), symbols=", ".join(names[:10]))
+    return RiskFactor("public_api", level, code, params, _cap(public_api_evidence(findings)))
 
 
 def critical_factor(files: Sequence[FileChange]) -> RiskFactor:
+    """Files on critical paths: matched by a configured glob, or shown GPU-critical by the
+    repository itself (``critical_rules``); each evidence line says which glob or rule."""
     hits = [f for f in files if f.critical]
     if not hits:
         return RiskFactor("critical_paths", "low", "none")
     globs = sorted({g for f in hits for g in f.critical_globs})
-    evidence = [f"{f.path}  (matches {', '.join(f.critical_globs)})" for f in hits]
-    return RiskFactor(
-        "critical_paths", "medium", "critical", _p(count=len(hits), globs=", ".join(globs)), _cap(evidence)
-    )
+    kinds = [k for k in KIND_ORDER if any(r.kind == k for f in hits for r in f.critical_rules)]
+    # "reasons": the globs, then each rule kind as "rule:<kind>" (the renderers name it in their language).
+    reasons = [*globs, *dict.fromkeys(f"rule:{k}" for k in kinds)]
+    evidence = [f"{f.path}  ({_critical_reasons(f)})" for f in hits]
+    params = _p(count=len(hits), globs=", ".join(globs), rules=", ".join(kinds), reasons=", ".join(reasons))
+    return RiskFactor("critical_paths", "medium", "critical", params, _cap(evidence))
+
+
+def _critical_reasons(f: FileChange) -> str:
+    said = [f"matches {', '.join(f.critical_globs)}"] if f.critical_globs else []
+    return "; ".join([*said, *(rule_text(r) for r in f.critical_rules)])
 
 
 def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:
@@ -218,11 +290,13 @@ _GPU_PENDING = {"critical_paths", "gpu"}
 def assess(inputs: RiskInputs, t: RiskThresholds) -> Risk:
     """All factors, the overall level and the recommended action."""
     critical = any(f.critical for f in inputs.files)
+    api = public_api_factor(inputs.public_api, inputs.public_api_restores)
     factors = (
         purity_factor(inputs.purity),
-        apply_factor(inputs.apply, inputs.apply_note, inputs.apply_params),
+        apply_factor(inputs.apply, inputs.apply_note, inputs.apply_params, inputs.drift),
         drift_factor(inputs.drift, t),
         dependents_factor(inputs.dependents, t),
+        *((api,) if api is not None else ()),
         critical_factor(inputs.files),
         gpu_factor(inputs.gpu, critical),
         backports_factor(inputs.backports),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..analysis.critical import KIND_LABEL_EN, RULE_TEXT_EN
 from ..globs import branch_name
 from ..models import RiskFactor
 from .escape import code, inline, table_cell
@@ -242,6 +243,7 @@ EN: dict[str, str] = {
     "more_symbols": "… and {n} more symbol(s)",
     "more_entries": "… and {n} more",
     "more_evidence": "… and {n} more",
+    "possible_use": "possible use",
     "more_rows": "… and {n} more row(s)",
     "more_branches": " and {n} more branch(es)",
     "folded_note": "{n} more listed in the JSON report",
@@ -464,6 +466,7 @@ ZH: dict[str, str] = {
     "more_symbols": "… 另有 {n} 个符号",
     "more_entries": "… 另有 {n} 项",
     "more_evidence": "… 另有 {n} 项",
+    "possible_use": "可能的使用",
     "more_rows": "… 另有 {n} 行",
     "more_branches": " 等 {total} 个发布分支",
     "folded_note": "另有 {n} 项见 JSON 报告",
@@ -502,8 +505,13 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("drift", "drift"): "{count} later commit(s) touched the same files",
         ("dependents", "none"): "no remaining use of removed symbols or parameters",
         ("dependents", "still-used"): "{count} remaining use(s) of {symbols} would break",
+        ("dependents", "still-used-possible"): "{count} remaining use(s) of {symbols} would break, and "
+                                               "{possible} possible use(s) of {possible_symbols} (receiver type "
+                                               "not resolved)",
+        ("dependents", "possible"): "{count} remaining use(s) resolved, and {possible} possible use(s) of {symbols} "
+                                    "(receiver type not resolved)",
         ("critical_paths", "none"): "no configured critical path changes",
-        ("critical_paths", "critical"): "{count} file(s) on critical paths ({globs})",
+        ("critical_paths", "critical"): "{count} file(s) on critical paths ({reasons})",
         ("gpu", "not-run"): "GPU suites have not run yet",
         ("gpu", "not-needed"): "not required: nothing on a critical GPU path changed",
         ("ci", "revert-failing"): "{count} check(s) of the revert's own CI did not pass",
@@ -541,8 +549,12 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("drift", "drift"): "原始提交之后有 {count} 个提交修改了相同文件",
         ("dependents", "none"): "被删除的符号或参数没有残留调用",
         ("dependents", "still-used"): "{symbols} 仍有 {count} 处使用，回退后会出错",
+        ("dependents", "still-used-possible"): "{symbols} 仍有 {count} 处使用，回退后会出错；另有 {possible} 处"
+                                               "可能的使用（{possible_symbols}，调用对象的类型未能确定）",
+        ("dependents", "possible"): "没有确定的残留使用，但有 {possible} 处可能的使用（{symbols}，调用对象的类型"
+                                    "未能确定）",
         ("critical_paths", "none"): "没有修改配置的关键路径",
-        ("critical_paths", "critical"): "{count} 个文件位于关键路径（{globs}）",
+        ("critical_paths", "critical"): "{count} 个文件位于关键路径（{reasons}）",
         ("gpu", "not-run"): "GPU 测试尚未运行",
         ("gpu", "not-needed"): "不要求：未改动关键 GPU 路径",
         ("ci", "revert-failing"): "回退自身的 CI 有 {count} 项检查未通过",
@@ -572,6 +584,8 @@ def factor_sentence(f: RiskFactor, lang: str) -> str:
     table = _SENTENCES["zh" if lang == "zh" else "en"]
     template = table.get((f.name, f.code), "{code}")
     params = {k: _param(k, v, lang) for k, v in f.params}
+    if f.name == "critical_paths" and "reasons" not in params:  # recorded before the repository's rules
+        params["reasons"] = params.get("globs", "")
     params.setdefault("code", table_cell(f.code))
     try:
         return template.format(**params)
@@ -580,10 +594,16 @@ def factor_sentence(f: RiskFactor, lang: str) -> str:
 
 
 #: Params that hold a ", "-joined list of names: shown as code, joined the way the language joins lists.
-_LIST_PARAMS = frozenset({"branches", "globs", "symbols", "metrics"})
+_LIST_PARAMS = frozenset({"branches", "globs", "symbols", "metrics", "possible_symbols", "scope"})
 
 
 def _param(key: str, value: str, lang: str) -> str:
+    if key == "reasons":  # globs as code, the repository's rule kinds ("rule:<kind>") in words
+        t = TEXT["zh" if lang == "zh" else "en"]
+        return t["list_sep"].join(
+            inline(t.get("crit_kind_" + x[5:], x[5:])) if x.startswith("rule:") else code(x, 120).replace("|", "\\|")
+            for x in value.split(", ") if x
+        )
     if key in _LIST_PARAMS:
         names = [branch_name(x) if key == "branches" else x for x in value.split(", ") if x]
         return TEXT["zh" if lang == "zh" else "en"]["list_sep"].join(code(x, 120).replace("|", "\\|") for x in names)
@@ -600,6 +620,10 @@ def factor_summary_en(f: RiskFactor) -> str:
     params = dict(f.params)
     if "branches" in params:  # branch names as people say them; the full refs are in "params"
         params["branches"] = ", ".join(branch_name(b) for b in params["branches"].split(", "))
+    if f.name == "critical_paths":
+        reasons = params.get("reasons", params.get("globs", "")).split(", ")
+        params["reasons"] = ", ".join(KIND_LABEL_EN.get(x[5:], x[5:]) if x.startswith("rule:") else x
+                                      for x in reasons if x)  # fmt: skip
     params.setdefault("code", f.code)
     try:
         return template.format(**params)
@@ -829,6 +853,183 @@ _SENTENCES["en"].update({
 _SENTENCES["zh"].update({
     ("reland", "changed"): "与被回退的原始提交相比改动了 {files} 个文件",
     ("reland", "identical"): "与被回退的原始提交（{original}）完全相同：代码中没有修复",
+})  # fmt: skip
+
+
+# --------------------------------------------------------------------------- GPU-critical rules
+
+# Why the repository shows a file is GPU code (revertbot.analysis.critical): "crit_kind_*" names a
+# kind in the factor's summary, "crit_rule_*" says one rule of one file, its detail (data) as code.
+EN.update({"crit_kind_" + kind: label for kind, label in KIND_LABEL_EN.items()})
+EN.update({"crit_rule_" + kind: text for kind, text in RULE_TEXT_EN.items()})
+EN.update({"crit_matches": "matches {globs}", "crit_more": "{n} more"})
+ZH.update({
+    "crit_kind_cuda-source": "CUDA 源文件",
+    "crit_kind_extension-dir": "扩展源码目录",
+    "crit_kind_compiled": "编译的扩展源码",
+    "crit_kind_compiled-dir": "编译的扩展源码",
+    "crit_kind_include-dir": "编译的扩展源码",
+    "crit_kind_op-registration": "算子注册",
+    "crit_kind_triton-kernel": "Triton 内核",
+    "crit_kind_cuda-graph": "CUDA graph 代码",
+    "crit_kind_cuda-memory": "CUDA 显存代码",
+    "crit_kind_suite-import": "被 GPU 测试导入",
+    "crit_kind_suite-test": "GPU 测试用例",
+    "crit_kind_unread": "未读取",
+    "crit_rule_cuda-source": "CUDA 源文件（{detail}）",
+    "crit_rule_extension-dir": "位于扩展源码目录 {detail}",
+    "crit_rule_compiled": "由 {detail} 编译",
+    "crit_rule_compiled-dir": "位于 {detail} 编译的目录中",
+    "crit_rule_include-dir": "位于 {detail} 的头文件目录中",
+    "crit_rule_op-registration": "算子注册 {detail}",
+    "crit_rule_triton-kernel": "Triton 内核 {detail}",
+    "crit_rule_cuda-graph": "CUDA graph 代码（{detail}）",
+    "crit_rule_cuda-memory": "CUDA 显存代码（{detail}）",
+    "crit_rule_suite-import": "被 GPU 测试 {detail} 导入",
+    "crit_rule_suite-test": "属于 GPU 测试 {detail}",
+    "crit_rule_unread": "未能读取以检查 GPU 标记（{detail}），按关键文件处理",
+    "crit_matches": "匹配 {globs}",
+    "crit_more": "另有 {n} 条",
+})  # fmt: skip
+
+
+def critical_rule_phrase(kind: str, detail: str, lang: str) -> str:
+    """One repository rule of one file in ``lang``, its detail (paths, names) as code."""
+    t = TEXT["zh" if lang == "zh" else "en"]
+    template = t.get("crit_rule_" + kind, kind + " ({detail})")
+    return template.replace("{detail}", code(detail, 200).replace("|", "\\|"))
+
+
+# --------------------------------------------------------------------------- public API
+
+# Public names a change removes or breaks (revertbot.analysis.public_api): the factor, each way a
+# name breaks ("api_break_*", "_many" for several names) and why it is public ("api_rule_*").
+EN.update({
+    "factor_public_api": "public API",
+    "api_item": "{name} ({where}): {breaks}; public: {rule}",
+    "api_before": "before: {sig}",
+    "api_after": "after: {sig}",
+    "api_after_gone": "after: gone",
+    "api_break_removed": "{kind} removed",
+    "api_break_export-removed": "no longer exported by its package",
+    "api_break_parameter-removed": "parameter {names} removed",
+    "api_break_parameter-removed_many": "parameters {names} removed",
+    "api_break_parameter-renamed": "parameter {a} renamed to {b}",
+    "api_break_parameter-required": "parameter {names} no longer has a default (now required)",
+    "api_break_parameter-required_many": "parameters {names} no longer have a default (now required)",
+    "api_break_parameter-added-required": "new required parameter {names}",
+    "api_break_parameter-added-required_many": "new required parameters {names}",
+    "api_break_positional-order": "positional parameter {names} moved",
+    "api_break_positional-order_many": "positional parameters {names} moved",
+    "api_break_became-async": "became async",
+    "api_break_no-longer-async": "no longer async",
+    "api_break_field-removed": "field {names} removed",
+    "api_break_field-removed_many": "fields {names} removed",
+    "api_break_field-required": "field {names} no longer has a default (now required)",
+    "api_break_field-required_many": "fields {names} no longer have a default (now required)",
+    "api_break_field-added-required": "new required field {names}",
+    "api_break_field-added-required_many": "new required fields {names}",
+    "api_break_option-removed": "command-line option {names} removed",
+    "api_break_option-removed_many": "command-line options {names} removed",
+    "api_rule_exported": "exported as {name} by {via}",
+    "api_rule_package": "defined in the package's {via}",
+    "api_rule_all": "listed in {all} of {via}",
+    "api_rule_documented": "documented in {via}",
+    "api_rule_config": "a config class in {via} (its fields are its constructor's parameters)",
+    "api_rule_cli": "a command-line option of {via}",
+})  # fmt: skip
+ZH.update({
+    "factor_public_api": "公开接口",
+    "api_item": "{name}（{where}）：{breaks}；公开原因：{rule}",
+    "api_before": "改动前：{sig}",
+    "api_after": "改动后：{sig}",
+    "api_after_gone": "改动后：已不存在",
+    "api_break_removed": "{kind}被删除",
+    "api_break_export-removed": "所在的包不再导出它",
+    "api_break_parameter-removed": "参数 {names} 被删除",
+    "api_break_parameter-renamed": "参数 {a} 改名为 {b}",
+    "api_break_parameter-required": "参数 {names} 不再有默认值（现为必填）",
+    "api_break_parameter-added-required": "新增必填参数 {names}",
+    "api_break_positional-order": "位置参数 {names} 的位置变了",
+    "api_break_became-async": "改为 async",
+    "api_break_no-longer-async": "不再是 async",
+    "api_break_field-removed": "字段 {names} 被删除",
+    "api_break_field-required": "字段 {names} 不再有默认值（现为必填）",
+    "api_break_field-added-required": "新增必填字段 {names}",
+    "api_break_option-removed": "命令行选项 {names} 被删除",
+    "api_rule_exported": "由 {via} 导出为 {name}",
+    "api_rule_package": "定义在包的 {via} 中",
+    "api_rule_all": "列在 {via} 的 {all} 中",
+    "api_rule_documented": "{via} 中有文档",
+    "api_rule_config": "{via} 中的配置类（字段即构造参数）",
+    "api_rule_cli": "{via} 的命令行选项",
+})  # fmt: skip
+_SENTENCES["en"].update({
+    ("public_api", "breaking"): "breaking for downstream users: {count} public name(s) removed or changed "
+                                "incompatibly ({symbols})",
+    ("public_api", "breaking-revert"): "breaking for downstream users: {count} public name(s) removed or changed "
+                                       "incompatibly ({symbols}); the revert goes back to what was there before the "
+                                       "original, but code already written against the current API breaks",
+})  # fmt: skip
+_SENTENCES["zh"].update({
+    ("public_api", "breaking"): "对下游用户是破坏性改动：{count} 个公开名称被删除或以不兼容的方式修改（{symbols}）",
+    ("public_api", "breaking-revert"): "对下游用户是破坏性改动：{count} 个公开名称被删除或以不兼容的方式修改"
+                                       "（{symbols}）；回退恢复了原始提交之前的样子，但已按当前接口编写的代码会出错",
+})  # fmt: skip
+
+
+def api_kind(kind: str, lang: str) -> str:
+    """A public name's kind (function, class, ...) in ``lang``."""
+    if lang == "zh":
+        return {"option": "命令行选项", "export": "导出"}.get(kind) or _KIND_ZH.get(kind, kind)
+    return kind
+
+
+# --------------------------------------------------------------------------- a revert's stated scope
+
+# A revert whose message limits it to part of the original (revertbot.purity_scope): the summary's
+# sentence ("scope_*") and the purity factor's ("scoped": every changed file in the scope;
+# "scoped-beyond": it changes files outside the scope too). Then the later commits that cause a
+# revert's conflict on the base (revertbot.analysis.conflicts).
+EN.update({
+    "purity_scoped": "scoped",
+    "scope_summary": "Its message limits it to {scope} ({n} file(s) of the original): {state}; {left} other "
+                     "file(s) of the original left as the message says.",
+    "scope_state_exact": "all exactly reverted (proven on the trees)",
+    "scope_state_some": "{exact} exactly reverted (proven on the trees), {files} not",
+    "scope_state_tests": "{exact} exactly reverted (proven on the trees), {files} not (test files only)",
+    "scope_outside": "It also changes {outside} file(s) outside that scope: {files}.",
+    "more_files_inline": " and {n} more",
+    "applies_conflict_caused": "it conflicts with {base} in {n} file(s), caused by the later commit(s) {shas}.",
+    "drift_causes": " — causes the conflict in {files}",
+})  # fmt: skip
+ZH.update({
+    "purity_scoped": "限定范围的",
+    "scope_summary": "提交说明将其限定为 {scope}（原始提交的 {n} 个文件）：{state}；原始提交的其余 {left} 个文件"
+                     "按说明保留未动。",
+    "scope_state_exact": "全部完全回退（已在文件树上证明）",
+    "scope_state_some": "{exact} 个完全回退（已在文件树上证明），{files} 不是",
+    "scope_state_tests": "{exact} 个完全回退（已在文件树上证明），{files} 不是（仅测试文件）",
+    "scope_outside": "另外还改动了范围之外的 {outside} 个文件：{files}。",
+    "more_files_inline": " 等另 {n} 个",
+    "applies_conflict_caused": "与 {base} 在 {n} 个文件上冲突，冲突由后续提交 {shas} 引起。",
+    "drift_causes": "——导致 {files} 中的冲突",
+})  # fmt: skip
+_SENTENCES["en"].update({
+    ("purity", "scoped"): "scoped to {scope} by its message ({verdict}): {exact} of {in_scope} file(s) in scope "
+                          "exactly reverted, {left} other file(s) of the original left as the message says; "
+                          "review that the scope is what you want",
+    ("purity", "scoped-beyond"): "scoped to {scope} by its message ({verdict}): {exact} of {in_scope} file(s) in "
+                                 "scope exactly reverted, {left} other file(s) of the original left as the message "
+                                 "says, but {outside} file(s) changed outside that scope; review that the scope is "
+                                 "what you want",
+})  # fmt: skip
+_SENTENCES["zh"].update({
+    ("purity", "scoped"): "按提交说明限定为 {scope}：范围内 {in_scope} 个文件中 {exact} 个完全回退，原始提交的其余 "
+                          "{left} 个文件按说明保留未动；请确认这个范围符合预期",
+    ("purity", "scoped-beyond"): "按提交说明限定为 {scope}：范围内 {in_scope} 个文件中 {exact} 个完全回退，原始提交的"
+                                 "其余 {left} 个文件按说明保留未动，但还改动了范围之外的 {outside} 个文件；请确认这个"
+                                 "范围符合预期",
 })  # fmt: skip
 
 

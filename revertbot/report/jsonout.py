@@ -35,6 +35,9 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "purity": report.purity.verdict,
         "purity_reason": report.purity.reason,
         "purity_files": to_jsonable(report.purity.files),
+        # The part of the original the message limits the revert to, each path's standing
+        # (exact | differs | unproven in scope; left | outside): null when it states none.
+        "purity_scope": to_jsonable(report.purity.scope),
         "originals": [o.sha for o in report.originals],
         "original_commits": to_jsonable(report.originals),
         "linked_by": list(report.linked_by),
@@ -53,6 +56,9 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "symbols": to_jsonable(report.symbols),
         "symbol_notes": list(report.symbol_notes),
         "dependents": to_jsonable(report.dependents),
+        # Public names the change removes or breaks: each with its signatures before and after and
+        # the rule that makes it public (see revertbot.analysis.public_api).
+        "public_api": to_jsonable(report.public_api),
         "drift": to_jsonable(report.drift),
         "backports": to_jsonable(report.backports),
         # Each release branch by name (the full ref beside it) with its backport PR and the revert's.

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from .. import __version__
 from ..analysis.symbols import SymbolChange, bare_name
 from ..globs import branch_name
-from ..models import Backport, FileChange, GitHubContext, RevertReport, RiskFactor
+from ..models import Backport, FileChange, GitHubContext, PurityScope, RevertReport, RiskFactor
+from ..purity_scope import OUTSIDE_NOTE, UNPROVEN_NOTE
 from .carried_gpu import gpu_block
 from .escape import code, fenced, inline, table_cell
 from .facts import MESSAGE_LIMIT, backport_state, follow_up_branches, human_message, is_merged, same_branch
 from .gpu_sentence import gpu_sentence_line
-from .i18n import TEXT, factor_sentence, translate_detail, translate_note
+from .i18n import TEXT, critical_rule_phrase, factor_sentence, translate_detail, translate_note
+from .public_api_md import public_api_items
 from .reland_md import reason_line, reland_blocks
 
 MARKER = "<!-- revertbot:report -->"
@@ -188,7 +190,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         what = t["one_line_reland"].format(sha=_sha(first.sha), subject=inline(first.subject, 120), more="")
     elif r.originals:
         orig = r.originals[-1]
-        purity = t[f"purity_{r.purity.verdict}"]
+        purity = t["purity_scoped" if r.purity.scope else f"purity_{r.purity.verdict}"]
         what = t["one_line"].format(
             article="An" if purity[:1] in "aeiou" else "A",  # "An extended revert", "A pure revert"
             kind=t[f"kind_{r.kind}"],
@@ -197,6 +199,8 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
             subject=inline(orig.subject, 120),
             more=t["and_more"].format(n=len(r.originals) - 1) if len(r.originals) > 1 else "",
         )
+        if r.purity.scope is not None:
+            what += t["sep"] + _scope_sentence(r.purity.scope, t)
     else:
         what = t["one_line_unlinked"].format(kind=t[f"kind_{r.kind}"])
     removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import")
@@ -212,6 +216,9 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         applies = t["applies_unknown"]
     elif r.apply.clean:
         applies = t["applies_clean"].format(base=base)
+    elif causes := [d for d in r.drift if d.conflicts]:
+        shas = t["list_sep"].join(_sha(d.sha) for d in causes[:SHOWN])
+        applies = t["applies_conflict_caused"].format(base=base, n=len(r.apply.conflicts), shas=shas)
     else:
         applies = t["applies_conflict"].format(base=base, n=len(r.apply.conflicts))
     s.add(f"- **{t['in_one_sentence']}** {what}{t['sep']}{facts}{t['sep']}{applies}")
@@ -221,6 +228,29 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
         commits = t["list_sep"].join(f"{_sha(c.sha)} {inline(c.subject, 80)}" for c in r.scope[:10])
         s.add("- " + t["scope"].format(n=len(r.scope), commits=commits), joined=True)
     return s
+
+
+def _scope_sentence(scope: PurityScope, t: dict[str, str]) -> str:
+    """What the message limits the revert to, and how each part of the original stands."""
+    inside = scope.of("exact", "differs", "unproven")
+    differ = scope.of("differs", "unproven")
+    if not differ:
+        state = t["scope_state_exact"]
+    else:
+        files = t["list_sep"].join(code(p.path, 200) for p in differ[:3])
+        if len(differ) > 3:
+            files += t["more_files_inline"].format(n=len(differ) - 3)
+        key = "scope_state_tests" if all(p.test for p in differ) else "scope_state_some"
+        state = t[key].format(exact=len(inside) - len(differ), files=files)
+    parts = t["list_sep"].join(code(x, 120) for x in scope.text.split(", "))
+    said = t["scope_summary"].format(scope=parts, n=len(inside), state=state, left=len(scope.of("left")))
+    outside = scope.of("outside")
+    if outside:
+        files = t["list_sep"].join(code(p.path, 200) for p in outside[:3])
+        if len(outside) > 3:
+            files += t["more_files_inline"].format(n=len(outside) - 3)
+        said += t["sep"] + t["scope_outside"].format(outside=len(outside), files=files)
+    return said
 
 
 def _action(r: RevertReport, t: dict[str, str]) -> str:
@@ -452,8 +482,20 @@ def _breakdown(r: RevertReport, t: dict[str, str]) -> Section:
     return s
 
 
+def _critical_why(f: FileChange, t: dict[str, str], limit: int | None = None) -> str:
+    """The globs and the repository's rules that make ``f`` critical, in the report's language."""
+    said = [t["crit_matches"].format(globs=t["list_sep"].join(table_code(g, 120) for g in f.critical_globs))
+            ] if f.critical_globs else []  # fmt: skip
+    said += [critical_rule_phrase(rule.kind, rule.detail, t["lang"]) for rule in f.critical_rules]
+    if limit is not None and len(said) > limit:
+        said = [*said[:limit], t["crit_more"].format(n=len(said) - limit)]
+    return t["semi"].join(said)
+
+
 def _file_row(f: FileChange, t: dict[str, str]) -> str:
     role = t["role_critical"] if f.critical else t.get("role_" + f.category, "")
+    if f.critical_rules:  # what the repository shows about it (the globs alone are in the evidence)
+        role += t["paren"].format(text=_critical_why(f, t, limit=2))
     return (f"| {table_code(f.path)} | {table_cell(f.module, 80)} | {t.get('cat_' + f.category, f.category)} | "
             f"{role} | +{f.added} −{f.removed} |")  # fmt: skip
 
@@ -547,6 +589,7 @@ _ZH_EVIDENCE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^flaky: (.*)$"), "不稳定"),
     (re.compile(r"^infrastructure: (.*)$"), "基础设施问题"),
     (re.compile(r"^no GPU: (.*)$"), "没有 GPU"),
+    (re.compile(r"^caused by (.*)$"), "冲突来源"),
 )
 
 
@@ -561,12 +604,39 @@ _ZH_PURITY_NOTES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
 )  # fmt: skip
 
 
+def _zh_purity_note(note: str) -> str | None:
+    """One of the purity check's per-file notes in Chinese, or None when it is not one of them."""
+    for note_re, say in _ZH_PURITY_NOTES:
+        m = note_re.match(note)
+        if m:
+            return say(m)
+    return None
+
+
+# A revert's stated scope (revertbot.purity_scope): its own notes, and what it adds to those above.
+_ZH_SCOPE_SUFFIXES = {
+    OUTSIDE_NOTE: "超出提交说明的范围",
+    UNPROVEN_NOTE: "未经证明（在回退的父提交上撤销原始提交时此处冲突）",
+}
+_ZH_PURITY_NOTES += (
+    (re.compile(r"^in scope, exactly the inverse \(proven on the trees\)$"),
+     lambda m: "在范围内，完全回退（已在文件树上证明）"),
+    (re.compile(r"^left as the message says$"), lambda m: "按提交说明保留未动"),
+    (re.compile(r"^differs from the inverse \(proven on the trees\)$"), lambda m: "与逆改动不同（已在文件树上证明）"),
+    (re.compile(rf"^(.+); ({'|'.join(re.escape(x) for x in _ZH_SCOPE_SUFFIXES)})$"),
+     lambda m: f"{_zh_purity_note(m[1]) or m[1]}；{_ZH_SCOPE_SUFFIXES[m[2]]}"),
+)  # fmt: skip
+
+
 def _evidence_item(e: str, t: dict[str, str]) -> str:
     """One evidence line: data as code, the few English words around it in the report's language."""
     text = e.strip()
     more = _MORE_RE.match(text)
     if more:
         return t["more_evidence"].format(n=more[1])
+    possible = re.match(r"^possible: (.*)$", text)  # a possible dependent (risk.dependents_factor)
+    if possible:
+        return f"{t['possible_use']}{t['colon']}{code(possible[1], 300)}"
     if t["lang"] == "zh":
         path, _, note = text.rpartition(": ")
         for note_re, say in _ZH_PURITY_NOTES:
@@ -589,16 +659,27 @@ def _evidence_item(e: str, t: dict[str, str]) -> str:
 
 def _evidence(f: RiskFactor, t: dict[str, str], r: RevertReport) -> str:
     lines = [f"**{t['evidence_for']}{t['sep']}{t['factor_' + f.name]}**"]
+    structured = f.name == "critical_paths" and any(x.critical_rules for x in r.files)
+    critical = [x for x in r.files if x.critical] if structured else []
     if f.name == "backports" and r.backports:
         # Said from the structured data: each branch with its backport PR and the revert's, if any.
         items = [f"- {_backport_line(b, r, t)}" for b in r.backports]
+    elif f.name == "public_api" and r.public_api:
+        # Said from the structured data: each name, how it breaks, why it is public, its signatures.
+        items = public_api_items(r.public_api, t)
+    elif structured:
+        # Said from the structured data: each file with the globs and the repository's rules behind it.
+        items = [f"- {code(x.path, 300)}{t['paren'].format(text=_critical_why(x, t))}" for x in critical[:FOLD_CAP]]
     else:
         # Evidence lines indented by the risk model (a conflict's hunks, a file's missing lines)
         # belong to the line above: a nested item, not a code span that starts with spaces.
         items = [f"{'  ' if e.startswith('  ') else ''}- {_evidence_item(e, t)}" for e in f.evidence]
     # The risk model caps evidence with a last "... and N more" line: count those in the fold.
-    capped = _MORE_RE.match(f.evidence[-1].strip()) if f.evidence and f.name != "backports" else None
-    hidden = len(items) - SHOWN + (int(capped[1]) - 1 if capped else 0)
+    from_data = f.name in ("backports", "public_api") or structured  # said from the data, not the evidence lines
+    capped = _MORE_RE.match(f.evidence[-1].strip()) if f.evidence and not from_data else None
+    # Lines the evidence cut ("... and N more"), or critical files beyond those listed.
+    beyond = int(capped[1]) - 1 if capped else len(critical) - len(items) if structured else 0
+    hidden = len(items) - SHOWN + beyond
     lines += items[:SHOWN]
     if len(items) > SHOWN:
         rest = "\n".join(x.lstrip() for x in items[SHOWN:FOLD_CAP])
@@ -717,7 +798,11 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
         lp, rp = t["paren_open"], t["paren_close"]
-        lines = [f"{_sha(d.sha)} {inline(d.subject, 120)}{lp}{_date(d.date)}{rp}" for d in r.drift[:FOLD_CAP]]
+        # The commits that cause the revert's conflict on the base come first, saying where.
+        drift = [d for d in r.drift if d.conflicts] + [d for d in r.drift if not d.conflicts]
+        lines = [f"{_sha(d.sha)} {inline(d.subject, 120)}{lp}{_date(d.date)}{rp}"
+                 + (t["drift_causes"].format(files=t["list_sep"].join(code(p, 200) for p in d.conflicts))
+                    if d.conflicts else "") for d in drift[:FOLD_CAP]]  # fmt: skip
         items += [f"  - {line}" for line in lines[:SHOWN]]
         if len(r.drift) > SHOWN:
             rest = "\n".join(f"- {line}" for line in lines[SHOWN:])
