@@ -2,9 +2,9 @@
 ones given) is checked at its own parent (``--base <sha>^``), and the public API findings are
 printed one per line, for reading by hand.
 
-    python -m bench.public_api --repo /work/clones/DeepSpeed             # every revert the scan lists
-    python -m bench.public_api --repo /work/clones/executorch --python-only --limit 6
-    python -m bench.public_api --repo /work/clones/DeepSpeed 4ac9bf60a7  # named reverts only
+    python -m bench.public_api --repo ~/src/DeepSpeed             # every revert the scan lists
+    python -m bench.public_api --repo ~/src/executorch --python-only --limit 6
+    python -m bench.public_api --repo ~/src/DeepSpeed 4ac9bf60a7  # named reverts only
 
 ``--python-only`` keeps the reverts whose diff touches a Python file outside tests (the only
 ones the factor can flag); ``--limit N`` the newest N of them. The last line counts the reverts
