@@ -14,21 +14,10 @@ set -uo pipefail
 RESULTS=${RESULTS:-gpu_jobs/results/h100-earned-green}
 WORK=${WORK:-/tmp/revertbot-earned-green}
 PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 GIT_CONFIG_NOSYSTEM=1
-rm -rf "$RESULTS" "$WORK" && mkdir -p "$RESULTS" "$WORK"
+export GIT_CONFIG_NOSYSTEM=1
+# shellcheck source=gpu_jobs/proof_common.sh
+. "$(dirname "$0")/proof_common.sh"
 chmod 755 "$WORK"
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-
-if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
-    echo "no CUDA GPU visible: nothing recorded" >&2
-    exit 1
-fi
-{
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    "$PY" -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda); print("device", torch.cuda.get_device_name(0))'
-} > "$RESULTS/environment.txt" 2>&1
-cat "$RESULTS/environment.txt"
 
 # A python the suite user can run, with this interpreter's packages (torch, pytest).
 SITE=$("$PY" -c 'import site, sys; print(":".join(p for p in site.getsitepackages() if "site-packages" in p or "dist-packages" in p))')
