@@ -28,7 +28,7 @@ from .analysis.symbols_cpp import (
     too_large_note,
 )
 from .config import Config, categorize, load_config_file, module_for
-from .critical_stage import with_repository_rules
+from .critical_stage import critical_first, with_repository_rules
 from .detect import index_message, link_reverts, parse_message
 from .errors import GitError, NotFoundError
 from .globs import match_branch, match_glob
@@ -354,7 +354,7 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
                 critical_globs=globs,
             )
         )
-    return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path)))
+    return tuple(sorted(out, key=critical_first))
 
 
 #: Python files whose symbols one check analyses (parsing costs about a millisecond per file and side).

@@ -59,7 +59,12 @@ def with_repository_rules(
     found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable)
     out = [dataclasses.replace(f, critical_rules=found[f.path], critical=True) if found.get(f.path) else f
            for f in files]  # fmt: skip
-    return tuple(sorted(out, key=lambda f: (not f.critical, -(f.added + f.removed), f.path))), notes
+    return tuple(sorted(out, key=critical_first)), notes
+
+
+def critical_first(f: FileChange) -> tuple[bool, int, str]:
+    """The order of a report's files: critical ones first, then the largest changes, then by path."""
+    return (not f.critical, -(f.added + f.removed), f.path)
 
 
 def repository_rules(

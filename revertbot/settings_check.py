@@ -182,30 +182,30 @@ def check_settings(api: SettingsAPI, repo: str, runner_labels: Sequence[Sequence
     return out
 
 
-def _fork_approval(r: _Reader, repo: str) -> Finding:
-    name = "fork PR workflows need approval for all outside collaborators"
-    fix = ("Settings > Actions > General > Approval for running fork pull request workflows from contributors: "
-           "'Require approval for all outside collaborators'")  # fmt: skip
-    got = r.one(f"/repos/{repo}/actions/permissions/fork-pr-contributor-approval")
+def _setting(r: _Reader, path: str, name: str, key: str, want: str, fix: str) -> Finding:
+    """One repository setting the API answers as one field of one object: ok when it is ``want``."""
+    got = r.one(path)
     if not isinstance(got.data, Mapping):
         return Finding(name, "not checked", got.why or "unexpected answer", f"run it with {_ORG_TOKEN}")
-    policy = str(got.data.get("approval_policy", ""))
-    if policy == "all_external_contributors":
-        return Finding(name, "ok", f"approval_policy: {policy}")
-    return Finding(name, "wrong", f"approval_policy: {policy}", fix)
+    value = str(got.data.get(key, ""))
+    if value == want:
+        return Finding(name, "ok", f"{key}: {value}")
+    return Finding(name, "wrong", f"{key}: {value}", fix)
+
+
+def _fork_approval(r: _Reader, repo: str) -> Finding:
+    return _setting(r, f"/repos/{repo}/actions/permissions/fork-pr-contributor-approval",
+                    "fork PR workflows need approval for all outside collaborators", "approval_policy",
+                    "all_external_contributors",
+                    "Settings > Actions > General > Approval for running fork pull request workflows from "
+                    "contributors: 'Require approval for all outside collaborators'")  # fmt: skip
 
 
 def _token_permissions(r: _Reader, repo: str) -> Finding:
-    name = "the default workflow token is read-only"
-    got = r.one(f"/repos/{repo}/actions/permissions/workflow")
-    if not isinstance(got.data, Mapping):
-        return Finding(name, "not checked", got.why or "unexpected answer", f"run it with {_ORG_TOKEN}")
-    perms = str(got.data.get("default_workflow_permissions", ""))
-    if perms == "read":
-        return Finding(name, "ok", f"default_workflow_permissions: {perms}")
-    return Finding(name, "wrong", f"default_workflow_permissions: {perms}",
-                   "Settings > Actions > General > Workflow permissions: 'Read repository contents and packages "
-                   "permissions'")  # fmt: skip
+    return _setting(r, f"/repos/{repo}/actions/permissions/workflow", "the default workflow token is read-only",
+                    "default_workflow_permissions", "read",
+                    "Settings > Actions > General > Workflow permissions: 'Read repository contents and packages "
+                    "permissions'")  # fmt: skip
 
 
 def _move_to_group(repo: str, branch: str) -> str:
