@@ -18,6 +18,10 @@ Outcome = Literal["passed", "failed", "error", "skipped"]
 __all__ = ["JUnitError", "Outcome", "TestResult", "durations_from_junit", "parse_junit", "parse_junit_file"]
 
 
+#: The id part ``--revertbot-repeat`` gives each repetition of a test: ``test_x[revertbot-repeat-2]``.
+REPEAT_ID = "revertbot-repeat-"
+
+
 class JUnitError(ValueError):
     """A JUnit file that cannot be read or parsed."""
 

@@ -6,6 +6,8 @@
 * ``--revertbot-shard=i/N`` keeps only shard ``i`` of ``N`` (see :mod:`gpu_jobs.shard`);
   ``--revertbot-shard-tests=FILE`` names a JSON assignment ``{"count": N, "assignment": {test: i}}``
   balanced from earlier durations.
+* ``--revertbot-repeat=N`` runs every selected test N times in this one process (ids gain
+  ``revertbot-repeat-i``): the culprit search's cheap reruns, one interpreter start for N runs.
 * Each test's duration (setup + call + teardown) is recorded as the metric ``test_duration``.
 * At the end of the session, when ``torch.cuda`` was initialised by the tests, the peak GPU memory
   (allocated and reserved by torch's caching allocator, maximum over visible devices) is recorded
@@ -26,6 +28,7 @@ from typing import Any
 import pytest
 
 from . import metrics
+from .junit import REPEAT_ID
 from .shard import parse_shard, select
 
 DURATION_METRIC = "test_duration"
@@ -37,6 +40,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--revertbot-shard", default=None, metavar="i/N", help="run only shard i of N (1-based)")
     group.addoption("--revertbot-shard-tests", default=None, metavar="FILE",
                     help="JSON test-to-shard assignment balanced from earlier durations")
+    group.addoption("--revertbot-repeat", default=1, type=int, metavar="N",
+                    help="run every selected test N times in this process")
+
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    count = int(metafunc.config.getoption("--revertbot-repeat") or 1)
+    if count > 1:
+        metafunc.fixturenames.append("revertbot_repeat")
+        metafunc.parametrize("revertbot_repeat", range(1, count + 1), ids=lambda i: f"{REPEAT_ID}{i}")
 
 
 CUDA_MARKER = "cuda: needs a CUDA GPU (skipped elsewhere)"

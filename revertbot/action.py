@@ -47,7 +47,16 @@ from .github import (
     pull_from_payload,
 )
 from .history import Record, normalise_repo, now_iso, write_record_file
-from .models import GpuSummary, RevertReport
+from .models import GpuSummary, Override, RevertReport
+from .overrides import (
+    LINK,
+    NOT_A_REVERT,
+    not_a_revert_note,
+    parse_target,
+    read_override_block,
+    statement_digest,
+    still_holds,
+)
 from .pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
 from .report import MARKER, render_markdown, report_to_json
 from .report.carried_gpu import read_gpu_block
@@ -154,11 +163,13 @@ def _is_report_comment(c: CommentInfo, owner: str) -> bool:
     return c.body.startswith(MARKER) and c.author == owner
 
 
-def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN) -> GpuSummary | None:
+def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN,
+                comments: Sequence[CommentInfo] | None = None) -> GpuSummary | None:  # fmt: skip
     """The GPU results the bot's own report comment carries for ``pr``'s current head (see
     report/carried_gpu.py); None when it carries none. Raises :class:`GitHubError` when the
-    comments cannot be read: a caller must not publish without knowing."""
-    comments = [c for c in api.comments(pr.number) if _is_report_comment(c, owner)]
+    comments cannot be read: a caller must not publish without knowing. ``comments``: the PR's
+    comments when they were just read."""
+    comments = [c for c in (api.comments(pr.number) if comments is None else comments) if _is_report_comment(c, owner)]
     for comment in sorted(comments, key=lambda c: c.id):
         found = read_gpu_block(comment.body, pr.head_sha)
         if found is not None:
@@ -371,6 +382,9 @@ class _Run:
         self.record_digests: list[str] = []  # sha256 of each history record this run wrote
         self.carried_error = ""  # set when the earlier GPU results of the PR being checked could not be read
         self.event: Mapping[str, Any] = {}  # the event payload GitHub wrote
+        self.permission = ""  # the permission of whoever gave this run's comment command
+        self.new_override: Override | None = None  # what this run's /revertbot link or not-a-revert says
+        self.comments_read: tuple[int, list[CommentInfo]] | None = None  # (PR, its comments) read this run
 
     # -------------------------------------------------------------- output helpers
 
@@ -404,10 +418,18 @@ class _Run:
             return 0
         self.outputs.set("pr", str(pr.number))
         self.outputs.set("head_sha", pr.head_sha)
+        # What a maintainer said lives in the bot's comment: a PR whose text says nothing of reverting
+        # and that has no labels (the bot labels what it judged) has none, and costs no request.
+        said = revert_intent(pr).is_revert_like or bool(pr.labels)
+        override = self.new_override or (self.override_for(pr) if said else None)
+        if override is not None and override.kind == "not-a-revert":
+            quiet = read_only or self.opts.authorize_only or self.opts.dry_run or self.opts.gpu is not None
+            return self.publish_not_a_revert(pr, override, may_write=not quiet)
         self.echo(f"::group::revertbot: checking #{pr.number} {log_safe(pr.title, 120)}")
         try:
             check = check_pull(self.api, pr, self.source, budget=budget, log=self.echo, gpu=self.fresh_gpu(),
-                               reason_set_by=reason_set_by, earlier_gpu=lambda: self.carried_gpu(pr))  # fmt: skip
+                               reason_set_by=reason_set_by, earlier_gpu=lambda: self.carried_gpu(pr),
+                               override=override)  # fmt: skip
         finally:
             self.echo("::endgroup::")
         if self.carried_error and not check.github_error:
@@ -515,7 +537,7 @@ class _Run:
         comment: every later report for that head carries them, so no refresh can erase a GPU
         verdict (see report/carried_gpu.py; the history branch is the fallback in check_pull)."""
         try:
-            carried = carried_gpu(self.api, pr, self.owner)
+            carried = carried_gpu(self.api, pr, self.owner, self.comments_of(pr))
         except GitHubError as exc:
             # Publishing without knowing them could erase a GPU verdict: the report is kept, not published.
             self.carried_error = f"the GPU results recorded earlier could not be read: {exc.message.splitlines()[0]}"
@@ -524,17 +546,136 @@ class _Run:
             self.echo(f"GPU results recorded earlier for {pr.head_sha[:12]} are carried into this report")
         return carried
 
+    # -------------------------------------------------------------- overrides (see revertbot.overrides)
+
+    def comments_of(self, pr: PullInfo) -> list[CommentInfo]:
+        """The PR's comments, read once per run (the override and the carried GPU results share the read)."""
+        if self.comments_read is None or self.comments_read[0] != pr.number:
+            self.comments_read = (pr.number, self.api.comments(pr.number))
+        return self.comments_read[1]
+
+    def override_for(self, pr: PullInfo) -> Override | None:
+        """What a maintainer said earlier, as the bot's own report comment carries it; None when
+        nothing, or when a not-a-revert was overtaken by a new revert statement in the title or body."""
+        try:
+            mine = [c for c in self.comments_of(pr) if _is_report_comment(c, self.owner)]
+        except GitHubError as exc:
+            # Publishing without knowing could drop what a maintainer said: kept, not published.
+            self.carried_error = f"the bot's earlier comment could not be read: {exc.message.splitlines()[0]}"
+            return None
+        found = read_override_block(min(mine, key=lambda c: c.id).body) if mine else None
+        if found is not None and not still_holds(found, pr.title, pr.body):
+            self.echo(f"#{pr.number}: the title or description makes a new revert statement, which ends "
+                      f"{log_safe(found.login, 60)}'s {NOT_A_REVERT}")  # fmt: skip
+            return None
+        if found is not None:
+            self.echo(f"#{pr.number}: {found.kind} said by {log_safe(found.login, 60)} ({found.permission}) holds")
+        return found
+
+    def command_link(self, pr: PullInfo, login: str, args: list[str]) -> int:
+        """``/revertbot link <sha|#N>``: this PR reverts that commit (or PR #N's merge commit); the check
+        runs again with it as the original, and later runs keep it. No GPU runs."""
+        target = parse_target(args[0]) if args else None
+        problem = "" if target else f"`{LINK}` needs the original: a commit id or `#N` of a merged pull request"
+        original = ""
+        if target and target[0] == "pr":
+            try:
+                other = self.api.pull(int(target[1]))
+            except NotFoundOnGitHub:
+                other = None
+            if other is None or not other.merged or not is_full_sha(other.merge_commit_sha):
+                problem = f"`{LINK} #{target[1]}`: #{target[1]} is not a merged pull request of this repository"
+            else:
+                original = other.merge_commit_sha
+        named = f"#{target[1]}" if target and target[0] == "pr" else target[1] if target else ""
+        if target and not problem:
+            try:
+                with self.source.open(pr) as prep:
+                    from . import gitops
+
+                    original = gitops.resolve_commit(prep.root, original or named)
+                    if not gitops.is_ancestor(prep.root, original, prep.base_sha):
+                        problem = f"`{LINK} {named}`: {original[:12]} is not on the base branch `{pr.base_ref}`"
+            except RevertbotError as exc:
+                problem = f"`{LINK} {named}`: no such commit here ({exc.message.splitlines()[0]})"
+        if problem:
+            return self.reply(pr, problem)
+        self.new_override = Override("link", original=original, named=named, login=login,
+                                     permission=self.permission, at=now_iso())  # fmt: skip
+        self.echo(f"#{pr.number} linked to {original[:12]} by {log_safe(login, 60)}")
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (False, f"{LINK} starts no GPU runs"),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def command_not_a_revert(self, pr: PullInfo, login: str, args: list[str]) -> int:
+        """``/revertbot not-a-revert``: stop judging this PR (a short note replaces the report)."""
+        self.new_override = Override("not-a-revert", login=login, permission=self.permission, at=now_iso(),
+                                     statement=statement_digest(pr.title, pr.body))  # fmt: skip
+        return self.check_and_publish(pr, read_only=False, gpu=lambda _c: (False, "not a revert"),
+                                      budget=self.api.requests + REQUEST_BUDGET)  # fmt: skip
+
+    def reply(self, pr: PullInfo, text: str) -> int:
+        """A short answer to a command that cannot be carried out (nothing else changes)."""
+        self.echo(f"{log_safe(text)}; replying")
+        if self.opts.dry_run:
+            return 0
+        try:
+            self.api.create_comment(pr.number, text + ".")
+        except GitHubError as exc:
+            self.echo(f"::error::could not reply: {log_safe(exc.message)}")
+            return EXIT_GITHUB
+        return 0
+
+    def publish_not_a_revert(self, pr: PullInfo, o: Override, may_write: bool) -> int:
+        """The note that replaces the report, no verdict labels, and a status that says "not a revert".
+
+        The status is ``pending``, as for a revert that changes nothing on the base: there is nothing
+        for the bot to judge, and green stays earned by proof (a maintainer's word is no proof that
+        the change is safe). It replaces the previous verdict's status on this head; a required
+        ``revertbot`` status then needs a maintainer's bypass, as every PR the bot does not judge."""
+        self.outputs.set("is_revert", "false")
+        cfg = self.source.base_config(pr)
+        note = not_a_revert_note(o, cfg.language)
+        self.report_path.parent.mkdir(parents=True, exist_ok=True)
+        self.report_path.write_text(note, encoding="utf-8")
+        self.summary(note)
+        desc = clean(f"not a revert (said by {o.login} with {NOT_A_REVERT}): nothing to judge", 140)
+        if not may_write:
+            self.echo(f"#{pr.number}: {desc}; nothing written")
+            return 0
+        try:
+            if self.api.pull(pr.number).head_sha == pr.head_sha:
+                upsert_comment(self.api, pr.number, note, self.echo, self.owner)
+                labels = cfg.labels
+                for lb in pr.labels:
+                    if lb == labels.revert or lb.startswith((labels.risk_prefix, labels.purity_prefix)):
+                        with contextlib.suppress(NotFoundOnGitHub):
+                            self.api.remove_label(pr.number, lb)
+            self.api.create_status(pr.head_sha, "pending", desc, self.target_url())
+        except GitHubError as exc:
+            self.echo(f"::error::could not publish the note on #{pr.number}: {log_safe(exc.message.splitlines()[0])}")
+            return EXIT_GITHUB
+        self.echo(f"#{pr.number}: {desc}")
+        directory = self.env.get("REVERTBOT_RECORD_DIR")
+        if directory:  # the dashboard drops the PR (see revertbot.store)
+            # The mark has a name no commit has: the PR's rows stay in the store, the dashboard hides them.
+            report = {"revert": {"sha": f"not-a-revert/{pr.number}", "subject": pr.title}, "kind": "not-a-revert",
+                      "override": dataclasses.asdict(o)}  # fmt: skip
+            self.write_record(pr, report, note, None)
+        return 0
+
     def record(self, pr: PullInfo, check: PrCheck, markdown: str) -> None:
         """Keep what was just published for the history (the workflow's record job pushes it to the
         data branch). Only when ``REVERTBOT_RECORD_DIR`` is set; identity comes from GitHub, not the PR."""
-        directory = self.env.get("REVERTBOT_RECORD_DIR")
-        if not directory or check.report is None:
-            return
-        data = report_to_json(check.report)
+        if self.env.get("REVERTBOT_RECORD_DIR") and check.report is not None:
+            data = report_to_json(check.report)
+            self.write_record(pr, data, markdown, data.get("gpu"))
+
+    def write_record(self, pr: PullInfo, data: Mapping[str, Any], markdown: str, gpu: Any) -> None:
+        directory = self.env.get("REVERTBOT_RECORD_DIR") or ""
         rec = Record(repo=normalise_repo(pr.base_repo or self.repo), pr=pr.number, head_sha=pr.head_sha,
                      run_id=self.env.get("GITHUB_RUN_ID") or "0", run_attempt=self.env.get("GITHUB_RUN_ATTEMPT") or "1",
                      job=self.env.get("GITHUB_JOB") or "check", recorded_at=now_iso(), report=data,
-                     markdown=markdown, gpu=data.get("gpu"))  # fmt: skip
+                     markdown=markdown, gpu=gpu)  # fmt: skip
         path = write_record_file(directory, rec)
         # The record job pushes only files with these digests: a job where PR code ran can upload an
         # artifact of the same name, never change this job's outputs.
@@ -648,13 +789,16 @@ class _Run:
         if not allowed:
             return self.deny_once(number, login, why)
         self.echo(f"{COMMAND_PREFIX} {verb} by {log_safe(login, 60)} ({why}) on #{number}")
+        found = re.search(r"permission '(\w+)'", why)
+        self.permission = found.group(1) if found else "listed"  # a user id listed in gpu.allowed_users
         self.raw_args = words[2:]  # as written: branch names are case-sensitive
         return self.verbs[verb](pr, login, [w.lower() for w in words[2:]])
 
     @property
     def verbs(self) -> dict[str, Callable[[PullInfo, str, list[str]], int]]:
         """Comment commands by verb: each gets the PR, the authorised login and the words after the verb."""
-        return {"check": self.command_check, "backport": self.command_backport, "reason": self.command_reason}
+        return {"check": self.command_check, "backport": self.command_backport, "reason": self.command_reason,
+                "link": self.command_link, "not-a-revert": self.command_not_a_revert}  # fmt: skip
 
     def command_check(self, pr: PullInfo, login: str, args: list[str]) -> int:
         """``/revertbot check [<full head sha>]``: re-check and publish; GPU runs bound to that head."""
@@ -772,8 +916,13 @@ class _Run:
         for pr in reverts:
             entry: dict[str, Any] = {"pr": pr.number, "title": pr.title, "state": pr.state, "url": pr.html_url}
             try:
+                override = self.override_for(pr)  # what a maintainer said holds in the refresh too
+                if override is not None and override.kind == "not-a-revert":
+                    entry.update(is_revert=False, reason=f"{NOT_A_REVERT} by {override.login}")
+                    results.append(entry)
+                    continue
                 check = check_pull(self.api, pr, self.source, budget=self.api.requests + REQUEST_BUDGET,
-                                   earlier_gpu=functools.partial(self.carried_gpu, pr))  # fmt: skip
+                                   earlier_gpu=functools.partial(self.carried_gpu, pr), override=override)  # fmt: skip
                 entry["is_revert"] = check.is_revert
                 entry["reason"] = check.reason
                 if check.report is not None:

@@ -6,19 +6,19 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
 from .analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
-from .analysis.dependents import search_dependents
+from .analysis.dependents import search_dependents, string_lookups
 from .analysis.dependents_cpp import search_cpp_dependents
 from .analysis.history import find_backports, find_drift
 from .analysis.public_api import ApiFinding
 from .analysis.pyparse import collector_paused
 from .analysis.risk import RiskInputs, RiskThresholds, assess
 from .analysis.split import Beside, split_map
-from .analysis.symbols import SymbolChange, diff_symbols
+from .analysis.symbols import SymbolChange, bound_excerpts, diff_symbols, fold_moves
 from .analysis.symbols_cpp import (
     MAX_SOURCE_BYTES as MAX_CPP_SOURCE_BYTES,
     MAX_TOTAL_BYTES as MAX_CPP_TOTAL_BYTES,
@@ -27,6 +27,7 @@ from .analysis.symbols_cpp import (
     is_cpp_path,
     too_large_note,
 )
+from .backport_evidence import confirm_title_matches, relink_branch_copies
 from .config import Config, categorize, load_config_file, module_for
 from .critical_stage import critical_first, with_repository_rules
 from .detect import index_message, link_reverts, parse_message
@@ -42,16 +43,19 @@ from .models import (
     GpuSummary,
     Link,
     LinkMethod,
+    Override,
     RevertReport,
     Unresolved,
 )
-from .proof import judge
+from .proof import choose_mainlines, judge, with_mainlines
 from .public_api_stage import public_api_stage
-from .purity import Side, hunks, patch_stats, raw_entries, strip_raw
-from .reason import classify_revert
+from .purity import Side, Vector, hunks, patch_stats, raw_entries, strip_raw
+from .reason import classify_revert, linked_issues
 from .reland import reland_risk
-from .reland_stage import find_reland_by_patch, reland_stage
-from .scan import cut_by_shallow_history, github_slug
+from .reland_content import revert_fingerprint
+from .reland_stage import content_story, find_reland_by_patch, reland_stage
+from .releases import find_releases, with_branches
+from .scan import _choose_by_diff as choose_by_diff, cut_by_shallow_history, github_slug
 from .scope_stage import scope_stage
 
 CONFIG_FILE = ".revertbot.yml"
@@ -60,6 +64,24 @@ CONFIG_FILE = ".revertbot.yml"
 def commit_ref(c: Commit) -> CommitRef:
     """The commit as the report names it; its own PR number comes from the subject (``... (#N)``)."""
     return CommitRef(c.sha, c.subject, c.author_name, c.commit_time, parse_message(c.message).own_pr)
+
+
+def find_links(root: Path, commits: Sequence[Commit], in_scope: Collection[str], ref_name: str,
+               slug: str | None) -> list[Link]:  # fmt: skip
+    """What the check decides from messages: the links of the commits in ``in_scope`` among
+    ``commits`` (the history, newest first). A link depends on the history, not on which other
+    commits are in scope: ``bench/agree.py`` asks for every commit at once and compares with the scan.
+    As the scan does, a reference that several commits match equally is settled by their diffs
+    (the one commit whose change this one exactly inverts or redoes)."""
+    links = link_reverts(commits, ref_name=ref_name, lookup_objects=lambda names: gitops.object_types(root, names),
+                         select=lambda c: c.sha in in_scope, repo_slug=slug)  # fmt: skip
+    if not any(link.candidates for link in links):
+        return links
+    parent = {c.sha: (c.parents or (None,))[0] for c in commits}
+    wanted = dict.fromkeys(s for link in links if link.candidates for s in (link.revert, *link.candidates))
+    patches, _errors, _cut = gitops.commit_patches(root, [(s, parent.get(s)) for s in wanted])
+    vectors: dict[str, Vector] = {}
+    return [choose_by_diff(link, patches, vectors) if link.candidates else link for link in links]
 
 
 # The analysis holds many syntax trees at once: the cyclic collector would walk them all again
@@ -78,6 +100,7 @@ def check_revert(
     message: str | None = None,
     detect_relands: bool = True,
     started: gitops.StartedLog | None = None,
+    override: Override | None = None,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
 
@@ -89,11 +112,12 @@ def check_revert(
     reland and ``detect_relands`` holds, a change whose diff redoes a recently reverted original
     is checked as its reland (see :func:`find_reland_by_patch`). ``started`` is a read of the
     base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
-    the check reads.
+    the check reads. A link ``override`` (a maintainer's ``/revertbot link``, ``--original``) names
+    the original instead of the messages; the report carries it.
     """
     root = gitops.repo_root(repo, started)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
-    head_sha = gitops.resolve_commit(root, revert_ref)
+    head_sha = _resolve_in_clone(root, revert_ref)
     head_ref, base_sha = gitops.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
         base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
@@ -106,29 +130,34 @@ def check_revert(
     scope = [c.sha for c in gitops.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     in_scope = set(scope)
 
-    def lookup(names: Sequence[str]) -> dict[str, str | None]:
-        return gitops.object_types(root, names)
-
     # "Reverts owner/name#N" names this repository's PR only when the names agree.
     slug = repo_name if repo_name and repo_name.count("/") == 1 else github_slug(root)
-    links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha in in_scope,
-                         repo_slug=slug)  # fmt: skip
+    links = find_links(root, commits, in_scope, revert_ref, slug)
+    if override is not None and override.kind == "link":
+        # A maintainer named the original (/revertbot link, check --original): it wins over detection.
+        if override.original not in by_sha:
+            raise NotFoundError(f"the original named by hand, {override.original[:12]}, is not in the history of "
+                                f"{head_sha[:12]}", hint="name a commit the revert's history contains")  # fmt: skip
+        links = [Link(head_sha, head.subject, "revert", (override.original,), ("override",))]
     if not links and message:
         # A hand-made revert PR: its commits say nothing, its title and body do.
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
-        links = link_reverts(commits, ref_name=revert_ref, lookup_objects=lookup, select=lambda c: c.sha == head_sha,
-                             repo_slug=slug)  # fmt: skip
+        links = find_links(root, commits, {head_sha}, revert_ref, slug)
     if not links and detect_relands:
         # Nothing says reland, but the change may redo a reverted original: compare the diffs.
         found = find_reland_by_patch(root, commits, head_sha, since_sha or (head.parents or (None,))[0])
         links = [found] if found else []
     if not links:
         raise NotFoundError(
-            f"{head_sha[:12]} ({head.subject!r}) does not look like a revert",
+            f"{head_sha[:12]} ({head.subject!r}) does not look like a revert" + _shallow_note(root),
             hint="revertbot recognises 'Revert \"X\"', 'This reverts commit <sha>', 'Reverts owner/repo#N' and more",
         )
     link = _whole_change(links, head_sha, by_sha)
+    # A revert picked onto a release branch names the main line's original: the branch's own copy.
+    link = relink_branch_copies(root, link, commits)
+    # Relands that say nothing, found by their diff: a later one of this revert, an earlier one of its original.
+    link, content_relands = content_story(root, commits, link, merged)
     revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
@@ -141,10 +170,16 @@ def check_revert(
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
     )  # fmt: skip
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
+    # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
+    releases_job = gitops.Background(find_releases, root, link.originals, head_sha)
     try:
-        wanted = [(head_sha, parent)] + [(o, (by_sha[o].parents or (None,))[0]) for o in link.originals]
+        # A merge original is undone against the mainline the revert used (git revert -m N).
+        mainlines = choose_mainlines(root, link, revert.message, {o: by_sha[o].parents for o in link.originals}, parent)
+        wanted = [(head_sha, parent)] + [
+            (o, mainlines[o].parent if o in mainlines else (by_sha[o].parents or (None,))[0]) for o in link.originals
+        ]
         patches, errors, truncated = gitops.commit_patches(root, wanted)
-        purity = judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha]
+        purity = with_mainlines(judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha], mainlines)
         # A revert whose message limits it to part of the original is judged on that part.
         named_by = {commit_ref(o).pr for o in originals} | set(parse_message(revert.message).prs)
         purity = scope_stage(root, link, purity, [revert.message, message or ""], patches, dict(wanted),
@@ -226,6 +261,10 @@ def check_revert(
             search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
             dependents = list(search.dependents)
             notes += list(search.notes)
+            # getattr(x, "name"), torch.ops.<ns>.<name> of a removed Python op registration.
+            by_string = string_lookups(root, after_tree, symbols, applied_on, dependents)
+            dependents += list(by_string.dependents)
+            notes += list(by_string.notes)
             if cpp_job is not None:
                 cpp_search = cpp_job.result()
                 dependents += list(cpp_search.dependents)
@@ -239,7 +278,7 @@ def check_revert(
             if untried:
                 notes.append(f"{untried} older later commit(s) on the conflicting files not checked for causing the "
                              f"conflict (the newest {MAX_CONFLICT_COMMITS} were)")  # fmt: skip
-        backports = backports_job.result()
+        backports = confirm_title_matches(root, backports_job.result(), originals)  # a title is not evidence
     except BaseException:
         for job in (backports_job, cpp_job):
             if job is not None:
@@ -297,6 +336,13 @@ def check_revert(
         later=tuple(commit_ref(by_sha[s]) for s in link.later if s in by_sha),
         reason=reland_info.reason if reland_info is not None else classify_revert(revert.message),
         reland=reland_info,
+        override=override,
+        message_issues=linked_issues(revert.message, slug or ""),
+        # Where the original and the revert shipped: version tags, and the release branches found above.
+        releases=with_branches(releases_job.result(), backports),
+        content_relands=content_relands,
+        fingerprint=revert_fingerprint(patches.get(head_sha, "")) if link.direction == 1 and link.kind != "reland"
+        else None,
     )
 
 
@@ -330,11 +376,36 @@ def _refuse_cut_history(root: Path, link: Link) -> None:
     if link.revert in boundary:
         cut.append(f"{link.revert[:10]} is at the clone's depth limit")
     if cut:
+        depth = gitops.shallow_depth(root)
         raise NotFoundError(
-            f"{root} is a shallow clone and the check needs history it does not have ({cut[0]})",
-            hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), e.g. "
-            "actions/checkout with fetch-depth: 0",
+            f"{root} is a shallow clone (depth {depth}) and the check needs history it does not have ({cut[0]}): "
+            "the original may be beyond its shallow boundary",
+            hint=gitops.deepen_hint(depth),
         )
+
+
+def _resolve_in_clone(root: Path, ref: str) -> str:
+    """``ref``'s commit; in a shallow clone, a ref that is not there is said to be maybe beyond
+    the clone's shallow boundary, with the command to deepen it (not "check the spelling")."""
+    try:
+        return gitops.resolve_commit(root, ref)
+    except NotFoundError as exc:
+        if not gitops.shallow_commits(root) or "unknown ref" not in str(exc.message):
+            raise
+        depth = gitops.shallow_depth(root)
+        raise NotFoundError(
+            f"{ref!r} is not in this clone: it may be beyond the shallow boundary of this clone (depth {depth})",
+            hint=gitops.deepen_hint(depth),
+        ) from exc
+
+
+def _shallow_note(root: Path) -> str:
+    """For a shallow clone: the original may be beyond its boundary (read as not a revert)."""
+    if not gitops.shallow_commits(root):
+        return ""
+    depth = gitops.shallow_depth(root)
+    return (f"; the original may be beyond the shallow boundary of this clone (depth {depth}): "
+            f"{gitops.deepen_hint(depth)}")  # fmt: skip
 
 
 def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
@@ -402,7 +473,7 @@ def _symbol_changes(
     if other:
         noun = "file" if len(other) == 1 else "files"
         notes.append(f"{len(other)} other {noun} (not Python or C++/CUDA) analysed at file level only")
-    return changes, notes
+    return bound_excerpts(fold_moves(changes)), notes  # a definition moved elsewhere is said once, as a move
 
 
 def _cpp_symbol_changes(

@@ -64,6 +64,7 @@ class _LazyGroup(click.Group):
         "gpu": ("revertbot.cli_gpu", "gpu"),
         "history": ("revertbot.cli_history", "history"),
         "init": ("revertbot.cli_init", "init_command"),
+        "propose": ("revertbot.cli_propose", "propose_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -128,6 +129,8 @@ def cli() -> None:
     is_flag=True,
     help="Scan the history of every branch, tag and remote-tracking ref at once instead of one ref.",
 )
+@click.option("--relands-by-diff", is_flag=True,
+              help="Also find relands that say nothing, by their diff (always with --store).")
 @click.option("--verbose", "-v", is_flag=True, help="Also print the time taken and hints to make it faster.")
 def scan(
     repo: str,
@@ -137,6 +140,7 @@ def scan(
     allow_shallow: bool,
     store_path: str | None,
     all_refs: bool,
+    relands_by_diff: bool,
     verbose: bool,
 ) -> None:
     """List every revert on a ref, what it reverts, how it was linked, and its purity.
@@ -155,7 +159,8 @@ def scan(
 
         try:
             result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
-                                     all_refs=all_refs, started=history)  # fmt: skip
+                                     all_refs=all_refs, started=history,
+                                     relands_by_diff=relands_by_diff or bool(store_path))  # fmt: skip
         finally:
             progress.close()
     if verbose:
@@ -166,10 +171,25 @@ def scan(
 
         count = record_scan(store_path, result)
         click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
+    shallow = _shallow_warning(result) if result.shallow else None
     if fmt == "json":
-        click.echo(json.dumps([entry_to_json(e) for e in result.entries], indent=2, ensure_ascii=False))
+        entries = [entry_to_json(e) for e in result.entries]
+        # A shallow clone's list is not the whole story: an object that says so, not a bare list
+        # (with --allow-shallow the caller accepted that: the usual list).
+        data: object = {**shallow, "reverts": entries} if shallow and not allow_shallow else entries
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(render_scan_table(result))
+
+
+def _shallow_warning(result: ScanResult) -> dict[str, object]:
+    """Warn on stderr that a shallow clone was scanned; what the JSON output says about it."""
+    depth = gitops.shallow_depth(result.repo, result.head or "HEAD")
+    hint = gitops.deepen_hint(depth)
+    click.echo(f"warning: {result.repo} is a shallow clone (depth {depth}): only {result.commits_scanned} commit(s) "
+               f"were scanned, reverts and originals beyond its shallow boundary are not seen; {hint}",
+               err=True)  # fmt: skip
+    return {"shallow": True, "depth": depth, "commits_scanned": result.commits_scanned, "hint": hint}
 
 
 @cli.command()
@@ -239,10 +259,18 @@ def scan(
     help="owner/repo#N only: the full head commit the report is for; required with --post. "
     "Refuses (exit 4) when the PR head is another commit.",
 )
+@click.option(
+    "--original",
+    default=None,
+    metavar="SHA|REF|#N",
+    help="The commit REVERT reverts, instead of what its message says (as `/revertbot link` on a PR): a sha "
+    "or ref, or #N for the one commit of the default branch whose subject ends in (#N).",
+)
 @click.pass_context
 def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str, lang: str | None,
           output: str | None, config_path: str | None, store_path: str | None, post: bool, dry_run: bool,
-          verbose: bool, token_env: str, gpu_summary: str | None, expect_head: str | None) -> None:  # fmt: skip
+          verbose: bool, token_env: str, gpu_summary: str | None, expect_head: str | None,
+          original: str | None = None) -> None:  # fmt: skip
     """Full risk report for one REVERT commit (sha, branch or tag), offline; or for a
     pull request given as owner/repo#N, with GitHub context (GITHUB_API_URL, token).
 
@@ -254,6 +282,8 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     The Markdown is exactly what the bot posts as a PR comment. Nothing is written to GitHub
     without --post.
     """
+    if PR_SPEC.match(revert) and original:
+        raise UsageError("--original is for a local check; on a pull request, comment `/revertbot link <sha|#N>`")
     if PR_SPEC.match(revert):
         # owner/repo#N: only then the GitHub client (PyGithub and its dependencies) is loaded.
         from .cli_github import check_pr
@@ -277,7 +307,15 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     with gitops.StartedLog(repo, base or "HEAD") as history:
         from .check import check_revert
 
-        report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu, started=history)
+        override = None
+        if original:
+            from .models import Override
+            from .overrides import resolve_local
+
+            sha = resolve_local(gitops.repo_root(repo), original, base or "HEAD")
+            override = Override("link", original=sha, named=original.strip())
+        report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu, started=history,
+                              override=override)  # fmt: skip
     if verbose:
         click.echo(f"checked {report.revert.sha[:12]} in {time.monotonic() - started:.2f}s", err=True)
         _speed_hints(Path(repo))
@@ -412,6 +450,15 @@ def render_scan_table(result: ScanResult) -> str:
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code; unexpected errors leave a traceback file."""
     try:
+        return _run_cli(argv)
+    finally:
+        # Merge results kept for the run are read by every git command while they exist: a later
+        # command of this process on another repository must not find its new objects there.
+        gitops.remove_kept_objects()
+
+
+def _run_cli(argv: Sequence[str] | None) -> int:
+    try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="revertbot", standalone_mode=False)
         # Without standalone mode click returns ctx.exit()'s code (e.g. after --help) instead of raising.
         return rv if isinstance(rv, int) else 0
@@ -447,7 +494,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    code = run_cli()
+    code = run_cli()  # removes the merge results kept for the run (os._exit below skips atexit)
     if sys.gettrace() is not None or sys.getprofile() is not None:
         sys.exit(code)  # a profiler or coverage tool writes its data while the interpreter ends
     # Everything revertbot writes is closed by now (children reaped, scratch directories gone):

@@ -44,7 +44,7 @@ def build(db: tuple[str, ...], out: str) -> None:
     GitHub Pages or the local disk, offline.
     """
     summary = build_from_db(list(db) or [DEFAULT_DB], out)
-    click.echo(f"built {summary.pages} page(s) for {summary.reverts} revert(s) in {summary.out}", err=True)
+    click.echo(summary.describe(), err=True)
     click.echo(str(Path(summary.out) / "index.html"))
 
 

@@ -80,7 +80,7 @@ def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
     owner_name = normalise_repo(name)
     if "/" not in owner_name:
         raise click.UsageError(f"--name must be owner/name, got {name!r}")
-    result = scan_repository(Path(repo))
+    result = scan_repository(Path(repo), relands_by_diff=True)  # the dashboard counts silent relands too
     count = record_scan(store_path, result, repo_name=owner_name)
     found = scan_records(repo, branch)
     records = [r for r in found.records if r.repo == owner_name]

@@ -16,6 +16,10 @@ else the reference stays ambiguous and ``Link.candidates`` lets a caller with di
 "Earlier" is ancestry (topological order), never commit dates. Limits: only the scanned ref's
 history is indexed (a revision or title found only on another branch is not found), and prose
 that names no id and no existing title cannot be linked.
+
+Not revert statements: lines the message quotes (replies, Markdown code), and the branch history a
+squash merge lists under a title that does not say revert: its ids count only for commits of the
+squash's own history (see :func:`_own_history_only`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,15 @@ _SUBJECT_RE = re.compile(
     r")(?![\w-])[ \t]*(?P<colon>:?)",
     re.IGNORECASE,
 )
+# A reland said in parentheses before or after the title; "re-" may repeat ("Re-re-re-land").
+_PAREN_RELAND_START_RE = re.compile(r"^\((?:re-){0,10}re-?land(?:ed)?\)[ \t]*:?[ \t]*", re.IGNORECASE)
+_PAREN_RELAND_END_RE = re.compile(
+    r"[ \t]\((?:re-){0,10}re-?land(?:ed)?(?:[ \t]+(?:v|\#)?\d{1,2})?\)[ \t]*$", re.IGNORECASE
+)
+_GERUND_AS_NOUN_RE = re.compile(
+    r"[ \t]*(?:is|are|was|were|has|have|had|can|could|will|would|should|must|may|might|does|did|needs?|makes?)\b",
+    re.IGNORECASE,
+)
 _TAG_VERB_RE = re.compile(r"^\[(revert|reland|re-land|reapply)\][ \t]*", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”"}
 _MOZ_SUBJECT_RE = re.compile(r"^(?:changeset|\d+[ \t]+changesets)\b", re.IGNORECASE)
@@ -80,7 +93,8 @@ _NESTED_OPEN_RE = re.compile(
 # One reference in a subject list ("#12", "PR 12", "o/r#12", "D123", a sha). Digits-only ids after
 # "D" are Phabricator revisions, never abbreviated shas.
 _ITEM_RE = re.compile(
-    r"(?:PRs?[ \t]*)?(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
+    r"<?https?://[\w.-]{1,100}/(?P<uslug>[\w.-]{1,100}/[\w.-]{1,100})/pull/(?P<upr>\d{1,9})(?![\w])>?"
+    r"|(?:PRs?[ \t]*)?(?P<slug>[\w.-]{1,100}/[\w.-]{1,100})?#(?P<pr>\d{1,9})(?![\w])"
     r"|PR[ \t]*(?P<prn>\d{1,9})(?![\w])"
     r"|(?P<diff>D\d{3,12})(?![\w])"
     r"|(?:commit[ \t]+)?(?:rG)?(?P<sha>[0-9a-fA-F]{7,64})(?![0-9A-Za-z])",
@@ -150,6 +164,7 @@ _CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit (?P<sha>[0-9a-fA-F]{4
 # GitHub's squash message lists the branch's commits as "* subject" items; a revert among them
 # is history of the branch, not what the squashed commit does.
 _SQUASH_ITEM_RE = re.compile(r"^\* \S", re.MULTILINE)
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 _FIRST_SQUASH_ITEM_RE = re.compile(r"\* (?P<subject>[^\n]{1,1000})")
 
 
@@ -295,6 +310,8 @@ class _Subject:
     qualified: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     depth: int = 1
+    urls: list[str] = field(default_factory=list)  # those of ``qualified`` written as pull request URLs
+    variants: list[str] = field(default_factory=list)  # the title as it may have been written before
 
 
 _PHAB_ID_RE = re.compile(r"D\d+")
@@ -319,12 +336,16 @@ def _reference_list(rest: str, out: _Subject) -> str | None:
     shas: list[str] = []
     prs: list[int] = []
     qualified: list[str] = []
+    urls: list[str] = []
     diffs: list[str] = []
     while pos < n:
         m = _ITEM_RE.match(rest, pos)
         if not m:
             break
-        if m.group("pr") or m.group("prn"):
+        if m.group("upr"):
+            urls.append(f"{m.group('uslug')}#{int(m.group('upr'))}")
+            qualified.append(urls[-1])
+        elif m.group("pr") or m.group("prn"):
             num = int(m.group("pr") or m.group("prn"))
             if m.group("slug"):
                 qualified.append(f"{m.group('slug')}#{num}")
@@ -356,6 +377,7 @@ def _reference_list(rest: str, out: _Subject) -> str | None:
     out.shas += shas
     out.prs += prs
     out.qualified += qualified
+    out.urls += urls
     out.diffs += diffs
     return after
 
@@ -392,13 +414,29 @@ def _parse_subject(subject: str) -> _Subject:
     elif m:
         verb, rest = m.group("verb"), subject[m.end() :]
         explicit = bool(m.group("colon")) or bool(tag_verb)
+    elif paren := _PAREN_RELAND_START_RE.match(subject) or _PAREN_RELAND_END_RE.search(subject):
+        # "(Re-land) X", "(Re-re-re-land) X", "X (reland)", "X (re-land v2)": X again.
+        title = (subject[paren.end() :] if paren.start() == 0 else subject[: paren.start()]).strip()
+        if '"' not in title.rstrip('"'):
+            title = title.rstrip('"').strip()  # 'X""' left over from a nested title's quotes
+        out.kind, out.strong = "reland", bool(title)
+        if title:
+            out.titles.append(title)
+            # A reworded copy may have lost (or gained) the original's closing full stop.
+            out.variants.append(title[:-1].rstrip() if title.endswith(".") else title + ".")
+        return out
     else:
         return out
     rest = rest.strip()
     out.kind = _verb_kind(verb)
     if out.kind == "reland" and verb.lower() == "reapply":
         out.depth = 2  # git's message for reverting a revert
-    descriptive = verb.lower().endswith(("s", "ed", "ing"))  # "Reverts ...", "Relanding ..." describe
+    # "Reverts ...", "Reverted ...", "Relanding ..." describe; "Reverting X" says what the commit
+    # does, unless the word is the sentence's subject ("Reverting is documented in ...").
+    low_verb = verb.lower()
+    descriptive = low_verb.endswith(("s", "ed")) or (
+        low_verb.endswith("ing") and (not low_verb.endswith("reverting") or bool(_GERUND_AS_NOUN_RE.match(rest)))
+    )
     if out.kind == "backout" and _MOZ_SUBJECT_RE.match(rest):
         out.strong = True  # Mozilla: the changesets come from the "Backed out changeset" lines
         return out
@@ -460,6 +498,17 @@ def _parse_subject(subject: str) -> _Subject:
             out.outer_redone = base % 2 == 0  # "Reland", "Reapply": the named commit again
             title, cut = _strip_ellipsis(inner.strip())
             out.truncated = out.truncated or cut or cut_outer
+        elif (
+            (named := _SUBJECT_RE.match(title))
+            and _verb_kind(named.group("verb")) in ("revert", "reland")
+            and (_reference_list(title[named.end() :].strip(), _Subject()) == "")
+        ):
+            # 'Revert "Revert #9"': the quoted subject is a revert (or reland) of references only;
+            # the commit it names is found by that subject, one layer down.
+            base = 0 if out.kind == "reland" else 1
+            out.depth = base + (1 if _verb_kind(named.group("verb")) == "revert" else 2)
+            out.kind = "revert" if out.depth % 2 else "reland"
+            out.outer_title, out.outer_redone, title = title, base % 2 == 0, ""
     if title:
         out.titles.append(title)
     return out
@@ -478,12 +527,39 @@ def _after_ref(rest: str) -> str | None:
     return None
 
 
+_FENCE_RE = re.compile(r"[ ]{0,3}(?P<fence>```|~~~)")
+
+
 def _body_lines(body: str) -> str:
-    # Quoted lines ("> This reverts commit ...") belong to a cited message, not to this one.
+    """The body without the lines it quotes: they belong to a cited message, not to this one.
+
+    Quoted are e-mail style replies ("> This reverts commit ..."), Markdown code fenced by ```
+    or ~~~ (an unclosed fence runs to the end), and indented code: lines indented by four spaces
+    or a tab after a blank line (or the start of the body) and the indented lines that follow
+    them, as ``git log`` prints the messages that "Squashed commit of the following" lists. An
+    indented line right after text (a list item's continuation) is not code, as in Markdown."""
     body = body[:MAX_BODY]
-    if ">" not in body:
+    if ">" not in body and "```" not in body and "~~~" not in body and "\n    " not in body and "\n\t" not in body:
         return body
-    return "\n".join(line for line in body.split("\n") if not line.lstrip().startswith(">"))
+    kept: list[str] = []
+    fence = ""
+    after_blank, in_code = True, False
+    for line in body.split("\n"):
+        if fence:
+            if line.lstrip(" ").startswith(fence):
+                fence = ""
+            continue
+        if m := _FENCE_RE.match(line):
+            fence, in_code = m.group("fence"), False
+            continue
+        blank = not line.strip()
+        indented = line.startswith(("    ", "\t"))
+        in_code = (not blank and indented and (after_blank or in_code)) or (blank and in_code)
+        after_blank = blank
+        if in_code or line.lstrip().startswith(">"):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _body_kind(verb: str) -> RevertKind:
@@ -532,16 +608,32 @@ def _parse_message(message: str) -> ParsedMessage:
     if subj.kind is None and not branch_prs and "* " in body and len(_SQUASH_ITEM_RE.findall(body)) >= 2:
         # A squash merge lists the branch's commits as "* subject" items. A revert among them is
         # history of the branch: its ids are kept apart, and count only if they name commits
-        # of the ref (the linker decides); the rest of the body is read as usual.
+        # of the ref (the linker decides); the rest of the body is read as usual. So is a "This
+        # reverts commit" line in any item, whatever the item's subject says (a branch commit
+        # reverted and its subject reworded: '* "rename x"\n\nThis reverts commit <branch sha>').
         kept: list[str] = []
         for item in _split_squash_items(body):
             first = item[2:].partition("\n")[0] if item.startswith("* ") else ""
-            if first and _parse_subject(first.strip()).kind is not None:
-                for m in _THIS_REVERTS_RE.finditer(item):
-                    squashed_shas += _SHA_RE.findall(m.group("list"))
-            else:
-                kept.append(item)
+            if not first:
+                kept.append(item)  # the text before the first item
+                continue
+            for m in _THIS_REVERTS_RE.finditer(item):
+                squashed_shas += _SHA_RE.findall(m.group("list"))
+            if _parse_subject(first.strip()).kind is None:
+                kept.append(_THIS_REVERTS_RE.sub("", item))
         body = "\n".join(kept)
+    elif (
+        subj.kind is None
+        and not branch_prs
+        and (first_line := _THIS_REVERTS_RE.search(body))
+        and _BLANK_LINE_RE.search(body[: first_line.start()].lstrip())
+    ):
+        # Squashed without bullets: the branch's messages as "title\n\nbody" blocks one after the
+        # other. A title that does not say revert, and a "This reverts commit" line after other
+        # paragraphs rather than opening the body (as git writes it, or a reworded revert keeps
+        # it), is read the same way: one commit of the branch reverted another.
+        squashed_shas = [s for m in _THIS_REVERTS_RE.finditer(body) for s in _SHA_RE.findall(m.group("list"))]
+        body = _THIS_REVERTS_RE.sub("", body)
     shas = list(subj.shas)
     prs = list(branch_prs) + subj.prs
     qualified = list(subj.qualified)
@@ -630,7 +722,8 @@ def _parse_message(message: str) -> ParsedMessage:
         changesets=tuple(dict.fromkeys(c.lower() for c in changesets)),
         qualified_prs=tuple(dict.fromkeys(q for q in qualified if int(q.rpartition("#")[2]) not in local_prs)),
         squashed=squashed,
-        fallback_titles=tuple(fallback),
+        pull_urls=tuple(dict.fromkeys(u for u in subj.urls if int(u.rpartition("#")[2]) not in local_prs)),
+        fallback_titles=tuple(dict.fromkeys(t for t in (*fallback, *subj.variants) if t not in titles)),
     )
 
 
@@ -933,27 +1026,17 @@ def link_reverts(
     ctx = _Context(idx, ref_name, objects, parsed, link_off_ref, (repo_slug or "").lower())
     links: dict[int, Link] = {}
     # Oldest first, so that what earlier reverts undid is known when choosing among candidates.
+
+    def in_history(sha: str, pos: int) -> bool:
+        return is_ancestor(sha, idx.commits[pos].sha) if is_ancestor else _is_ancestor(idx, sha, pos)
+
     for i in sorted(parsed, reverse=True):
         link = _link_one(idx.commits[i], i, parsed[i], ctx)
         if parsed[i].squashed:
-            # Only commits in the squash's own history count: the branch's commits, even where the
-            # object store or another ref still has them, are what the squash folded in.
-            own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and (
-                is_ancestor(o, idx.commits[i].sha) if is_ancestor else _is_ancestor(idx, o, i))]  # fmt: skip
-            if not own:
+            own_link = _own_history_only(link, i, in_history)
+            if own_link is None:
                 continue  # the squashed branch only reverted its own commits: not a revert
-            dropped = len(link.unresolved) + len(link.originals) - len(own)
-            link = replace(link, originals=tuple(link.originals[n] for n in own),
-                           linked_by=tuple(link.linked_by[n] for n in own), unresolved=(), off_ref=())  # fmt: skip
-            if dropped:
-                link = replace(
-                    link,
-                    notes=(
-                        *link.notes,
-                        f"{dropped} revert(s) inside the squashed branch name "
-                        "commits that are not in its history; not counted",
-                    ),
-                )
+            link = own_link
         links[i] = link
         ctx.record(i, link)
     naming: dict[str, list[Link]] = {}
@@ -964,6 +1047,21 @@ def link_reverts(
     return [
         _with_chain(links[i], by_sha, naming, idx) for i in sorted(links) if select is None or select(idx.commits[i])
     ]
+
+
+def _own_history_only(link: Link, pos: int, in_history: Callable[[str, int], bool]) -> Link | None:
+    """A squash's ``link`` keeping only the originals in the commit's own history (None when
+    nothing is left): the ids listed inside the squashed branch count only when they name commits
+    of its history. The branch's own commits, even where the object store or another ref still
+    has them, are what the squash folded in; the rest is dropped, with a note."""
+    own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and in_history(o, pos)]
+    if not own:
+        return None
+    dropped = len(link.unresolved) + len(link.originals) - len(own)
+    note = f"{dropped} revert(s) inside the squashed branch name commits that are not in its history; not counted"
+    return replace(link, originals=tuple(link.originals[n] for n in own),
+                   linked_by=tuple(link.linked_by[n] for n in own), unresolved=(), off_ref=(),
+                   notes=(*link.notes, note) if dropped else link.notes)  # fmt: skip
 
 
 def _is_ancestor(idx: HistoryIndex, sha: str, pos: int) -> bool:
@@ -996,6 +1094,7 @@ class _Context:
     links: dict[int, Link] = field(default_factory=dict)  # position -> its link, once made (oldest first)
     undone_at: dict[int, int] = field(default_factory=dict)  # position -> position of the revert that undid it
     redone_at: dict[int, int] = field(default_factory=dict)
+    titled: dict[int, bool] = field(default_factory=dict)  # position -> titled_undo, once worked out
 
     def record(self, pos: int, link: Link) -> None:
         self.links[pos] = link
@@ -1004,7 +1103,7 @@ class _Context:
             j = self.idx.position.get(sha.lower())
             if j is None:
                 continue
-            if undoes and self.parsed.get(j, _NOT_REVERT).kind is None:
+            if undoes and not self.titled_undo(j):
                 self.undone_at[j] = pos
             elif link.direction == -1:
                 self.redone_at[j] = pos
@@ -1014,6 +1113,21 @@ class _Context:
                     if at == j:
                         self.redone_at[k] = pos
 
+    def says_undo(self, j: int) -> bool:
+        """Whether the message of the commit at ``j`` undoes something (a revert, partial or backout)."""
+        return self.parsed.get(j, _NOT_REVERT).kind in _UNDOES
+
+    def titled_undo(self, j: int) -> bool:
+        """Whether the commit at ``j`` undoes something by its title, not only in its body (a
+        change that says "This reverts commit X" under its own title is a change of its own)."""
+        if not self.says_undo(j):
+            return False
+        if j not in self.titled:
+            c = self.idx.commits[j]
+            self.titled[j] = _parse_subject(_commit_title(c).strip()).kind in _UNDOES or bool(
+                _MERGE_PR_RE.match(c.subject) and _REVERT_BRANCH_RE.search(c.subject))  # fmt: skip
+        return self.titled[j]
+
     def is_undone(self, j: int) -> bool:
         """Whether an earlier revert undid the commit at ``j`` (and no reland redid it since)."""
         at = self.undone_at.get(j)
@@ -1021,6 +1135,20 @@ class _Context:
 
 
 _NOT_REVERT = ParsedMessage(kind=None)
+
+
+def _names_this_repository(qualified: str, slug: str, url: bool) -> bool:
+    """Whether ``owner/name#N`` (``qualified``) is a PR of this repository, whose GitHub name is
+    ``slug`` (lower case). Written as text it must be the same owner and name: another owner's
+    repository of the same name is usually a fork, numbering its PRs on its own. Written as a
+    pull request URL (``url``), the same name under another owner counts too: a repository moved
+    to another owner keeps its name and GitHub redirects its old URLs, so a history older than
+    the move links its own PRs by the former owner (``pytorch-labs/torchtune`` became
+    ``pytorch/torchtune``). The PR number must still be found on the ref, like any other."""
+    written = qualified.rpartition("#")[0].lower()
+    if written == slug:
+        return True
+    return url and written.rpartition("/")[2] == slug.rpartition("/")[2]
 
 
 def _short(sha: str) -> str:
@@ -1149,7 +1277,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     unsure: list[int] = []  # qualified, and this repository's name is unknown
     for n in pm.prs:
         q = qualified.get(n)
-        if q is None or (ctx.slug and q.rpartition("#")[0].lower() == ctx.slug):
+        if q is None or (ctx.slug and _names_this_repository(q, ctx.slug, q in pm.pull_urls)):
             prs.append(n)
         elif ctx.slug:
             foreign.append(q)
@@ -1320,8 +1448,12 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
     if not found and len(unresolved) == 1 and len(ambiguous) == 1 and len(ambiguous[0]) <= MAX_DIFF_CANDIDATES:
         candidates = tuple(idx.commits[i].sha for i in ambiguous[0])
     direction = 1
-    deciding = [k for k, _, _ in found if k < len(idx.commits)] or (ambiguous[0] if candidates else [])
-    if kind == "reland" and any(ctx.parsed.get(k, _NOT_REVERT).kind not in _UNDOES for k in deciding):
+    deciding = [(k, how) for k, _, how in found if k < len(idx.commits)] or (
+        [(k, "title") for k in ambiguous[0]] if candidates else [])  # fmt: skip
+    # A commit named by its title or PR number is a revert when its title says so: one whose body
+    # alone says "This reverts commit" (a change that undid another on the way) is a change, and
+    # a reland of it redoes it. One named by its id is what the reland's body says it reverts.
+    if kind == "reland" and any(not (ctx.says_undo(k) if how == "sha" else ctx.titled_undo(k)) for k, how in deciding):
         # A reland that names the change itself should redo it; one that names the revert
         # (git's 'Reapply "X"', "This reverts commit <revert>") undoes that revert.
         direction = -1

@@ -47,6 +47,26 @@ _STABLE_CONFIG = (
     # Merges (applying a revert, the purity proof) behave as git's defaults, whatever the config.
     "-c", "merge.conflictStyle=merge",
     "-c", "merge.renames=true",
+    # Nothing configured in the repository runs (trust rule 8): no fsmonitor, hook, pager, editor
+    # or signature program; no ext:: transport; no gc, maintenance or commit-graph writes. Command
+    # line settings come after every config file, so an include.path or includeIf cannot undo them.
+    # Filters and merge drivers are never read from the repository (see _scratch_git_dir),
+    # textconv and external diffs are off on every diff (--no-textconv, --no-ext-diff), and
+    # settings used to reach a remote are replaced where the repository sets them (_repo_guards).
+    "-c", "core.fsmonitor=false",
+    "-c", f"core.hooksPath={os.devnull}",
+    "-c", "core.pager=cat",
+    "-c", "core.editor=false",
+    "-c", "sequence.editor=false",
+    "-c", "protocol.ext.allow=never",
+    "-c", "commit.gpgSign=false",
+    "-c", "gpg.program=false",
+    "-c", "gpg.ssh.program=false",
+    "-c", "gpg.x509.program=false",
+    "-c", "core.alternateRefsCommand=true",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "fetch.writeCommitGraph=false",
 )  # fmt: skip
 
 
@@ -58,14 +78,132 @@ _LOCATION_VARS = (
 )  # fmt: skip
 
 
+#: Variables that would make git run a program of the environment's choosing for a diff.
+_PROGRAM_VARS = ("GIT_EXTERNAL_DIFF", "GIT_PAGER")
+
+#: Where git looks for a graft file: a path that cannot exist (under a file), so no graft is read
+#: and git says nothing about it (it warns about a graft file it can open, even an empty one).
+_NO_GRAFTS = os.path.join(os.devnull, "grafts")
+
+
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS and k not in _PROGRAM_VARS}
     # GIT_FLUSH=0: output in full buffers, not one write per commit (no caller talks to git line by line).
+    # Replace refs and grafts would make git show other objects than the ones stored: never obeyed.
     env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C", "GIT_OPTIONAL_LOCKS": "0",
-                "GIT_ATTR_NOSYSTEM": "1", "GIT_FLUSH": "0"})  # fmt: skip
+                "GIT_ATTR_NOSYSTEM": "1", "GIT_FLUSH": "0", "GIT_NO_REPLACE_OBJECTS": "1",
+                "GIT_GRAFT_FILE": _NO_GRAFTS})  # fmt: skip
     if extra:
         env.update(extra)
+    if _KEPT:
+        # Trees kept from merges (see merge_trees) stay readable to every later command.
+        given = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join([*([given] if given else []), *_KEPT.values()])
     return env
+
+
+# --------------------------------------------------------------------------- the repository's own settings
+#
+# Settings that make git run a program when it reaches a remote (a partial clone fetches missing
+# objects on demand, with the repository's settings). The user's own (system, global, environment)
+# values are kept; a value the repository sets (its config, or a file it includes) is replaced:
+# by the user's last value, else by git's default.
+
+_GUARDED_KEYS = re.compile(
+    r"^(credential\..*helper|core\.(sshcommand|askpass|gitproxy)|remote\..*\.(uploadpack|receivepack))$"
+)
+#: What a guarded single-valued key falls back to when only the repository sets it.
+_GUARD_DEFAULTS = {"core.sshcommand": "ssh", "core.askpass": ""}
+_UNTRUSTED_SCOPES = ("local", "worktree")
+#: What the scratch repository of a merge copies so that a partial clone's missing objects can
+#: still be fetched (into the scratch store): where from, nothing that runs a program.
+_PROMISOR_KEYS = re.compile(r"^(extensions\.partialclone|remote\..*\.(url|promisor|partialclonefilter))$")
+_GUARD_PATTERN = (
+    r"^(credential\..*helper|core\.(sshcommand|askpass|gitproxy)"
+    r"|remote\..*\.(uploadpack|receivepack|url|promisor|partialclonefilter)|extensions\.partialclone)$"
+)
+
+
+@dataclass(frozen=True)
+class _RepoSettings:
+    guards: tuple[str, ...]  # "-c" arguments that replace the repository's values
+    env: tuple[tuple[str, str], ...]  # variables set for the same reason
+    promisor: tuple[tuple[str, str], ...]  # (key, value) for the scratch repository of a merge
+
+
+_REPO_SETTINGS: dict[str, _RepoSettings] = {}
+_REPO_SETTINGS_LOCK = threading.Lock()
+
+
+def _repo_settings(cwd: str | os.PathLike[str]) -> _RepoSettings:
+    """The guards for the repository at ``cwd``, read once per directory (one ``git config``)."""
+    key = os.path.realpath(cwd)
+    found = _REPO_SETTINGS.get(key)
+    if found is not None:
+        return found
+    with _REPO_SETTINGS_LOCK:
+        found = _REPO_SETTINGS.get(key)
+        if found is None:
+            found = _REPO_SETTINGS[key] = _read_repo_settings(cwd)
+    return found
+
+
+def _read_repo_settings(cwd: str | os.PathLike[str]) -> _RepoSettings:
+    try:
+        proc = subprocess.run(["git", *_STABLE_CONFIG, "config", "-z", "--show-scope", "--get-regexp", _GUARD_PATTERN],
+                              cwd=cwd, capture_output=True, env=_git_env(), check=False)  # fmt: skip
+    except OSError:
+        return _RepoSettings((), (), ())  # the command itself reports what is wrong
+    entries = []  # (scope, key, value) in the order git reads them
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for scope, item in zip(fields[0::2], fields[1::2], strict=False):  # "<scope>\0<key>\n<value>\0" each
+        key, _, value = item.partition("\n")
+        if key:
+            entries.append((scope, key, value))
+    return _guards_of(entries)
+
+
+def _guards_of(entries: Sequence[tuple[str, str, str]]) -> _RepoSettings:
+    guards: list[str] = []
+    env: list[tuple[str, str]] = []
+    promisor = tuple((key, value) for _, key, value in entries if _PROMISOR_KEYS.match(key))
+    guarded = [(scope, key, value) for scope, key, value in entries if _GUARDED_KEYS.match(key)]
+    if not any(scope in _UNTRUSTED_SCOPES for scope, _, _ in guarded):
+        return _RepoSettings((), (), promisor)
+    helpers = [(scope, key, value) for scope, key, value in guarded if key.startswith("credential.")]
+    if any(scope in _UNTRUSTED_SCOPES for scope, _, _ in helpers):
+        # An empty helper empties the list read so far; the user's own helpers are then read again.
+        guards += ["-c", "credential.helper="]
+        for scope, key, value in helpers:
+            if scope not in _UNTRUSTED_SCOPES:
+                guards += ["-c", f"{key}={value}"]
+    for key in dict.fromkeys(k for s, k, _ in guarded if s in _UNTRUSTED_SCOPES and not k.startswith("credential.")):
+        if key.endswith((".uploadpack", ".receivepack")):
+            # The first value read wins (the repository's): the transports that would run it
+            # (local paths, file://, ssh) are refused instead. Objects then cannot be fetched
+            # from there: the verdict says so, it does not guess.
+            guards += ["-c", "protocol.file.allow=never", "-c", "protocol.ssh.allow=never"]
+            continue
+        if key == "core.gitproxy":
+            # The first value read wins, the repository's before the command line's; the variable
+            # comes before any. An empty one means no proxy (git:// only); the user's own is kept.
+            if "GIT_PROXY_COMMAND" not in os.environ:
+                env.append(("GIT_PROXY_COMMAND", ""))
+            continue
+        trusted = [value for scope, k, value in guarded if k == key and scope not in _UNTRUSTED_SCOPES]
+        guards += ["-c", f"{key}={trusted[-1] if trusted else _GUARD_DEFAULTS.get(key, '')}"]
+    return _RepoSettings(tuple(guards), tuple(env), promisor)
+
+
+def _git_command(args: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None
+                 ) -> tuple[list[str], dict[str, str]]:  # fmt: skip
+    """The command line and environment of ``git <args>`` in ``cwd``: revertbot's settings, then
+    the guards against the repository's own (none in a scratch repository of revertbot's)."""
+    if env is not None and "GIT_DIR" in env:
+        return ["git", *_STABLE_CONFIG, *args], _git_env(env)
+    settings = _repo_settings(cwd)
+    full_env = _git_env({**dict(settings.env), **(env or {})} if settings.env else env)
+    return ["git", *_STABLE_CONFIG, *settings.guards, *args], full_env
 
 
 def run_bytes(
@@ -77,14 +215,8 @@ def run_bytes(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (stdout as bytes)."""
     try:
-        proc = subprocess.run(
-            ["git", *_STABLE_CONFIG, *args],
-            cwd=cwd,
-            input=input,
-            capture_output=True,
-            env=_git_env(env),
-            check=False,
-        )
+        command, full_env = _git_command(args, cwd, env)
+        proc = subprocess.run(command, cwd=cwd, input=input, capture_output=True, env=full_env, check=False)
     except OSError as exc:
         if (err := _start_error(exc, cwd)) is exc:
             raise
@@ -109,7 +241,8 @@ def _popen(args: Sequence[str], cwd: str | os.PathLike[str], **kwargs: Any) -> s
     """``git <args>`` started in ``cwd`` (the caller reads and waits), with revertbot's config and
     environment."""
     try:
-        return subprocess.Popen(["git", *_STABLE_CONFIG, *args], cwd=cwd, env=_git_env(), **kwargs)
+        command, env = _git_command(args, cwd, None)
+        return subprocess.Popen(command, cwd=cwd, env=env, **kwargs)
     except OSError as exc:
         if (err := _start_error(exc, cwd)) is exc:
             raise
@@ -237,6 +370,20 @@ def shallow_commits(repo: Path) -> set[str]:
         return set(_git_path(repo, "shallow").read_text().split())
     except FileNotFoundError:
         return set()
+
+
+def shallow_depth(repo: Path, rev: str = "HEAD") -> int:
+    """How many commits of ``rev``'s first-parent line a shallow clone holds (its fetch depth)."""
+    proc = run_bytes("rev-list", "--first-parent", "--count", rev, "--", cwd=repo, check=False)
+    out = proc.stdout.decode().strip()
+    return int(out) if proc.returncode == 0 and out.isdigit() else 0
+
+
+def deepen_hint(depth: int = 0) -> str:
+    """What to run when a shallow clone (of ``depth`` commits, 0: unknown) lacks history."""
+    deeper = f"'git fetch --deepen={max(1000, depth * 10)}'" if depth else "'git fetch --deepen=1000'"
+    return (f"run 'git fetch --unshallow' (or {deeper} for part of the history); "
+            "with actions/checkout set fetch-depth: 0")  # fmt: skip
 
 
 def has_commit_graph(repo: Path) -> bool:
@@ -1192,7 +1339,13 @@ def export_tree(repo: Path, tree: str, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    data = run_bytes("archive", "--format=tar", tree, cwd=repo).stdout
+    oid = object_names(repo, [tree])[0] if not HEX_RE.match(tree) else tree  # names are the repository's
+    if oid is None:
+        raise NotFoundError(f"unknown tree or commit: {tree!r}")
+    with scratch_objects(repo) as env:
+        # In a scratch repository: no filter, attribute or setting of the repository applies.
+        scratch = _scratch_git_dir(repo, env)
+        data = run_bytes("archive", "--format=tar", oid, cwd=Path(scratch["GIT_DIR"]), env=scratch).stdout
     import tarfile  # here: only the GPU runner's checkouts extract archives
 
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -1286,9 +1439,99 @@ def scratch_objects(repo: Path) -> Iterator[dict[str, str]]:
     tmp = Path(tempfile.mkdtemp(prefix="revertbot-objects-", dir=_scratch_parent()))
     try:
         (tmp / "objects").mkdir()
-        yield {"GIT_OBJECT_DIRECTORY": str(tmp / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(own)}
+        yield {"GIT_OBJECT_DIRECTORY": str(tmp / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alt_path(own)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alt_path(path: Path | str) -> str:
+    """``path`` as one entry of GIT_ALTERNATE_OBJECT_DIRECTORIES (quoted when it holds the separator)."""
+    text = str(path)
+    if os.pathsep not in text and not text.startswith('"'):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _scratch_git_dir(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` (a scratch store, see :func:`scratch_objects`) run as a bare repository of its own
+    beside it: git then reads no setting, attribute, hook, ref or replace object of ``repo``, only
+    its objects. For the commands that apply attributes (``merge-tree``'s merge drivers,
+    ``archive``'s filters): what a repository configures never runs. A partial clone's remote is
+    copied (where from, nothing that runs), so missing objects are still fetched, into the scratch
+    store."""
+    store = Path(env["GIT_OBJECT_DIRECTORY"])
+    gitdir = store.parent / "git"
+    if not (gitdir / "HEAD").exists():
+        (gitdir / "refs").mkdir(parents=True, exist_ok=True)
+        lines = ["[core]", "\tbare = true"]
+        promisor = _repo_settings(repo).promisor
+        extensions = [f"\tobjectformat = {object_format(repo)}"] if object_format(repo) != "sha1" else []
+        extensions += [f"\tpartialclone = {_config_quote(v)}" for k, v in promisor if k == "extensions.partialclone"]
+        lines.append(f"\trepositoryformatversion = {1 if extensions else 0}")
+        if extensions:
+            lines += ["[extensions]", *extensions]
+        for key, value in promisor:
+            section, _, rest = key.partition(".")
+            name, _, leaf = rest.rpartition(".")
+            if section == "remote" and name:
+                lines += [f"[remote {_config_quote(name)}]", f"\t{leaf} = {_config_quote(value)}"]
+        (gitdir / "config").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+        (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+    return {**env, "GIT_DIR": str(gitdir)}
+
+
+def _config_quote(value: str) -> str:
+    """``value`` as a double-quoted config file value (or subsection name)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+#: Object stores of merged trees kept for the rest of the run (``merge_trees(keep_results=True)``),
+#: by repository object store: read by every later git command (see :func:`_git_env`), never
+#: written into the repository; removed by :func:`remove_kept_objects` at the end.
+_KEPT: dict[str, str] = {}
+_KEPT_OWNER = os.getpid()
+# Background jobs (threads) merge at the same time: two stores for one repository would hide the
+# objects written into the first from every later command.
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept_store(repo: Path) -> str:
+    own = str(_git_path(repo, "objects"))
+    with _KEPT_LOCK:
+        if own not in _KEPT:
+            import atexit  # here: only a check that applies a revert keeps objects (start-up counts)
+
+            tmp = Path(tempfile.mkdtemp(prefix="revertbot-kept-", dir=_scratch_parent()))
+            (tmp / "objects").mkdir()
+            if not _KEPT:
+                atexit.register(remove_kept_objects)
+            _KEPT[own] = str(tmp / "objects")
+        return _KEPT[own]
+
+
+def remove_kept_objects() -> None:
+    """Remove the stores of kept merge results (only in the process that made them: a forked
+    helper leaves them to its parent)."""
+    if os.getpid() != _KEPT_OWNER:
+        return
+    for store in list(_KEPT.values()):
+        shutil.rmtree(Path(store).parent, ignore_errors=True)
+    _KEPT.clear()
+
+
+def _store_kept_objects(repo: Path) -> None:
+    """Copy the kept merge results into ``repo``'s own object store: only before a write the
+    user asked for (a commit made of a merged tree), so that the commit stays whole afterwards."""
+    own = _git_path(repo, "objects")
+    # Every kept store, not only this repository's: every command reads all of them, so a tree
+    # merged earlier for another repository of this process may be the one the commit names.
+    for kept in list(_KEPT.values()):
+        for path in Path(kept).glob("??/*"):
+            target = own / path.parent.name / path.name
+            if not target.exists():
+                target.parent.mkdir(exist_ok=True)
+                shutil.copyfile(path, target)
 
 
 def trees_of(repo: Path, revs: Iterable[str], env: Mapping[str, str] | None = None) -> dict[str, str | None]:
@@ -1399,8 +1642,10 @@ def _merge_commits(algo: str, base: str, ours: str, theirs: str, objects: dict[s
 
 
 def _merge_tree(repo: Path, a_id: str, b_id: str, env: Mapping[str, str], *config: str) -> MergeResult:
-    proc = run_bytes(*config, "merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id, cwd=repo, env=env,
-                     check=False)  # fmt: skip
+    # In a scratch repository: the repository's merge drivers (its config and attributes) never run.
+    scratch = _scratch_git_dir(repo, env)
+    proc = run_bytes(*config, "merge-tree", "--write-tree", "-z", "--no-messages", a_id, b_id,
+                     cwd=Path(scratch["GIT_DIR"]), env=scratch, check=False)  # fmt: skip
     if proc.returncode not in (0, 1):
         stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return MergeResult(None, False, error=stderr[-1] if stderr else f"exit {proc.returncode}")
@@ -1420,15 +1665,20 @@ def merge_trees(
     """Three-way merges ``(base, ours, theirs)`` of tree ids, as ``git revert``/``cherry-pick``
     do them (renames detected): one ``hash-object`` writes every synthetic commit into the
     scratch store ``env`` (see :func:`scratch_objects`), then one ``merge-tree`` per merge. The
-    merged trees stay in the scratch store, or with ``keep_results`` go into the repository (as a
-    cherry-pick's would), so they outlive the scratch store."""
+    merged trees stay in the scratch store, or with ``keep_results`` go into a store kept for the
+    rest of the run (never the repository's own), so they outlive the scratch store."""
     if not merges:
         return []
     algo = object_format(repo)
     objects: dict[str, bytes] = {}
     pairs = [_merge_commits(algo, base, ours, theirs, objects) for base, ours, theirs in merges]
     _write_objects(repo, "commit", objects, env)
-    merge_env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": env["GIT_OBJECT_DIRECTORY"]} if keep_results else env
+    merge_env = dict(env)
+    if keep_results:
+        merge_env["GIT_OBJECT_DIRECTORY"] = _kept_store(repo)
+        merge_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(
+            [_alt_path(env["GIT_OBJECT_DIRECTORY"]), env["GIT_ALTERNATE_OBJECT_DIRECTORIES"]]
+        )
     if len(pairs) == 1:
         return [_merge_tree(repo, pairs[0][0], pairs[0][1], merge_env)]
     # The merges are independent: two at a time.
@@ -1615,6 +1865,7 @@ def commit_tree(repo: Path, tree: str, parents: Sequence[str], message: str,
                 env: Mapping[str, str] | None = None) -> str:  # fmt: skip
     """Write a commit of ``tree`` with ``parents`` and ``message`` (read from stdin, never the
     command line) into the repository; its sha."""
+    _store_kept_objects(repo)  # the tree may be a merge result kept outside the repository until now
     args = ["commit-tree", tree]
     for parent in parents:
         args += ["-p", parent]
@@ -1640,3 +1891,22 @@ def push_refs(repo: Path, remote: str, refspecs: Sequence[str], env: Mapping[str
     if remote.startswith("-"):
         raise UsageError(f"invalid remote name: {remote!r}")
     run("push", "--quiet", "--porcelain", "--", remote, *refspecs, cwd=repo, env=env)
+
+
+def similarity_diffs(
+    repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = (), max_bytes: int = MAX_PATCH_BYTES
+) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """Raw lines and diff text (no line counts) of many commits in one ``diff-tree --stdin``, for
+    comparing changes by content (relands): what :func:`commit_texts` gives without the numstat,
+    limited to ``paths`` (literal) when given, in a pass of its own beside a scan's purity texts."""
+    return _diff_batch(repo, list(dict.fromkeys(commits)), _TEXT_OPTS, paths, max_bytes)
+
+
+def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits after ``good`` up to ``bad`` along ``bad``'s first parents, oldest first: the
+    commits the default branch went through between a green run and a red one."""
+    good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
+    if not is_ancestor(repo, good_sha, bad_sha):
+        raise UsageError(f"{good} is not an ancestor of {bad}: not a range of the default branch",
+                         hint="give the last green commit first: GOOD..BAD")  # fmt: skip
+    return run("rev-list", "--first-parent", "--reverse", f"{good_sha}..{bad_sha}", "--", cwd=repo).split()

@@ -413,6 +413,12 @@ REPORT_SHAPE = Fields({
         "name": Text(), "level": Text(), "summary": Text(), "evidence": _STRINGS}))})),
     "reason": Maybe(Fields({"category": Text(), "evidence": Text()})),
     "gpu": Maybe(GPU_SHAPE),
+    # What a maintainer said (revertbot.overrides): the dashboard names the link's source, drops a not-a-revert.
+    "override": Maybe(Fields({"kind": Text(), "original": Text(), "named": Text(), "login": Text(),
+                              "permission": Text(), "at": Text(), "statement": Text()})),
+    # What a reland of the reverted change makes again (revertbot.reland_content); absent in older records.
+    "fingerprint": Maybe(Fields({"files": _STRINGS, "side": Text(), "lines": _STRINGS, "total": Whole(0, MAX_COUNT),
+                                 "key": Text()})),
 }, required=("revert",))  # fmt: skip
 
 #: One record file (:meth:`Record.to_json`). Keys not named here are kept and never read.

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 RevertKind = Literal["revert", "partial", "reland", "backout"]
-LinkMethod = Literal["sha", "pr", "title", "diff", "patch"]  # patch: a reland whose diff matches the original
+#: patch: a reland whose diff matches the original; override: named by a maintainer (/revertbot link, --original)
+LinkMethod = Literal["sha", "pr", "title", "diff", "patch", "override"]
 Purity = Literal["pure", "partial", "extra", "modified", "unverifiable"]
 PURITY_VALUES: tuple[Purity, ...] = ("pure", "partial", "extra", "modified", "unverifiable")
 
@@ -56,8 +57,12 @@ class ParsedMessage:
     changesets: tuple[str, ...] = ()
     #: PRs of a named repository ("owner/repo#5"), which may not be this one.
     qualified_prs: tuple[str, ...] = ()
-    #: The ids come only from revert commits listed in a squash merge's message ("* Revert ..."):
-    #: the squashed branch may have reverted its own commits, which never reached the ref.
+    #: Those of ``qualified_prs`` written as pull request URLs ("Reland https://github.com/o/r/pull/5"),
+    #: which GitHub redirects when the repository is moved to another owner.
+    pull_urls: tuple[str, ...] = ()
+    #: The ids come only from the branch's commits listed in a squash merge's message ("* ..."
+    #: items, or "This reverts commit" after other paragraphs under a title that does not say
+    #: revert): the squashed branch may have reverted its own commits, which never reached the ref.
     squashed: bool = False
     #: Titles to try when the subject's resolve nothing: the first commit of a squash merge whose
     #: PR title was reworded.
@@ -132,6 +137,11 @@ class PurityScope:
     phrase: str  # the words of the message that say so
     paths: tuple[ScopedPath, ...]
     whole: Purity  # the verdict on the whole original, as if the message said nothing
+    #: The scope is "the change except its tests": the revert undoes every other file of the
+    #: original and keeps the tests it added or changed (the message need not say so).
+    tests_kept: bool = False
+    #: Kept test files that use what the revert removes, as "path: name, name" (they will fail).
+    failing: tuple[str, ...] = ()
 
     def of(self, *states: ScopeState) -> tuple[ScopedPath, ...]:
         return tuple(p for p in self.paths if p.state in states)
@@ -171,6 +181,23 @@ class ApplyResult:
 
 
 @dataclass(frozen=True)
+class ContentReland:
+    """A later commit that re-applies a reverted change without saying so, found by its diff
+    (see :mod:`revertbot.reland_content`)."""
+
+    revert: str
+    reland: str
+    originals: tuple[str, ...]
+    share: float  # of the reverted lines (a sample of at most 256), made again by the reland
+    lines: int  # how many reverted lines were compared
+    files: tuple[str, ...]  # the revert's files the reland touches too
+    revert_files: int  # how many files the revert touched
+    same_patch: bool  # the same changed lines in the same files as the original
+    seconds: int  # from the revert to the reland
+    side: str = "+"  # "+": it re-adds the removed lines; "-": it deletes again what the original deleted
+
+
+@dataclass(frozen=True)
 class ScanEntry:
     link: Link
     purity: PurityResult
@@ -190,6 +217,27 @@ class RevertReason:
     evidence: str = ""  # the phrase that decided it ("" when nothing did)
     source: str = ""  # commit message | PR title | PR body | label
     set_by: str = ""  # login of whoever set it with /revertbot reason ("" when the text or a label decided)
+    quote: str = ""  # the human sentence that says why, whitespace folded and bounded ("" when none does)
+
+
+OverrideKind = Literal["link", "not-a-revert"]
+
+
+@dataclass(frozen=True)
+class Override:
+    """What a maintainer said about a pull request, which wins over detection (see
+    :mod:`revertbot.overrides`): ``/revertbot link <sha|#N>`` (or a local ``check --original``)
+    and ``/revertbot not-a-revert``."""
+
+    kind: OverrideKind
+    original: str = ""  # link: the full sha of the original
+    named: str = ""  # link: the original as it was named ("#12", a sha, a ref)
+    login: str = ""  # who said it ("" for a local check --original)
+    permission: str = ""  # their permission on the repository then (admin, maintain, write)
+    at: str = ""  # when, ISO 8601 UTC
+    #: not-a-revert: a digest of what the title and body said about reverting then; a new revert
+    #: statement (a different one) ends the override.
+    statement: str = ""
 
 
 # The report's data classes are made on first use (a scan never needs them: 17 dataclasses cost

@@ -49,6 +49,7 @@ from .models import (
     CiCheck,
     GitHubContext,
     GpuSummary,
+    Override,
     ParsedMessage,
     RevertReport,
     ReviewHighlight,
@@ -56,6 +57,8 @@ from .models import (
 )
 from .reason import classify_revert, decide_reason
 from .reland import flipped_tests, rerun_tests, with_gpu_facts
+from .reland_content import recorded_reverts
+from .reland_stage import RECORDED_RELAND, recorded_reland
 from .report import MARKER
 
 REQUEST_BUDGET = 16
@@ -346,6 +349,7 @@ def check_pull(
     gpu: GpuSummary | None = None,
     reason_set_by: str = "",
     earlier_gpu: Callable[[], GpuSummary | None] | None = None,
+    override: Override | None = None,
 ) -> PrCheck:
     """Decide whether ``pr`` is a revert and, if so, build its full report with GitHub context
     (and the GPU section, when ``gpu`` holds the merged results of the GPU jobs). Without ``gpu``,
@@ -356,20 +360,32 @@ def check_pull(
     a ``revertbot:reason:<category>`` label overrides it (``reason_set_by``: who just set it). For a
     reland, the tests that flipped when its original was reverted are read from the history data
     branch (``revertbot-history``), judged on ``gpu`` and planned for re-running (:attr:`PrCheck.rerun`).
+    A link ``override`` (``/revertbot link``) makes the PR a revert of the original it names,
+    whatever its text and commits say (see :mod:`revertbot.overrides`).
     """
     say = log or (lambda _m: None)
     intent = revert_intent(pr)
     how = "title/body"
     messages: list[tuple[str, str]] = []
-    if not intent.is_revert_like:
+    link = override if override is not None and override.kind == "link" else None
+    if link is not None:
+        how = "maintainer's /revertbot link"
+        intent = ParsedMessage(kind="revert")  # the PR's text names nothing any more: the override does
+    elif not intent.is_revert_like:
         # Without a revert title or body, the PR is a revert only when every one of its own commits
         # is: a branch that merely contains a revert among other work is not a revert PR.
         messages = api.pull_commit_messages(pr.number)
         hits = [parse_message(m) for _, m in messages if not _MERGE_SUBJECT_RE.match(m)]
         if not hits or not all(h.is_revert_like for h in hits):
-            return PrCheck(pr, False, "neither the title nor the body says revert, and not every commit is a revert",
-                           requests=api.requests)  # fmt: skip
-        how = "commit messages"
+            # Its diff may still re-apply a recently reverted change: matched against the reverts recorded
+            # on the history data branch, only in a repository at hand (never a clone just to look).
+            matched = _recorded_reland(pr, source, say)
+            if matched is None:
+                return PrCheck(pr, False, "neither the title nor the body says revert, and not every commit is a "
+                               "revert", requests=api.requests)  # fmt: skip
+            how = matched
+        else:
+            how = "commit messages"
     say(f"#{pr.number} is a {intent.kind or 'revert'} (from its {how})")
 
     with source.open(pr) as prep:
@@ -385,8 +401,11 @@ def check_pull(
         try:
             report = check_revert(prep.root, revert_sha, base_ref=prep.base_ref, config=cfg, since=since,
                                   message=f"{pr.title}\n\n{pr.body}" if intent.is_revert_like else None,
-                                  repo_name=pr.base_repo, language=language, gpu=gpu)  # fmt: skip
+                                  repo_name=pr.base_repo, language=language, gpu=gpu, override=link)  # fmt: skip
         except NotFoundError as exc:
+            if how.startswith(RECORDED_RELAND):
+                return PrCheck(pr, False, f"its {how}, but no reverted original in the recent history matches it",
+                               config=cfg, requests=api.requests, base_sha=base_sha)  # fmt: skip
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "
                            f"{exc.message.splitlines()[0]}", config=cfg, revert_sha=revert_sha,
                            requests=api.requests, base_sha=base_sha)  # fmt: skip
@@ -440,6 +459,26 @@ def check_pull(
         github_error=github_error,
         rerun=rerun,
     )
+
+
+def _recorded_reland(pr: PullInfo, source: RepoSource, say: Log) -> str | None:
+    """How a PR whose text says nothing re-applies a revert recorded on the history data branch
+    (see :func:`recorded_reland`), or None; only with ``--repo`` (a checkout the job already has)."""
+    if source.repo_path is None:
+        return None
+    try:
+        # The records first: without a recent revert to match, the PR's head is never fetched.
+        reverts = recorded_reverts(gitops.repo_root(source.repo_path), pr.base_repo)
+        if not reverts:
+            return None
+        with source.open(pr) as prep:
+            found = recorded_reland(prep.root, pr.base_repo, prep.base_sha, prep.head_sha, reverts)
+    except (GitError, HistoryError) as exc:
+        say(f"the recorded reverts could not be compared with #{pr.number}: {exc.message.splitlines()[0]}")
+        return None
+    if found is not None:
+        say(f"#{pr.number} says nothing of a reland, but its {found}")
+    return found
 
 
 def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
@@ -498,6 +537,8 @@ def add_github_context(
 
     # Original PR numbers: the PR text first, then the originals' own subjects, then SHA lookups.
     revert_msg = parse_message(report.revert.subject + "\n\n" + report.revert.body)
+    if report.override is not None:  # a maintainer named the original: the messages name nothing
+        revert_msg = ParsedMessage(kind=None)
     # owner/repo#N of another repository is not this repository's #N.
     foreign = {int(q.rpartition("#")[2]) for pm in (intent, revert_msg) for q in pm.qualified_prs
                if q.rpartition("#")[0].lower() != pr.base_repo.lower()}  # fmt: skip

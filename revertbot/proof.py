@@ -11,15 +11,23 @@ change a merge (see :func:`renames_could_matter`, decided from one raw diff of e
 a round's merges run as one (:func:`gitops.merge_trees_without_renames`): a constant number of
 git processes per round (from :data:`MIN_COMPOSITE` merges on; fewer are cheaper one by one). The
 others run one by one with rename detection, as ``git revert`` would.
+
+A merge original is undone against the mainline the revert used (:func:`choose_mainlines`): the
+parent its message names ("reversing changes made to <sha>", as ``git revert -m N`` writes), else
+the only parent whose inverse the revert is, else the first; the verdict's reason says which.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from . import gitops
-from .models import Link, PurityResult
+from .models import Commit, Link, PurityResult
 from .purity import Raws, Side, classify, expected_sides, fast_proof, raw_entries
 
 #: Conflicting paths named in a verdict.
@@ -308,3 +316,127 @@ def prove_paths(root: Path, link: Link, parents: Mapping[str, str | None], paths
     if differing is None:
         return {path: "error" for path in wanted}
     return {p: "conflict" if p in conflicted else "differs" if p in differing else "exact" for p in wanted}
+
+
+# --------------------------------------------------------------------------- merges: which mainline
+
+#: ``git revert -m N`` writes "This reverts commit <merge>, reversing\nchanges made to <parent N>.":
+#: the parent named is the mainline the merge was undone against.
+_MAINLINE_RE = re.compile(r"reversing\s+changes\s+made\s+to\s+([0-9a-fA-F]{7,64})(?![0-9A-Za-z])", re.IGNORECASE)
+#: Characters of a message searched for the mainline line (it is in git's first lines).
+_MAINLINE_SCAN = 4000
+
+MainlineHow = Literal["named", "matched", "first"]
+
+
+@dataclass(frozen=True)
+class Mainline:
+    """The parent a merge original is undone against: named by the revert's message (``named``),
+    the only parent whose inverse the revert is (``matched``), or the first parent when neither
+    decides (``first``). ``matches``: for a named mainline, the number of another parent whose
+    inverse the revert is instead (0: none)."""
+
+    original: str
+    parent: str
+    number: int  # 1-based, as ``git revert -m`` counts
+    how: MainlineHow
+    matches: int = 0
+    named: str = ""  # what the message names, when it names a commit that is no parent of the merge
+
+
+def named_mainlines(message: str) -> list[str]:
+    """The ids a message names in git's "reversing changes made to <sha>" line(s)."""
+    return _MAINLINE_RE.findall(message[:_MAINLINE_SCAN])
+
+
+def choose_mainlines(
+    root: Path,
+    link: Link,
+    message: str,
+    parents_of: Mapping[str, Sequence[str]],
+    revert_parent: str | None,
+) -> dict[str, Mainline]:
+    """For every merge among ``link``'s originals (``parents_of[sha]``: its parents in order), the
+    parent to undo it against. A message line "reversing changes made to <sha>" naming one of its
+    parents decides; otherwise, for a link of one original, each parent is tried (the proof of
+    :func:`prove` against each, one batch per parent) and the only one whose inverse the revert
+    is exactly decides; else the first parent (``git revert -m 1``). A named mainline is still
+    compared with the others, so a revert that names one parent but undoes the merge against
+    another is said to (and is never ``pure``: it is judged against the parent it names)."""
+    merges = [o for o in link.originals if len(parents_of.get(o, ())) > 1]
+    if not merges:
+        return {}
+    named = [n.lower() for n in named_mainlines(message)]
+    out: dict[str, Mainline] = {}
+    for o in merges:
+        ps = list(parents_of[o])
+        hit = next((i for i, p in enumerate(ps) if any(p.lower().startswith(n) for n in named)), None)
+        if hit is not None:
+            out[o] = Mainline(o, ps[hit], hit + 1, "named")
+        else:
+            out[o] = Mainline(o, ps[0], 1, "first", named=named[0] if named else "")
+    if len(link.originals) != 1:
+        return out  # several originals: only what the message names decides (no product of trials)
+    only = merges[0]
+    ps = list(parents_of[only])
+    outcomes = [_outcome_against(root, link, only, p, revert_parent) for p in ps]
+    equal = [i for i, outcome in enumerate(outcomes) if outcome == "equal"]
+    chosen = out[only]
+    if chosen.how == "named":
+        if equal and chosen.number - 1 not in equal:
+            out[only] = dataclasses.replace(chosen, matches=equal[0] + 1)
+    elif len(equal) == 1:
+        out[only] = Mainline(only, ps[equal[0]], equal[0] + 1, "matched", named=chosen.named)
+    return out
+
+
+def _outcome_against(root: Path, link: Link, original: str, parent: str, revert_parent: str | None) -> str:
+    """The proof's outcome for ``link`` with ``original`` taken against ``parent``."""
+    pairs = [(original, parent), (link.revert, revert_parent)]
+    raws, errors = gitops.commit_raws(root, pairs)
+    return prove(root, [link], raws, errors, dict(pairs)).get(link.revert, "error")
+
+
+def mainline_note(mainlines: Mapping[str, Mainline]) -> str:
+    """What the verdict's reason says of the mainline each merge original was undone against."""
+    said = []
+    for m in mainlines.values():
+        what = f"the merge {m.original[:12]} is compared against its parent {m.number} ({m.parent[:12]})"
+        if m.how == "named":
+            what += ", the mainline its message names"
+            if m.matches:
+                what += (f"; the change is the inverse against parent {m.matches} instead, not against the "
+                         "mainline it names")  # fmt: skip
+        elif m.how == "matched":
+            what += ": its message names no parent, and the change is the inverse against that one only"
+        else:
+            what += (": its message names no parent and the change is the inverse against none, so "
+                     "git revert's usual mainline is assumed")  # fmt: skip
+        if m.named:
+            what += f" (the message names {m.named[:12]}, which is not a parent of the merge)"
+        said.append(what)
+    return "; ".join(said)
+
+
+def with_mainlines(purity: PurityResult, mainlines: Mapping[str, Mainline]) -> PurityResult:
+    """``purity`` with its reason saying which mainline each merge original was undone against."""
+    if not mainlines:
+        return purity
+    return dataclasses.replace(purity, reason=f"{purity.reason}; {mainline_note(mainlines)}")
+
+
+def mainline_parents(root: Path, links: Sequence[Link], commits: Mapping[str, Commit]) -> dict[str, str]:
+    """For a scan: the parent each merge original is diffed against (see :func:`choose_mainlines`),
+    keyed by the original; an original that reverts on the ref undo against different parents
+    keeps its first parent (the diffs are keyed by commit). ``commits``: the scanned commits by
+    sha (a revert or original not among them keeps its first parent)."""
+    chosen: dict[str, set[str]] = {}
+    for link in links:
+        revert = commits.get(link.revert)
+        parents_of = {o: commits[o].parents for o in link.originals if o in commits}
+        if revert is None or not any(len(p) > 1 for p in parents_of.values()):
+            continue
+        revert_parent = revert.parents[0] if revert.parents else None
+        for o, m in choose_mainlines(root, link, revert.message, parents_of, revert_parent).items():
+            chosen.setdefault(o, set()).add(m.parent)
+    return {o: next(iter(ps)) for o, ps in chosen.items() if len(ps) == 1}

@@ -488,7 +488,10 @@ def classify(
                 expected[key] -= count * link.direction
         # Several originals can cancel out (one adds what a later one removes); that is still checkable.
         expected = Counter({k: v for k, v in expected.items() if v != 0})
-    verdict, files = compare(cached_vector(link.revert, patches, known), expected)
+    actual = cached_vector(link.revert, patches, known)
+    verdict, files = compare(actual, expected)
+    if verdict != "pure":
+        verdict, files = _with_unread(link, raws, actual, expected, verdict, files)
     if verdict == "pure" and proof.startswith("conflict"):
         # Line for line it is the inverse, but git could not undo the original here without a
         # conflict, so there is no tree to compare with: the hand resolution cannot be proven.
@@ -580,6 +583,7 @@ def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tup
     got = Counter({k: v for k, v in _positional_edits(patches[link.revert], inverse=False).items() if k[0] in single})
     files = []
     verdicts = set()
+    unread: list[str] = []
     for path in sorted(differing):
         if path not in single:
             verdicts.add("modified")
@@ -588,6 +592,9 @@ def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tup
         w = Counter({k: v for k, v in want.items() if k[0] == path})
         g = Counter({k: v for k, v in got.items() if k[0] == path})
         missing, extra = w - g, g - w
+        if not w and not g:  # no edit of either side read: its diff text was not read
+            unread.append(path)
+            continue
         verdicts.add("modified" if missing and extra else "partial" if missing else "extra" if extra else "modified")
         files.append(FileDifference(
             path,
@@ -596,7 +603,66 @@ def compare_positions(link: Link, patches: Mapping[str, str], raws: Raws) -> tup
             f"{sum(missing.values())} edit(s) of the inverse not done, {sum(extra.values())} beyond it, by position",
         ))  # fmt: skip
     verdict: Purity = "partial" if verdicts == {"partial"} else "extra" if verdicts == {"extra"} else "modified"
-    return verdict, tuple(files)
+    return _with_unread(link, raws, Counter(), Counter(), verdict, tuple(files), unread)
+
+
+#: Said of a file whose change is known from the trees only (its diff text was not read).
+UNREAD_NOTE = "its text was not compared: the trees show"
+
+
+def _with_unread(
+    link: Link,
+    raws: Raws,
+    actual: Vector,
+    expected: Vector,
+    verdict: Purity,
+    files: tuple[FileDifference, ...],
+    unread: Sequence[str] | None = None,
+) -> tuple[Purity, tuple[FileDifference, ...]]:
+    """``verdict`` and ``files`` with the paths that differ on the trees but that no line of
+    either side explains (a diff read for some paths only, or a name the text diff did not
+    cover): what the trees say of each, from the raw ids. A path the revert leaves alone that
+    the inverse would change is missing (the verdict stays ``partial`` when nothing else is
+    beyond it); any other is ``modified`` (nothing says which way)."""
+    expected_by_path = expected_sides(link, raws)
+    revert = raws[link.revert]
+    listed = {f.path for f in files}
+    said = {p for p, _ in actual} | {p for p, _ in expected}
+    if unread is None:
+        unread = [p for p, sides in expected_by_path.items()
+                  if p not in listed and p not in said
+                  and (sides is None or (revert[p][1] if p in revert else sides[0]) != sides[1])]  # fmt: skip
+    if not unread:
+        return verdict, files
+    missing_only = True
+    more = []
+    for path in sorted(unread):
+        sides = expected_by_path.get(path)
+        if sides is not None and path not in revert:
+            parent_has, undone = sides
+            more.append(FileDifference(path, _side_lines(parent_has, undone),
+                                       note=f"left as it is; {UNREAD_NOTE} the inverse would change it"))  # fmt: skip
+        else:
+            missing_only = False
+            more.append(FileDifference(path, note=f"differs from the inverse; {UNREAD_NOTE} it, not how"))
+    kinds = {verdict} if files else set()  # with no file listed, the verdict passed in is a placeholder
+    kinds.add("partial" if missing_only else "modified")
+    out: Purity = "partial" if kinds <= {"partial", "pure"} else "modified"
+    return out, tuple(sorted((*files, *more), key=lambda f: f.path))
+
+
+def _side_lines(have: Side, want: Side) -> tuple[str, ...]:
+    """The pseudo-lines that take a path from ``have`` to ``want`` (existence, mode, blob)."""
+    if want is None:
+        return ("-" + EXISTS,)
+    if have is None:
+        return ("+" + EXISTS, f"+<mode {want[0]}>", f"+<blob {want[1][:12]}>")
+    lines = []
+    if have[0] != want[0]:
+        lines += [f"-<mode {have[0]}>", f"+<mode {want[0]}>"]
+    if have[1] != want[1]:
+        lines += [f"-<blob {have[1][:12]}>", f"+<blob {want[1][:12]}>"]
+    return tuple(lines)
 
 
 def patch_requests(links: Sequence[Link], first_parent: Mapping[str, str | None]) -> list[tuple[str, str | None]]:

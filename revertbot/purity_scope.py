@@ -16,6 +16,13 @@ scope that the revert changes all the same is beyond the inverse (``extra``). A 
 never ``pure`` (it is a strict part of the inverse at best: ``partial``), so nothing reads it as
 a full revert; its risk is at most medium when every scoped source file is exact.
 
+A revert can also keep the tests its original added or changed and undo everything else (common
+when the tests are meant to stay for the reland): :func:`tests_kept_paths` recognises that shape
+without any words in the message, and the verdict is judged on the non-test files the same way,
+as "the change except its tests" (``PurityScope.tests_kept``). Kept tests that use a name the
+revert removes will fail (:func:`removed_names`, :func:`uses_of`): the scope lists them and the
+purity factor is high.
+
 Nothing here runs git; the stage that does is :mod:`revertbot.scope_stage`.
 """
 
@@ -217,15 +224,62 @@ def scoped_purity(
             diff = FileDifference(diff.path, diff.missing, diff.extra, f"{diff.note}; {UNPROVEN_NOTE}")
         files.append(diff)
     verdict: Purity = "modified" if missing and extra else "partial" if not extra else "extra"
-    scope = PurityScope(stated.text, stated.phrase, tuple(states), purity.verdict)
+    scope = PurityScope(stated.text, stated.phrase, tuple(states), purity.verdict, tests_kept=stated is TESTS_KEPT)
     return PurityResult(verdict, scoped_reason(scope), tuple(files), scope)
+
+
+#: The scope of a revert that undoes all of its original but the tests (no message states it).
+TESTS_KEPT = StatedScope(("the change except its tests",), "")
+
+
+def tests_kept_paths(original_paths: Collection[str], revert_paths: Collection[str],
+                     is_test: Callable[[str], bool]) -> list[str] | None:  # fmt: skip
+    """The non-test paths of the original, when the revert changes every one of them and leaves
+    alone only test files of the original (at least one); else None."""
+    changed = set(revert_paths)
+    left = [p for p in original_paths if p not in changed]
+    others = sorted(p for p in original_paths if not is_test(p))
+    if not left or not others or not all(is_test(p) for p in left) or not set(others) <= changed:
+        return None
+    return others
+
+
+_DEFINED = r"(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)|{sign}([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)"
+_DEF_RE = re.compile("^-" + _DEFINED.format(sign="^-"), re.MULTILINE)
+_ADDED_DEF_RE = re.compile("^[+]" + _DEFINED.format(sign="^[+]"), re.MULTILINE)
+#: Names kept tests are searched for, and characters of a test file read.
+MAX_NAMES = 200
+MAX_TEST_CHARS = 500_000
+
+
+def removed_names(patch_by_path: Mapping[str, str]) -> list[str]:
+    """Top-level functions, classes and assignments that the revert's diff (``path -> its text``,
+    Python files) removes and does not define again."""
+    removed: dict[str, None] = {}
+    added: set[str] = set()
+    for path, text in patch_by_path.items():
+        if not path.endswith(".py"):
+            continue
+        removed.update(dict.fromkeys(a or b for a, b in _DEF_RE.findall(text)))
+        added.update(a or b for a, b in _ADDED_DEF_RE.findall(text))
+    return [n for n in removed if n not in added and not n.startswith("__")][:MAX_NAMES]
+
+
+def uses_of(names: Sequence[str], text: str) -> list[str]:
+    """Those of ``names`` that ``text`` (a test file) imports or refers to as a whole word."""
+    text = text[:MAX_TEST_CHARS]
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    return [n for n in names if n in words]
 
 
 def scoped_reason(scope: PurityScope) -> str:
     """The verdict's reason, in English (the renderers say it from the counts in other languages)."""
     inside = scope.of("exact", "differs", "unproven")
     exact = scope.of("exact")
-    said = f"its message limits it to {scope.text} ({len(inside)} file(s) of the original)"
+    if scope.tests_kept:
+        said = f"it reverts the change except its tests ({len(inside)} file(s) of the original)"
+    else:
+        said = f"its message limits it to {scope.text} ({len(inside)} file(s) of the original)"
     if len(exact) == len(inside):
         said += "; every file in scope is exactly the inverse (proven on the trees)"
     else:
@@ -233,7 +287,12 @@ def scoped_reason(scope: PurityScope) -> str:
         differ = scope.of("differs", "unproven")
         tests = all(p.test for p in differ)
         said += f", {len(differ)} not" + (" (test files only)" if tests else "")
-    said += f"; {len(scope.of('left'))} other file(s) of the original left as the message says"
+    if scope.tests_kept:
+        said += f"; {len(scope.of('left'))} test file(s) of the original kept"
+        if scope.failing:
+            said += f"; kept tests use what it removes and will fail: {'; '.join(scope.failing)}"
+    else:
+        said += f"; {len(scope.of('left'))} other file(s) of the original left as the message says"
     if scope.of("outside"):
         said += f"; {len(scope.of('outside'))} file(s) changed outside that scope"
     return said
@@ -241,8 +300,8 @@ def scoped_reason(scope: PurityScope) -> str:
 
 def scoped_level(scope: PurityScope) -> str:
     """The purity factor's level for a scoped revert: high when a scoped file that is not a test
-    is not proven exact, else medium (a scoped revert is never "merge" on its own: review that
-    the scope is the one you want)."""
-    if any(not p.test for p in scope.of("differs", "unproven")):
+    is not proven exact or kept tests use what it removes, else medium (a scoped revert is never
+    "merge" on its own: review that the scope is the one you want)."""
+    if any(not p.test for p in scope.of("differs", "unproven")) or scope.failing:
         return "high"
     return "medium"

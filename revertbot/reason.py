@@ -20,6 +20,19 @@ broke. Performance words count only with a regression word ("performance tests f
 is a CI failure; "correctly revert" is not about correctness), and a phrase right after a
 negation ("not a perf regression") does not count.
 
+Two tiers of words. The phrases above are the first tier, and decide in that order. Only when
+none of them is found does the second tier, the general words of a failure, decide, in the same
+order: "causes problems", "it disabled X", "breaks X" (anything but the build or the tests), "a
+regression" for correctness; "overhead", "no effect", "no speedup" for performance. So "broke the
+build" stays a CI failure while "it broke checkpoint loading" is a correctness problem.
+
+The human reason is quoted too (:attr:`RevertReason.quote`): the sentence that holds the deciding
+phrase (and the next one of its paragraph when both fit in :data:`MAX_QUOTE_CHARS`), with its
+whitespace folded. When no category phrase is found, a sentence that still says why ("because",
+"due to", "so reverting", "not feasible", "redesign") is quoted under ``other``; when none does,
+the quote is empty and the report says that no reason was given. The issues a message links
+("Fixes: #N", "Closes owner/repo#N", issue URLs) are read by :func:`linked_issues`.
+
 Which words are read: the revert's commit message without what only names the reverted change
 (the quoted title of ``Revert "X"``, "This reverts commit ..." lines, trailers), and, on GitHub,
 the PR's title (likewise) and the human part of its body: HTML comments, bot summaries
@@ -40,6 +53,10 @@ from .models import ReasonCategory, RevertReason
 REASON_CATEGORIES: tuple[ReasonCategory, ...] = ("gpu-regression", "correctness", "performance", "ci-failure", "other")
 MAX_SOURCE_CHARS = 16_000
 MAX_EVIDENCE_CHARS = 120
+#: The quoted sentence(s) of the human reason, at most.
+MAX_QUOTE_CHARS = 240
+#: How far around the deciding phrase a sentence boundary is looked for.
+_SENTENCE_SCAN_CHARS = 600
 
 
 def _rx(*alternatives: str) -> re.Pattern[str]:
@@ -80,6 +97,10 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bnumerical(?:ly)? (?:issues?|errors?|instabilit\w+|differences?|wrong)",
         r"\bsegfaults?\b|\bsegmentation fault\b|\bcore dump\w*",
         r"\bcrash(?:es|ed|ing)?\b|\bdeadlocks?\b|\bhangs?\b|\bhanging\b",
+        r"\bcaus(?:es|ed|ing)\s+(?:a\s+|the\s+|some\s+|several\s+|many\s+)?(?:bugs?|crash\w*|runtime\s+errors?|"
+        r"exceptions?|deadlocks?|hangs?|divergence|data\s+loss)\b",
+        r"\b(?:loss|training|convergence)\b.{0,20}?\b(?:diverg\w*|explod\w*|spikes?)\b|"
+        r"\bdoes(?:n't|\s+not)\s+converge\b",
     )),
     ("performance", _rx(
         r"\bperf(?:ormance)? (?:regress\w*|degrad\w*|drops?|hits?|loss|slowdown)",
@@ -90,13 +111,17 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bslow(?:er|down|s down|ed down)\b|\bmuch slower\b",
         r"\b\d+(?:\.\d+)?\s?%\s?(?:slower|regression|slowdown|drop|lower throughput|higher latency)",
         r"\b(?:lower|reduced) throughput\b|\bhigher latency\b",
+        r"\b(?:binary|app|library|wheel|package)\s+size\s+(?:regression|increase|bloat)",
+        r"\b(?:compute|computation|runtime|cpu|host|launch|kernel|communication|synchroni[sz]ation|extra|additional|"
+        r"significant|unnecessary|noticeable)\s+overhead\b",
+        r"\b(?:no|zero|negligible)\s+(?:\w+\s+)?(?:effect|benefit|gain|improvement|speed-?up)s?\b",
     )),
     ("ci-failure", _rx(
         r"\b(?:broke|breaks|breaking|broken|break)\b.{0,20}?"
         r"\b(?:trunk|main|master|ci|builds?|nightl(?:y|ies)|tests?|jobs?|lint|docs?|signal|HUD|periodic)\b",
         r"\b(?:builds?|compil(?:e|ation)|link(?:er|ing)?)\b.{0,20}?\b(?:errors?|fail\w*|broken|breaks?)",
         r"\b(?:ci|tests?|unit ?tests?|test suite|lint(?:er)?|mypy|pre-commit|checks?|jobs?|workflows?)\b.{0,20}?"
-        r"\b(?:fail\w*|red|broken|errors?)",
+        r"\b(?:fail\w*|red|broken|broke|errors?|timed\s+out|time\s?outs?)",
         r"\bfailing (?:ci|tests?|checks?|jobs?|builds?)\b|\btest failures?\b",
         r"\bflak(?:y|iness)\b",
         r"\bImportError\b|\bModuleNotFoundError\b|\bimport errors?\b|\bSyntaxError\b",
@@ -109,6 +134,38 @@ _RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
         r"\bnot ready\b|\bwrong branch\b|\bneeds? more (?:discussion|review|work)\b",
     )),
 )  # fmt: skip
+
+# The second tier: the general words of a failure, read only when no phrase above is found.
+# "Breaks X" is a correctness problem unless X is what the CI builds or runs (those are above).
+_CI_WORDS = (r"(?:trunk|main|master|ci|builds?|nightl(?:y|ies)|(?:unit\s?)?tests?|unittests?|jobs?|lint|docs?|signal|"
+             r"HUD|periodic|wheels?|packag\w+|benchmark\w*)")
+_WEAK_RULES: tuple[tuple[ReasonCategory, re.Pattern[str]], ...] = (
+    ("correctness", _rx(
+        r"\b(?:caus(?:es|ed|ing)|introduc(?:es|ed|ing)|le(?:a)?ds?\s+to|result(?:s|ed)?\s+in)\s+"
+        r"(?:a\s+|an\s+|the\s+|some\s+|several\s+|many\s+|other\s+|another\s+|new\s+)?(?:\w+\s+)?"
+        r"(?:bugs?|problems?|issues?|regressions?|breakage|failures?|errors?)\b",
+        r"\b(?:it|this|which|that|the\s+(?:change|pr|commit|patch))\s+(?:\w+\s+)?"
+        r"(?:disabl(?:es|ed)|turn(?:s|ed)\s+off|bypass(?:es|ed)|skipp?(?:s|ed)|ignor(?:es|ed)|drop(?:s|ped)|"
+        r"remov(?:es|ed))\s+\w+",
+        r"\b(?:breaks?|broke|breaking|broken)\s+(?!(?:\S+\s+){0,4}?\W*" + _CI_WORDS + r"\b)"
+        r"(?:(?:the|our|some|existing)\s+)?\w+",
+        # A qualifier word is part of the phrase, so that "not a perf regression" reads as negated.
+        r"\b(?:\w+\s+)?regress(?:ion|ions|ed|es)?\b(?!\s+(?:tests?|suites?|testing))|\bbuggy\b|"
+        r"\bintroduced?\s+a\s+bug\b",
+    )),
+    ("performance", _rx(r"\boverhead\b")),
+)  # fmt: skip
+
+# The third tier: a sentence that says why without a failure's words, quoted under "other"
+# (a redesign it needs, a release to make, "because ...").
+_WHY_RE = _rx(
+    r"\bre-?design\w*|\b(?:substantial|significant|major|bigger|more)\s+(?:re-?work|refactor\w*)\b",
+    r"\b(?:not|in)\s?feasible\b|\bwrong approach\b",
+    r"\bsuperseded\b|\bno longer (?:needed|required|necessary|used)\b",
+    r"\b(?:do|cut|make|ship)\s+(?:the\s+|a\s+)?release\b",
+    r"\bbecause\b", r"\bdue to\b", r"\bso (?:we(?:'re| are)?\s+)?revert\w*", r"\bin order to\b",
+    r"\brevert(?:ing|ed)?\s+(?:it\s+|this\s+|that\s+)?(?:for now|until|since|as)\b",
+)
 
 # A negation just before a phrase ("not a perf regression", "no NaNs") takes it back.
 _NEGATED_RE = re.compile(r"(?:\bnot|\bno|n't|\bwithout|\bnever)\W+(?:(?:a|an|the|any)\W+)?$", re.IGNORECASE)
@@ -223,17 +280,86 @@ def _first_match(text: str, rx: re.Pattern[str]) -> tuple[int, int] | None:
     return None
 
 
+# Where a sentence ends: ". " (not the dot of "v0.1.2"), a blank line, a list item or a table row.
+_SENTENCE_END_RE = re.compile(r"[.!?;](?=\s)|\n[ \t]*(?=\n|[-*•>|]\s|\d+[.)]\s)")
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Start and end of the sentence of ``text`` holding ``text[start:end]`` (bounded scan)."""
+    lo = max(0, start - _SENTENCE_SCAN_CHARS)
+    begin = lo
+    for m in _SENTENCE_END_RE.finditer(text, lo, start):
+        begin = m.end()
+    stop = _SENTENCE_END_RE.search(text, end, min(len(text), end + _SENTENCE_SCAN_CHARS))
+    return begin, stop.end() if stop else min(len(text), end + _SENTENCE_SCAN_CHARS)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).lstrip("-*•>| ").strip()
+
+
+def quote(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` that holds ``text[start:end]``, whitespace folded, and the next
+    sentence of the same paragraph when both fit in :data:`MAX_QUOTE_CHARS`; a longer sentence is
+    cut around the phrase with "…"."""
+    begin, stop = _sentence_bounds(text, start, end)
+    first = _fold(text[begin:stop])
+    if len(first) > MAX_QUOTE_CHARS:
+        # Keep the phrase in view: start a little before it, cut at a word.
+        lead = max(begin, start - MAX_QUOTE_CHARS // 3)
+        cut = _fold(text[lead : lead + MAX_QUOTE_CHARS * 2])
+        cut = cut[: MAX_QUOTE_CHARS - 2].rsplit(" ", 1)[0] + " …"
+        return ("… " if lead > begin else "") + cut
+    if stop < len(text) and text[stop - 1 : stop] in ".!?;":
+        nxt_begin, nxt_stop = _sentence_bounds(text, stop, stop)
+        gap = text[stop:nxt_begin]
+        nxt = _fold(text[stop:nxt_stop])
+        same_paragraph = "\n\n" not in gap and "\n\n" not in text[stop:nxt_stop].rstrip()
+        if nxt and same_paragraph and len(first) + 1 + len(nxt) <= MAX_QUOTE_CHARS:
+            return f"{first} {nxt}"
+    return first
+
+
 def classify(sources: Sequence[tuple[str, str]]) -> RevertReason:
     """The reason category of a revert from ``(source name, text)`` pairs, already prepared (see
     :func:`reason_text`, :func:`human_part`); the first category in precedence order found in any
-    source decides, and within it the first source in ``sources`` order."""
+    source decides, and within it the first source in ``sources`` order. The general words (the
+    second tier) decide only when no phrase of the first is found anywhere, and a sentence that
+    says why in other words is quoted under ``other``."""
     texts = [(name, text[:MAX_SOURCE_CHARS]) for name, text in sources if text]
-    for category, rx in _RULES:
-        for name, text in texts:
-            found = _first_match(text, rx)
-            if found:
-                return RevertReason(category, _evidence(text, *found), name)
+    for rules in (_RULES, _WEAK_RULES, (("other", _WHY_RE),)):
+        for category, rx in rules:
+            for name, text in texts:
+                found = _first_match(text, rx)
+                if found:
+                    return RevertReason(category, _evidence(text, *found), name, quote=quote(text, *found))
     return RevertReason("other")
+
+
+#: "Fixes #12", "Fixes: #12", "Closes owner/repo#12", "resolved https://host/owner/repo/issues/12", and
+#: bare issue URLs.
+_ISSUE_RE = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?[ \t]+"
+    r"(?:(?P<repo>[\w.-]{1,100}/[\w.-]{1,100})#|https?://[^\s/]{1,100}/(?P<urlrepo>[\w.-]{1,100}/[\w.-]{1,100})"
+    r"/issues/|#)(?P<n>\d{1,9})\b"
+    r"|https?://[^\s/]{1,100}/(?P<bare>[\w.-]{1,100}/[\w.-]{1,100})/issues/(?P<bn>\d{1,9})\b",
+    re.IGNORECASE,
+)
+MAX_LINKED_ISSUES = 20
+
+
+def linked_issues(text: str, repo: str = "") -> tuple[str, ...]:
+    """The issues ``text`` links: ``#N`` for this repository (``repo``, "owner/name", when known),
+    ``owner/name#N`` for another; first mention first, at most :data:`MAX_LINKED_ISSUES`."""
+    found: list[str] = []
+    for m in _ISSUE_RE.finditer(text[:MAX_SOURCE_CHARS]):
+        other = m.group("repo") or m.group("urlrepo") or m.group("bare") or ""
+        number = m.group("n") or m.group("bn")
+        same = not other or (repo and other.lower() == repo.lower())
+        found.append(f"#{int(number)}" if same else f"{other}#{int(number)}")
+        if len(dict.fromkeys(found)) >= MAX_LINKED_ISSUES:
+            break
+    return tuple(dict.fromkeys(found))
 
 
 def classify_revert(message: str, pr_title: str = "", pr_body: str = "") -> RevertReason:
@@ -270,4 +396,6 @@ def decide_reason(text_reason: RevertReason | None, labels: Sequence[str], set_b
     category = reason_from_labels(labels)
     if category is None:
         return text_reason
-    return RevertReason(category, source="label", set_by=set_by)
+    # The label decides the category; the human words, when any, are still worth quoting.
+    said = text_reason.quote if text_reason is not None else ""
+    return RevertReason(category, source="label", set_by=set_by, quote=said)

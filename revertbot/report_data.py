@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .models import ApplyResult, LinkMethod, PurityResult, RevertKind, RevertReason, Unresolved
+from .models import ApplyResult, ContentReland, LinkMethod, Override, PurityResult, RevertKind, RevertReason, Unresolved
 
 # --------------------------------------------------------------------------- report data
 
@@ -223,6 +223,15 @@ class RevertReport:
     reason: RevertReason | None = None  # why the change was reverted (for a reland: why the original was)
     reland: RelandInfo | None = None  # for a reland: what changed since the original, and the original's failure
     public_api: tuple[Any, ...] = ()  # analysis.public_api.ApiFinding: public names the change removes or breaks
+    #: Issues the revert's own message links ("Fixes: #7072" -> "#7072"; another repository's as "owner/name#N").
+    message_issues: tuple[str, ...] = ()
+    releases: Any = None  # releases.ReleaseInfo: the released versions that carry the original and the revert
+    override: Override | None = None  # what a maintainer said (/revertbot link, check --original)
+    #: Later commits that re-land the change without saying so, found by their diff (in ``later`` too).
+    content_relands: tuple[ContentReland, ...] = ()
+    #: What a reland of the reverted change would make again (reland_content.Fingerprint as JSON):
+    #: kept in history records, so that a pull request can be matched against recent reverts.
+    fingerprint: Any = None
 
 
 # --------------------------------------------------------------------------- why it was reverted; relands

@@ -28,7 +28,7 @@ from .detect import (
 )
 from .errors import NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
-from .proof import prove
+from .proof import mainline_parents, prove
 from .purity import (
     Raws,
     Vector,
@@ -41,6 +41,7 @@ from .purity import (
     strip_raw,
 )
 from .reason import classify_revert
+from .reland_content import add_content_relands
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -70,10 +71,13 @@ def scan_repository(
     progress: Progress = _no_progress,
     all_refs: bool = False,
     started: gitops.StartedLog | None = None,
+    relands_by_diff: bool = False,
 ) -> ScanResult:
     """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
     on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
-    earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names."""
+    earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names. With
+    ``relands_by_diff``, relands that say nothing are found by their diff too (see
+    :mod:`revertbot.reland_content`; three more git processes, not on all refs)."""
     root = gitops.repo_root(repo, started)
     settings = gitops.Background(gitops.config_values, root, _SCAN_SETTINGS)
     head_ref, head_commit = gitops.head_ref_and_commit(root, started)
@@ -120,14 +124,18 @@ def scan_repository(
         if cut:
             raise NotFoundError(
                 f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
-                hint="deepen it with 'git fetch --deepen=1000' (or 'git fetch --unshallow'), "
+                hint=f"{gitops.deepen_hint(gitops.shallow_depth(root, head or 'HEAD'))}; "
                 "or pass --allow-shallow to report them as unverifiable",
             )
+    partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
+    if relands_by_diff and ancestry is None and not shallow and not partial_clone:
+        # Relands that say nothing: later commits that re-apply a reverted change, by their diff
+        # (three git processes; a partial clone would fetch the candidates' blobs, so it is left out).
+        links = add_content_relands(root, commits, links)[0]
     # From here on only the commits of the links are read: the rest of the history (most of the
     # memory of a long one) can go before the diffs are read.
     involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
     commits = [c for c in commits if c.sha in involved]
-    partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
     entries = classify_links(root, commits, links, progress, boundary, partial_clone)
     return ScanResult(root, ref_name, head, count, entries, shallow)
 
@@ -325,6 +333,8 @@ def classify_links(
         for line in gitops.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
             sha, *parents = line.split()
             first_parent[sha] = parents[0] if parents else None
+    # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
+    first_parent.update(mainline_parents(root, links, by_sha))
     requests = patch_requests(links, first_parent)
     # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
     requested = {sha for sha, _ in requests}

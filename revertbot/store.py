@@ -726,6 +726,8 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
     if not row.sha:
         raise StoreError("a report without a revert sha cannot be recorded")
     repo_id = _repo_id(conn, str(data.get("repo", "")))
+    if origin.pr and row.kind != NOT_A_REVERT:
+        _end_not_a_revert(conn, repo_id, origin.pr)
     existing = conn.execute("SELECT direction FROM reverts WHERE repo_id = ? AND sha = ?",
                             (repo_id, row.sha)).fetchone()  # fmt: skip
     if existing is not None:
@@ -758,6 +760,24 @@ def _record_report_json(conn: sqlite3.Connection, data: Mapping[str, Any], md: s
     gpu = data.get("gpu")
     if isinstance(gpu, Mapping):
         _upsert_gpu(conn, repo_id, row.sha, gpu, now)
+
+
+#: The kind of the row a ``/revertbot not-a-revert`` record leaves (see revertbot.overrides): it
+#: marks its PR, which the dashboard then leaves out, until a later report of the same PR.
+NOT_A_REVERT = "not-a-revert"
+
+
+def _end_not_a_revert(conn: sqlite3.Connection, repo_id: int, pr: int) -> None:
+    """A report of ``pr`` after its not-a-revert (a link, a new revert statement): the mark goes."""
+    marks = conn.execute(
+        "SELECT reports.revert_sha FROM reports JOIN reverts ON reverts.repo_id = reports.repo_id AND "
+        "reverts.sha = reports.revert_sha WHERE reports.repo_id = ? AND reports.pr = ? AND reverts.kind = ?",
+        (repo_id, pr, NOT_A_REVERT),
+    ).fetchall()
+    for (sha,) in marks:
+        for table in ("reports", "backports", "gpu_results", "originals", "revert_modules"):
+            conn.execute(f"DELETE FROM {table} WHERE repo_id = ? AND revert_sha = ?", (repo_id, sha))
+        conn.execute("DELETE FROM reverts WHERE repo_id = ? AND sha = ?", (repo_id, sha))
 
 
 def _record_time(rec: Record) -> int:

@@ -29,7 +29,7 @@ def require_torch() -> Any:
 
 
 @pytest.fixture(autouse=True)
-def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -40,6 +40,12 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ACTIONS", "GITHUB_EVENT_PATH", "GITHUB_OUTPUT",
                 "GITHUB_STEP_SUMMARY", "GITHUB_API_URL", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)
+    yield
+    # A test that checked a revert in-process keeps merged trees readable by every later git
+    # command of this process: the next test's repositories must not see them.
+    from revertbot import gitops
+
+    gitops.remove_kept_objects()
 
 
 @pytest.fixture

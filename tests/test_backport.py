@@ -81,7 +81,7 @@ def test_revert_of_the_pick_equals_git_revert(story: Story, tmp_path: Path, x: b
     plan = plan_backports(repo.path, story.revert, base_ref="main")
     [t] = plan.targets
     assert (t.branch, t.original_pick, t.status, t.method) == ("release/1.0", pick, "applies", "revert of the pick")
-    assert t.how == ("cherry-pick trailer" if x else "title")
+    assert t.how == ("cherry-pick trailer" if x else "title and same patch")  # the title confirmed by content
     assert _backport_refs(repo) == []  # a dry run creates nothing
     created = create_backports(repo.path, plan)
     [c] = created.targets

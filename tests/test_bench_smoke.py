@@ -79,3 +79,18 @@ def test_synthetic_benchmark_in_ci_size(capsys: object) -> None:
     out = capsys.readouterr().out
     assert "reverts found: 100.0%, linked to the right originals: 100.0%, expected purity: 100.0%" in out
     assert "false positives: 0" in out and "scan/git-log ratio:" in out
+
+
+def test_agree_benchmark_on_a_synthetic_history(tmp_path: Path, capsys: object) -> None:
+    """`bench.agree`: the scan and the check's linking decide the same for every commit."""
+    import pytest
+
+    from bench import agree
+
+    assert isinstance(capsys, pytest.CaptureFixture)
+    truth = build_repo(tmp_path / "synth", commits=300, reverts=30, seed=0)
+    count, scan, _by_content, found = agree.compare(tmp_path / "synth")
+    assert (count, found) == (300, [])
+    assert set(truth["reverts"]) <= set(scan)
+    assert agree.main(["--repo", str(tmp_path / "synth")]) == 0
+    assert "300 commits" in capsys.readouterr().out

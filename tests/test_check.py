@@ -280,7 +280,9 @@ def backport_repo(repo: GitRepo, how: str) -> tuple[str, str, str | None]:
 
 
 @pytest.mark.parametrize(
-    ("how", "label"), [("trailer", "cherry-pick trailer"), ("patch", "same patch"), ("title", "title")]
+    ("how", "label"),
+    # A pick by title is confirmed by its lines (a title alone is never enough for a generic one).
+    [("trailer", "cherry-pick trailer"), ("patch", "same patch"), ("title", "title and same lines")],
 )
 def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) -> None:
     _, revert, pick = backport_repo(repo, how)
@@ -297,7 +299,7 @@ def test_backport_found_and_revert_missing(repo: GitRepo, how: str, label: str) 
     assert data["risk"]["follow_ups"] == ["refs/heads/release/1.0"]
     assert data["risk"]["level"] == "medium"
     md = render_markdown(report)
-    said = {"title": "same title"}.get(label, label)
+    said = {"title and same lines": "same title and most of the same lines"}.get(label, label)
     assert (f"- Backport `release/1.0`: the original is there as `{pick[:10]}` ({said}); "
             "**the revert is missing: revert it there too**") in md
     # The revert is on main already: what is left is said as a follow-up, not "afterwards".

@@ -231,9 +231,9 @@ def test_revert_page(site: dict[str, Any], page: Page) -> None:
     mem = bars(p, "chart-gpu-memory")
     assert mem == {"peak memory (before)": demo.gpu["metrics"][0]["before"],  # type: ignore[index]
                    "peak memory (after)": demo.gpu["metrics"][0]["after"]}  # type: ignore[index]  # fmt: skip
-    report = p.locator("pre.report")
-    assert report.is_visible() and "Executive summary" in report.inner_text()
-    assert report.inner_text().startswith("<!-- revertbot:report -->")
+    report = p.locator("div.report.markdown")  # the posted Markdown, rendered as GitHub shows it
+    assert report.is_visible() and "Executive summary" in report.locator("h3").first.inner_text()
+    assert "revertbot:report" not in report.inner_text()
     p.get_by_role("link", name="← all reverts").click()
     p.wait_for_load_state()
     assert p.url.endswith("index.html#reverts-table")

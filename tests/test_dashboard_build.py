@@ -168,17 +168,19 @@ def test_hostile_strings_are_escaped_everywhere(hostile_site: dict[str, object])
     assert "peak memory &lt;script&gt;" in page and "&lt;!--&lt;script&gt;alert(2)" in page
 
 
-def test_report_markdown_is_preformatted_text(hostile_site: dict[str, object]) -> None:
+def test_report_markdown_is_rendered_inert(hostile_site: dict[str, object]) -> None:
     site, demo = hostile_site["site"], hostile_site["demo"]
     assert isinstance(site, Path)
     hist = store.load_history(hostile_site["db"])  # type: ignore[arg-type]
     r = next(x for x in hist.reverts if x.sha == demo.revert)  # type: ignore[attr-defined]
     page = (site / "reverts" / page_name(r)).read_text(encoding="utf-8")
-    assert "&lt;!-- revertbot:report --&gt;" in page  # the report's hidden marker, shown as text
-    assert "<!-- revertbot:report -->" not in page
-    pre = re.search(r'<pre class="report">(.*?)</pre>', page, re.S)
-    assert pre is not None and "Executive summary" in pre.group(1)
-    assert "<" not in pre.group(1)
+    assert "revertbot:report" not in page  # the report's hidden marker is dropped, not shown
+    shown = re.search(r'<div class="report markdown">(.*?)</div></details></section>', page, re.S)
+    assert shown is not None and "<h3>Executive summary</h3>" in shown.group(1)  # rendered as GitHub would
+    # Only the elements Markdown makes: no raw HTML from the report or what it quotes.
+    tags = set(re.findall(r"<([a-z0-9]+)", shown.group(1)))
+    assert tags <= {"h2", "h3", "p", "ul", "ol", "li", "strong", "em", "code", "pre", "a", "table", "thead", "tbody",
+                    "tr", "th", "td", "details", "summary", "hr", "br", "blockquote", "del"}, tags  # fmt: skip
     # Risk factors from the stored JSON, backports with the open gap, the chain, and originals.
     assert 'id="factors"' in page and "<td>critical paths</td>" in page and "<td>critical_paths" not in page
     assert "release/0.5" in page and "revert needed" in page

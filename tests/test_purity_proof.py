@@ -379,7 +379,6 @@ def test_a_path_with_an_undecodable_byte_is_not_confused_with_its_escaped_spelli
     assert _entry(repo, revert).purity.verdict != "pure"
 
 
-@pytest.mark.xfail(strict=True, reason="merge-tree reads .gitattributes from the checkout, not the revert's parent")
 def test_merge_attributes_are_those_of_the_reverts_parent_not_of_the_checkout(repo: GitRepo) -> None:
     # On the revert's parent f has no attributes: undoing the original conflicts with the later
     # edit, and the revert resolves it by hand. A later commit asks for union merges of f.

@@ -285,6 +285,8 @@ def test_hostile_strings_through_the_rendered_report(demo_report: RevertReport, 
         assert not CONTROL_RE.search(md)
         assert max(len(line) for line in md.split("\n")) < 2_000
         prose = re.sub(r"(`+).*?\1", "", re.sub(r"(?s)\n(```+|~~~+).*?\n\1", "", md.split("\n", 1)[1]))
+        # The report's own folding tags are markup it writes itself; any other '<' is untrusted text.
+        prose = re.sub(r"</?(details|summary)>", "", prose)
         assert not re.search(r"(?<!\\)<(?!!--)", prose), "raw HTML outside code"
         assert not re.search(r"@(?![\u200b\s])", prose.replace(f"@{ZWSP}", "")), "unescaped mention"
         assert "](" not in prose.replace("\\](", "")

@@ -120,6 +120,7 @@ def _data_strings(r: RevertReport) -> list[str]:
         data += [h.body for h in r.github.reviews] + [h.author for h in r.github.reviews]
     if r.gpu:
         data += [r.gpu.hardware]
+    data += [s.doc for s in r.symbols]  # the code's own words, quoted as written (never translated)
     return sorted({inline(x, None) for x in data if x}, key=len, reverse=True)
 
 

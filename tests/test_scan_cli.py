@@ -233,7 +233,7 @@ def test_shallow_clone_cut_at_the_original(repo: GitRepo, tmp_path: Path, capsys
     # Deepened as the message says, the same revert is verified.
     subprocess.run(["git", "fetch", "-q", "--deepen=1"], cwd=clone, check=True)
     code, out, _ = scan(capsys, "--repo", str(clone), "--format", "json")
-    assert (code, json.loads(out)[0]["purity"]) == (0, "pure")
+    assert (code, json.loads(out)["reverts"][0]["purity"]) == (0, "pure")  # still shallow: marked
 
 
 def test_damaged_clone_reports_unverifiable_not_pure(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

@@ -341,11 +341,12 @@ def test_module_constants_and_class_attributes() -> None:
     ]
 
 
-def test_nested_function_change_is_reported_on_the_nested_function_only() -> None:
+def test_nested_function_change_is_folded_into_the_enclosing_function() -> None:
     before = "def outer(n):\n    def inner(x):\n        return x\n    return inner(n)\n"
     after = "def outer(n):\n    def inner(x):\n        return x * 2\n    return inner(n)\n"
     changes, _ = diff_symbols("m.py", before, after)
-    assert [(c.name, c.detail) for c in changes] == [("outer.<locals>.inner", "body changed")]
+    # A reviewer reads "outer changed", not "outer.<locals>.inner": nothing else can use inner.
+    assert [(c.name, c.detail) for c in changes] == [("outer", "body changed")]
 
 
 def test_removing_a_class_reports_the_class_not_each_method() -> None:
@@ -411,8 +412,8 @@ def test_body_hash_ignores_nested_definitions_without_copying_the_tree() -> None
     before = "def outer():\n    x = 1\n\n    def inner():\n        return 1\n\n    return inner\n"
     after = "def outer():\n    x = 1\n\n    def inner():\n        return 2\n\n    return inner\n"
     changes, _ = diff_symbols("m.py", before, after)
-    # Only the nested function changed; the enclosing one is not reported.
-    assert [(c.name, c.detail) for c in changes] == [("outer.<locals>.inner", "body changed")]
+    # Only the nested function changed: reported once, folded into the enclosing one.
+    assert [(c.name, c.detail) for c in changes] == [("outer", "body changed")]
 
 
 # --------------------------------------------------------------------------- bounds: nesting and size

@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from .. import gitops
+from ..errors import GitError
 from ..purity import unquote_path
 from .pyparse import parse_python
 from .split import split_map
@@ -1888,3 +1889,111 @@ def _class_bodies(body: Iterable[ast.stmt], prefix: str = "") -> dict[str, set[s
         elif isinstance(node, (ast.If, ast.Try, ast.With)):
             out.update(_class_bodies(_blocks(node), prefix))
     return out
+
+
+# --------------------------------------------------------------------------- names looked up by string
+
+#: Removed names (and op registrations) looked up by string, and lines of ``git grep`` read for them.
+MAX_STRING_NAMES = 200
+MAX_STRING_LINES = 20_000
+#: Python op registrations: ``@torch.library.custom_op("ns::name")``, ``torch.library.define("ns::name(...)")``
+#: (also ``triton_op``), and ``Library("ns", "DEF"|"FRAGMENT")`` then ``lib.define("name(...)")``.
+_OP_QUALIFIED_RE = re.compile(r"""\b(?:custom_op|triton_op|define)\(\s*(?:name\s*=\s*)?["'](\w+)::(\w+)""")
+_OP_LIBRARY_RE = re.compile(
+    r"""\b(\w+)\s*=\s*(?:torch\.library\.)?Library\(\s*["'](\w+)["']\s*,\s*["'](?:DEF|FRAGMENT)["']""")
+_OP_LIB_DEFINE_RE = re.compile(r"""\b(\w+)\.define\(\s*["'](\w+)\s*\(""")
+_ATTR_STRING_RE = re.compile(r"""\b(getattr|hasattr)\(\s*([\w.]+)\s*,\s*["'](\w+)["']""")
+_TORCH_OPS_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\b")
+
+
+def python_op_registrations(text: str) -> set[tuple[str, str]]:
+    """``(namespace, name)`` of every op a Python file registers (see the patterns above)."""
+    found = {(ns, name) for ns, name in _OP_QUALIFIED_RE.findall(text)}
+    libraries = {var: ns for var, ns in _OP_LIBRARY_RE.findall(text)}
+    found |= {(libraries[var], name) for var, name in _OP_LIB_DEFINE_RE.findall(text) if var in libraries}
+    return found
+
+
+def string_lookups(
+    repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, known: Sequence[Dependent] = ()
+) -> DependentSearch:
+    """Uses that reach a removed name through a string or an op registry, which the import-based
+    search cannot resolve:
+
+    * ``getattr(x, "name")`` / ``hasattr(x, "name")`` where ``name`` is a module-level function or
+      class the revert removes and no Python file of ``tree`` still defines: a *possible* use, the
+      string literal as evidence (``getattr(torch.ops.ns, "name")`` of a removed op: resolved);
+    * ``torch.ops.<ns>.<name>`` of an op whose Python registration (``custom_op``,
+      ``torch.library.define``, ``Library(...).define``) the revert removes from a changed file
+      (read at ``before``, the tree the revert applies to, and at ``tree``): resolved.
+
+    One ``cat-file`` for the changed Python files and one ``git grep``; lines already in ``known``
+    are not listed again. A clone without the files' contents (partial) gets a note instead."""
+    try:
+        return _string_lookups(repo, tree, changes, before, known)
+    except GitError as exc:
+        if not gitops.is_missing_object(exc.stderr):
+            raise
+        return DependentSearch((), ("dependents: lookups by string not searched (this clone lacks the files' "
+                                    "contents)",))  # fmt: skip
+
+
+def _string_lookups(
+    repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, known: Sequence[Dependent]
+) -> DependentSearch:
+    notes: list[str] = []
+    files = sorted({c.file for c in changes if c.file.endswith(".py") and "\n" not in c.file})
+    names = list(dict.fromkeys(
+        bare_name(c) for c in changes
+        if c.change == "removed" and "." not in c.name and (c.kind in CALLABLE_KINDS or c.kind == "class")
+    ))[:MAX_STRING_NAMES]  # fmt: skip
+    ops: set[tuple[str, str]] = set()
+    if before is not None and files:
+        texts = gitops.blobs(repo, [f"{rev}:{f}" for f in files for rev in (before, tree)])
+        for f in files:
+            old, new = texts.get(f"{before}:{f}"), texts.get(f"{tree}:{f}")
+            if old is not None:
+                ops |= python_op_registrations(old.decode("utf-8", "replace")) - (
+                    python_op_registrations(new.decode("utf-8", "replace")) if new is not None else set())
+    if not names and not ops:
+        return DependentSearch(())
+    by_name = {bare_name(c): c for c in changes if c.change == "removed"}
+    seen = {(d.file, d.line) for d in known}
+    defined: set[str] = set()
+    hits: list[tuple[str, int, str]] = []
+    grep = gitops.grep_fixed(repo, tree, [*names, *(name for _, name in ops)], ["*.py"])
+    for lines, (path, lineno, text) in enumerate(grep, 1):
+        if lines > MAX_STRING_LINES:
+            notes.append(f"dependents: lookups by string read the first {MAX_STRING_LINES} lines only")
+            break
+        defined.update(n for n in names if _defines(n, text))
+        hits.append((path, lineno, text))
+    found: dict[tuple[str, int, str], Dependent] = {}
+    for path, lineno, text in hits:
+        if (path, lineno) in seen:
+            continue
+        shown = text.strip()[:MAX_TEXT]
+        for ns, name in _TORCH_OPS_RE.findall(text):
+            if (ns, name) in ops:
+                found[(path, lineno, name)] = Dependent(
+                    f"torch.ops.{ns}.{name}", name, path, lineno, shown,
+                    f"uses the op `torch.ops.{ns}.{name}`, whose registration the revert removes",
+                    evidence=f"`{ns}::{name}` is registered no more")  # fmt: skip
+        for func, receiver, name in _ATTR_STRING_RE.findall(text):
+            op = next(((ns, name) for ns, n in ops if n == name and receiver == f"torch.ops.{ns}"), None)
+            if op is not None:
+                found[(path, lineno, name)] = Dependent(
+                    f"torch.ops.{op[0]}.{name}", name, path, lineno, shown,
+                    f"`{func}({receiver}, \"{name}\")` looks up the op whose registration the revert removes",
+                    evidence=f"the string literal \"{name}\"")  # fmt: skip
+            elif name in names and name not in defined and (path, lineno, name) not in found:
+                found[(path, lineno, name)] = Dependent(
+                    by_name[name].name, name, path, lineno, shown,
+                    f"`{func}({receiver}, \"{name}\")` looks up a removed name by string; `{receiver}` is not resolved",
+                    tier="possible",
+                    evidence=f"the string literal \"{name}\"; `{name}` is defined nowhere else in the repository's "
+                             "Python files")  # fmt: skip
+    if before is not None and found:
+        kept = set(outside_changed_lines(repo, before, tree, list(found.values())))
+        found = {k: d for k, d in found.items() if d in kept}
+    return DependentSearch(tuple(list(found.values())[:MAX_DEPENDENTS]), tuple(notes))

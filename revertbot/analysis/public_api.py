@@ -530,7 +530,8 @@ def compare_params(old: Sequence[_Param], new: Sequence[_Param]) -> list[ApiBrea
     renamed_old = {a.name for a, _ in renamed}
     renamed_new = {b.name for _, b in renamed}
     breaks: list[ApiBreak] = []
-    gone = tuple(shown.get(p.name, p.name) for p in old if p.name not in new_by and p.name not in renamed_old)
+    gone = tuple(dict.fromkeys(shown.get(p.name, p.name) for p in old
+                               if p.name not in new_by and p.name not in renamed_old))  # fmt: skip
     if gone:
         breaks.append(ApiBreak("parameter-removed", gone))
     breaks += [ApiBreak("parameter-renamed", (a.name, b.name)) for a, b in renamed]

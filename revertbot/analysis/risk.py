@@ -108,6 +108,11 @@ def scoped_purity_factor(purity: PurityResult) -> RiskFactor:
                 exact=len(scope.of("exact")), differ=len(inside) - len(scope.of("exact")),
                 left=len(scope.of("left")), outside=len(scope.of("outside")))  # fmt: skip
     code = "scoped-beyond" if scope.of("outside") else "scoped"
+    if scope.tests_kept:  # the change except its tests: the kept tests that will fail come first
+        evidence = [f"{x}: a kept test uses what the revert removes" for x in scope.failing] + [
+            e.replace(": left as the message says", ": test file kept") for e in evidence]  # fmt: skip
+        params += _p(failing=len(scope.failing))
+        code = "tests-kept-failing" if scope.failing else "tests-kept"
     return RiskFactor("purity", level, code, params, _cap(evidence))
 
 

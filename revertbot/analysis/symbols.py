@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .code_story import changed_lines, comment_above, excerpt, first_paragraph
 from .pyparse import parse_python, parser
 
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
@@ -46,6 +47,7 @@ class Symbol:
     end_lineno: int
     signature: str = ""  # "(self, x=None) -> int" for callables, bases for classes, annotation for variables
     params: tuple[str, ...] = ()
+    param_kinds: tuple[str, ...] = ()  # one per param: "positional" | "vararg" | "keyword" | "varkw"
     decorators: tuple[str, ...] = ()  # source text without "@", e.g. "torch.no_grad()"
     body_hash: str = ""  # of the normalized AST: formatting, comments and docstrings do not count
     source_hash: str = ""  # of its source lines, decorators included: equal text, equal symbol
@@ -65,6 +67,25 @@ class SymbolChange:
     removed_params: tuple[str, ...] = ()
     added_params: tuple[str, ...] = ()
     bound_name: str = ""  # empty: the last dotted part of ``name``
+    #: Parameters renamed in place (old, new): callers passing them by position are unaffected,
+    #: callers passing them by keyword break (a renamed positional stays in ``removed_params``);
+    #: a renamed ``*args``/``**kwargs`` is in neither list, since nobody passes those by name.
+    renamed_params: tuple[tuple[str, str], ...] = ()
+    #: What the code says of itself: the first paragraph of its docstring, else of the comment
+    #: block above it (or, for Python, of the comments opening its body); quoted, never translated.
+    #: From the version the change removes (the before version), else from the after version.
+    doc: str = ""
+    doc_from: str = ""  # "docstring" | "class docstring" (a constructor's) | "comment" | ""
+    #: A few of the lines the change removes: the first lines of a removed definition
+    #: (``excerpt_kind`` "code"), or the changed lines of a modified one as diff lines ("diff").
+    excerpt: str = ""
+    excerpt_kind: str = ""
+    excerpt_total: int = 0  # lines there are in all (the excerpt keeps at most code_story.EXCERPT_LINES)
+    #: A definition that moved: on the removed one, where it went (``path:qualname``); on the added
+    #: one, where it came from. Same qualname in another file, or the same body under a new name.
+    moved_to: str = ""
+    moved_from: str = ""
+    body_hash: str = ""  # removed and added definitions: what a move is recognised by
 
 
 def bare_name(change: SymbolChange) -> str:
@@ -212,8 +233,8 @@ def _complete(sym: Symbol, node: _Def) -> Symbol:
         bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
         return replace(sym, signature=f"({', '.join(bases)})" if bases else "", decorators=decorators,
                        body_hash=_body_hash(node.body, drop_assignments=True))  # fmt: skip
-    return replace(sym, signature=_signature(node), params=_params(node.args), decorators=decorators,
-                   body_hash=_body_hash(node.body))  # fmt: skip
+    return replace(sym, signature=_signature(node), params=_params(node.args), param_kinds=_param_kinds(node.args),
+                   decorators=decorators, body_hash=_body_hash(node.body))  # fmt: skip
 
 
 def _collect(
@@ -360,6 +381,17 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _param_kinds(args: ast.arguments) -> tuple[str, ...]:
+    """One kind per name of :func:`_params`, in the same order."""
+    kinds = ["positional"] * (len(args.posonlyargs) + len(args.args))
+    if args.vararg:
+        kinds.append("vararg")
+    kinds += ["keyword"] * len(args.kwonlyargs)
+    if args.kwarg:
+        kinds.append("varkw")
+    return tuple(kinds)
+
+
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -454,8 +486,152 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
             modified = _compare(path, old[qual], sym)
             if modified is not None:
                 changes.append(modified)
+    changes = _fold_locals(path, changes, old, new)
+    old_lines = before.removeprefix("\ufeff").split("\n") if before is not None else []
+    new_lines = after.removeprefix("\ufeff").split("\n") if after is not None else []
+    changes = [_with_story(c, old, new, old_nodes, new_nodes, old_lines, new_lines) for c in changes]
     changes.sort(key=lambda c: (c.line, c.name, c.change))
     return tuple(changes), None
+
+
+def _fold_locals(
+    path: str, changes: list[SymbolChange], old: dict[str, Symbol], new: dict[str, Symbol]
+) -> list[SymbolChange]:
+    """Changes of nested (local) functions and classes folded into their enclosing definition: a
+    reviewer reads ``_capture_one`` changed, not ``_capture_one.<locals>.body``; nothing outside
+    the enclosing function can use them."""
+    out: dict[str, SymbolChange] = {c.name: c for c in changes if ".<locals>." not in c.name}
+    for c in changes:
+        if ".<locals>." not in c.name:
+            continue
+        outer = c.name.split(".<locals>.", 1)[0]
+        found = out.get(outer)
+        if found is None and outer in old and outer in new:
+            sym = new[outer]
+            out[outer] = SymbolChange(name=outer, kind=sym.kind, change="modified", file=path, line=sym.lineno,
+                                      detail="body changed", bound_name=sym.bound_name)  # fmt: skip
+        elif found is not None and found.change == "modified" and "body changed" not in found.detail.split("; "):
+            out[outer] = replace(found, detail=f"{found.detail}; body changed")
+    return list(out.values())
+
+
+def _first_line(sym: Symbol, node: _Def | None) -> int:
+    """The first line of a definition, its decorators included."""
+    if node is None or not node.decorator_list:
+        return sym.lineno
+    return min(d.lineno for d in node.decorator_list) + sym.lineno - node.lineno
+
+
+def _doc(sym: Symbol, node: _Def | None, lines: list[str]) -> tuple[str, str]:
+    """The first paragraph of the docstring, else of the comments above the definition, else of
+    those opening its body; and which it was."""
+    if node is not None:
+        text = ast.get_docstring(node, clean=True)
+        if text and (para := first_paragraph(text)):
+            return para, "docstring"
+    if sym.kind == "import" or not lines:
+        return "", ""
+    above = comment_above(lines, _first_line(sym, node), python=True)
+    if above:
+        return above, "comment"
+    if node is not None and node.body and not isinstance(node, ast.ClassDef):
+        opening = comment_above(lines, node.body[0].lineno + sym.lineno - node.lineno, python=True)
+        if opening:
+            return opening, "comment"
+    return "", ""
+
+
+def _with_story(
+    c: SymbolChange,
+    old: dict[str, Symbol],
+    new: dict[str, Symbol],
+    old_nodes: dict[str, _Def],
+    new_nodes: dict[str, _Def],
+    old_lines: list[str],
+    new_lines: list[str],
+) -> SymbolChange:
+    """``c`` with what the code says of itself and an excerpt of what the change removes from it."""
+    if c.kind == "import":
+        return c
+    before, after = old.get(c.name), new.get(c.name)
+    doc, doc_from = ("", "")
+    if before is not None and c.change != "added":
+        doc, doc_from = _doc(before, old_nodes.get(c.name), old_lines)
+    if not doc and after is not None and c.change != "removed":
+        doc, doc_from = _doc(after, new_nodes.get(c.name), new_lines)
+    owner = c.name.removesuffix(".__init__")
+    if not doc and owner != c.name:  # a constructor says what it builds in its class's docstring
+        node = old_nodes.get(owner) or new_nodes.get(owner)
+        text = ast.get_docstring(node, clean=True) if node is not None else None
+        doc, doc_from = (first_paragraph(text), "class docstring") if text else ("", "")
+    text, kind, total = "", "", 0
+    if c.change == "removed" and before is not None:
+        text, total = excerpt(old_lines[_first_line(before, old_nodes.get(c.name)) - 1 : before.end_lineno])
+        kind = "code"
+    elif c.change == "modified" and before is not None and after is not None and c.kind != "class":
+        old_part = old_lines[_first_line(before, old_nodes.get(c.name)) - 1 : before.end_lineno]
+        new_part = new_lines[_first_line(after, new_nodes.get(c.name)) - 1 : after.end_lineno]
+        text, total = changed_lines(old_part, new_part)
+        kind = "diff" if text else ""
+    sym = before if c.change == "removed" else after
+    body_hash = sym.body_hash if sym is not None and c.change != "modified" else ""
+    return replace(c, doc=doc, doc_from=doc_from, excerpt=text, excerpt_kind=kind, excerpt_total=total,
+                   body_hash=body_hash)  # fmt: skip
+
+
+#: Symbols of one change that keep their excerpt (the JSON of a revert of thousands of definitions
+#: stays small): removed ones first, then reshaped ones, then the rest, in their order.
+MAX_EXCERPTS = 300
+
+
+def bound_excerpts(changes: list[SymbolChange], limit: int = MAX_EXCERPTS) -> list[SymbolChange]:
+    """``changes`` with the excerpts of all but ``limit`` of them dropped (their ``doc`` stays)."""
+    having = [i for i, c in enumerate(changes) if c.excerpt]
+    if len(having) <= limit:
+        return changes
+    rank = sorted(having, key=lambda i: (changes[i].change != "removed", not changes[i].signature_changed, i))
+    out = list(changes)
+    for i in rank[limit:]:
+        out[i] = replace(out[i], excerpt="", excerpt_kind="", excerpt_total=0)
+    return out
+
+
+#: Lines a definition needs for its body alone to tell that it moved under a new name.
+_MOVE_MIN_LINES = 3
+
+
+def fold_moves(changes: Iterable[SymbolChange]) -> list[SymbolChange]:
+    """``changes`` with each removed definition that reappears elsewhere marked as moved: the
+    same qualname in another file, or the same body (at least a few lines of it) under a new
+    name. Both stay in the list (code importing the old place still breaks), with ``moved_to``
+    and ``moved_from`` set, so a report says "moved" once instead of removed and added back."""
+    changes = list(changes)
+    removed = [i for i, c in enumerate(changes) if c.change == "removed" and c.kind != "import" and c.body_hash]
+    added = [i for i, c in enumerate(changes) if c.change == "added" and c.kind != "import" and c.body_hash]
+    if not removed or not added:
+        return changes
+    by_name: dict[tuple[str, str], list[int]] = {}
+    by_body: dict[tuple[str, str], list[int]] = {}
+    for i in added:
+        c = changes[i]
+        by_name.setdefault((c.name, c.kind), []).append(i)
+        by_body.setdefault((c.body_hash, c.kind), []).append(i)
+    taken: set[int] = set()
+    for i in removed:
+        c = changes[i]
+        same_name = [j for j in by_name.get((c.name, c.kind), []) if j not in taken and changes[j].file != c.file]
+        same_body = [j for j in by_body.get((c.body_hash, c.kind), []) if j not in taken]
+        if same_name:
+            j = same_name[0]
+        elif len(same_body) == 1 and c.excerpt_total >= _MOVE_MIN_LINES:
+            j = same_body[0]
+        else:
+            continue
+        taken.add(j)
+        other = changes[j]
+        changes[i] = replace(c, moved_to=f"{other.file}:{other.name}")
+        changes[j] = replace(other, moved_from=f"{c.file}:{c.name}")
+    return changes
 
 
 def _outermost(symbols: list[Symbol]) -> list[Symbol]:
@@ -489,9 +665,16 @@ def _compare(path: str, old: Symbol, new: Symbol) -> SymbolChange | None:
             details.append("became async" if new.kind.startswith("async") else "no longer async")
         else:
             details.append(f"kind changed: {old.kind} -> {new.kind}")
-    removed = tuple(p for p in old.params if p not in new.params)
-    added = tuple(p for p in new.params if p not in old.params)
-    details += _param_details(removed, "removed") + _param_details(added, "added")
+    removed, added, renamed = _param_changes(old, new)
+    renamed_from = {a for a, _ in renamed}
+    details += _param_details(tuple(p for p in removed if p not in renamed_from), "removed")
+    details += _param_details(added, "added")
+    for a, b in renamed:
+        star = {"vararg": "*", "varkw": "**"}.get(dict(zip(old.params, old.param_kinds, strict=False)).get(a, ""), "")
+        if star:
+            details.append(f"parameter `{star}{a}` renamed to `{star}{b}`")
+        else:
+            details.append(f"parameter `{a}` renamed to `{b}` (callers passing it by keyword break)")
     signature_changed = old.signature != new.signature
     if signature_changed:
         label = {"class": "bases", "variable": "annotation"}.get(new.kind, "signature")
@@ -507,7 +690,37 @@ def _compare(path: str, old: Symbol, new: Symbol) -> SymbolChange | None:
     return SymbolChange(
         name=new.qualname, kind=new.kind, change="modified", file=path, line=new.lineno, detail="; ".join(details),
         signature_changed=signature_changed, removed_params=removed, added_params=added, bound_name=new.bound_name,
+        renamed_params=renamed,
     )  # fmt: skip
+
+
+def _param_changes(
+    old: Symbol, new: Symbol
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Parameters removed, added and renamed in place. ``*args``/``**kwargs`` under a new name are
+    only renamed (nobody passes them by name); a positional parameter under a new name at the same
+    place is renamed for callers passing it by position but removed for those passing it by
+    keyword, so it stays in the removed ones (the dependents search looks for such callers)."""
+    removed = [p for p in old.params if p not in new.params]
+    added = [p for p in new.params if p not in old.params]
+    renamed: list[tuple[str, str]] = []
+    old_kind = dict(zip(old.params, old.param_kinds, strict=False))  # no kinds: a variable's empty params
+    new_kind = dict(zip(new.params, new.param_kinds, strict=False))
+    for star in ("vararg", "varkw"):
+        gone = [p for p in removed if old_kind.get(p) == star]
+        came = [p for p in added if new_kind.get(p) == star]
+        if gone and came:
+            renamed.append((gone[0], came[0]))
+            removed.remove(gone[0])
+            added.remove(came[0])
+    old_pos = [p for p in old.params if old_kind.get(p) == "positional"]
+    new_pos = [p for p in new.params if new_kind.get(p) == "positional"]
+    if len(old_pos) == len(new_pos):
+        for a, b in zip(old_pos, new_pos, strict=True):
+            if a != b and a in removed and b in added:
+                renamed.append((a, b))
+                added.remove(b)
+    return tuple(removed), tuple(added), tuple(renamed)
 
 
 def _param_details(params: tuple[str, ...], what: str) -> list[str]:

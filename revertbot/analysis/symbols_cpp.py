@@ -34,9 +34,10 @@ import bisect
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .code_story import changed_lines, comment_above, excerpt
 from .symbols import ChangeKind, SymbolChange
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class CppSymbol:
     binds: str = ""
     min_args: int = 0
     max_args: int | None = 0  # None: variadic
+    end_line: int = 0  # last line of the definition; 0: unknown (registrations)
 
 
 @dataclass
@@ -379,7 +381,7 @@ class _Walker:
             self.ex.symbols.append(CppSymbol(
                 qualname=qual, bound_name=bound, kind=kind, line=node.start_point[0] + 1, signature=signature,
                 api=api, params=names, param_types=types, defined=defined, body_hash=body_hash,
-                min_args=min_args, max_args=max_args,
+                min_args=min_args, max_args=max_args, end_line=node.end_point[0] + 1,
             ))  # fmt: skip
 
     def parameters(self, params: Node) -> tuple[tuple[str, ...], tuple[str, ...], int, int | None]:
@@ -438,7 +440,7 @@ class _Walker:
             own.append((member.start_byte, member.end_byte))
         self.ex.symbols.append(CppSymbol(
             qualname=qual, bound_name=re.sub(r"<.*", "", parts[-1]), kind=kind, line=node.start_point[0] + 1,
-            signature=signature, api=signature, body_hash=self.src.hash(own),
+            signature=signature, api=signature, body_hash=self.src.hash(own), end_line=node.end_point[0] + 1,
         ))  # fmt: skip
         self.container(body, (*scope, *parts), qual, "")
 
@@ -453,7 +455,7 @@ class _Walker:
         value_hash = self.src.hash([(value.start_byte, value.end_byte)]) if value is not None else ""
         self.ex.symbols.append(CppSymbol(qualname=name, bound_name=name, kind="macro", line=node.start_point[0] + 1,
                                          signature="#define " + signature, api=signature,
-                                         body_hash=value_hash))  # fmt: skip
+                                         body_hash=value_hash, end_line=node.end_point[0] + 1))  # fmt: skip
 
     def registrations(self, node: Node, block: str, params: Node) -> None:
         """``m.def``/``m.impl`` calls in a TORCH_LIBRARY* or PYBIND11_MODULE block."""
@@ -626,8 +628,55 @@ def diff_cpp_symbols(
             found = _compare(path, old_by[key], sym, key)
             if found is not None:
                 changes.append(found)
+    old_lines = _lines(before)
+    new_lines = _lines(after)
+    changes = [_with_story(c, old_by, new_by, old_lines, new_lines) for c in changes]
     changes.sort(key=lambda c: (c.line, c.name, c.change))
     return tuple(changes), notes
+
+
+def _lines(data: bytes | None) -> list[str]:
+    return data.decode("utf-8", "replace").split("\n") if data is not None else []
+
+
+_TEMPLATE_LINE = re.compile(r"^\s*template\s*<")
+
+
+def _cpp_doc(s: CppSymbol, lines: list[str]) -> str:
+    """The comment block right above a definition (``///``, ``//``, ``/** */``), above its
+    ``template <...>`` line when it has one."""
+    first = s.line
+    for _ in range(3):  # "template <typename T>" on lines of its own
+        if first >= 2 and _TEMPLATE_LINE.match(lines[first - 2]):
+            first -= 1
+    return comment_above(lines, first, python=False)
+
+
+def _with_story(
+    c: CppSymbolChange,
+    old_by: dict[str, CppSymbol],
+    new_by: dict[str, CppSymbol],
+    old_lines: list[str],
+    new_lines: list[str],
+) -> CppSymbolChange:
+    """``c`` with the comment above it and an excerpt of what the change removes from it."""
+    before, after = old_by.get(c.name), new_by.get(c.name)
+    doc = _cpp_doc(before, old_lines) if before is not None and c.change != "added" and old_lines else ""
+    if not doc and after is not None and c.change != "removed" and new_lines:
+        doc = _cpp_doc(after, new_lines)
+    text, kind, total = "", "", 0
+    if c.change == "removed" and before is not None and before.end_line:
+        text, total = excerpt(old_lines[before.line - 1 : before.end_line])
+        kind = "code"
+    elif (c.change == "modified" and before is not None and after is not None and before.end_line and after.end_line
+          and c.kind not in ("class", "struct", "union")):  # fmt: skip
+        text, total = changed_lines(old_lines[before.line - 1 : before.end_line],
+                                    new_lines[after.line - 1 : after.end_line])  # fmt: skip
+        kind = "diff" if text else ""
+    sym = before if c.change == "removed" else after
+    body_hash = sym.body_hash if sym is not None and c.change != "modified" and sym.defined else ""
+    return replace(c, doc=doc, doc_from="comment" if doc else "", excerpt=text, excerpt_kind=kind,
+                   excerpt_total=total, body_hash=body_hash)  # fmt: skip
 
 
 def too_large_note(path: str, size: int) -> str:

@@ -32,7 +32,9 @@ from ..errors import UsageError
 from ..models import PURITY_VALUES
 from ..report.escape import clean, html_text
 from ..store import GPU_STATUSES, History, StoredBackport, StoredRevert, load_history, merge_histories
+from .agree import display_branch, link_source, never_checked, pr_of, recommended_html, visible
 from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
+from .report_html import render_report_html
 
 MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
@@ -425,7 +427,8 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
                   f"{ov.risk.get(NOT_CHECKED, 0)} not checked" if ov.risk.get(NOT_CHECKED) else ""),
             _stat("reland rate", f"{ov.reland_rate:.0%}", "reland-rate", f"{ov.relanded} of {ov.reverts} re-landed"),
             _stat("median time to revert", duration(ov.ttr_median) if ov.ttr_median is not None else "–", "ttr"),
-            _stat("open backport gaps", str(gaps), "gaps"),
+            _stat("open backport gaps", str(gaps), "gaps",
+                  f"{unchecked} revert(s) never checked" if (unchecked := never_checked(history)) else ""),
         ]
     )  # fmt: skip
     weeks_note = f"{ov.weeks_cut} earlier week(s) not shown" if ov.weeks_cut else ""
@@ -454,7 +457,7 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:+.1f}%"
 
-    gpu_rows = [[_nowrap(day(r.date)), _sha_link(r, ""), pr_link(r.repo, r.pr), _badge("gpu", r.gpu_status),
+    gpu_rows = [[_nowrap(day(r.date)), _sha_link(r, ""), pr_link(r.repo, pr_of(r)), _badge("gpu", r.gpu_status),
                  esc(str((r.gpu or {}).get("hardware", "")), 60), esc(pct(mem)), esc(pct(cap))]
                 for r, mem, cap in ov.gpu_runs]  # fmt: skip
     gpu_week_bars = [Bar(w, sum(c.values()), tooltip=f"week of {w}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
@@ -527,7 +530,7 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
 
 
 def _short_branch(ref: str) -> str:
-    return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    return display_branch(ref)  # as the report names it
 
 
 # --------------------------------------------------------------------------- the table
@@ -582,7 +585,7 @@ def render_table(history: History, limit: int | None = None) -> str:
             f'<td data-value="{r.date}" class="nowrap">{day(r.date)}</td>'
             f'<td data-value="{esc(r.repo.lower())}">{esc(r.repo, 80)}</td>'
             f'<td data-value="{esc(r.sha)}">{_sha_link(r, "")}</td>'
-            f'<td data-value="{r.pr}">{pr_link(r.repo, r.pr)}</td>'
+            f'<td data-value="{pr_of(r)}">{pr_link(r.repo, pr_of(r))}</td>'
             f'<td data-value="{esc(r.subject.lower(), 200)}">{esc(r.subject, 160)}{note}</td>'
             f'<td data-value="{esc(r.kind)}">{esc(words(r.kind))}</td>'
             f'<td data-value="{esc(r.purity)}">{_badge("purity", r.purity)}</td>'
@@ -604,7 +607,7 @@ def render_table(history: History, limit: int | None = None) -> str:
             r.repo,
             *modules,
             *r.files[:SEARCH_FILES],
-            f"#{r.pr}" if r.pr else "",
+            f"#{pr_of(r)}" if pr_of(r) else "",
             reason_of(r),
         ]
         hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
@@ -806,28 +809,49 @@ def _factors(report: Mapping[str, Any] | None) -> str:
             "</table></section>")  # fmt: skip
 
 
+def _story(r: StoredRevert) -> list[tuple[str, str]]:
+    """The revert page's rows for the human reason and where the change shipped, from the stored
+    report ("quote" and "releases" of :func:`revertbot.report.report_to_json`); none before a check."""
+    report = r.report if isinstance(r.report, Mapping) else {}
+    reason = report.get("reason") if isinstance(report.get("reason"), Mapping) else {}
+    rows: list[tuple[str, str]] = []
+    if reason and reason.get("quote"):
+        rows.append(("in their words", f"“{esc(str(reason['quote']), 260)}”"))
+    rel = report.get("releases")
+    if isinstance(rel, Mapping) and rel.get("state") not in (None, "none"):
+        def tag(key: str) -> str:
+            return f"<code>{esc(str(rel.get(key) or ''), 60)}</code>"
+        state = rel.get("state")
+        if state == "unreleased":
+            text = "the original is in no released version yet"
+        elif state == "same":
+            text = f"the original and the revert first ship together in {tag('revert_first')}"
+        else:
+            then = f"the revert ships from {tag('revert_first')}" if state == "shipped" else "the revert is unreleased"
+            text = f"original first in {tag('original_first')}; {then}"
+            affected = [str(v) for v in (rel.get("affected") or ())]
+            if affected:
+                named = ", ".join(f"<code>{esc(v, 60)}</code>" for v in affected[:3])
+                named += " …" if len(affected) > 3 else ""
+                text += f"; {len(affected)} release(s) carry the change without the revert ({named})"
+        rows.append(("releases", text))
+    return rows
+
+
 def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert], index: Index) -> str:
     ttr = time_to_revert(r)
     risk = r.risk_level or NOT_CHECKED
-    action = {
-        "merge": "merge",
-        "merge_after_gpu": "merge after GPU validation",
-        "review": "needs review",
-        "no_op": "changes nothing on the base",
-        "follow_up": "merged; follow-ups left",
-        "reland_ok": "merge: original failure gone",
-        "reland_fails": "original failure still there",
-        "reland_unproven": "merge once the original failure is shown gone",
-    }
     facts = _dl([
         ("repository", f'<a class="ext" href="{esc(repo_url(r.repo))}" rel="noopener noreferrer">{esc(r.repo)}</a>'
          if repo_url(r.repo) else esc(r.repo)),
         ("commit", commit_link(r.repo, r.sha, 40)),
-        ("pull request", pr_link(r.repo, r.pr) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
+        ("pull request",
+         pr_link(r.repo, pr_of(r)) + (f" at head {commit_link(r.repo, r.head_sha)}" if r.head_sha else "")),
         ("reason", esc(reason_of(r)) + (f" — “{esc(r.reason_evidence, 120)}”" if r.reason_evidence else "")),
+        *_story(r),
         ("kind", _badge("kind", r.kind)),
         ("purity", f"{_badge('purity', r.purity)} {esc(r.purity_reason, 400)}"),
-        ("risk", _badge("risk", risk) + (f" — {esc(action.get(r.action or '', r.action or ''))}" if r.action else "")),
+        ("risk", _badge("risk", risk) + (f" — {recommended_html(r)}" if r.action or r.markdown else "")),
         ("author", esc(r.author)),
         ("date", day(r.date)),
         ("time to revert", duration(ttr) if ttr is not None else "–"),
@@ -836,7 +860,8 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
     ])  # fmt: skip
     originals = "".join(
         f"<tr><td>{commit_link(r.repo, o.sha)}</td><td>{esc(o.subject, 200)}</td><td>{esc(o.author, 60)}</td>"
-        f'<td class="nowrap">{day(o.date)}</td><td>{esc(words(o.linked_by))}</td></tr>'
+        f'<td class="nowrap">{day(o.date)}</td>'
+        f"<td>{(link_source(r) if o.linked_by == 'override' else '') or esc(words(o.linked_by))}</td></tr>"
         for o in r.originals
     )
     originals_html = (
@@ -878,8 +903,8 @@ def render_revert(r: StoredRevert, by_key: Mapping[tuple[str, str], StoredRevert
         for f in r.purity_files if isinstance(f, Mapping)
     )  # fmt: skip
     report = (
-        f'<section id="report"><h2>Report</h2><details open><summary>Markdown as posted</summary>'
-        f'<pre class="report">{esc(r.markdown)}</pre></details></section>'
+        f'<section id="report"><h2>Report</h2><details open><summary>As posted</summary>'
+        f'<div class="report markdown">{render_report_html(r.markdown)}</div></details></section>'
         if r.markdown
         else '<section id="report"><h2>Report</h2><p>No report recorded yet (run <code>revertbot check '
         "--store</code>).</p></section>"
@@ -906,6 +931,11 @@ class SiteSummary:
     out: Path
     pages: int
     reverts: int
+    relands: int = 0  # rows of the table and pages beside the reverts
+
+    def describe(self) -> str:
+        """What was built, counting every row it shows (reverts and relands)."""
+        return f"built {self.pages} page(s) for {self.reverts} revert(s) and {self.relands} reland(s) in {self.out}"
 
 
 def _static(name: str) -> bytes:
@@ -933,6 +963,7 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     (root / MARKER_FILE).write_text("built by revertbot dashboard build; the directory may be replaced\n")
     for name in ("dashboard.css", "dashboard.js"):
         (root / "assets" / name).write_bytes(_static(name))
+    history = visible(history)  # a PR a maintainer said is not a revert leaves the dashboard
     by_key = {(r.repo, r.sha): r for r in history.reverts}
     index = named_by(history)
     written = set()
@@ -952,7 +983,8 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     else:
         all_page.unlink(missing_ok=True)
     (root / ".nojekyll").write_text("")  # GitHub Pages: serve the files as they are
-    return SiteSummary(root, len(written) + 1, sum(1 for r in history.reverts if _is_revert(r)))
+    reverts = sum(1 for r in history.reverts if _is_revert(r))
+    return SiteSummary(root, len(written) + 1, reverts, len(history.reverts) - reverts)
 
 
 def build_from_db(db: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],

@@ -7,12 +7,16 @@ through :mod:`revertbot.report.escape` everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..backport import BackportPlan, BackportTarget
-from ..models import ConflictFile
+from ..globs import branch_name
+from ..models import Backport, ConflictFile
 from .escape import code, fenced, inline, table_cell
+from .facts import backport_state, same_branch
+
+if TYPE_CHECKING:  # the planner imports the whole check; the report's lines need none of it
+    from ..backport import BackportPlan, BackportTarget
 
 #: Opens the bot's one reply to ``/revertbot backport`` on a pull request (edited in place).
 BACKPORT_MARKER = "<!-- revertbot:backport -->"
@@ -210,3 +214,28 @@ def render_reply(plan: BackportPlan | None, pulls: Mapping[str, PullRef], proble
             break
     lines += ["", table.rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- a check report's branches
+
+#: How a branch got the original when it was cut after it (see revertbot.analysis.history).
+BRANCHED_AFTER = "branched after original"
+
+
+def nothing_to_do(b: Backport, base_ref: str) -> bool:
+    """A release branch cut after the original that carries the revert too: nothing to do there."""
+    return b.how == BRANCHED_AFTER and backport_state(b) == "reverted" and not same_branch(b.branch, base_ref)
+
+
+def split_backports(backports: Sequence[Backport], base_ref: str) -> tuple[list[Backport], list[Backport]]:
+    """The branches that need a line of their own (any action, or a backport worth naming), and those
+    with nothing to do, which the report says in one line."""
+    idle = [b for b in backports if nothing_to_do(b, base_ref)]
+    return [b for b in backports if not nothing_to_do(b, base_ref)], idle
+
+
+def nothing_to_do_line(idle: Sequence[Backport], t: Mapping[str, str], shown: int = 6) -> str:
+    """``11 release branches were cut after the original and carry the revert: nothing to do (release/0.0, …)``."""
+    names = [branch_name(b.branch) for b in idle]
+    listed = t["list_sep"].join(code(n, 80) for n in names[:shown]) + (" …" if len(names) > shown else "")
+    return t["bp_nothing_to_do"].format(n=len(idle), branches=listed)

@@ -149,3 +149,94 @@ def human_message(text: str, limit: int = MESSAGE_LIMIT) -> tuple[str, bool]:
     if len(result) > limit:
         return result[: limit - 1].rstrip() + "…", True
     return result, dropped
+
+
+# --------------------------------------------------------------------------- durations, symbols
+
+SECONDS_PER_DAY = 86400
+
+
+def whole_days(start: int, end: int) -> int | None:
+    """Whole days from ``start`` to ``end`` (unix seconds; None when either is unknown): the one
+    way every report line and risk factor counts a span, so none says 20.9 where another says 20."""
+    if not start or not end:
+        return None
+    return max(0, int((end - start) / SECONDS_PER_DAY))
+
+
+_BOUNDARY = " ,;()[]{}<>=|&*:"
+
+
+def cut_at_token(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a token boundary (a space, comma, bracket,
+    operator), ending in an ellipsis: never ``num_hidden_l…``, always ``num_hidden_layers, …``."""
+    if len(text) <= limit:
+        return text
+    room = max(1, limit - 1)
+    # Between parameters first, then between words, then at any operator or bracket.
+    cut = -1
+    for boundaries in (",", " ", _BOUNDARY):
+        cut = max((text.rfind(ch, 0, room) for ch in boundaries), default=-1)
+        if cut >= room // 2:
+            break
+    if cut < room // 2:  # one long token: cut it, the ellipsis says so
+        return text[:room] + "…"
+    keep = text[: cut + 1] if text[cut] in "([{<" else text[:cut]
+    keep = keep.rstrip(" ,;:=|&*")
+    sep = " " if text[cut] in ", " else ""
+    return f"{keep}{',' if text[cut] == ',' else ''}{sep}…"
+
+
+def is_test_path(report: RevertReport, path: str) -> bool:
+    """Whether ``path`` is a test file by the repository's categories."""
+    return any(f.path == path and f.category == "test" for f in report.files)
+
+
+def _in_tests(report: RevertReport) -> set[str]:
+    return {f.path for f in report.files if f.category == "test"}
+
+
+def key_symbols(report: RevertReport) -> list[Any]:
+    """The symbols a reviewer looks at first: removed, reshaped (signature) or added back, not
+    imports and not moved elsewhere (said once, as a move). Source before tests (test helpers
+    crowd nothing out); within each, removed first, then changed signatures, then added back."""
+    tests = _in_tests(report)
+    picked = [s for s in report.symbols
+              if s.kind != "import" and not getattr(s, "moved_from", "") and not getattr(s, "moved_to", "")
+              and (s.change in ("removed", "added") or s.signature_changed)]  # fmt: skip
+    rank = {"removed": 0, "modified": 1, "added": 2}
+    return sorted(picked, key=lambda s: (s.file in tests, rank.get(s.change, 3)))
+
+
+STORY_SYMBOLS = 3  # definitions whose own words and removed lines the report shows
+
+
+def story_symbols(report: RevertReport, limit: int = STORY_SYMBOLS) -> list[Any]:
+    """Up to ``limit`` definitions whose docstring or comments and removed lines tell what the
+    removed code did: source before tests; removed, then reshaped, then otherwise changed; those
+    that explain themselves (a docstring or comment) before those that do not."""
+    tests = _in_tests(report)
+    shown = [s for s in report.symbols
+             if s.kind != "import" and s.change != "added" and not getattr(s, "moved_to", "")
+             and (getattr(s, "doc", "") or getattr(s, "excerpt", ""))]  # fmt: skip
+
+    def rank(s: Any) -> tuple[bool, int, bool]:
+        what = 0 if s.change == "removed" else 1 if s.signature_changed else 2
+        return (s.file in tests, what, not s.doc)
+
+    return sorted(shown, key=rank)[:limit]
+
+
+def around_change(sig: str, other: str, limit: int) -> str:
+    """``sig`` cut to about ``limit`` characters around where it first differs from ``other`` (a
+    long constructor's change is often past the first 300 characters), at token boundaries:
+    ``Name(…, b=1, c=2, …``."""
+    if len(sig) <= limit:
+        return sig
+    same = next((i for i, (a, b) in enumerate(zip(sig, other, strict=False)) if a != b), min(len(sig), len(other)))
+    opening = sig.find("(")
+    head = sig[: opening + 1] if 0 <= opening < limit // 2 else ""
+    start = sig.rfind(", ", len(head), max(len(head), same - limit // 4))
+    if start < 0:
+        return cut_at_token(sig, limit)
+    return f"{head}…, {cut_at_token(sig[start + 2 :], max(8, limit - len(head) - 3))}"

@@ -18,12 +18,13 @@ inferred that the summary does not hold.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..models import GpuMetricDelta, GpuSummary
 from .i18n import EnglishTemplate
 
-__all__ = ["gpu_sentence", "gpu_sentence_line", "headline_metrics"]
+__all__ = ["gpu_sentence", "gpu_sentence_line", "gpu_state", "hardware_text", "headline_metrics"]
 
 _MEMORY_UNITS = {"b", "bytes", "kb", "kib", "mb", "mib", "gb", "gib"}
 _TIME_UNITS = {"s", "sec", "seconds", "ms", "us", "µs", "ns"}
@@ -165,3 +166,79 @@ def gpu_sentence_line(summary: GpuSummary, lang: str = "en") -> str:
     t = _TEXT.get(lang, _TEXT["en"])
     sep = "：" if lang == "zh" else ": "
     return f"**{t['label']}**{sep}{inline(gpu_sentence(summary, lang), 600)}"
+
+
+# --------------------------------------------------------------------------- where the GPU validation stands
+
+#: Why "merge after GPU validation" still waits, by the GPU factor's code (revertbot.analysis.risk):
+#: the recommended action says it in the same words as the factor, whatever the code.
+_STATE = {
+    "en": {
+        "not-run": "the mapped suites have not run yet",
+        "cpu-only": "the mapped suites ran without a GPU",
+        "not-validated": "the mapped suites ran, but no test passed or failed",
+        "incomplete": "the GPU results are incomplete",
+        "broken": "the revert breaks GPU tests",
+        "regressed": "a GPU metric regressed past its threshold",
+        "flaky": "some GPU tests are flaky",
+        "green": "the mapped suites passed",
+    },
+    "zh": {
+        "not-run": "对应的 GPU 测试尚未运行",
+        "cpu-only": "对应的 GPU 测试是在没有 GPU 的机器上运行的",
+        "not-validated": "对应的 GPU 测试运行了，但没有任何测试通过或失败",
+        "incomplete": "GPU 测试结果不完整",
+        "broken": "回退破坏了 GPU 测试",
+        "regressed": "有 GPU 指标退化超过阈值",
+        "flaky": "部分 GPU 测试不稳定",
+        "green": "对应的 GPU 测试已通过",
+    },
+}
+
+
+def gpu_state(code: str, lang: str = "en") -> str:
+    """Where the GPU validation stands, by the GPU factor's code, as a clause (plain text)."""
+    table = _STATE["zh" if lang == "zh" else "en"]
+    return table.get(code, table["not-run"])
+
+
+_NO_GPU_RE = re.compile(r"^no GPU \((?P<why>.*?)\)(?: \((?P<details>[^()]*)\))?$")
+_WHY_ZH = {
+    "nvidia-smi is not on PATH": "`PATH` 中没有 `nvidia-smi`",
+    "torch sees no CUDA device": "`torch` 检测不到 CUDA 设备",
+    "no GPU found": "未找到 GPU",
+    "unknown": "原因未知",
+}
+
+
+def hardware_text(hardware: str, lang: str = "en") -> str:
+    """The runner's hardware line as Markdown (escaped: the job wrote it): in Chinese, the "no GPU
+    (why)" lines the GPU jobs write are said in Chinese, with the versions as code."""
+    from .escape import code, inline
+
+    if lang != "zh":
+        return inline(hardware, 200)
+    out = []
+    for part in _top_level(hardware):
+        m = _NO_GPU_RE.match(part.strip())
+        if part.strip() == "no GPU job produced results":
+            out.append("没有 GPU 任务产出结果")
+        elif m:
+            whys = [_WHY_ZH.get(w.strip()) or code(w.strip(), 120) for w in m["why"].split("; ")]
+            details = f"（{code(m['details'], 120)}）" if m["details"] else ""
+            out.append(f"没有 GPU（{'；'.join(whys)}）{details}")
+        else:
+            out.append(code(part, 160))
+    return "；".join(out)
+
+
+def _top_level(text: str, sep: str = "; ") -> list[str]:
+    """``text`` split at ``sep`` outside parentheses (one line per GPU job, each with its details)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(sep, i):
+            out.append(text[start:i])
+            start = i + len(sep)
+    out.append(text[start:])
+    return [p for p in out if p.strip()]

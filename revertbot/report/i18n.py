@@ -9,6 +9,7 @@ from ..analysis.critical import KIND_LABEL_EN, RULE_TEXT_EN
 from ..globs import branch_name
 from ..models import RiskFactor
 from .escape import code, inline, table_cell
+from .facts import around_change
 
 #: The Chinese word for each concept the report names: one word per concept, used by the Chinese
 #: strings below (a native maintainer should never meet two words for one thing). docs/report.md
@@ -254,6 +255,21 @@ EN: dict[str, str] = {
     "bp_reverted_sha": "reverted there ({sha})",
     "bp_revert_open": "#{pr} reverts it but is not merged yet",
     "bp_missing": "**the revert is missing: revert it there too**",
+    "bp_nothing_to_do": "{n} release branches were cut after the original and carry the revert: "
+                        "nothing to do ({branches})",
+    "releases": "Releases",
+    "rel_none": "the repository tags no versions",
+    "rel_unreleased": "the original is in no released version yet",
+    "rel_pre": " (pre-release {pre} first)",
+    "rel_original": "the original shipped in {first}{pre}",
+    "rel_revert_from": "the revert ships from {first}{pre}",
+    "rel_revert_pending": "the revert is in no release yet",
+    "rel_same": "the original and the revert first ship together in {first}: no release carries the change alone",
+    "rel_affected": "users of {versions} have the change: upgrade to {first} or later",
+    "rel_affected_pending": "users of {versions} have the change: pin a version before {original} or wait for the "
+                            "next release",
+    "rel_range": "{first} … {last} ({n} releases)",
+    "rel_branches": "release branches without the revert: {branches}",
     "bp_this_branch": "this revert targets that branch",
     "bp_unchecked": "not checked: this clone lacks the objects to compare patches",
     "bp_revert_unchecked": "whether the revert is there was not checked "
@@ -477,6 +493,19 @@ ZH: dict[str, str] = {
     "bp_reverted_sha": "已回退（{sha}）",
     "bp_revert_open": "#{pr} 回退了它，但尚未合并",
     "bp_missing": "**尚未回退：需要在该分支上同样回退**",
+    "bp_nothing_to_do": "{n} 个发布分支在原始提交之后才切出，已包含回退，无需处理（{branches}）",
+    "releases": "发布版本",
+    "rel_none": "该仓库没有版本标签",
+    "rel_unreleased": "原始提交尚未进入任何已发布版本",
+    "rel_pre": "（预发布版 {pre} 更早包含）",
+    "rel_original": "原始提交最早随 {first}{pre} 发布",
+    "rel_revert_from": "回退从 {first}{pre} 起生效",
+    "rel_revert_pending": "回退尚未进入任何发布版本",
+    "rel_same": "原始提交与回退同在 {first} 首次发布：没有哪个版本单独带有该改动",
+    "rel_affected": "使用 {versions} 的用户仍带有该改动：请升级到 {first} 或更高版本",
+    "rel_affected_pending": "使用 {versions} 的用户仍带有该改动：可固定在 {original} 之前的版本，或等待下一个版本",
+    "rel_range": "{first} … {last}（共 {n} 个版本）",
+    "rel_branches": "尚未回退的发布分支：{branches}",
     "bp_this_branch": "本次回退的目标分支就是该分支",
     "bp_unchecked": "未检查：本克隆缺少比较补丁所需的对象",
     "bp_revert_unchecked": "未检查该分支上是否已有回退（本克隆缺少比较补丁所需的对象）",
@@ -660,8 +689,14 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     ),
     (
         re.compile(r"^(signature|bases|annotation) changed: (.*)$"),
-        lambda m: {"signature": "签名", "bases": "基类", "annotation": "类型注解"}[m[1]] + f"变更：`{m[2]}`",
+        lambda m: {"signature": "签名", "bases": "基类", "annotation": "类型注解"}[m[1]]
+        + f"变更：{_before_after(m[2])}",
     ),
+    (
+        re.compile(r"^parameter (`[^`]*`) renamed to (`[^`]*`) \(callers passing it by keyword break\)$"),
+        lambda m: f"参数 {m[1]} 改名为 {m[2]}（按位置传参的调用方不受影响，按关键字传参的会出错）",
+    ),
+    (re.compile(r"^parameter (`[^`]*`) renamed to (`[^`]*`)$"), lambda m: f"参数 {m[1]} 改名为 {m[2]}"),
     (
         re.compile(r"^decorator (`.*`) (removed|added)$"),
         lambda m: f"{'删除' if m[2] == 'removed' else '新增'}装饰器 {m[1]}",
@@ -686,26 +721,51 @@ _DETAIL_RULES_ZH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
     (re.compile(r"^members changed$"), lambda m: "成员变更"),
     (re.compile(r"^definition changed$"), lambda m: "定义变更"),
     (re.compile(r"^parameter names changed$"), lambda m: "参数名变更"),
-    (re.compile(r"^declaration changed: (.*)$"), lambda m: f"声明变更（不影响调用方）：{m[1]}"),
-    (re.compile(r"^schema changed: (.*)$"), lambda m: f"算子 schema 变更：{m[1]}"),
+    (re.compile(r"^declaration changed: (.*)$"), lambda m: f"声明变更（不影响调用方）：{_before_after(m[1])}"),
+    (re.compile(r"^schema changed: (.*)$"), lambda m: f"算子 schema 变更：{_before_after(m[1])}"),
     (re.compile(r"^implementation changed: (.*)$"), lambda m: f"实现函数变更：{m[1]}"),
     (re.compile(r"^registration changed$"), lambda m: "注册方式变更"),
 )
 
 
+#: Characters of each side of a changed signature in a symbol's line (the JSON has them whole).
+SIGNATURE_SIDE = 140
+
+
+def _before_after(text: str) -> str:
+    """``old -> new`` (two signatures) as two code spans around an arrow, each cut around where
+    they differ at a token boundary; one span when the arrow cannot be told apart from one inside
+    a signature."""
+    arrows = [m.start() for m in re.finditer(" -> ", text)]
+    if text.startswith("(") and len(arrows) > 1:  # Python: "(a) -> int -> (b) -> int", both sides start with "("
+        arrows = [i for i in arrows if text.startswith("(", i + 4)]
+    if len(arrows) == 1:
+        old, new = text[: arrows[0]], text[arrows[0] + 4 :]
+        return f"`{around_change(old, new, SIGNATURE_SIDE)}` → `{around_change(new, old, SIGNATURE_SIDE)}`"
+    return f"`{text}`"
+
+
+#: English details whose signatures are code, like the Chinese ones: running text would escape
+#: them as Markdown (``&`` as ``&amp;``, ``_`` as ``\_``) and cut them anywhere.
+_DETAIL_RULES_EN: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"^(signature|bases|annotation|schema|declaration) changed: (.*)$"),
+     lambda m: f"{m[1]} changed: {_before_after(m[2])}"),
+)  # fmt: skip
+
+
 def translate_detail(detail: str, lang: str) -> str:
-    """A symbol-change detail (generated in English by the analysis) in the report language."""
-    if lang != "zh":
-        return detail
+    """A symbol-change detail (generated in English by the analysis) in the report language, with
+    signatures as backticked code (for :func:`revertbot.report.markdown.rich`)."""
+    rules = _DETAIL_RULES_ZH if lang == "zh" else _DETAIL_RULES_EN
     out = []
     for piece in detail.split("; "):
-        for pattern, render in _DETAIL_RULES_ZH:
+        for pattern, render in rules:
             m = pattern.match(piece)
             if m:
                 piece = render(m)
                 break
         out.append(piece)
-    return "；".join(out)
+    return ("；" if lang == "zh" else "; ").join(out)
 
 
 def translate_note(note: str, lang: str) -> str:
@@ -756,6 +816,7 @@ EN.update({
     "reason_set_by": "set by {login}",
     "reason_label": "set with the {label} label",
     "reason_none": "no reason given",
+    "reason_quote": "In their words: “{quote}”",
     "by_patch": "its diff (it redoes most of the reverted original's changed lines)",
     "one_line_reland": "A reland of {sha} {subject}{more}.",
     "h_reland": "Reland: what changed since the reverted original",
@@ -812,6 +873,7 @@ ZH.update({
     "reason_set_by": "由 {login} 设置",
     "reason_label": "由标签 {label} 设置",
     "reason_none": "未说明原因",
+    "reason_quote": "原话：“{quote}”",
     "by_patch": "diff 比对（重做了被回退的原始提交的大部分改动行）",
     "one_line_reland": "对 {sha} {subject}{more} 的重新合入。",
     "h_reland": "重新合入：与被回退的原始提交相比的改动",
@@ -978,6 +1040,93 @@ _SENTENCES["zh"].update({
 })  # fmt: skip
 
 
+# --------------------------------------------------------------------------- what the removed code did
+
+# The definitions a revert removes or changes, each in its own words (its docstring or comment,
+# quoted as written, never translated) with a few of the lines the change removes (folded); moves
+# and renames said once; parameters dropped from several signatures named once.
+EN.update({
+    "story_title": "What the removed code did",
+    "story_docstring": "its docstring says ",
+    "story_comment": "its comment says ",
+    "story_class_docstring": "its class's docstring says ",
+    "quote_open": "“",
+    "quote_close": "”",
+    "story_removed_code": "removed code ({n} line(s){of})",
+    "story_changed_lines": "changed lines ({n} line(s){of})",
+    "story_of_total": " of {total}",
+    "bd_moves": "moves {n} symbol(s) elsewhere: {names}",
+    "bd_in_signatures": " (from {n} signatures)",
+    "bd_changes_only": "changes {n} symbol(s)",
+    "sym_moved_to": "moves",
+    "sym_moved_from": "receives",
+    "moved_to": "moved to {where}",
+    "moved_from": "moved here from {where}",
+    "key_symbols_tests": "{n} more in tests",
+    "how_branched after original": "branched after the original",
+    "action_merge_after_gpu_state": "Merge after GPU validation: critical GPU paths change and {state}.",
+})  # fmt: skip
+ZH.update({
+    "story_title": "被删除代码的作用",
+    "story_docstring": "文档字符串原文：",
+    "story_comment": "代码注释原文：",
+    "story_class_docstring": "所在类的文档字符串原文：",
+    "quote_open": "“",
+    "quote_close": "”",
+    "story_removed_code": "被删除的代码（{n} 行{of}）",
+    "story_changed_lines": "改动的行（{n} 行{of}）",
+    "story_of_total": "，共 {total} 行",
+    "bd_moves": "把 {n} 个符号移到别处（{names}）",
+    "bd_in_signatures": "（{n} 处签名都去掉了）",
+    "bd_changes": "其余 {n} 个符号也有改动",
+    "bd_changes_only": "修改了 {n} 个符号",
+    "sym_moved_to": "移走",
+    "sym_moved_from": "移入",
+    "moved_to": "移到 {where}",
+    "moved_from": "从 {where} 移来",
+    "key_symbols_tests": "测试代码中另有 {n} 个",
+    "how_branched after original": "在原始提交之后从主干创建",
+    "action_merge_after_gpu_state": "GPU 验证通过后合并：改动涉及关键 GPU 路径，{state}。",
+    # "对 X 的经过修改的回退" stacks two 的: the verdict goes after the revert instead.
+    "one_line_partial": "对 {sha} {subject}{more} 的{kind}，但回退并不完整。",
+    "one_line_extra": "对 {sha} {subject}{more} 的{kind}，并附带额外改动。",
+    "one_line_modified": "对 {sha} {subject}{more} 的{kind}，但回退内容经过改动，并非原样互逆。",
+    "one_line_unverifiable": "对 {sha} {subject}{more} 的{kind}，是否完全互逆无法验证。",
+})  # fmt: skip
+
+
+def _zh_where(where: str) -> str:
+    """``before version: lines 73, 77; after version: nested too deeply`` in Chinese."""
+    out = []
+    for part in where.split("; "):
+        label, _, rest = part.partition(" version: ")
+        side = "改动前" if label == "before" else "改动后"
+        lines = re.fullmatch(r"lines? ([\d, ]+)", rest)
+        out.append(f"{side}第 {lines[1].replace(', ', '、')} 行" if lines else f"{side}嵌套过深")
+    return "，".join(out)
+
+
+# The symbol analysis's notes on files it could not read whole (revertbot.analysis.symbols and
+# symbols_cpp, revertbot.check): parse errors, syntax errors, size limits.
+_NOTE_RULES_ZH += (
+    (re.compile(r"(.+): parsed with errors \((.+)\); symbols may be incomplete in \1"),
+     lambda m: f"{code(m[1], 200)}：解析时有错误（{_zh_where(m[2])}），符号可能不完整"),
+    (re.compile(r"parsed with errors; symbols may be incomplete in (\d+) more file\(s\): (.+)"),
+     lambda m: f"另有 {m[1]} 个文件解析时有错误，符号可能不完整：{code(m[2], 300)}"),
+    (re.compile(r"(.+): (before|after) version: syntax error(?: at line (\d+))?: (.+?)(?:; (?:after) version: .+)?; "
+                r"only the file-level change is known"),
+     lambda m: f"{code(m[1], 200)}：{'改动前' if m[2] == 'before' else '改动后'}的版本有语法错误"
+               + (f"（第 {m[3]} 行）" if m[3] else "") + "，只做了文件级分析"),
+    (re.compile(r"(.+): (?:(?:before|after) version: )?cannot (?:parse|analyse): (.+?); "
+                r"only the file-level change is known"),
+     lambda m: f"{code(m[1], 200)}：无法解析（{code(m[2], 120)}），只做了文件级分析"),
+    (re.compile(r"(.+): cannot analyse: code nested too deeply; only the file-level change is known"),
+     lambda m: f"{code(m[1], 200)}：代码嵌套过深，无法分析，只做了文件级分析"),
+    (re.compile(r"(\d+) C\+\+/CUDA file\(s\) not analysed for symbols \(limit (\d+) MB of source\), e\.g\. (.+)"),
+     lambda m: f"另有 {m[1]} 个 C++/CUDA 文件未分析符号（源码总量上限 {m[2]} MB），例如 {code(m[3], 200)}"),
+)  # fmt: skip
+
+
 def api_kind(kind: str, lang: str) -> str:
     """A public name's kind (function, class, ...) in ``lang``."""
     if lang == "zh":
@@ -1032,6 +1181,55 @@ _SENTENCES["zh"].update({
                                  "范围符合预期",
 })  # fmt: skip
 
+# What a maintainer said with a comment command (see revertbot.overrides).
+EN.update({
+    "by_override": "named by {who} with {named} (`/revertbot link`), which sets detection aside",
+    "by_override_local": "named with `--original` {named}, which sets detection aside",
+    "nar_title": "not treated as a revert",
+    "nar_note": "{who} said with `/revertbot not-a-revert` that this pull request is not a revert, so revertbot "
+                "does not judge it: no verdict, no revert labels. `/revertbot link <sha|#N>`, or a new revert "
+                "statement in the title or description, turns the check back on.",
+})  # fmt: skip
+ZH.update({
+    "by_override": "由 {who} 用 `/revertbot link` 指定为 {named}，不再采用自动识别的结果",
+    "by_override_local": "由 `--original` 指定为 {named}，不再采用自动识别的结果",
+    "nar_title": "不按回退处理",
+    "nar_note": "{who} 用 `/revertbot not-a-revert` 说明这个 PR 不是回退，因此 revertbot 不对它作判断：不给结论，"
+                "也不加回退相关的标签。之后用 `/revertbot link <sha|#N>` 指定原始提交，或在标题、描述中重新写明"
+                "回退，检查就会恢复。",
+})  # fmt: skip
+
+
+# A revert that undoes all of its original but the tests (revertbot.purity_scope, tests_kept), and
+# release-branch matches a title alone does not decide (revertbot.backport_evidence).
+EN.update({
+    "scope_tests_kept": "It reverts the change except its tests ({n} file(s) of the original): {state}; {left} "
+                        "test file(s) of the original kept.",
+    "scope_tests_fail": "Kept tests will fail, since they use what it removes: {files}.",
+    "how_title and same patch": "same title and same patch",
+    "how_title and same lines": "same title and most of the same lines",
+})  # fmt: skip
+ZH.update({
+    "scope_tests_kept": "它回退了原始改动中除测试以外的部分（原始提交的 {n} 个文件）：{state}；原始提交的 {left} "
+                        "个测试文件被保留。",
+    "scope_tests_fail": "保留下来的测试仍在使用被删除的代码，合并后会失败：{files}。",
+    "how_title and same patch": "标题相同且补丁相同",
+    "how_title and same lines": "标题相同且大部分改动行相同",
+})  # fmt: skip
+_SENTENCES["en"].update({
+    ("purity", "tests-kept"): "reverts the change except its tests ({verdict}): {exact} of {in_scope} other file(s) "
+                              "exactly reverted, {left} test file(s) kept; review that the tests should stay",
+    ("purity", "tests-kept-failing"): "reverts the change except its tests ({verdict}): {exact} of {in_scope} other "
+                                      "file(s) exactly reverted, {left} test file(s) kept, of which {failing} will "
+                                      "fail: they use what it removes",
+})  # fmt: skip
+_SENTENCES["zh"].update({
+    ("purity", "tests-kept"): "回退了除测试以外的全部改动：其余 {in_scope} 个文件中 {exact} 个完全回退，保留了 {left} "
+                              "个测试文件；请确认这些测试应当保留",
+    ("purity", "tests-kept-failing"): "回退了除测试以外的全部改动：其余 {in_scope} 个文件中 {exact} 个完全回退，保留了 "
+                                      "{left} 个测试文件，其中 {failing} 个仍在使用被删除的代码，合并后会失败",
+})  # fmt: skip
+
 
 # --------------------------------------------------------------------------- English plurals
 
@@ -1066,6 +1264,34 @@ def _number(value: object) -> float | None:
         return float(str(value).replace(",", ""))
     except ValueError:
         return None
+
+
+# Relands that say nothing, found by their diff (see revertbot.reland_content).
+EN.update({
+    "relanded_content": "Re-landed {after} after this revert by {sha} {subject}, found by its diff (its message "
+                        "does not say so): {evidence}",
+    "reland_ev_share": "it re-adds {pct}% of the reverted lines, in {n} of the revert's {total} file(s)",
+    "reland_ev_share_del": "it deletes again {pct}% of the lines the original deleted, in {n} of the revert's "
+                           "{total} file(s)",
+    "reland_ev_same": "its patch is the original's, in the same {n} file(s)",
+    "reland_dur_min": "{n} min",
+    "reland_dur_h": "{n} h",
+    "reland_dur_d": "{n} day(s)",
+    "reland_pr_match": "Nothing in its title says reland, but its diff redoes most of the lines {rsha} reverted: it "
+                       "looks like a reland of {sha}, so the reland checklist below applies.",
+})  # fmt: skip
+ZH.update({
+    "relanded_content": "后续：本次回退 {after}后，{sha} {subject} 重新合入了该改动"
+                        "（提交说明中未提及，通过 diff 比对识别）：{evidence}",
+    "reland_ev_share": "被回退的代码行有 {pct}% 被重新加入，涉及本次回退 {total} 个文件中的 {n} 个",
+    "reland_ev_share_del": "原始提交删除的代码行有 {pct}% 被再次删除，涉及本次回退 {total} 个文件中的 {n} 个",
+    "reland_ev_same": "补丁与原始提交完全相同，涉及同样的 {n} 个文件",
+    "reland_dur_min": "{n} 分钟",
+    "reland_dur_h": "{n} 小时",
+    "reland_dur_d": "{n} 天",
+    "reland_pr_match": "标题中没有提到重新合入，但它的 diff 重做了 {rsha} 回退掉的大部分代码行："
+                       "看起来是 {sha} 的重新合入，请按下面重新合入的检查项逐一核对。",
+})  # fmt: skip
 
 
 EN.update({key: EnglishTemplate(value) for key, value in EN.items()})

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import __version__
 from ..models import RevertReport
-from .facts import backport_branches, follow_up_branches
+from .facts import backport_branches, follow_up_branches, story_symbols
 from .i18n import factor_summary_en
 
 SCHEMA_VERSION = 1
@@ -22,6 +22,9 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     return obj
+
+
+_STORY_FIELDS = ("name", "file", "change", "doc", "doc_from", "excerpt", "excerpt_kind", "excerpt_total")
 
 
 def report_to_json(report: RevertReport) -> dict[str, Any]:
@@ -45,6 +48,9 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "chain": to_jsonable(report.chain),
         "scope": to_jsonable(report.scope),
         "later": to_jsonable(report.later),
+        # Later commits that re-land the change without saying so (found by their diff), with the evidence.
+        "content_relands": to_jsonable(report.content_relands),
+        "fingerprint": report.fingerprint,  # of the reverted lines (hashes), for matching later relands; or null
         "base": {
             "ref": report.base_ref,
             "sha": report.apply.base if report.apply else None,
@@ -65,6 +71,9 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "backport_branches": backport_branches(report),
         "follow_up_branches": list(follow_up_branches(report)),
         "excerpts": to_jsonable(report.excerpts),
+        # What the removed code did: the definitions the report quotes (each symbol above carries
+        # its own "doc" and "excerpt"), in the report's order.
+        "code_story": [{k: getattr(s, k) for k in _STORY_FIELDS} for s in story_symbols(report)],
         "risk": {
             "level": report.risk.level,
             "action": report.risk.action,
@@ -85,7 +94,14 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         "github": to_jsonable(report.github),
         "gpu": to_jsonable(report.gpu),
         "language": report.language,
-        "reason": to_jsonable(report.reason),
+        "reason": to_jsonable(report.reason),  # with "quote": the human sentence that says why ("" when none does)
+        # Issues the revert's message links ("Fixes: #7072"); GitHub's are under github.linked_issues.
+        "message_issues": list(report.message_issues),
+        # Where it shipped: the first version tag carrying the original, the first carrying the revert,
+        # the versions in between (see revertbot.releases); null when not looked up.
+        "releases": None if report.releases is None
+        else {**to_jsonable(report.releases), "state": report.releases.state},
         "reland": to_jsonable(report.reland),
+        "override": to_jsonable(report.override),  # what a maintainer said (/revertbot link): null when nothing
     }
     return data

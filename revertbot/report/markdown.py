@@ -14,17 +14,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import __version__
+from ..analysis.code_story import shorten
 from ..analysis.symbols import SymbolChange, bare_name
 from ..globs import branch_name
 from ..models import Backport, FileChange, GitHubContext, PurityScope, RevertReport, RiskFactor
+from ..overrides import linked_phrase, override_block
 from ..purity_scope import OUTSIDE_NOTE, UNPROVEN_NOTE
+from .backport import nothing_to_do_line, split_backports
 from .carried_gpu import gpu_block
 from .escape import code, fenced, inline, table_cell
-from .facts import MESSAGE_LIMIT, backport_state, follow_up_branches, human_message, is_merged, same_branch
-from .gpu_sentence import gpu_sentence_line
+from .facts import (
+    MESSAGE_LIMIT,
+    backport_state,
+    cut_at_token,
+    follow_up_branches,
+    human_message,
+    is_merged,
+    key_symbols,
+    same_branch,
+    story_symbols,
+    whole_days,
+)
+from .gpu_sentence import gpu_sentence_line, gpu_state, hardware_text
 from .i18n import TEXT, critical_rule_phrase, factor_sentence, translate_detail, translate_note
 from .public_api_md import public_api_items
-from .reland_md import reason_line, reland_blocks
+from .reland_md import content_reland_line, reason_line, reland_blocks
+from .releases_md import issues_text, quote_line, releases_line
 
 MARKER = "<!-- revertbot:report -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -98,18 +113,29 @@ def symbol_name(name: str) -> str:
 
 
 def rich(text: str, limit: int) -> str:
-    """Generated text whose `backticked` parts are code; both kinds escaped."""
-    parts = text[:limit].split("`")
+    """Generated text whose `backticked` parts are code; both kinds escaped. Cut to about
+    ``limit`` characters between parts or at a token boundary inside one (with an ellipsis), so a
+    code span is never broken open: its text stays code, never HTML-escaped running text."""
+    parts = text.split("`")
     if len(parts) % 2 == 0:  # unbalanced backticks: treat everything as plain text
         return inline(text, limit)
-    out = []
+    out: list[str] = []
+    room = limit
     for i, part in enumerate(parts):
+        if room <= 0:  # the part before was cut (and says so) or ended right at the limit
+            out.append("" if out and out[-1].rstrip("` ").endswith("…") else "…")
+            break
         if i % 2:
-            out.append(code(part, 200))
-        elif part.strip():
-            out.append((" " if part[0].isspace() else "") + inline(part, None) + (" " if part[-1].isspace() else ""))
+            out.append(code(cut_at_token(part, min(room, 200)), None))
+            room -= len(part)
+            continue
+        shown = part if len(part) <= room else shorten(part, room)
+        room -= len(part)
+        if shown.strip():
+            out.append((" " if shown[0].isspace() else "") + inline(shown, None)
+                       + (" " if shown[-1].isspace() else ""))  # fmt: skip
         else:
-            out.append(part and " ")
+            out.append(shown and " ")
     return "".join(out)
 
 
@@ -138,6 +164,9 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
         sha=report.apply.base[:10] if report.apply else "?",
     )
     text = _assemble(title, sections, footer, t["omitted"], budget)
+    if report.override is not None:
+        # What a maintainer said (see revertbot.overrides): hidden, after the footer, before the GPU block.
+        text += override_block(report.override) + "\n"
     head = report.github.head_sha if report.github is not None else ""
     if report.gpu is not None and head:
         # Every later report for this head carries these results (see carried_gpu): last line, hidden.
@@ -191,7 +220,9 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
     elif r.originals:
         orig = r.originals[-1]
         purity = t["purity_scoped" if r.purity.scope else f"purity_{r.purity.verdict}"]
-        what = t["one_line"].format(
+        # A language may say the verdict after the revert rather than as an adjective before it.
+        verdict_key = f"one_line_{r.purity.verdict}"
+        what = t[verdict_key if verdict_key in t and not r.purity.scope else "one_line"].format(
             article="An" if purity[:1] in "aeiou" else "A",  # "An extended revert", "A pure revert"
             kind=t[f"kind_{r.kind}"],
             purity=purity,
@@ -203,7 +234,7 @@ def _summary(r: RevertReport, t: dict[str, str]) -> Section:
             what += t["sep"] + _scope_sentence(r.purity.scope, t)
     else:
         what = t["one_line_unlinked"].format(kind=t[f"kind_{r.kind}"])
-    removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import")
+    removed = sum(1 for sym in r.symbols if sym.change == "removed" and sym.kind != "import" and not sym.moved_to)
     changed_sig = sum(1 for sym in r.symbols if getattr(sym, "signature_changed", False))
     facts = t["facts"].format(files=len(r.files), removed=removed, sig=changed_sig)
     base = code(branch_name(r.base_ref), 80)
@@ -244,6 +275,11 @@ def _scope_sentence(scope: PurityScope, t: dict[str, str]) -> str:
         state = t[key].format(exact=len(inside) - len(differ), files=files)
     parts = t["list_sep"].join(code(x, 120) for x in scope.text.split(", "))
     said = t["scope_summary"].format(scope=parts, n=len(inside), state=state, left=len(scope.of("left")))
+    if scope.tests_kept:  # no words limit it: it undoes all but the original's tests
+        said = t["scope_tests_kept"].format(n=len(inside), state=state, left=len(scope.of("left")))
+        if scope.failing:
+            files = t["list_sep"].join(code(x, 200) for x in scope.failing[:3])
+            said += t["sep"] + t["scope_tests_fail"].format(n=len(scope.failing), files=files)
     outside = scope.of("outside")
     if outside:
         files = t["list_sep"].join(code(p.path, 200) for p in outside[:3])
@@ -268,6 +304,10 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
         # "merge after GPU validation" says why the suites do not count yet: not run, no GPU, nothing ran.
         key = f"action_{r.risk.action}_{gpu}" if f"action_{r.risk.action}_{gpu}" in t else f"action_{r.risk.action}"
         action = t[key].format(base=base)
+        if key == "action_merge_after_gpu" and gpu not in ("", "not-run"):
+            # Where the GPU validation stands, in the words of the GPU factor: never "not run yet"
+            # beside results that say otherwise.
+            action = t["action_merge_after_gpu_state"].format(state=gpu_state(gpu, t["lang"]))
         if r.risk.action == "review":
             action += t["sep"] + t["needs_review_on"].format(items=names)
         elif r.risk.action == "merge" and not r.risk.open_items and r.purity.verdict == "pure":
@@ -294,6 +334,8 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
 def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_motivation"])
     how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"], "patch": t["by_patch"]}
+    if r.override is not None and r.override.kind == "link":  # who named the original, and how
+        how["override"] = linked_phrase(r.override, t)
     c, comma, semi = t["colon"], t["comma"], t["semicolon"]
     for orig, linked in zip(r.originals, r.linked_by, strict=False):
         pr = f" (#{orig.pr})" if orig.pr and not orig.subject.rstrip().endswith(f"(#{orig.pr})") else ""
@@ -311,20 +353,24 @@ def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(f"- {label}{c}{inline(message, None)}{note}", joined=bool(s.blocks))
     if r.reason is not None and r.reland is None:
         s.add(f"- {reason_line(r.reason, t)}", joined=bool(s.blocks))
+        if quote_line(r.reason, t):  # the human sentence that says why, or that none does
+            s.add(f"  - {quote_line(r.reason, t)}", joined=True)
     gh = r.github
     ci = gh.original_ci if gh and gh.original_ci else "unknown"
     s.add(f"- {t['original_ci']}{c}{t.get('ci_' + ci, inline(ci, 40))}{_ci_checks(gh, t)}", joined=bool(s.blocks))
     if gh is not None and gh.revert_ci:
         state = "none_reported" if gh.revert_ci == "unknown" else gh.revert_ci
         s.add(f"- {t['revert_ci']}{c}{t.get('ci_' + state, inline(state, 40))}", joined=True)
-    issues = t["list_sep"].join(f"#{n}" for n in gh.linked_issues) if gh and gh.linked_issues else t["none_known"]
+    issues = issues_text(gh.linked_issues if gh else (), r.message_issues, t)
     s.add(f"- {t['linked_issues']}{c}{issues}", joined=True)
     if r.originals and r.reland is None:
-        days = (r.revert.date - r.originals[-1].date) / 86400 if r.revert.date and r.originals[-1].date else None
-        if days is not None and days < 1:
+        # Whole days, as the age factor says them: one span, one number in every line of the report.
+        age = next((f for f in r.risk.factors if f.name == "age" and f.code in ("age", "same-day")), None)
+        days = int(age.param("days", "0")) if age is not None else whole_days(r.originals[-1].date, r.revert.date)
+        if days is not None and (age.code == "same-day" if age is not None else days < 1):
             s.add(f"- {t['reverted_same_day']}", joined=True)
         elif days is not None:
-            s.add(f"- {t['reverted_after'].format(days=f'{days:.1f}'.removesuffix('.0'))}", joined=True)
+            s.add(f"- {t['reverted_after'].format(days=days)}", joined=True)
     return s
 
 
@@ -387,27 +433,36 @@ def _names(syms: list[SymbolChange], t: dict[str, str], limit: int = 4) -> str:
 
 
 def _breakdown_intro(r: RevertReport, t: dict[str, str]) -> str:
-    """One sentence built from the symbol changes: what the revert removes, adds back and reshapes."""
+    """One sentence built from the symbol changes: what the revert removes, adds back, moves and
+    reshapes."""
     syms = [x for x in r.symbols if x.kind != "import"]
     parts: list[str] = []
     for change, key in (("removed", "bd_removes"), ("added", "bd_adds_back")):
         by_kind: dict[str, list[SymbolChange]] = {}
         for x in syms:
-            if x.change == change:
+            if x.change == change and not x.moved_to and not x.moved_from:
                 kind = x.kind.removeprefix("async ")
                 by_kind.setdefault(kind if f"bd_kind_{kind}" in t else "other", []).append(x)
         for kind, group in by_kind.items():
             parts.append(t[key].format(n=len(group), kind=t[f"bd_kind_{kind}"], names=_names(group, t)))
+    moved = [x for x in syms if x.moved_to]
+    if moved:
+        parts.append(t["bd_moves"].format(n=len(moved), names=_names(moved, t)))
     sig = [x for x in syms if x.change == "modified" and x.signature_changed]
     if sig:
         text = t["bd_signature"].format(names=_names(sig, t))
-        dropped = [p for x in sig for p in x.removed_params]
+        # One parameter dropped from several signatures (overloads, a config and its callers) is
+        # named once, with how many signatures drop it; a renamed one is not dropped.
+        dropped = Counter(p for x in sig for p in x.removed_params if p not in dict(x.renamed_params))
         if dropped:
-            text += t["bd_drops_params"].format(names=t["list_sep"].join(code(p, 60) for p in dropped[:4]))
+            names = t["list_sep"].join(
+                code(p, 60) + (t["bd_in_signatures"].format(n=k) if k > 1 else "") for p, k in list(dropped.items())[:4]
+            )
+            text += t["bd_drops_params"].format(names=names)
         parts.append(text)
     other = [x for x in syms if x.change == "modified" and not x.signature_changed]
     if other:
-        parts.append(t["bd_changes"].format(n=len(other)))
+        parts.append(t["bd_changes" if parts else "bd_changes_only"].format(n=len(other)))
     if not parts and r.files:
         parts.append(t["bd_files_only"].format(n=len(r.files)))
     intro = t["breakdown_intro_reland" if r.reland is not None else "breakdown_intro"]
@@ -436,12 +491,16 @@ def _file_entry(n: int, f: FileChange, syms: list[SymbolChange], t: dict[str, st
             continue
         line = f"   - {verb} {symbol_name(sym.name)}"
         whole = _WHOLE_SYMBOL_RE.match(sym.detail)
-        if whole:
+        if sym.moved_to or sym.moved_from:
+            # Said once as a move (a rename or another file), not as removed here and added there.
+            key, where = ("moved_to", sym.moved_to) if sym.moved_to else ("moved_from", sym.moved_from)
+            line = f"   - {t['sym_' + key]} {symbol_name(sym.name)}{c}{t[key].format(where=code(where, 200))}"
+        elif whole:
             # "removes X: method removed: (sig)" says it twice: the verb, then the signature as code.
             if whole[1]:
                 line += f"{c}{code(whole[1], 200)}"
         elif sym.detail and not sym.detail.startswith("import of "):
-            line += f"{c}{rich(translate_detail(sym.detail, t['lang']), 300)}"
+            line += f"{c}{rich(translate_detail(sym.detail, t['lang']), 420)}"
         lines.append(line)
     if shown > SYMBOLS_SHOWN:
         lines.append("   - " + t["more_symbols"].format(n=shown - SYMBOLS_SHOWN))
@@ -513,13 +572,18 @@ def _key_files(r: RevertReport, t: dict[str, str]) -> Section:
         s.add(folded(t["more_rows"].format(n=len(listed) - FILES_SHOWN), f"{header}\n{rows}"))
     if len(r.files) > r.max_files_listed:
         s.add("_" + t["more_files"].format(n=len(r.files) - r.max_files_listed) + "_")
-    key_syms = [sym for sym in r.symbols
-                if sym.kind != "import" and (sym.change in ("removed", "added") or sym.signature_changed)]  # fmt: skip
+    ranked = key_symbols(r)  # source first: test helpers never crowd out what a reviewer reads
+    tests = {f.path for f in r.files if f.category == "test"}
+    key_syms = [sym for sym in ranked if sym.file not in tests] or ranked
+    in_tests = [sym for sym in ranked if sym.file in tests] if len(key_syms) < len(ranked) else []
     if key_syms:
         names = t["list_sep"].join(_key_symbol(sym, t) for sym in key_syms[:SYMBOLS_SHOWN])
         if len(key_syms) > SYMBOLS_SHOWN:
             more = t["list_sep"].join(_key_symbol(sym, t) for sym in key_syms[SYMBOLS_SHOWN:FOLD_CAP])
             names += "\n\n" + folded(t["more_symbols"].format(n=len(key_syms) - SYMBOLS_SHOWN), more)
+        if in_tests:
+            listing = t["list_sep"].join(_key_symbol(sym, t) for sym in in_tests[:FOLD_CAP])
+            names += "\n\n" + folded(t["key_symbols_tests"].format(n=len(in_tests)), listing)
         s.add(f"**{t['key_symbols']}**{t['colon']}" + names)
     return s
 
@@ -530,9 +594,50 @@ def _key_symbol(sym: SymbolChange, t: dict[str, str]) -> str:
     return symbol_name(sym.name) + tag
 
 
+STORY_UNFOLDED = 3  # excerpt lines shown without a fold
+_STORY_LANG = {".py": "python", ".pyi": "python", ".cu": "cuda", ".cuh": "cuda"}
+
+
+def _story_lang(path: str) -> str:
+    """The fence language of a file's code: what GitHub highlights it as."""
+    dot = path.rfind(".")
+    suffix = path[dot:] if dot > path.rfind("/") else ""
+    return _STORY_LANG.get(suffix, "cpp" if suffix in (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".inl")
+                           else "")  # fmt: skip
+
+
+def _story(sym: SymbolChange, t: dict[str, str], with_file: bool) -> str:
+    """One definition: what it is, its own words (quoted as written, never translated), and the
+    lines the change removes from it, folded."""
+    verb = t["sym_" + sym.change]
+    head = f"- {verb} {symbol_name(sym.name)}"
+    if with_file:
+        head += f"{t['paren_open']}{code(sym.file, 200)}{t['paren_close']}"
+    if sym.doc:
+        label = t["story_" + sym.doc_from.replace(" ", "_")] if sym.doc_from else t["story_comment"]
+        head += f"{t['colon']}{label}{t['quote_open']}{inline(sym.doc, 320)}{t['quote_close']}"
+    if not sym.excerpt:
+        return head
+    lang = "diff" if sym.excerpt_kind == "diff" else _story_lang(sym.file)
+    shown = sym.excerpt.count("\n") + 1
+    key = "story_removed_code" if sym.excerpt_kind == "code" else "story_changed_lines"
+    more = t["story_of_total"].format(total=sym.excerpt_total) if sym.excerpt_total > shown else ""
+    summary = t[key].format(n=shown, of=more)
+    # fenced() uses a fence longer than any run of backticks or tildes in the code; a few lines
+    # read at a glance, more are folded.
+    block = fenced(sym.excerpt, lang) if shown <= STORY_UNFOLDED else folded(summary, fenced(sym.excerpt, lang))
+    return head + "\n\n" + "\n".join("  " + ln if ln else ln for ln in block.split("\n"))
+
+
 def _excerpts(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_excerpt"])
-    if not r.excerpts:
+    story = story_symbols(r)
+    if story:
+        s.add(f"**{t['story_title']}**")
+        files = {sym.file for sym in story}
+        for n, sym in enumerate(story):
+            s.add(_story(sym, t, len(files) > 1), joined=n == 0)
+    if not r.excerpts and not story:
         s.add(t["no_excerpt"])
     for ex in r.excerpts:
         s.add(f"{code(ex.path)} {code(ex.header, 120)}")
@@ -663,7 +768,11 @@ def _evidence(f: RiskFactor, t: dict[str, str], r: RevertReport) -> str:
     critical = [x for x in r.files if x.critical] if structured else []
     if f.name == "backports" and r.backports:
         # Said from the structured data: each branch with its backport PR and the revert's, if any.
-        items = [f"- {_backport_line(b, r, t)}" for b in r.backports]
+        # Branches cut after the original that carry the revert too: one line, when several.
+        acting, idle = split_backports(r.backports, r.base_ref)
+        acting, idle = (acting, idle) if len(idle) > 1 else (list(r.backports), [])
+        items = [f"- {_backport_line(b, r, t)}" for b in acting]
+        items += [f"- {nothing_to_do_line(idle, t)}"] if idle else []
     elif f.name == "public_api" and r.public_api:
         # Said from the structured data: each name, how it breaks, why it is public, its signatures.
         items = public_api_items(r.public_api, t)
@@ -692,7 +801,7 @@ def _gpu(r: RevertReport, t: dict[str, str]) -> str:
     assert g is not None
     c = t["colon"]
     suites = t["list_sep"].join(code(x, 60) for x in g.suites)
-    where = f"{t['hardware']}{c}{inline(g.hardware, 120)}{t['semicolon']}{t['suites']}{c}{suites}"
+    where = f"{t['hardware']}{c}{hardware_text(g.hardware, t['lang'])}{t['semicolon']}{t['suites']}{c}{suites}"
     lines = [f"**{t['gpu_title']}**{t['paren_open']}{where}{t['paren_close']}"]
     lines.append("")
     lines.append(gpu_sentence_line(g, t["lang"]))
@@ -782,19 +891,30 @@ def _related(r: RevertReport, t: dict[str, str]) -> Section:
         items.append(f"- {t['chain']}{c}{chain} → {_sha(r.revert.sha)}")
     else:
         items.append(f"- {t['chain']}{c}{t['chain_none']}")
+    by_content = {cr.reland: cr for cr in r.content_relands}
     for later in r.later:
-        days = max(0, round((later.date - r.revert.date) / 86400))
+        if later.sha in by_content:  # a reland that says nothing: the evidence of its diff
+            items.append("- " + content_reland_line(by_content[later.sha], later, t))
+            continue
+        days = whole_days(r.revert.date, later.date) or 0
         items.append("- " + t["relanded"].format(days=days, sha=_sha(later.sha), subject=inline(later.subject, 120)))
-    if r.backports:
-        items += [f"- {t['backport']} {_backport_line(b, r, t)}" for b in r.backports[:SHOWN]]
-        if len(r.backports) > SHOWN:
-            rest = "\n".join(f"- {_backport_line(b, r, t)}" for b in r.backports[SHOWN:FOLD_CAP])
-            items.append("\n" + folded(t["more_entries"].format(n=len(r.backports) - SHOWN), rest) + "\n")
-    else:
+    # Branches cut after the original that carry the revert too: one line, when several.
+    acting, idle = split_backports(r.backports, r.base_ref)
+    acting, idle = (acting, idle) if len(idle) > 1 else (list(r.backports), [])
+    if idle:
+        items.append(f"- {t['backport']}{c}{nothing_to_do_line(idle, t)}")
+    if acting:
+        items += [f"- {t['backport']} {_backport_line(b, r, t)}" for b in acting[:SHOWN]]
+        if len(acting) > SHOWN:
+            rest = "\n".join(f"- {_backport_line(b, r, t)}" for b in acting[SHOWN:FOLD_CAP])
+            items.append("\n" + folded(t["more_entries"].format(n=len(acting) - SHOWN), rest) + "\n")
+    elif not idle:
         items.append(f"- {t['backport']}{c}{t['backports_none']}")
     if r.github and r.github.revert_backport_prs:
         prs = t["list_sep"].join(_backport_pr(ref, t) for ref in r.github.revert_backport_prs)
         items.append("- " + t["revert_backport_prs"].format(prs=prs))
+    if r.releases is not None:
+        items.append(f"- {releases_line(r.releases, t)}")
     if r.drift:
         items.append(f"- {t['drift'].format(n=len(r.drift))}")
         lp, rp = t["paren_open"], t["paren_close"]

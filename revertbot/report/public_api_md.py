@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .escape import code
+from .facts import around_change as _around_change
 from .i18n import api_kind
 
 
@@ -16,16 +17,19 @@ def _c(text: str, limit: int = 300) -> str:
 
 
 def _breaks(f: Any, t: dict[str, str]) -> str:
-    out = []
+    out: list[str] = []
     for b in f.breaks:
         key = "api_break_" + b.what
-        if len(b.names) > 1 and key + "_many" in t:
+        unique = tuple(dict.fromkeys(b.names))  # a name said once, however many overloads drop it
+        if len(unique) > 1 and key + "_many" in t:
             key += "_many"
-        names = t["list_sep"].join(_c(n, 120) for n in b.names)
+        names = t["list_sep"].join(_c(n, 120) for n in unique)
         a, new = (_c(b.names[0], 120), _c(b.names[1], 120)) if len(b.names) == 2 else ("", "")
         kind = api_kind(b.names[0], t["lang"]) if b.names else ""
         template: str = t.get(key, b.what)
-        out.append(template.format(names=names, a=a, b=new, kind=kind))
+        said = template.format(names=names, a=a, b=new, kind=kind)
+        if said not in out:
+            out.append(said)
     return t["semicolon"].join(out)
 
 
@@ -38,24 +42,20 @@ SIGNATURE_SHOWN = 300  # characters of a signature in the comment; the JSON has 
 
 
 def around_change(sig: str, other: str, limit: int = SIGNATURE_SHOWN) -> str:
-    """``sig`` cut to about ``limit`` characters around where it first differs from ``other``
-    (a long constructor's change is often past the first 300 characters): ``Name(…, b=1, c=2, …``."""
-    if len(sig) <= limit:
-        return sig
-    same = next((i for i, (a, b) in enumerate(zip(sig, other, strict=False)) if a != b), min(len(sig), len(other)))
-    head = sig[: sig.find("(") + 1] if "(" in sig else ""
-    start = sig.rfind(", ", len(head), max(len(head), same - limit // 4))
-    if start < 0:
-        return sig[: limit - 1] + "…"
-    rest = sig[start + 2 :]
-    room = limit - len(head) - 3
-    return f"{head}…, {rest[: room - 1]}…" if len(rest) > room else f"{head}…, {rest}"
+    """``sig`` cut to about ``limit`` characters around where it first differs from ``other``,
+    at token boundaries (see :func:`revertbot.report.facts.around_change`)."""
+    return _around_change(sig, other, limit)
 
 
 def public_api_items(findings: Sequence[Any], t: dict[str, str]) -> list[str]:
     """One Markdown list item per finding (its signatures as nested items of the same string)."""
-    items = []
+    items: list[str] = []
+    seen: set[tuple[str, str, str]] = set()
     for f in findings:
+        # The same name broken the same way twice (overloads, a class and its constructor) is one item.
+        if (f.name, _breaks(f, t), f.old) in seen:
+            continue
+        seen.add((f.name, _breaks(f, t), f.old))
         head = t["api_item"].format(name=_c(f.name, 200), where=_c(f"{f.file}:{f.line}", 200), breaks=_breaks(f, t),
                                     rule=_rule(f, t))  # fmt: skip
         before = t["api_before"].format(sig=_c(around_change(f.old, f.new), SIGNATURE_SHOWN + 10))

@@ -6,7 +6,7 @@ names from stored results, logins) goes through :mod:`.escape`.
 
 from __future__ import annotations
 
-from ..models import RelandInfo, RevertReason
+from ..models import CommitRef, ContentReland, RelandInfo, RevertReason
 from ..reason import REASON_LABEL_PREFIX
 from .escape import code, fenced, inline
 
@@ -47,7 +47,10 @@ def reland_blocks(info: RelandInfo, reason: RevertReason | None, t: dict[str, st
     else:
         story = t["reland_original_no_revert"].format(sha=_sha(o.sha), subject=inline(o.subject, 120))
     blocks.append((f"- {story}", False))
-    if info.linked_by == "patch":
+    if info.linked_by == "patch" and info.revert is not None:
+        # Nothing says reland: say what the diff shows, and that the checklist applies all the same.
+        blocks.append((f"- {t['reland_pr_match'].format(sha=_sha(o.sha), rsha=_sha(info.revert.sha))}", True))
+    elif info.linked_by == "patch":
         blocks.append((f"- {t['reland_found_by_patch']}", True))
     shown = reason or info.reason
     if shown is not None:
@@ -84,3 +87,28 @@ def reland_blocks(info: RelandInfo, reason: RevertReason | None, t: dict[str, st
     else:
         blocks.append((t["gone_no_tests"], False))
     return blocks
+
+
+def reland_duration(seconds: int, t: dict[str, str]) -> str:
+    """``40 min``, ``2.5 h``, ``13 day(s)`` (from a revert to its reland)."""
+    if seconds < 3600:
+        return t["reland_dur_min"].format(n=max(1, round(seconds / 60)))
+    if seconds < 2 * 86400:
+        return t["reland_dur_h"].format(n=f"{seconds / 3600:.1f}".removesuffix(".0"))
+    return t["reland_dur_d"].format(n=round(seconds / 86400))
+
+
+def content_evidence(cr: ContentReland, t: dict[str, str]) -> str:
+    """What makes a commit a reland by its diff: the share of the reverted lines it makes again, in how many files."""
+    if cr.same_patch:
+        return t["reland_ev_same"].format(n=len(cr.files))
+    key = "reland_ev_share" if cr.side == "+" else "reland_ev_share_del"
+    return t[key].format(pct=round(cr.share * 100), n=len(cr.files), total=cr.revert_files)
+
+
+def content_reland_line(cr: ContentReland, later: CommitRef, t: dict[str, str]) -> str:
+    """``Re-landed 2.5 h after this revert by `a825f99688` Fix ... (#421), found by its diff ...: it re-adds ...``."""
+    after = reland_duration(cr.seconds, t)
+    subject = inline(later.subject, 120)
+    return t["relanded_content"].format(after=after, sha=_sha(later.sha), subject=subject,
+                                        evidence=content_evidence(cr, t))  # fmt: skip

@@ -1,0 +1,145 @@
+"""Revert shapes that used to be judged wrong: release-branch copies without a trailer, generic
+titles, reverts that keep the tests, names looked up by string. Real repositories in tmp_path."""
+
+from __future__ import annotations
+
+from revertbot.backport_evidence import HOW_SAME_PATCH, is_generic_title
+from revertbot.check import check_revert
+from revertbot.report import render_markdown
+from tests.gitrepo import GitRepo
+
+
+def _release_history(repo: GitRepo, title: str = "Update README.md") -> tuple[str, str]:
+    repo.commit("base", {"a.py": "A = 1\n", "README.md": "readme\n"})
+    repo.git("branch", "release/1.0")
+    repo.git("branch", "release/2.0")
+    original = repo.commit(title, {"a.py": "A = 2\n", "README.md": "readme 2\n"})
+    return original, repo.revert(original)
+
+
+def test_a_revert_picked_with_x_onto_a_copy_without_trailer_is_judged_against_the_copy(repo: GitRepo) -> None:
+    original, revert = _release_history(repo, "Tune the scheduler")
+    repo.checkout("release/1.0")
+    repo.tick()
+    repo.git("cherry-pick", original)  # no -x: nothing names the original
+    repo.git("commit", "--amend", "-q", "-m", "[release] Tune the scheduler for 1.0")
+    copy = repo.head()
+    repo.tick()
+    repo.git("cherry-pick", "-x", revert)  # names the main line's original, not on this branch
+    picked = repo.head()
+    report = check_revert(repo.path, picked, base_ref=picked)
+    assert [o.sha for o in report.originals] == [copy]
+    assert report.purity.verdict == "pure"
+    assert (report.linked_by, report.unresolved) == (("patch",), ())
+    # A copy adapted to the release (another patch) is not taken for it: cannot tell.
+    repo.checkout("-b", "release/3.0", "release/1.0~2")
+    repo.commit("[release] Tune the scheduler", {"a.py": "A = 3\n"})
+    repo.tick()
+    repo.git("cherry-pick", "-x", "--strategy-option=theirs", revert)
+    other = repo.head()
+    assert check_revert(repo.path, other, base_ref=other).purity.verdict == "unverifiable"
+
+
+def test_a_generic_title_alone_is_no_backport(repo: GitRepo) -> None:
+    original, revert = _release_history(repo)
+    repo.checkout("release/1.0")
+    repo.commit("Update README.md", {"README.md": "release notes for 1.0\n"})  # unrelated, same title
+    repo.checkout("release/2.0")
+    repo.tick()
+    repo.git("cherry-pick", original)  # a real copy, same title, no trailer
+    repo.checkout("main")
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [(b.branch, b.how) for b in report.backports] == [("refs/heads/release/2.0", HOW_SAME_PATCH)]
+    md = render_markdown(report)
+    assert "same title and same patch" in md and "release/1.0" not in md
+
+
+def test_a_specific_title_still_matches_and_an_adapted_copy_is_said_so(repo: GitRepo) -> None:
+    base = "".join(f"line {i}\n" for i in range(10))
+    repo.commit("base", {"k.py": base, "other.py": "o\n"})
+    repo.git("branch", "release/1.0")
+    changed = base.replace("line 2\n", "two\n").replace("line 5\n", "five\n").replace("line 8\n", "eight\n")
+    original = repo.commit("Fix the capture buffer", {"k.py": changed})
+    revert = repo.revert(original)
+    repo.checkout("release/1.0")
+    repo.commit("Fix the capture buffer", {"k.py": changed.replace("eight\n", "line 8\n"), "other.py": "o2\n"})
+    repo.checkout("main")
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [b.how for b in report.backports] == ["title and same lines"]
+
+
+def test_generic_titles() -> None:
+    for title in ("Update README.md", "Update README.md (#12)", "Fix typo", "Bump version", "wip", "Update"):
+        assert is_generic_title(title), title
+    for title in ("Share BCG output buffers across capture sizes", "Add fused rope kernel"):
+        assert not is_generic_title(title), title
+
+
+OPS0 = "def old():\n    return 1\n"
+OPS1 = OPS0 + "\n\ndef fused_rope(x):\n    return x\n"
+TEST_ROPE = "from pkg.ops import fused_rope\n\n\ndef test_rope():\n    assert fused_rope(1) == 1\n"
+
+
+def test_a_revert_that_keeps_the_tests_is_scoped_and_says_they_will_fail(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/ops.py": OPS0, "tests/test_old.py": "def test_old():\n    pass\n"})
+    original = repo.commit("Add fused rope (#12)", {"pkg/ops.py": OPS1, "tests/test_rope.py": TEST_ROPE,
+                                                     "tests/test_old.py": "def test_old():\n    assert True\n"})
+    revert = repo.commit(f'Revert "Add fused rope" (#13)\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS0})
+    report = check_revert(repo.path, revert, base_ref=revert)
+    scope = report.purity.scope
+    assert scope is not None and scope.tests_kept
+    assert [(p.path, p.state) for p in scope.paths] == [
+        ("pkg/ops.py", "exact"), ("tests/test_old.py", "left"), ("tests/test_rope.py", "left")]
+    assert scope.failing == ("tests/test_rope.py: fused_rope",)
+    assert report.purity.files == ()
+    factor = next(f for f in report.risk.factors if f.name == "purity")
+    assert (factor.level, factor.code) == ("high", "tests-kept-failing")
+    md = render_markdown(report)
+    assert "It reverts the change except its tests" in md
+    assert "Kept tests will fail, since they use what it removes: `tests/test_rope.py: fused_rope`" in md
+    assert "保留下来的测试仍在使用被删除的代码" in render_markdown(report, lang="zh")
+
+
+def test_kept_tests_that_use_nothing_removed_are_medium(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/ops.py": OPS0})
+    original = repo.commit("Add fused rope", {"pkg/ops.py": OPS1, "tests/test_old.py": "def test_old():\n    pass\n"})
+    revert = repo.commit(f'Revert "Add fused rope"\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS0})
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert report.purity.scope is not None and report.purity.scope.failing == ()
+    factor = next(f for f in report.risk.factors if f.name == "purity")
+    assert (factor.level, factor.code) == ("medium", "tests-kept")
+    # Not the shape: a revert that also leaves a source file alone stays partial.
+    original2 = repo.commit("More", {"pkg/more.py": "M = 1\n", "pkg/ops.py": OPS1, "tests/t.py": "x = 1\n"})
+    partial = repo.commit(f'Revert "More"\n\nThis reverts commit {original2}.\n', {"pkg/ops.py": OPS0})
+    res = check_revert(repo.path, partial, base_ref=partial).purity
+    assert res.verdict == "partial" and res.scope is None
+
+
+OPS_TORCH = "import torch\n\n\ndef other(x):\n    return x\n"
+OPS_TORCH1 = OPS_TORCH + ('\n\n@torch.library.custom_op("mylib::fused_rope", mutates_args=())\n'
+                          "def fused_rope(x: torch.Tensor) -> torch.Tensor:\n    return x\n")
+
+
+def test_uses_by_string_and_through_torch_ops_are_dependents(repo: GitRepo) -> None:
+    repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": OPS_TORCH})
+    original = repo.commit("Add fused rope op (#12)", {"pkg/ops.py": OPS_TORCH1})
+    repo.commit("Use it", {
+        "pkg/user.py": 'from pkg import ops\n\n\ndef pick():\n    fn = getattr(ops, "fused_rope", None)\n'
+                       '    return fn if hasattr(ops, "fused_rope") else None\n',
+        "pkg/user2.py": "import torch\n\n\ndef run(x):\n    return torch.ops.mylib.fused_rope(x)\n\n\n"
+                        'def probe():\n    return getattr(torch.ops.mylib, "fused_rope")\n',
+    })
+    repo.git("checkout", "-q", "-b", "undo")
+    revert = repo.commit(f'Revert "Add fused rope op" (#13)\n\nThis reverts commit {original}.\n',
+                         {"pkg/ops.py": OPS_TORCH})
+    report = check_revert(repo.path, revert, base_ref="main")
+    got = sorted((d.file, d.line, d.tier, d.symbol) for d in report.dependents)
+    assert got == [
+        ("pkg/user.py", 5, "possible", "fused_rope"),
+        ("pkg/user.py", 6, "possible", "fused_rope"),
+        ("pkg/user2.py", 5, "resolved", "torch.ops.mylib.fused_rope"),
+        ("pkg/user2.py", 9, "resolved", "torch.ops.mylib.fused_rope"),
+    ]
+    assert all('the string literal "fused_rope"' in d.evidence for d in report.dependents if "getattr" in d.text)
+    assert report.risk.action not in ("merge", "merge_after_gpu")
+    assert "dependents" in report.risk.open_items
