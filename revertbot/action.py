@@ -163,6 +163,18 @@ def _is_report_comment(c: CommentInfo, owner: str) -> bool:
     return c.body.startswith(MARKER) and c.author == owner
 
 
+def carried_override(pr: PullInfo, comments: Sequence[CommentInfo], owner: str = DEFAULT_BOT_LOGIN
+                     ) -> tuple[Override | None, bool]:  # fmt: skip
+    """What a maintainer said earlier (``/revertbot link`` or ``not-a-revert``), as the bot's own
+    report comment carries it, and whether a not-a-revert was overtaken by a new revert statement
+    in the title or description (then nothing holds)."""
+    mine = [c for c in comments if _is_report_comment(c, owner)]
+    found = read_override_block(min(mine, key=lambda c: c.id).body) if mine else None
+    if found is not None and not still_holds(found, pr.title, pr.body):
+        return None, True
+    return found, False
+
+
 def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN,
                 comments: Sequence[CommentInfo] | None = None) -> GpuSummary | None:  # fmt: skip
     """The GPU results the bot's own report comment carries for ``pr``'s current head (see
@@ -558,15 +570,14 @@ class _Run:
         """What a maintainer said earlier, as the bot's own report comment carries it; None when
         nothing, or when a not-a-revert was overtaken by a new revert statement in the title or body."""
         try:
-            mine = [c for c in self.comments_of(pr) if _is_report_comment(c, self.owner)]
+            found, ended = carried_override(pr, self.comments_of(pr), self.owner)
         except GitHubError as exc:
             # Publishing without knowing could drop what a maintainer said: kept, not published.
             self.carried_error = f"the bot's earlier comment could not be read: {exc.message.splitlines()[0]}"
             return None
-        found = read_override_block(min(mine, key=lambda c: c.id).body) if mine else None
-        if found is not None and not still_holds(found, pr.title, pr.body):
+        if ended:
             self.echo(f"#{pr.number}: the title or description makes a new revert statement, which ends "
-                      f"{log_safe(found.login, 60)}'s {NOT_A_REVERT}")  # fmt: skip
+                      f"an earlier {NOT_A_REVERT}")  # fmt: skip
             return None
         if found is not None:
             self.echo(f"#{pr.number}: {found.kind} said by {log_safe(found.login, 60)} ({found.permission}) holds")

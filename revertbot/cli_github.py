@@ -15,6 +15,7 @@ from .action import (
     ActionOptions,
     bot_login,
     carried_gpu,
+    carried_override,
     log_safe,
     policy_from_env,
     publish,
@@ -28,7 +29,7 @@ from .cli_gpu import load_gpu_summary
 from .config import load_config_file
 from .errors import ConflictError, NotFoundError, UsageError
 from .github import GitHubClient, GitHubError
-from .pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull
+from .pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull, revert_intent
 from .report import render_markdown, report_to_json
 
 
@@ -76,10 +77,24 @@ def check_pr(
             hint="the run that produced this report checked an older push; nothing was published",
         )
     gpu = load_gpu_summary(gpu_summary) if gpu_summary else None
+    # What a maintainer said (/revertbot link, not-a-revert) holds here as in the bot: a report
+    # made without it must not be published over it.
+    # As in the bot: a PR whose text says nothing of reverting and that has no labels has none.
+    said = revert_intent(pr).is_revert_like or bool(pr.labels)
+    try:
+        override, _ended = carried_override(pr, api.comments(pr.number), bot_login(env)) if said else (None, False)
+    except GitHubError as exc:
+        if post:
+            raise GitHubError(f"the bot's earlier comment could not be read, so what a maintainer said there is "
+                              f"unknown; nothing was published: {exc.message.splitlines()[0]}") from exc
+        override = None
+    if override is not None and override.kind == "not-a-revert":
+        raise NotFoundError(f"{spec}: {override.login} said it is not a revert (/revertbot not-a-revert); "
+                            "nothing to check", hint="`/revertbot link <sha|#N>` on the PR names its original")
     # Results recorded for this head (the bot's comment) count here too: a report posted without
     # them would erase a GPU verdict.
     check = check_pull(api, pr, source, config=cfg, language=lang, budget=REQUEST_BUDGET, log=log, gpu=gpu,
-                       earlier_gpu=lambda: carried_gpu(api, pr, bot_login(env)))  # fmt: skip
+                       earlier_gpu=lambda: carried_gpu(api, pr, bot_login(env)), override=override)  # fmt: skip
     if not check.is_revert:
         raise NotFoundError(f"{spec} is not a revert: {check.reason}")
     if check.report is None:

@@ -218,3 +218,19 @@ def test_check_original_names_the_original_locally(world: World, capsys: pytest.
     assert "no commit on" in capsys.readouterr().err
 
 
+
+
+def test_check_post_honours_what_a_maintainer_said(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`check owner/repo#N --post` is one more publish path: a not-a-revert holds there too."""
+    from tests.test_github import check_env
+
+    assert act(monkeypatch, world.env("pull_request", world.pr_event("opened"))) == 0
+    event = world.comment_event("/revertbot not-a-revert", "lin", "MEMBER")
+    assert act(monkeypatch, world.env("issue_comment", event)) == 0
+    before = _report(world)
+    check_env(monkeypatch, world, token="secret")
+    code = run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM",
+                    "--expect-head", world.demo.revert])  # fmt: skip
+    assert code == 3 and "said it is not a revert" in capsys.readouterr().err
+    assert _report(world) == before  # nothing published over it
