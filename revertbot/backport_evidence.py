@@ -164,7 +164,7 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
     titles = {title_key(named[ref].subject) for ref in found}
     unresolved = tuple(u for u in link.unresolved if u.ref not in found and title_key(u.ref) not in titles)
     order = {c.sha: i for i, c in enumerate(commits)}
-    pairs = list(zip(link.originals, link.linked_by, strict=True)) + [(c.sha, "patch") for c in found.values()]
+    pairs = list(zip(link.originals, link.linked_by, strict=True)) + [(c.sha, "copy") for c in found.values()]
     pairs = sorted(dict(pairs).items(), key=lambda p: -order.get(p[0], -1))  # oldest first
     notes = tuple(f"{ref[:10]} is not on this branch; its copy {c.sha[:10]} is (the same patch id), and the "
                   "revert is compared with that copy" for ref, c in found.items())  # fmt: skip

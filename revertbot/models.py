@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Literal
 
 RevertKind = Literal["revert", "partial", "reland", "backout"]
 #: patch: a reland whose diff matches the original; override: named by a maintainer (/revertbot link, --original)
-LinkMethod = Literal["sha", "pr", "title", "diff", "patch", "override"]
+# "copy": the branch's own copy of the named original (a cherry-pick without -x), by patch id.
+LinkMethod = Literal["sha", "pr", "title", "diff", "patch", "copy", "override"]
 Purity = Literal["pure", "partial", "extra", "modified", "unverifiable"]
 PURITY_VALUES: tuple[Purity, ...] = ("pure", "partial", "extra", "modified", "unverifiable")
 

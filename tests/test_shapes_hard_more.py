@@ -30,7 +30,7 @@ def test_a_revert_picked_with_x_onto_a_copy_without_trailer_is_judged_against_th
     report = check_revert(repo.path, picked, base_ref=picked)
     assert [o.sha for o in report.originals] == [copy]
     assert report.purity.verdict == "pure"
-    assert (report.linked_by, report.unresolved) == (("patch",), ())
+    assert (report.linked_by, report.unresolved) == (("copy",), ())
     # A copy adapted to the release (another patch) is not taken for it: cannot tell.
     repo.checkout("-b", "release/3.0", "release/1.0~2")
     repo.commit("[release] Tune the scheduler", {"a.py": "A = 3\n"})

@@ -333,7 +333,8 @@ def _action(r: RevertReport, t: dict[str, str]) -> str:
 
 def _motivation(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_motivation"])
-    how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"], "patch": t["by_patch"]}
+    how = {"sha": t["by_sha"], "pr": t["by_pr"], "title": t["by_title"], "diff": t["by_diff"], "patch": t["by_patch"],
+           "copy": t["by_copy"]}
     if r.override is not None and r.override.kind == "link":  # who named the original, and how
         how["override"] = linked_phrase(r.override, t)
     c, comma, semi = t["colon"], t["comma"], t["semicolon"]
