@@ -20,6 +20,8 @@ from revertbot.init import (
     CONFIG_PATH,
     DEFAULT_RUNNER_LABELS,
     GPU_WORKFLOW_PATH,
+    PROPOSE_RERUN_WORKFLOW_PATH,
+    PROPOSE_WORKFLOW_PATH,
     PUBLISH_WORKFLOW_PATH,
     RUNNERS_VALUES_PATH,
     WORKFLOW_PATH,
@@ -34,7 +36,8 @@ from tests.gitrepo import GitRepo
 from tests.test_workflows import actionlint
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = (WORKFLOW_PATH, GPU_WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, RUNNERS_VALUES_PATH, CONFIG_PATH)
+PATHS = (WORKFLOW_PATH, GPU_WORKFLOW_PATH, PUBLISH_WORKFLOW_PATH, PROPOSE_WORKFLOW_PATH, PROPOSE_RERUN_WORKFLOW_PATH,
+         RUNNERS_VALUES_PATH, CONFIG_PATH)
 WORKFLOW_TEMPLATES = (("revertbot.yml", WORKFLOW_PATH), ("revertbot-gpu.yml", GPU_WORKFLOW_PATH),
                       ("revertbot-publish.yml", PUBLISH_WORKFLOW_PATH))  # fmt: skip
 # What init pins the workflows to in these tests: a commit of revertbot's repository, in full.
