@@ -38,6 +38,9 @@ __all__ = [
     "GpuSuite",
     "Labels",
     "ModuleRule",
+    "ProposeConfig",
+    "ProposeLabels",
+    "ProposeLimits",
     "ReportConfig",
     "Thresholds",
     "categorize",
@@ -145,6 +148,45 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class ProposeLimits:
+    """The rails' caps on proposing reverts (see :mod:`revertbot.propose.rails`)."""
+
+    max_culprit_age_hours: float = field(default=72.0, metadata=_meta(minimum=0))
+    proposals_per_day: int = field(default=4, metadata=_meta(minimum=0))
+    gpu_minutes_per_incident: float = field(default=240.0, metadata=_meta(minimum=0))
+    gpu_minutes_per_day: float = field(default=960.0, metadata=_meta(minimum=0))
+
+
+@dataclass(frozen=True)
+class ProposeLabels:
+    """The labels of the propose flow."""
+
+    proposed: str = "revertbot:proposed"
+    wrong_culprit: str = "revertbot:wrong-culprit"
+    opt_out: str = "revertbot:no-auto-revert"
+    kill_switch: str = "revertbot:stop-proposing"
+
+
+ProposeMode = Literal["off", "log", "shadow", "propose", "auto-merge"]
+
+
+@dataclass(frozen=True)
+class ProposeConfig:
+    """Proposing reverts when a watched GPU workflow goes red on the default branch."""
+
+    mode: ProposeMode = "shadow"
+    workflows: tuple[str, ...] = ()
+    artifacts: str = "revertbot-gpu-*"
+    tracking_issue_title: str = "revertbot: red GPU runs on the default branch"
+    runners: int = field(default=1, metadata=_meta(minimum=1))
+    max_runs: int = field(default=60, metadata=_meta(minimum=1))
+    confidence: float = field(default=0.99, metadata=_meta(minimum=0.6))
+    limits: ProposeLimits = field(default_factory=ProposeLimits)
+    lang: Language = "en"
+    labels: ProposeLabels = field(default_factory=ProposeLabels)
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole ``.revertbot.yml``. ``Config()`` is the default configuration."""
 
@@ -166,6 +208,7 @@ class Config:
     labels: Labels = field(default_factory=Labels)
     release_branches: tuple[str, ...] = ("release/*", "release-*", "v*.*.x", "stable*")
     report: ReportConfig = field(default_factory=ReportConfig)
+    propose: ProposeConfig = field(default_factory=ProposeConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/YAML-ready data (lists and dicts) with the same keys as the file."""
@@ -240,6 +283,9 @@ def load_config(text: str | None, source: str = ".revertbot.yml") -> Config:
             raise ConfigError(
                 f"{source}: 'thresholds.{smaller}' ({low}) must not be greater than 'thresholds.{larger}' ({high})"
             )
+    if not config.propose.confidence < 1:
+        raise ConfigError(f"{source}: 'propose.confidence' must be below 1 (0.99 is 99 %), "
+                          f"got {config.propose.confidence}")  # fmt: skip
     return config
 
 
@@ -622,4 +668,29 @@ release_branches:
 report:
   max_excerpt_lines: 40  # diff lines shown per excerpt; 0 hides excerpts
   max_files_listed: 50   # files listed before "and N more"
+
+# Proposing reverts: when a watched GPU workflow fails on the default branch,
+# find the commit that broke it by rerunning only the failing tests, prove it,
+# and act by mode: off, log (print only), shadow (a comment on the tracking
+# issue, never a pull request), propose (open the revert pull request), or
+# auto-merge (also merge it, only with the full proof). See docs/propose.md.
+propose:
+  mode: shadow
+  workflows: []        # watched GPU workflow files, e.g. [gpu-tests.yml]
+  artifacts: "revertbot-gpu-*"  # the red run's artifacts holding JUnit results
+  tracking_issue_title: "revertbot: red GPU runs on the default branch"
+  runners: 1           # GPU runs per search round, in parallel
+  max_runs: 60         # the run budget of one incident, verification included
+  confidence: 0.99     # the standard of proof for a culprit
+  limits:
+    max_culprit_age_hours: 72.0      # older culprits: the maintainers are notified
+    proposals_per_day: 4
+    gpu_minutes_per_incident: 240.0
+    gpu_minutes_per_day: 960.0
+  lang: en             # language of the revert pull request: en or zh
+  labels:
+    proposed: "revertbot:proposed"            # on every revert pull request it opens
+    wrong_culprit: "revertbot:wrong-culprit"  # maintainers: the culprit was wrong
+    opt_out: "revertbot:no-auto-revert"       # on a PR: never revert it automatically
+    kill_switch: "revertbot:stop-proposing"   # on an open issue: stop proposing
 """

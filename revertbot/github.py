@@ -21,6 +21,7 @@ this client sent, pagination and retries included.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -66,6 +67,10 @@ class RateLimitError(GitHubError):
     def __init__(self, message: str, wait: float, hint: str | None = None) -> None:
         super().__init__(message, hint, status=403)
         self.wait = wait
+
+
+class ArtifactTooLarge(GitHubError):
+    """An artifact larger than the caller's bound: refused, never read in full."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,55 @@ class SearchHit:
     is_pr: bool
 
 
+@dataclass(frozen=True)
+class WorkflowRunInfo:
+    """One GitHub Actions workflow run (one attempt: the latest)."""
+
+    id: int
+    name: str  # the workflow's name
+    display_title: str  # the run's own title: its ``run-name``, else a commit subject or PR title
+    path: str  # the workflow file, e.g. ``.github/workflows/gpu.yml``
+    workflow_id: int
+    head_sha: str
+    head_branch: str
+    event: str  # push | schedule | workflow_dispatch | pull_request | ...
+    status: str  # queued | in_progress | completed | ...
+    conclusion: str  # success | failure | cancelled | ... ; "" while not completed
+    created_at: str  # ISO 8601, UTC
+    html_url: str = ""
+    run_attempt: int = 1
+
+    @property
+    def workflow_file(self) -> str:
+        """The workflow's file name (``gpu.yml``), without its directory or an ``@ref`` suffix."""
+        return self.path.split("@", 1)[0].rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job of a workflow run, and the runner it ran on."""
+
+    id: int
+    name: str
+    status: str
+    conclusion: str
+    runner_name: str = ""
+    labels: tuple[str, ...] = ()
+    html_url: str = ""
+
+
+@dataclass(frozen=True)
+class ArtifactInfo:
+    """An artifact a workflow run uploaded (a zip)."""
+
+    id: int
+    name: str
+    size: int  # bytes, as GitHub reports it
+    expired: bool
+    run_id: int = 0
+    head_sha: str = ""
+
+
 class GitHubAPI(Protocol):
     """What the pipeline needs from GitHub (one repository). :class:`GitHubClient` is the real one."""
 
@@ -210,6 +264,21 @@ class GitHubAPI(Protocol):
     def pulls_for_head(self, head_repo: str, branch: str) -> list[PullInfo]: ...
 
     def create_pull(self, base: str, head: str, title: str, body: str) -> PullInfo: ...
+
+    # GitHub Actions (proposing a revert: the red run, its artifacts, reruns through workflow_dispatch)
+
+    def workflow_run(self, run_id: int) -> WorkflowRunInfo: ...
+
+    def workflow_runs(self, workflow_id: int | str, branch: str = "", status: str = "", limit: int = 20
+                      ) -> list[WorkflowRunInfo]: ...  # fmt: skip
+
+    def run_jobs(self, run_id: int) -> list[JobInfo]: ...
+
+    def run_artifacts(self, run_id: int) -> list[ArtifactInfo]: ...
+
+    def download_artifact(self, artifact_id: int, max_bytes: int) -> bytes: ...
+
+    def dispatch_workflow(self, workflow_file: str, ref: str, inputs: Mapping[str, str]) -> None: ...
 
 
 # --------------------------------------------------------------------------- payload parsing
@@ -284,6 +353,56 @@ def _comment(c: Any) -> CommentInfo:
     login = c.user.login if c.user is not None else "ghost"
     kind = (c.user.type or "User") if c.user is not None else "User"
     return CommentInfo(int(c.id), c.body or "", login, kind, c.author_association or "", c.url, c.html_url or "")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def workflow_run_from_json(data: Mapping[str, Any]) -> WorkflowRunInfo:
+    """A :class:`WorkflowRunInfo` from the REST (or ``workflow_run`` event) payload of a run."""
+    return WorkflowRunInfo(
+        id=_int(data.get("id")),
+        name=str(data.get("name") or ""),
+        display_title=str(data.get("display_title") or ""),
+        path=str(data.get("path") or ""),
+        workflow_id=_int(data.get("workflow_id")),
+        head_sha=str(data.get("head_sha") or ""),
+        head_branch=str(data.get("head_branch") or ""),
+        event=str(data.get("event") or ""),
+        status=str(data.get("status") or ""),
+        conclusion=str(data.get("conclusion") or ""),
+        created_at=str(data.get("created_at") or ""),
+        html_url=str(data.get("html_url") or ""),
+        run_attempt=_int(data.get("run_attempt")) or 1,
+    )
+
+
+def _job(data: Mapping[str, Any]) -> JobInfo:
+    labels = data.get("labels")
+    return JobInfo(_int(data.get("id")), str(data.get("name") or ""), str(data.get("status") or ""),
+                   str(data.get("conclusion") or ""), str(data.get("runner_name") or ""),
+                   tuple(str(x) for x in labels) if isinstance(labels, list) else (),
+                   str(data.get("html_url") or ""))  # fmt: skip
+
+
+def _artifact(data: Mapping[str, Any]) -> ArtifactInfo:
+    run = data.get("workflow_run")
+    run = run if isinstance(run, Mapping) else {}
+    return ArtifactInfo(_int(data.get("id")), str(data.get("name") or ""), _int(data.get("size_in_bytes")),
+                        bool(data.get("expired")), _int(run.get("id")), str(run.get("head_sha") or ""))  # fmt: skip
+
+
+def _next_link(link: str | None) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header, if any."""
+    for part in (link or "").split(","):
+        url, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return url.strip().strip("<>")
+    return None
 
 
 # --------------------------------------------------------------------------- the client
@@ -620,6 +739,101 @@ class GitHubClient:
         return self._call(f"reading the permission of {login}",
                           lambda: str(self._repo().get_collaborator_permission(login)))  # fmt: skip
 
+    # ------------------------------------------------------------------ GitHub Actions
+
+    def _pages(self, what: str, path: str, params: Mapping[str, str], key: str, limit: int) -> list[Mapping[str, Any]]:
+        """The ``key`` items of a paginated Actions list (``{"total_count", key: [...]}``), at most ``limit``;
+        each page is one retried request."""
+        requester = self._gh.requester
+        out: list[Mapping[str, Any]] = []
+        url: str | None = path
+        query: dict[str, Any] | None = {**params, "per_page": str(min(100, max(1, limit)))}
+        while url is not None and len(out) < limit:
+            headers, data = self._call(what, functools.partial(requester.requestJsonAndCheck, "GET", url, query))
+            items = data.get(key) if isinstance(data, Mapping) else None
+            if not isinstance(items, list):
+                raise GitHubError(f"{what}: GitHub's answer has no {key!r} list")
+            out += [item for item in items if isinstance(item, Mapping)]
+            url = _next_link(headers.get("link")) if items else None
+            query = None  # the next link carries the query
+        return out[:limit]
+
+    def workflow_run(self, run_id: int) -> WorkflowRunInfo:
+        """One workflow run: 1 request."""
+        path = f"/repos/{self.repo}/actions/runs/{int(run_id)}"
+        data = self._call(f"reading workflow run {run_id}",
+                          lambda: self._gh.requester.requestJsonAndCheck("GET", path)[1])  # fmt: skip
+        if not isinstance(data, Mapping):
+            raise GitHubError(f"reading workflow run {run_id}: GitHub's answer is not a run")
+        return workflow_run_from_json(data)
+
+    def workflow_runs(self, workflow_id: int | str, branch: str = "", status: str = "", limit: int = 20
+                      ) -> list[WorkflowRunInfo]:  # fmt: skip
+        """Runs of one workflow (its id or file name), newest first, filtered by branch and status
+        (``completed``, ``success``, ``failure``, ``in_progress``, ...): one request per 100 runs."""
+        wf = urllib.parse.quote(str(workflow_id), safe="")
+        params = {k: v for k, v in (("branch", branch), ("status", status)) if v}
+        path = f"/repos/{self.repo}/actions/workflows/{wf}/runs"
+        items = self._pages(f"listing the runs of workflow {workflow_id}", path, params, "workflow_runs", limit)
+        return [workflow_run_from_json(item) for item in items]
+
+    def run_jobs(self, run_id: int) -> list[JobInfo]:
+        """The jobs of a run's latest attempt, with their runner's name and labels."""
+        items = self._pages(f"listing the jobs of workflow run {run_id}",
+                            f"/repos/{self.repo}/actions/runs/{int(run_id)}/jobs", {"filter": "latest"}, "jobs",
+                            300)  # fmt: skip
+        return [_job(item) for item in items]
+
+    def run_artifacts(self, run_id: int) -> list[ArtifactInfo]:
+        """The artifacts a run uploaded (expired ones included, marked)."""
+        path = f"/repos/{self.repo}/actions/runs/{int(run_id)}/artifacts"
+        items = self._pages(f"listing the artifacts of workflow run {run_id}", path, {}, "artifacts", 300)
+        return [_artifact(item) for item in items]
+
+    def download_artifact(self, artifact_id: int, max_bytes: int) -> bytes:
+        """The zip of an artifact, read into memory; :class:`ArtifactTooLarge` past ``max_bytes``.
+
+        GitHub answers with a redirect to a signed storage URL; that URL is fetched without the
+        token (it needs none, and it is another host), streamed, and given up as soon as it is
+        longer than ``max_bytes``. The whole download is retried like any other request."""
+        what = f"downloading artifact {artifact_id}"
+        path = f"/repos/{self.repo}/actions/artifacts/{int(artifact_id)}/zip"
+
+        def fetch() -> bytes:
+            headers, _ = self._gh.requester.requestJsonAndCheck("GET", path)
+            location = str({str(k).lower(): v for k, v in headers.items()}.get("location") or "")
+            scheme = urllib.parse.urlsplit(location).scheme
+            if scheme != "https" and not (scheme == "http" and self.api_url.startswith("http://")):
+                raise GitHubError(f"{what}: GitHub did not redirect to an https download address")
+            with requests.get(location, stream=True, timeout=self.policy.timeout, allow_redirects=False,
+                              headers={"User-Agent": USER_AGENT}) as resp:  # fmt: skip
+                if resp.status_code in RETRY_STATUSES:
+                    raise GithubException(resp.status_code, {"message": "artifact storage error"}, dict(resp.headers))
+                if resp.status_code != 200:
+                    raise GitHubError(f"{what} failed: the artifact storage answered HTTP {resp.status_code}",
+                                      status=resp.status_code)  # fmt: skip
+                declared = _int(resp.headers.get("Content-Length"))
+                if declared > max_bytes:
+                    raise ArtifactTooLarge(f"{what}: {declared} bytes, more than the {max_bytes} allowed")
+                data = bytearray()
+                for chunk in resp.iter_content(chunk_size=1 << 16):
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise ArtifactTooLarge(f"{what}: more than the {max_bytes} bytes allowed")
+                return bytes(data)
+
+        return self._call(what, fetch)
+
+    def dispatch_workflow(self, workflow_file: str, ref: str, inputs: Mapping[str, str]) -> None:
+        """Start a ``workflow_dispatch`` run of ``workflow_file`` as defined on ``ref``."""
+        wf = urllib.parse.quote(workflow_file, safe="")
+        body = {"ref": ref, "inputs": {str(k): str(v) for k, v in inputs.items()}}
+        # Not retried: a POST that timed out may have started the run (a second one would cost GPU time).
+        self._call(f"dispatching {workflow_file} on {ref}",
+                   lambda: self._gh.requester.requestJsonAndCheck("POST", f"/repos/{self.repo}/actions/workflows/"
+                                                                   f"{wf}/dispatches", input=body),
+                   attempts=1)  # fmt: skip
+
     # ------------------------------------------------------------------ writes
 
     def create_comment(self, number: int, body: str) -> CommentInfo:
@@ -671,3 +885,72 @@ class GitHubClient:
             kwargs["target_url"] = target_url
         self._call(f"setting the commit status of {sha[:12]}",
                    lambda: self._repo().get_commit(sha).create_status(state, **kwargs))  # fmt: skip
+
+    # ------------------------------------------------------------------ issues and merges (the propose flow)
+
+    def issues_with_label(self, label: str, state: str = "open", limit: int = 300) -> list[IssueInfo]:
+        """Issues and pull requests carrying ``label``, newest first (GitHub lists both as issues)."""
+        return self._list(f"listing the issues labelled {label!r}",
+                          lambda: self._repo().get_issues(state=state, labels=[label], sort="created",
+                                                          direction="desc"),
+                          _issue, limit=limit)  # fmt: skip
+
+    def label_events(self, number: int) -> list[LabelEvent]:
+        """Who added or removed which label on issue or pull request ``number``, oldest first."""
+        return self._list(f"reading the events of #{number}", lambda: self._repo().get_issue(number).get_events(),
+                          _label_event, limit=1000)  # fmt: skip
+
+    def create_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueInfo:
+        # Not retried: a POST that timed out may have created it; the caller finds it by its marker next time.
+        wanted = list(labels)
+        return self._call(f"opening the issue {title[:60]!r}",
+                          lambda: _issue(self._repo().create_issue(title=title, body=body, labels=wanted)),
+                          attempts=1)  # fmt: skip
+
+    def merge_pull(self, number: int, sha: str, method: str = "merge") -> bool:
+        """Merge pull request ``number`` only while its head is ``sha``; whether GitHub merged it."""
+        status = self._call(f"merging #{number}", lambda: self._repo().get_pull(number).merge(merge_method=method,
+                            sha=sha), attempts=1)  # fmt: skip
+        return bool(status.merged)
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    """An issue or a pull request as the issues API lists it."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    is_pull: bool
+    labels: tuple[str, ...] = ()
+    author: str = ""
+    created_at: str = ""  # ISO 8601, UTC
+    html_url: str = ""
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    """One ``labeled`` / ``unlabeled`` event of an issue or pull request."""
+
+    event: str
+    label: str
+    actor: str
+    created_at: str = ""
+
+
+def _iso(value: Any) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else ""
+
+
+def _issue(i: Any) -> IssueInfo:
+    return IssueInfo(number=int(i.number), title=i.title or "", body=i.body or "", state=i.state or "",
+                     is_pull=i.pull_request is not None, labels=tuple(lab.name for lab in i.labels),
+                     author=i.user.login if i.user is not None else "ghost", created_at=_iso(i.created_at),
+                     html_url=i.html_url or "")  # fmt: skip
+
+
+def _label_event(e: Any) -> LabelEvent:
+    label = e.label.name if e.event in ("labeled", "unlabeled") and e.label is not None else ""
+    actor = e.actor.login if e.actor is not None else "ghost"
+    return LabelEvent(event=e.event or "", label=label, actor=actor, created_at=_iso(e.created_at))

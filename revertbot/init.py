@@ -66,6 +66,8 @@ __all__ = [
 WORKFLOW_PATH = ".github/workflows/revertbot.yml"
 GPU_WORKFLOW_PATH = ".github/workflows/revertbot-gpu.yml"
 PUBLISH_WORKFLOW_PATH = ".github/workflows/revertbot-publish.yml"
+PROPOSE_WORKFLOW_PATH = ".github/workflows/revertbot-propose.yml"
+PROPOSE_RERUN_WORKFLOW_PATH = ".github/workflows/revertbot-propose-rerun.yml"
 # Not a workflow: outside .github/workflows/, where GitHub would try to run it.
 RUNNERS_VALUES_PATH = ".github/revertbot/gpu-runners.values.yml"
 RUNNERS_VALUES_TEMPLATE = "revertbot-gpu-runners.values.yml"
@@ -79,6 +81,9 @@ _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "revertbot.yml": (WORKFLOW_PATH, ("analyze", "record", "dashboard")),
     "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report", "record", "backport")),
     "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish", "record")),
+    # Proposing reverts (propose.mode in .revertbot.yml, shadow by default: no pull request is opened).
+    "revertbot-propose.yml": (PROPOSE_WORKFLOW_PATH, ("propose",)),
+    "revertbot-propose-rerun.yml": (PROPOSE_RERUN_WORKFLOW_PATH, ("probe",)),
 }
 #: Repository and organisation settings the GPU path relies on; `init` prints them and, with a
 #: token, checks what the API shows (see :mod:`revertbot.settings_check`).

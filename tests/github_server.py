@@ -116,6 +116,18 @@ class Repo:
     protection_forbidden: bool = False
     # Settings the Actions API shows, by the path after /repos/{owner}/{repo}/actions/.
     actions: dict[str, Any] = field(default_factory=dict)
+    # Plain issues (not pull requests) by number; their comments, labels and events live in the
+    # same maps as those of pull requests.
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # GitHub Actions runs (by id), their jobs and artifacts (by run id), the artifacts' zip bytes (by
+    # artifact id), every workflow_dispatch received, and an optional hook called with
+    # (workflow file, ref, inputs) on each dispatch (a test's stand-in for the runner that picks it up).
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    run_jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    run_artifacts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    artifact_blobs: dict[int, bytes] = field(default_factory=dict)
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
+    on_dispatch: Callable[[str, str, dict[str, str]], None] | None = None
 
 
 class FakeGitHub:
@@ -464,6 +476,73 @@ class FakeGitHub:
         repo.statuses.setdefault(sha, []).append(status)
         return status
 
+    # GitHub Actions: workflow runs, their jobs and artifacts (the propose flow's read side)
+
+    def add_workflow_run(self, repo: Repo, *, workflow: str, head_sha: str, branch: str = "main",
+                         event: str = "push", status: str = "completed", conclusion: str | None = "failure",
+                         display_title: str = "", created_at: float | None = None, run_attempt: int = 1
+                         ) -> dict[str, Any]:  # fmt: skip
+        """A run of ``.github/workflows/<workflow>``; runs list newest first by ``created_at``."""
+        rid = self.next_id()
+        wid = 700 + sum(map(ord, workflow)) % 1000
+        created = created_at if created_at is not None else self.clock()
+        run = {
+            "id": rid,
+            "name": workflow.rsplit(".", 1)[0],
+            "node_id": f"WFR_{rid}",
+            "display_title": display_title or f"commit {head_sha[:7]}",
+            "path": f".github/workflows/{workflow}",
+            "workflow_id": wid,
+            "head_sha": head_sha,
+            "head_branch": branch,
+            "event": event,
+            "status": status,
+            "conclusion": conclusion,
+            "run_number": rid,
+            "run_attempt": run_attempt,
+            "created_at": iso(created),
+            "updated_at": iso(created),
+            "url": f"{self.base_url}/repos/{repo.full_name}/actions/runs/{rid}",
+            "html_url": f"https://github.example.com/{repo.full_name}/actions/runs/{rid}",
+            "jobs_url": f"{self.base_url}/repos/{repo.full_name}/actions/runs/{rid}/jobs",
+            "artifacts_url": f"{self.base_url}/repos/{repo.full_name}/actions/runs/{rid}/artifacts",
+            "repository": {"id": repo.id, "full_name": repo.full_name},
+            "pull_requests": [],
+        }
+        with self.lock:
+            repo.runs[rid] = run
+        return run
+
+    def add_job(self, repo: Repo, run_id: int, name: str, *, conclusion: str | None = "failure",
+                runner_name: str = "gpu-runner-1", labels: tuple[str, ...] = ("self-hosted", "gpu"),
+                status: str = "completed") -> dict[str, Any]:  # fmt: skip
+        jid = self.next_id()
+        job = {"id": jid, "run_id": run_id, "name": name, "status": status, "conclusion": conclusion,
+               "runner_name": runner_name, "labels": list(labels), "head_sha": repo.runs[run_id]["head_sha"],
+               "html_url": f"https://github.example.com/{repo.full_name}/actions/runs/{run_id}/job/{jid}"}  # fmt: skip
+        with self.lock:
+            repo.run_jobs.setdefault(run_id, []).append(job)
+        return job
+
+    def add_artifact(self, repo: Repo, run_id: int, name: str, data: bytes, *, expired: bool = False,
+                     size: int | None = None) -> dict[str, Any]:  # fmt: skip
+        """An artifact of run ``run_id`` whose zip is ``data`` (``size``: what the API claims, default the truth)."""
+        aid = self.next_id()
+        run = repo.runs[run_id]
+        artifact = {
+            "id": aid, "node_id": f"A_{aid}", "name": name, "size_in_bytes": len(data) if size is None else size,
+            "url": f"{self.base_url}/repos/{repo.full_name}/actions/artifacts/{aid}",
+            "archive_download_url": f"{self.base_url}/repos/{repo.full_name}/actions/artifacts/{aid}/zip",
+            "expired": expired, "created_at": run["created_at"], "updated_at": run["created_at"],
+            "expires_at": iso(self.clock() + 86400),
+            "workflow_run": {"id": run_id, "repository_id": repo.id, "head_repository_id": repo.id,
+                             "head_branch": run["head_branch"], "head_sha": run["head_sha"]},
+        }  # fmt: skip
+        with self.lock:
+            repo.run_artifacts.setdefault(run_id, []).append(artifact)
+            repo.artifact_blobs[aid] = data
+        return artifact
+
     # ------------------------------------------------------------------ faults and inspection
 
     def inject(self, kind: str, *, method: str | None = None, path: str | None = None, times: int = 1,
@@ -544,6 +623,32 @@ _ROUTES: list[Route] = [
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/branches/(?P<branch>.+)/protection", "branch_protection"),
         ("GET", r"/orgs/(?P<org>[^/]+)/actions/runner-groups", "org_runner_groups"),
         ("GET", r"/orgs/(?P<org>[^/]+)/actions/(?P<rest>.+)", "org_actions"),
+    ]
+]
+
+
+# The propose flow's endpoints: plain issues (the tracking issue, the kill switch) and merging.
+_ROUTES += [
+    (m, re.compile("^" + p + "$"), name)
+    for m, p, name in [
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues", "list_issues"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues", "create_issue"),
+        ("PUT", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)/merge", "merge_pull"),
+    ]
+]
+
+# GitHub Actions runs, jobs, artifacts and workflow_dispatch. Put first: the settings route
+# ``/actions/(?P<rest>.+)`` above would match these paths too.
+_ROUTES[:0] = [
+    (m, re.compile("^" + p + "$"), name)
+    for m, p, name in [
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<id>\d+)", "get_run"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<id>\d+)/jobs", "list_run_jobs"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<id>\d+)/artifacts", "list_run_artifacts"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/workflows/(?P<wf>[^/]+)/runs", "list_workflow_runs"),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/workflows/(?P<wf>[^/]+)/dispatches", "dispatch"),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/artifacts/(?P<id>\d+)/zip", "artifact_zip"),
+        ("GET", r"/_blobs/artifacts/(?P<id>\d+)", "artifact_blob"),  # the signed storage URL (no token needed)
     ]
 ]
 
@@ -654,7 +759,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(fault.status, {"message": "Server Error"}, {})
 
     def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-        data = b"" if payload is None else json.dumps(payload).encode("utf-8")
+        data = b"" if payload is None else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         now = int(self.server.github.clock())
         base = {
             "Content-Type": "application/json; charset=utf-8",
@@ -783,7 +888,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _need_pull(self, repo: Repo, p: dict[str, str]) -> int:
         n = int(p["n"])
-        if n not in repo.pulls:
+        if n not in repo.pulls and n not in repo.issues:
             raise ApiError(404, "Not Found")
         return n
 
@@ -891,7 +996,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _get_issue(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
-        return 200, self._issue_payload(repo, self._need_pull(repo, p)), {}
+        n = self._need_pull(repo, p)
+        return 200, self._plain_issue(repo, n) if n in repo.issues else self._issue_payload(repo, n), {}
 
     def _list_comments(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
         n = self._need_pull(repo, p)
@@ -1042,6 +1148,134 @@ class _Handler(BaseHTTPRequestHandler):
                     item["score"] = 1.0
                     items.append(item)
         return self._page(items, q, "/search/issues", wrap="items", extra={"incomplete_results": False})
+
+
+    # ------------------------------------------------- the propose flow: plain issues and merging
+
+    def _plain_issue(self, repo: Repo, n: int) -> dict[str, Any]:
+        issue = dict(repo.issues[n])
+        issue["labels"] = [repo.labels[x] for x in repo.issue_labels.get(n, []) if x in repo.labels]
+        issue["comments"] = len(repo.comments.get(n, []))
+        return issue
+
+    def _list_issues(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        """GET /issues as GitHub answers it: issues and pull requests, by state and labels (all of them)."""
+        state = q.get("state", "open")
+        wanted = [x for x in q.get("labels", "").split(",") if x]
+        items = [self._plain_issue(repo, n) for n in repo.issues]
+        items += [self._issue_payload(repo, n) for n in repo.pulls]
+        if state != "all":
+            items = [i for i in items if i["state"] == state]
+        items = [i for i in items if all(w in {lab["name"] for lab in i["labels"]} for w in wanted)]
+        items.sort(key=lambda i: (i["created_at"], i["number"]), reverse=q.get("direction", "desc") == "desc")
+        return self._page(items, q, f"/repos/{repo.full_name}/issues")
+
+    def _create_issue(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        gh = self.server.github
+        if not isinstance(body, dict) or not isinstance(body.get("title"), str) or not body["title"]:
+            raise ApiError(422, "Validation Failed: title is required")
+        n = max([*repo.pulls, *repo.comments, *repo.issues, 0]) + 1
+        login = "github-actions[bot]" if self.headers.get("Authorization") else "ghost"
+        now = iso(gh.clock())
+        repo.issues[n] = {
+            "id": 9000 + n, "node_id": f"I_{n}", "number": n,
+            "url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}",
+            "html_url": f"https://github.example.com/{repo.full_name}/issues/{n}",
+            "repository_url": f"{gh.base_url}/repos/{repo.full_name}",
+            "comments_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/comments",
+            "events_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/events",
+            "labels_url": f"{gh.base_url}/repos/{repo.full_name}/issues/{n}/labels{{/name}}",
+            "title": body["title"], "body": str(body.get("body") or ""), "user": gh.user(login), "state": "open",
+            "locked": False, "assignee": None, "assignees": [], "milestone": None, "created_at": now,
+            "updated_at": now, "closed_at": None, "author_association": "NONE", "pull_request": None,
+        }
+        repo.comments.setdefault(n, [])
+        labels = body.get("labels") or []
+        for name in labels:
+            gh.ensure_label(repo, name)
+        repo.issue_labels[n] = list(labels)
+        return 201, self._plain_issue(repo, n), {}
+
+    def _merge_pull(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        n = int(p["n"])
+        if n not in repo.pulls:
+            raise ApiError(404, "Not Found")
+        pr = repo.pulls[n]
+        if pr["state"] != "open":
+            raise ApiError(405, "Pull Request is not mergeable")
+        if isinstance(body, dict) and body.get("sha") and body["sha"] != pr["head"]["sha"]:
+            raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+        pr.update(state="closed", merged=True, merge_commit_sha=pr["head"]["sha"],
+                  merged_at=iso(self.server.github.clock()))  # fmt: skip
+        return 200, {"sha": pr["head"]["sha"], "merged": True, "message": "Pull Request successfully merged"}, {}
+
+    # ------------------------------------------------- GitHub Actions: runs, jobs, artifacts, dispatch
+
+    def _need_run(self, repo: Repo, p: dict[str, str]) -> dict[str, Any]:
+        run = repo.runs.get(int(p["id"]))
+        if run is None:
+            raise ApiError(404, "Not Found")
+        return run
+
+    def _get_run(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        return 200, dict(self._need_run(repo, p)), {}
+
+    def _list_workflow_runs(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        """Runs of one workflow (by file name or id), newest first; ``status`` filters by status or conclusion."""
+        wf = p["wf"]
+        runs = [r for r in repo.runs.values() if r["path"].rsplit("/", 1)[-1] == wf or str(r["workflow_id"]) == wf]
+        if q.get("branch"):
+            runs = [r for r in runs if r["head_branch"] == q["branch"]]
+        if q.get("event"):
+            runs = [r for r in runs if r["event"] == q["event"]]
+        if q.get("status"):
+            runs = [r for r in runs if q["status"] in (r["status"], r["conclusion"])]
+        runs.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
+        return self._page([dict(r) for r in runs], q, f"/repos/{repo.full_name}/actions/workflows/{wf}/runs",
+                          wrap="workflow_runs")  # fmt: skip
+
+    def _list_run_jobs(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        run = self._need_run(repo, p)
+        return self._page(list(repo.run_jobs.get(run["id"], [])), q,
+                          f"/repos/{repo.full_name}/actions/runs/{run['id']}/jobs", wrap="jobs")  # fmt: skip
+
+    def _list_run_artifacts(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        run = self._need_run(repo, p)
+        return self._page(list(repo.run_artifacts.get(run["id"], [])), q,
+                          f"/repos/{repo.full_name}/actions/runs/{run['id']}/artifacts", wrap="artifacts")  # fmt: skip
+
+    def _dispatch(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        """POST .../dispatches: 204; recorded, then handed to ``repo.on_dispatch`` if set."""
+        if not isinstance(body, dict) or not isinstance(body.get("ref"), str) or not body["ref"]:
+            raise ApiError(422, "Invalid request: ref is required")
+        inputs = body.get("inputs") or {}
+        if not isinstance(inputs, dict) or len(inputs) > 10 or not all(isinstance(v, str) for v in inputs.values()):
+            raise ApiError(422, "Invalid request: inputs must be at most 10 strings")
+        repo.dispatches.append({"workflow": p["wf"], "ref": body["ref"], "inputs": dict(inputs)})
+        if repo.on_dispatch is not None:
+            repo.on_dispatch(p["wf"], body["ref"], dict(inputs))
+        return 204, None, {}
+
+    def _find_artifact(self, repo: Repo, aid: int) -> dict[str, Any]:
+        for artifacts in repo.run_artifacts.values():
+            for a in artifacts:
+                if a["id"] == aid:
+                    return a
+        raise ApiError(404, "Not Found")
+
+    def _artifact_zip(self, repo: Repo, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        """GitHub answers with a redirect to a signed URL on its storage host."""
+        artifact = self._find_artifact(repo, int(p["id"]))
+        if artifact["expired"]:
+            raise ApiError(410, "Artifact has expired")
+        origin = self.server.github.base_url[: -len(PREFIX)]
+        return 302, None, {"Location": f"{origin}/_blobs/artifacts/{artifact['id']}?sig=signed"}
+
+    def _artifact_blob(self, repo: Repo | None, p: dict[str, str], q: dict[str, str], body: Any) -> Any:
+        for r in self.server.github.repos.values():
+            if int(p["id"]) in r.artifact_blobs:
+                return 200, r.artifact_blobs[int(p["id"])], {"Content-Type": "application/zip"}
+        raise ApiError(404, "The specified blob does not exist.")
 
 
 def remote_branch_sha(repo: Repo, branch: str) -> str | None:
