@@ -23,6 +23,14 @@ built from all N stores (``dashboard build --db ... --db ...``); the ratio is to
 ``--browser`` then opens the site in headless Chromium and prints the first contentful paint and
 how long a repository filter and a search take at that size.
 
+``--scale`` measures the table alone at organisation size, without git: :func:`scale_store` fills a
+store with 10,000 synthetic reverts over 10 repositories, and the site of this checkout and the one
+of ``--baseline`` (the dashboard before the paged table, read with ``git show``) are built in the
+same run and opened in headless Chromium: first paint, when every row can be filtered, and a
+repository filter and a search, timed in the page (bench/README.md has the figures).
+
+    python -m bench.dashboard --scale --runs 3
+
 :func:`build_sample` (also used by the browser tests and for the README screenshot) fills a store
 from the demo repository plus a synthetic history, with reports for some reverts and generated
 GPU comparisons for a few; the GPU numbers are sample data, not measurements.
@@ -31,6 +39,7 @@ GPU comparisons for a few; the GPU numbers are sample data, not measurements.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import statistics
@@ -113,6 +122,113 @@ def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: i
     return db
 
 
+SCALE_REASONS = (("ci-failure", "broke the CI build"), ("gpu-regression", "CUDA graph capture OOM on H100"),
+                 ("correctness", "wrong results in fp8 GEMM"), ("performance", "throughput regression"),
+                 ("other", "not ready yet"))  # fmt: skip
+SCALE_AREAS = ("attention", "moe", "sampling", "scheduler", "kv_cache", "quant", "distributed", "lora", "spec_decode",
+               "graph_capture", "tokenizer", "router")  # fmt: skip
+
+
+def scale_store(db: Path, reverts: int = 10_000, repos: int = 10, seed: int = 0) -> Path:
+    """A store of ``reverts`` reverts and relands spread over ``repos`` repositories
+    (``scale-org/engine-<i>``), synthetic and deterministic (the same seed gives the same rows):
+    subjects, authors, dates over two years, originals, changed files and modules, reasons, purity,
+    relands of earlier reverts, and GPU results for one revert in twenty. No git: this measures
+    the dashboard, not the scan."""
+    rng = random.Random(seed)
+    authors = [f"dev{i:02d}" for i in range(60)]
+    purities = ("pure", "pure", "pure", "partial", "extra", "modified", "unverifiable")
+    start = DEMO_START - 2 * 365 * 86_400
+    step = 2 * 365 * 86_400 // max(reverts, 1)
+    per_repo: dict[str, list[store.RevertRow]] = {}
+    gpu: list[tuple[str, str, dict[str, Any]]] = []
+    for n in range(reverts):
+        repo = f"scale-org/engine-{n % repos}"
+        rows = per_repo.setdefault(repo, [])
+        area = rng.choice(SCALE_AREAS)
+        category, why = rng.choice(SCALE_REASONS)
+        pr = 1_000 + n
+        sha = hashlib.sha1(f"{seed}/{n}/revert".encode()).hexdigest()
+        original = hashlib.sha1(f"{seed}/{n}/original".encode()).hexdigest()
+        date = start + n * step + rng.randrange(step or 1)
+        verb = rng.choice(("Fuse", "Rework", "Speed up", "Refactor", "Cache"))
+        title = f"[{area}] {verb} the {area} path (#{pr - 500})"
+        reland = rows and rng.random() < 0.08
+        names = rng.sample(("core", "ops", "utils", "kernels", "config", "layers"), rng.randint(1, 4))
+        files = [f"python/engine/{area}/{name}.py" for name in names]
+        files.append(f"test/{area}/test_{area}_{n}.py")
+        if reland:
+            earlier = rng.choice(rows)
+            subject = f'Reland "{title}" (#{pr})'
+            kind, chain, originals = (
+                "reland",
+                [earlier.sha],
+                [(earlier.sha, "sha", store.CommitInfo(earlier.sha, earlier.date, earlier.author, earlier.subject))],
+            )
+        else:
+            subject = f'Revert "{title}": {why} (#{pr})'
+            kind, chain = "revert", []
+            originals = [(original, rng.choice(("sha", "pr-number", "title")),
+                          store.CommitInfo(original, date - rng.randrange(3_600, 60 * 86_400), rng.choice(authors),
+                                           title))]  # fmt: skip
+        purity = rng.choice(purities)
+        rows.append(store.RevertRow(
+            sha=sha, subject=subject, kind=kind, author=rng.choice(authors), date=date, purity=purity,
+            purity_reason="" if purity == "pure" else f"{purity}: synthetic", originals=originals, chain=chain,
+            files=files, modules={f"engine/{area}": len(files) - 1, "tests": 1}, reason=category,
+            reason_evidence=why,
+        ))  # fmt: skip
+        if kind == "revert" and n % 20 == 0:
+            gpu.append((repo, sha, to_jsonable(sample_gpu(rng, broken=n % 60 == 0))))
+    for repo, rows in per_repo.items():
+        store.record_rows(db, repo, rows)
+    with store.connect(db) as conn:
+        for repo, sha, summary in gpu:
+            store.record_gpu(conn, repo, sha, summary)
+    return db
+
+
+#: One control change, timed in the page: from the event until the table is laid out again.
+TIMED_CHANGE = """([selector, value, event]) => {
+    const control = document.querySelector(selector);
+    const started = performance.now();
+    control.value = value;
+    control.dispatchEvent(new Event(event));
+    document.getElementById('reverts').getBoundingClientRect();
+    return performance.now() - started;
+}"""
+NEXT_FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def page_timings(browser: Any, url: str, query: str = "revert") -> dict[str, float]:
+    """Open ``url`` in a fresh context; first contentful paint, DOMContentLoaded, load, when every
+    row can be filtered (the table script's mark; DOMContentLoaded for a page without it), and one
+    repository filter and one search, each timed in the page until the table is laid out again."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="load", timeout=180_000)
+        page.wait_for_function("""() => performance.getEntriesByName('first-contentful-paint').length > 0 && (
+            performance.getEntriesByName('revertbot-table-ready').length > 0
+            || !document.querySelector('#reverts[data-rows-src]'))""", timeout=180_000)  # fmt: skip
+        page.evaluate(NEXT_FRAMES)
+        nav = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+            const ready = performance.getEntriesByName('revertbot-table-ready')[0];
+            return {fcp: performance.getEntriesByName('first-contentful-paint')[0].startTime,
+                    dcl: n.domContentLoadedEventEnd, load: n.loadEventEnd,
+                    ready: ready ? ready.startTime : n.domContentLoadedEventEnd}; }""")  # fmt: skip
+        repos = page.eval_on_selector_all("#filter-repo option", "os => os.map(o => o.value).filter(Boolean)")
+        out = {k: float(v) / 1000 for k, v in nav.items()}
+        out["filter_ms"] = float(page.evaluate(TIMED_CHANGE, ["#filter-repo", repos[0] if repos else "", "change"]))
+        page.evaluate(NEXT_FRAMES)
+        out["search_ms"] = float(page.evaluate(TIMED_CHANGE, ["#filter-q", query, "input"]))
+        out["shown"] = float(page.locator("#table-status").get_attribute("data-shown") or -1)
+        out["bytes"] = 0.0
+        return out
+    finally:
+        context.close()
+
+
 def browser_timings(index: Path) -> dict[str, float]:
     """First contentful paint of ``index`` (file://) and the time one filter change and one search take."""
     from playwright import sync_api
@@ -120,28 +236,115 @@ def browser_timings(index: Path) -> dict[str, float]:
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
         try:
-            page = b.new_page(viewport={"width": 1280, "height": 900})
-            started = time.perf_counter()
-            page.goto(index.as_uri(), wait_until="load")
-            load = time.perf_counter() - started
-            page.wait_for_timeout(200)  # paint entries are recorded after the first frame
-            fcp = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime")
-            dcl = page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
-            repos = page.eval_on_selector_all("#filter-repo option", "os => os.map(o => o.value).filter(Boolean)")
-            repo = repos[0] if repos else ""
-            t_filter = page.evaluate("""(repo) => { const s = document.getElementById('filter-repo');
-                const t = performance.now(); s.value = repo; s.dispatchEvent(new Event('change'));
-                return performance.now() - t; }""", repo)  # fmt: skip
-            t_search = page.evaluate("""() => { const q = document.getElementById('filter-q');
-                const t = performance.now(); q.value = 'revert'; q.dispatchEvent(new Event('input'));
-                return performance.now() - t; }""")  # fmt: skip
-            shown = page.locator("#table-status").inner_text()
+            t = page_timings(b, index.as_uri())
         finally:
             b.close()
-    print(f"browser: load {load:.2f}s, DOMContentLoaded {float(dcl) / 1000:.2f}s, first contentful paint "
-          f"{float(fcp or 0) / 1000:.2f}s, repository filter "
-          f"{t_filter:.0f} ms, search {t_search:.0f} ms ({shown})")  # fmt: skip
-    return {"load": load, "fcp": float(fcp or 0) / 1000, "filter_ms": t_filter, "search_ms": t_search}
+    print(f"browser: load {t['load']:.2f}s, DOMContentLoaded {t['dcl']:.2f}s, first contentful paint "
+          f"{t['fcp']:.2f}s, every row filterable {t['ready']:.2f}s, repository filter {t['filter_ms']:.0f} ms, "
+          f"search {t['search_ms']:.0f} ms")  # fmt: skip
+    return t
+
+
+#: The dashboard before the paged table (the revision the --scale comparison builds its baseline from).
+BASELINE_REV = "2402bb7248b9ef94491047a6405a6858987f9fb9"
+
+
+def baseline_builder(rev: str) -> tuple[Any, dict[str, bytes]]:
+    """``build_site`` and the static files of the dashboard at ``rev`` of this repository (read
+    with ``git show``), to measure the current one against in the same run."""
+    import importlib.util
+    import types
+
+    top = Path(__file__).resolve().parents[1]
+
+    def show(path: str) -> bytes:
+        return subprocess.run(["git", "-C", str(top), "show", f"{rev}:{path}"], check=True,
+                              capture_output=True).stdout  # fmt: skip
+
+    source = show("revertbot/dashboard/build.py").decode()
+    spec = importlib.util.spec_from_loader("revertbot.dashboard._baseline_build", loader=None)
+    assert spec is not None
+    module = types.ModuleType(spec.name)
+    module.__package__ = "revertbot.dashboard"
+    sys.modules[spec.name] = module
+    exec(compile(source, f"{rev[:10]}:revertbot/dashboard/build.py", "exec"), module.__dict__)
+    static = {name: show(f"revertbot/dashboard/static/{name}") for name in ("dashboard.css", "dashboard.js")}
+    return module.build_site, static
+
+
+def main_scale(args: argparse.Namespace) -> int:
+    """10,000 reverts over 10 repositories (``scale_store``): the site built by this checkout and
+    by ``--baseline`` in the same run, each opened in headless Chromium from a local server."""
+    from playwright import sync_api
+
+    from revertbot.dashboard import build_site, serve_in_thread, url_of
+
+    with tempfile.TemporaryDirectory(prefix="revertbot-bench-scale-") as tmp:
+        work = Path(tmp)
+        db = scale_store(work / "h.db", reverts=args.reverts, repos=args.scale_repos, seed=args.seed)
+        history = store.load_history(db)
+        print(f"store: {len(history.reverts)} reverts and relands over {len(history.repositories)} repositories")
+        old_build, old_static = baseline_builder(args.baseline)
+        sites: dict[str, float] = {}
+        started = time.perf_counter()
+        build_site(history, work / "new")
+        sites["new"] = time.perf_counter() - started
+        started = time.perf_counter()
+        old_build(history, work / "old")
+        sites["old"] = time.perf_counter() - started
+        for name, content in old_static.items():
+            (work / "old" / "assets" / name).write_bytes(content)
+        pages = {"baseline all.html (every row in the HTML)": "old/all.html",
+                 "baseline index.html (newest 1,000 rows)": "old/index.html",
+                 "this index.html (every row, a page at a time)": "new/index.html"}  # fmt: skip
+        server, thread = serve_in_thread(work)
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in pages}
+        try:
+            with sync_api.sync_playwright() as p:
+                b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                      args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
+                try:
+                    for _ in range(args.runs):
+                        for name, path in pages.items():
+                            t = page_timings(b, url_of(server) + path, query="kv_cache/kernels")
+                            data = (work / path).parent.glob("assets/table-data-*.js")
+                            t["bytes"] = float((work / path).stat().st_size)
+                            t["data_bytes"] = float(sum(f.stat().st_size for f in data))
+                            results[name].append(t)
+                finally:
+                    b.close()
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+    print(f"dashboard build (with {len(history.reverts)} revert pages): this {sites['new']:.1f}s, "
+          f"baseline {sites['old']:.1f}s")  # fmt: skip
+    print(f"medians of {args.runs} run(s), headless Chromium, served from 127.0.0.1:")
+    print(
+        "| page | HTML (+ rows file) | first contentful paint | DOMContentLoaded | load | every row filterable | "
+        "repository filter | search |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    med: dict[str, dict[str, float]] = {}
+    for name, runs in results.items():
+        m = med[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        extra = f" (+ {m['data_bytes'] / 1e6:.1f} MB)" if m["data_bytes"] else ""
+        print(f"| {name} | {m['bytes'] / 1e6:.1f} MB{extra} | {m['fcp']:.2f} s | {m['dcl']:.2f} s | "
+              f"{m['load']:.2f} s | {m['ready']:.2f} s | {m['filter_ms']:.0f} ms | "
+              f"{m['search_ms']:.0f} ms |")  # fmt: skip
+    old, new = med["baseline all.html (every row in the HTML)"], med["this index.html (every row, a page at a time)"]
+    print(
+        f"every row, baseline all.html / this index.html: load {old['load'] / new['load']:.0f}x, "
+        f"filterable {old['ready'] / new['ready']:.0f}x, repository filter "
+        f"{old['filter_ms'] / max(new['filter_ms'], 0.1):.0f}x, "
+        f"search {old['search_ms'] / max(new['search_ms'], 0.1):.0f}x"
+    )
+    ok = new["fcp"] <= 1.0 and new["ready"] <= 1.0 and new["filter_ms"] <= 100 and new["search_ms"] <= 100
+    print(
+        "targets (first paint and every row filterable <= 1 s, filter and search <= 100 ms): "
+        + ("met" if ok else "NOT met")
+    )
+    return 0 if ok else 1
 
 
 def index_text_options(index: Path) -> int:
@@ -222,7 +425,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="fail when ((scan --store - scan) + dashboard build) / scan is above this")  # fmt: skip
     parser.add_argument("--repos", type=int, default=0, help="measure an organisation's site over N repositories")
     parser.add_argument("--browser", action="store_true", help="with --repos: time first paint and filtering")
+    parser.add_argument("--scale", action="store_true",
+                        help="10,000 synthetic reverts over 10 repositories (no git): this dashboard against "
+                             "--baseline in Chromium (--reverts, --scale-repos, --runs)")  # fmt: skip
+    parser.add_argument("--scale-repos", type=int, default=10)
+    parser.add_argument("--baseline", default=BASELINE_REV, help="with --scale: the revision to compare with")
     args = parser.parse_args(argv)
+    if args.scale:
+        if args.reverts == 400:  # the default of the single-repository benchmark
+            args.reverts = 10_000
+        return main_scale(args)
     if args.repos:
         return main_org(args)
     cli = revertbot_command()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .history import DEFAULT_BRANCH, HistoryError, normalise_repo, push_directory, scan_records, shown
+from .history import DEFAULT_BRANCH, HistoryError, normalise_repo, push_directory, shown
 
 
 @click.group()
@@ -73,21 +73,23 @@ def push(records_dir: str, digests: str | None, remote: str | None, branch: str)
     help="History store (SQLite file) to fill; created if missing.",
 )
 def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
-    """Fill the store from the git history (a scan) plus every recorded check."""
+    """Fill the store from the git history (a scan) plus every recorded check.
+
+    Incremental: records an earlier rebuild of the same store imported are neither read nor
+    replayed again (the result is the same as a rebuild into a new store)."""
     from .scan import scan_repository
-    from .store import record_scan, replay_records
+    from .store import rebuild_from_branch
 
     owner_name = normalise_repo(name)
     if "/" not in owner_name:
         raise click.UsageError(f"--name must be owner/name, got {name!r}")
     result = scan_repository(Path(repo), relands_by_diff=True)  # the dashboard counts silent relands too
-    count = record_scan(store_path, result, repo_name=owner_name)
-    found = scan_records(repo, branch)
-    records = [r for r in found.records if r.repo == owner_name]
-    imported = replay_records(store_path, records)
-    for path, why in [*found.skipped, *imported.skipped]:
+    done = rebuild_from_branch(store_path, result, repo, branch, owner_name)
+    for path, why in done.skipped:
         click.echo(f"history: skipped {shown(path)}: {why}", err=True)
-    skipped = len(found.skipped) + len(imported.skipped)
-    click.echo(f"history: {count} revert(s) from the scan, {len(records) - len(imported.skipped)} record(s) of "
-               f"{imported.reverts} checked revert(s) from {branch}"
-               + (f", {skipped} file(s) skipped" if skipped else ""), err=True)  # fmt: skip
+    if done.full:
+        click.echo(f"history: every record replayed again: {done.full}", err=True)
+    click.echo(f"history: {done.scanned} revert(s) from the scan, {done.replayed} record(s) of "
+               f"{done.reverts} checked revert(s) from {branch}"
+               + (f", {done.already} already in the store" if done.already else "")
+               + (f", {len(done.skipped)} file(s) skipped" if done.skipped else ""), err=True)  # fmt: skip

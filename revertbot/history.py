@@ -882,10 +882,27 @@ def scan_records(repo: str | os.PathLike[str], rev: str, under: str = "records")
     """:func:`read_records`, with every skipped file and why: not a record file, too large, not
     valid JSON, not of :data:`RECORD_SHAPE` (key path and what is wrong), or a content that
     claims another identity than its path."""
+    files = list_record_files(repo, rev, under)
+    found = read_record_files(repo, files.entries)
+    return RecordScan(found.records, [*files.skipped, *found.skipped])
+
+
+@dataclass(frozen=True)
+class RecordFiles:
+    """The record files on a revision of the data branch: (path, git blob id) of each, the blob id
+    being a digest of its content, and the files that cannot be records (path, why)."""
+
+    entries: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def list_record_files(repo: str | os.PathLike[str], rev: str, under: str = "records") -> RecordFiles:
+    """The files below ``under`` on ``rev``, without reading them (one ``git ls-tree``): what an
+    incremental rebuild compares with the records it has already imported."""
     root = Path(repo)
     probe = gitops.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=root, check=False).strip()
     if not probe:
-        return RecordScan()
+        return RecordFiles()
     listing = gitops.run_bytes("ls-tree", "-r", "-z", "--long", probe, "--", under, cwd=root).stdout
     entries: list[tuple[str, str]] = []
     skipped: list[tuple[str, str]] = []
@@ -901,7 +918,14 @@ def scan_records(repo: str | os.PathLike[str], rev: str, under: str = "records")
             skipped.append((path, f"{int(size):,} bytes, larger than a record can be; not read"))
         else:
             entries.append((path, sha))
+    return RecordFiles(entries, skipped)
+
+
+def read_record_files(repo: str | os.PathLike[str], entries: Sequence[tuple[str, str]]) -> RecordScan:
+    """Read and check the record files ``entries`` ((path, blob id) from :func:`list_record_files`)."""
+    root = Path(repo)
     out: list[Record] = []
+    skipped: list[tuple[str, str]] = []
     for (path, _sha), raw in zip(entries, _cat_blobs(root, [s for _, s in entries]), strict=True):
         try:
             rec = parse_record(raw)

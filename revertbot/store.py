@@ -28,12 +28,12 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import gitops
+from . import gitops, history
 from .config import Config, load_config_file, module_for
 from .errors import EXIT_STORE, RevertbotError, UsageError
 from .history import Record, normalise_repo, record_problems, validate
@@ -207,9 +207,33 @@ def _m6_backport_unchecked(db: sqlite3.Connection) -> None:
     _execute_all(db, "ALTER TABLE backports ADD COLUMN unchecked TEXT NOT NULL DEFAULT ''")
 
 
+def _m7_imported_records(db: sqlite3.Connection) -> None:
+    """The record files of the data branch a rebuild has replayed (path and blob id, with what the
+    replay order and the GPU rule need), so the next rebuild reads and replays only new ones."""
+    _execute_all(
+        db,
+        """
+        CREATE TABLE imported_records (
+            path TEXT PRIMARY KEY,            -- where the file is on the data branch
+            blob TEXT NOT NULL,               -- its git blob id: a digest of its content
+            outcome TEXT NOT NULL,            -- replayed | invalid | other (another repository's)
+            why TEXT NOT NULL DEFAULT '',     -- why it was skipped, when it was
+            repo TEXT NOT NULL DEFAULT '',
+            revert_sha TEXT NOT NULL DEFAULT '',
+            pr INTEGER NOT NULL DEFAULT 0,
+            head_sha TEXT NOT NULL DEFAULT '',
+            has_gpu INTEGER NOT NULL DEFAULT 0,
+            recorded INTEGER NOT NULL DEFAULT 0,
+            run_num INTEGER NOT NULL DEFAULT 0,
+            run_attempt TEXT NOT NULL DEFAULT ''
+        )
+        """,
+    )
+
+
 #: Applied in order; the schema version of a file is the number of migrations applied to it.
 MIGRATIONS: tuple[Migration, ...] = (_m1_scan_history, _m2_reports, _m3_gpu_results, _m4_identity, _m5_reason,
-                                     _m6_backport_unchecked)  # fmt: skip
+                                     _m6_backport_unchecked, _m7_imported_records)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Tables each migration creates, to recognise a file whose version number lies (damaged or edited).
 _TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
@@ -219,6 +243,7 @@ _TABLES_PER_VERSION: tuple[frozenset[str], ...] = (
     frozenset(),
     frozenset(),
     frozenset(),
+    frozenset({"imported_records"}),
 )
 
 
@@ -619,13 +644,16 @@ def record_scan(
     result: ScanResult,
     repo_name: str | None = None,
     config: Config | None = None,
+    keep: Iterable[str] = (),
 ) -> int:
     """Record every revert of a scan (``revertbot scan --store``); returns how many were written.
 
     ``repo_name`` defaults to ``owner/name`` from the clone's ``origin``, else its directory name
-    (which the store merges into the ``owner/name`` of the same name once that is known).
+    (which the store merges into the ``owner/name`` of the same name once that is known). Rows of
+    the shas in ``keep`` are left as they are (an incremental rebuild: rows its records wrote).
     """
-    rows = rows_from_scan(result, config)
+    kept = set(keep)
+    rows = [r for r in rows_from_scan(result, config) if r.sha not in kept]
     return record_rows(
         db,
         repo_name or repo_identity(result.repo) or result.repo.name,
@@ -801,7 +829,15 @@ def import_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
     return replay_records(db, records).reverts
 
 
-def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Sequence[Record]) -> ImportResult:
+def _replay_key(rec: Record) -> tuple[int, int, str, str]:
+    """Where a record goes in the replay: by time, then run, attempt and path."""
+    return _record_time(rec), int(rec.run_id) if rec.run_id.isdigit() else 0, rec.run_attempt, rec.path()
+
+
+def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Sequence[Record], *,
+                   gpu_heads: Iterable[tuple[str, int, str]] = (),
+                   then: Callable[[sqlite3.Connection, Sequence[tuple[str, str]]], None] | None = None,
+                   ) -> ImportResult:  # fmt: skip
     """Replay recorded checks (the data branch) into the store, in one transaction.
 
     Records are applied oldest first, so the newest report of a revert wins and a GPU result
@@ -810,6 +846,10 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
     carry its GPU results; older ones did not, and would contradict the results on the page).
     A record that is not of :data:`revertbot.history.RECORD_SHAPE`, or that the store cannot take
     anyway, is skipped (each in its own savepoint) and reported; the others are still recorded.
+
+    ``gpu_heads`` are the (repo, PR, head) that records replayed before had GPU results for (an
+    incremental rebuild); ``then`` runs in the same transaction, after the records, with the skipped
+    ones (it records what was imported).
     """
     good: list[Record] = []
     skipped: list[tuple[str, str]] = []
@@ -819,10 +859,9 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
             skipped.append((_label(rec), "; ".join(problems[:5])))
         else:
             good.append(rec)
-    ordered = sorted(good, key=lambda r: (_record_time(r), int(r.run_id) if r.run_id.isdigit() else 0,
-                                          r.run_attempt, r.path()))  # fmt: skip
+    ordered = sorted(good, key=_replay_key)
     seen: set[tuple[str, str]] = set()
-    with_gpu: set[tuple[str, int, str]] = set()
+    with_gpu: set[tuple[str, int, str]] = set(gpu_heads)
     with connect(db) as conn, _write(conn):
         for rec in ordered:
             head = (rec.repo, rec.pr, rec.head_sha)
@@ -848,6 +887,8 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
                 continue
             conn.execute("RELEASE record")
             seen.add((rec.repo, str((rec.report.get("revert") or {}).get("sha", ""))))
+        if then is not None:
+            then(conn, skipped)
     return ImportResult(len(seen), tuple(skipped))
 
 
@@ -1089,3 +1130,92 @@ def merge_histories(histories: Sequence[History]) -> History:
     reverts = sorted(best.values(), key=lambda r: (-r.date, r.sha, r.repo))
     repos = sorted({alias.get(n, n) for n in names})
     return History(tuple(repos), tuple(reverts), min((h.schema_version for h in histories), default=SCHEMA_VERSION))
+
+
+# --------------------------------------------------------------------------- incremental rebuild
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """What :func:`rebuild_from_branch` did."""
+
+    scanned: int  # reverts written from the scan
+    replayed: int  # records read and replayed this time (the store took them)
+    reverts: int  # distinct reverts those records describe
+    already: int  # record files an earlier rebuild imported, neither read nor replayed again
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, why): every file that is not a usable record
+    full: str = ""  # why every record was replayed ("" when only the new ones were)
+
+
+_IMPORTED_COLUMNS = ("path", "blob", "outcome", "why", "repo", "revert_sha", "pr", "head_sha", "has_gpu", "recorded",
+                     "run_num", "run_attempt")  # fmt: skip
+
+
+def rebuild_from_branch(db: str | os.PathLike[str], result: ScanResult, repo: str | os.PathLike[str], rev: str,
+                        repo_name: str, under: str = "records") -> RebuildResult:  # fmt: skip
+    """``history rebuild``: the scan, then the records on ``rev`` of the data branch that this
+    store has not imported yet, with the same result as replaying every record into a fresh store.
+
+    The store remembers each record file it imported by path and blob id (a digest of its
+    content). Only new files are read (one ``git cat-file`` for them) and replayed, after the
+    records already in the store, which is the full replay's order as long as none of them is
+    older than a record already imported; the GPU rule (a record without GPU results never
+    replaces its head's report with them) carries over from the imported ones. The scan leaves the
+    rows those records wrote as they are, as a full rebuild's records overwrite the scan's rows.
+    Every record is replayed again, in order, when that cannot hold: a new record older than one
+    imported (a late retry), or an imported file changed or gone (the branch was rewritten).
+    """
+    files = history.list_record_files(repo, rev, under)
+    listed = dict(files.entries)
+    with connect(db) as conn:
+        cols = ", ".join(_IMPORTED_COLUMNS)
+        known = {row[0]: dict(zip(_IMPORTED_COLUMNS, row, strict=True))
+                 for row in conn.execute(f"SELECT {cols} FROM imported_records")}  # fmt: skip
+    full = ""
+    changed = sum(1 for path, row in known.items() if listed.get(path) != row["blob"])
+    if changed:
+        full = f"{changed} imported record file(s) changed or gone from {rev}"
+    new = [(path, blob) for path, blob in files.entries if full or path not in known]
+    found = history.read_record_files(repo, new)
+    mine = [r for r in found.records if r.repo == repo_name]
+    good = [r for r in mine if not record_problems(r)]
+    replayed = [row for row in known.values() if row["outcome"] == "replayed"]
+    last = max(((row["recorded"], row["run_num"], row["run_attempt"], row["path"]) for row in replayed),
+               default=None)  # fmt: skip
+    if not full and last is not None and any(_replay_key(r) < last for r in good):
+        full = "a new record is older than one already imported"
+        new = list(files.entries)
+        found = history.read_record_files(repo, new)
+        mine = [r for r in found.records if r.repo == repo_name]
+        good = [r for r in mine if not record_problems(r)]
+    keep = () if full else {row["revert_sha"] for row in replayed if row["repo"] == repo_name}
+    scanned = record_scan(db, result, repo_name=repo_name, keep=keep)
+    invalid = {path: why for path, why in found.skipped}
+    for rec in mine:
+        problems = record_problems(rec)
+        if problems:
+            invalid[rec.path()] = "; ".join(problems[:5])
+    by_path = {r.path(): r for r in found.records}
+
+    def imported(conn: sqlite3.Connection, failed: Sequence[tuple[str, str]]) -> None:
+        why = dict(failed)
+        if full:
+            conn.execute("DELETE FROM imported_records")
+        rows = []
+        for path, blob in new:
+            rec = by_path.get(path)
+            if path in invalid or rec is None:
+                rows.append((path, blob, "invalid", invalid.get(path, "not read"), "", "", 0, "", 0, 0, 0, ""))
+                continue
+            t, run, attempt, _ = _replay_key(rec)
+            sha = str((rec.report.get("revert") or {}).get("sha", ""))
+            rows.append((path, blob, "replayed" if rec.repo == repo_name else "other", why.get(path, ""), rec.repo,
+                         sha, rec.pr, rec.head_sha, int(rec.gpu is not None), t, run, attempt))  # fmt: skip
+        conn.executemany(f"INSERT OR REPLACE INTO imported_records ({cols}) VALUES ({', '.join('?' * 12)})", rows)
+
+    heads = () if full else [(row["repo"], row["pr"], row["head_sha"]) for row in replayed if row["has_gpu"]]
+    done = replay_records(db, good, gpu_heads=heads, then=imported)
+    again = [] if full else [(path, row["why"]) for path, row in known.items() if row["why"]]
+    skipped = [*files.skipped, *again, *((p, w) for p, w in invalid.items()), *done.skipped]
+    replayed_now = len(good) - len(done.skipped)  # the store could not take the others
+    return RebuildResult(scanned, replayed_now, done.reverts, len(files.entries) - len(new), tuple(skipped), full)

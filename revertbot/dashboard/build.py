@@ -40,9 +40,11 @@ MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
 NOT_CHECKED = "not checked"
 MAX_WEEKS = 104
-#: Rows in the overview's table; a larger history gets the full table on all.html, so the overview
-#: stays quick to load and to filter (10 repositories x 1,000 reverts is a 16 MB table).
-TABLE_LIMIT = 1_000
+#: Rows of the table in the overview's HTML, and rows per page of the table the script shows: every
+#: row is in the page as compact columns, which the script renders a page at a time, so the
+#: overview stays quick to load and to filter at 10,000 rows (as one HTML table, 10 repositories x
+#: 1,000 reverts is a 16 MB page that takes 15 s to load). Without JavaScript, all.html has them all.
+TABLE_LIMIT = 100
 #: Changed files per revert that the table's search covers (the revert page lists them all).
 SEARCH_FILES = 50
 HOUR, DAY, WEEK = 3600, 86_400, 7 * 86_400
@@ -414,7 +416,8 @@ def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tupl
     return [label, value], [[esc(b.label), str(int(b.value) if float(b.value).is_integer() else b.value)] for b in bars]
 
 
-def render_index(history: History, generated_at: int | None = None, table_limit: int | None = TABLE_LIMIT) -> str:
+def render_index(history: History, generated_at: int | None = None, table_limit: int | None = TABLE_LIMIT,
+                 data_src: str | None = None) -> str:  # fmt: skip
     ov = overview(history)
     gaps = len(ov.gaps)
     stats = "".join(
@@ -525,7 +528,7 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
 <div class="charts">{"".join(charts)}</div>
 </section>
 <section id="backport-gaps"><h2>Open backport gaps</h2>{gaps_html}</section>
-{render_table(history, table_limit)}"""
+{render_table(history, table_limit, data_src)}"""
     return _page("revertbot — reverts", body, "", f"{ov.reverts} reverts, {ov.relands} relands")
 
 
@@ -561,14 +564,105 @@ def _options(select_id: str, label: str, values: Iterable[str]) -> str:
     )
 
 
-def render_table(history: History, limit: int | None = None) -> str:
-    """The table of reverts (newest first); ``limit`` keeps the newest rows and links to all.html."""
+def _search_text(r: StoredRevert) -> str:
+    """What the table's search looks in for one row beyond the columns of :func:`table_data`
+    (which the script adds: sha, subject, author, kind, purity, risk, GPU, repository, PR,
+    reason): modules, changed files, the originals, and a subject longer than the table shows."""
+    hay = [*r.modules, *r.files[:SEARCH_FILES]]
+    hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
+    if len(r.subject) > 160:
+        hay.append(r.subject)
+    return " ".join(hay).lower()
+
+
+class _Codes:
+    """Dictionary encoding of one column: each distinct value once, rows carry its position."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._at: dict[str, int] = {}
+
+    def __call__(self, value: str) -> int:
+        at = self._at.get(value)
+        if at is None:
+            at = self._at[value] = len(self.values)
+            self.values.append(value)
+        return at
+
+
+def table_data(history: History) -> dict[str, Any]:
+    """Every row of the table as compact columns for ``assets/dashboard.js``, which renders the
+    rows page by page and filters them through per-value indexes: repeated values (repository,
+    kind, purity, risk, GPU status, reason, author, module) are dictionary-encoded, and row ``n``
+    is ``row-n`` of the search data. Text stays plain text here; the script inserts it with
+    ``textContent`` only, and :func:`json_for_script` makes the JSON inert inside ``<script>``."""
+    relanded = relanded_shas(history)
+    keys = ("repo", "day", "kind", "purity", "risk", "gpu", "reason", "author", "module", "ttr_text")
+    codes = {key: _Codes() for key in keys}
+    cols: dict[str, list[Any]] = {
+        key: [] for key in ("date", "day", "repo", "sha", "pr", "subject", "kind", "purity", "risk", "modules",
+                            "author", "gpu", "ttr", "ttr_text", "reason", "relanded")}  # fmt: skip
+    for r in history.reverts:
+        ttr = time_to_revert(r)
+        cols["date"].append(r.date)
+        cols["sha"].append(clean(r.sha))
+        cols["pr"].append(pr_of(r))
+        cols["subject"].append(clean(r.subject, 160))
+        cols["ttr"].append(ttr if ttr is not None else -1)
+        cols["relanded"].append(1 if (r.repo, r.sha) in relanded else 0)
+        cols["modules"].append([codes["module"](m) for m in r.modules])
+        for key, value in (("repo", r.repo), ("day", day(r.date)), ("kind", r.kind), ("purity", r.purity),
+                           ("risk", r.risk_level or NOT_CHECKED), ("gpu", r.gpu_status), ("reason", reason_of(r)),
+                           ("author", r.author), ("ttr_text", duration(ttr) if ttr is not None else "–")):  # fmt: skip
+            cols[key].append(codes[key](value))
+    repos = codes["repo"].values
+    return {
+        "version": 1,
+        "rows": len(history.reverts),
+        "page_rows": TABLE_LIMIT,
+        # Values as the HTML's data attributes and filter options hold them (control characters dropped).
+        "values": {key: [clean(v) for v in c.values] for key, c in codes.items()},
+        # Per repository: the digest in its revert pages' names and its GitHub page ("" when none).
+        "repo_page": [hashlib.sha256(name.encode()).hexdigest()[:6] for name in repos],
+        "repo_url": [repo_url(name) or "" for name in repos],
+        "columns": cols,
+    }
+
+
+def search_data(history: History) -> dict[str, str]:
+    return {f"row-{n}": _search_text(r) for n, r in enumerate(history.reverts)}
+
+
+TABLE_DATA_PREFIX = "table-data-"
+
+
+def write_table_data(history: History, root: Path) -> str:
+    """Write the table's rows (:func:`table_data` and :func:`search_data`) as a script in
+    ``assets/`` for pages whose HTML holds only the first rows; returns its path relative to the
+    site. The name carries a digest of the content, so a browser never mixes a cached file with a
+    newer page; files of earlier builds are removed. The JSON is a string given to ``JSON.parse``
+    (quicker for the browser than a literal this size), escaped as :func:`json_for_script` does."""
+    payload = json_for_script({"table": table_data(history), "search": search_data(history)})
+    text = "window.revertbotTable = JSON.parse('" + payload.replace("\\", "\\\\").replace("'", "\\'") + "');\n"
+    name = f"{TABLE_DATA_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:12]}.js"
+    for stale in (root / "assets").glob(f"{TABLE_DATA_PREFIX}*.js"):
+        if stale.name != name:
+            stale.unlink()
+    (root / "assets" / name).write_text(text, encoding="utf-8")
+    return f"assets/{name}"
+
+
+def render_table(history: History, limit: int | None = None, data_src: str | None = None) -> str:
+    """The table of reverts (newest first). The HTML holds the first ``limit`` rows, readable
+    without JavaScript (all.html holds every row for readers without it). Every row is also given
+    to the script as compact columns, from which it shows, sorts and filters all of them a page at
+    a time: in the page, or, with ``data_src`` (:func:`write_table_data`), in a script it loads
+    after the page has been shown, so a large history paints as fast as a small one."""
     rows = history.reverts[:limit] if limit else history.reverts
     cut = len(history.reverts) - len(rows)
     relanded = relanded_shas(history)
     risk_rank = {"high": 3, "medium": 2, "low": 1}
     body = []
-    search: dict[str, str] = {}
     for n, r in enumerate(rows):
         row_id = f"row-{n}"
         ttr = time_to_revert(r)
@@ -596,44 +690,29 @@ def render_table(history: History, limit: int | None = None) -> str:
             f'<td data-value="{ttr if ttr is not None else -1}">{duration(ttr) if ttr is not None else "–"}</td>'
             "</tr>"
         )
-        hay = [
-            r.sha,
-            r.subject,
-            r.author,
-            r.kind,
-            r.purity,
-            risk,
-            r.gpu_status,
-            r.repo,
-            *modules,
-            *r.files[:SEARCH_FILES],
-            f"#{pr_of(r)}" if pr_of(r) else "",
-            reason_of(r),
-        ]
-        hay += [x for o in r.originals for x in (o.sha, o.subject, o.author)]
-        search[row_id] = " ".join(hay).lower()
     head = "".join(
         f'<th scope="col" data-key="{key}" data-type="{typ}" aria-sort="{"descending" if key == "date" else "none"}">'
         f'<span class="th-label">{esc(title)}</span></th>'
         for key, title, typ in COLUMNS
     )
-    authors = sorted({r.author for r in rows if r.author}, key=str.lower)
-    modules_all = sorted({m for r in rows for m in r.modules})
-    risks = [lv for lv in (*RISK_LEVELS, NOT_CHECKED) if any((r.risk_level or NOT_CHECKED) == lv for r in rows)]
-    found = {reason_of(r) for r in rows}
+    every = history.reverts  # the filters offer every value, not only those of the rows in the HTML
+    authors = sorted({r.author for r in every if r.author}, key=str.lower)
+    modules_all = sorted({m for r in every for m in r.modules})
+    risks = [lv for lv in (*RISK_LEVELS, NOT_CHECKED) if any((r.risk_level or NOT_CHECKED) == lv for r in every)]
+    found = {reason_of(r) for r in every}
     reasons = [c for c in REASONS if c in found]
     controls = "".join(
         [
             '<div class="control search"><label for="filter-q">search</label>'
             '<input type="search" id="filter-q" placeholder="subject, sha, author, file…" autocomplete="off"></div>',
-            f'<div class="control">{_options("filter-repo", "repository", sorted({r.repo for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-repo", "repository", sorted({r.repo for r in every}))}</div>',
             f'<div class="control">{_options("filter-reason", "reason", reasons)}</div>',
             f'<div class="control">{_options("filter-risk", "risk", risks)}</div>',
-            f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-purity", "purity", sorted({r.purity for r in every}))}</div>',
             f'<div class="control">{_options("filter-module", "module", modules_all)}</div>',
             f'<div class="control">{_options("filter-author", "author", authors)}</div>',
-            f'<div class="control">{_options("filter-gpu", "GPU", sorted({r.gpu_status for r in rows}))}</div>',
-            f'<div class="control">{_options("filter-kind", "kind", sorted({r.kind for r in rows}))}</div>',
+            f'<div class="control">{_options("filter-gpu", "GPU", sorted({r.gpu_status for r in every}))}</div>',
+            f'<div class="control">{_options("filter-kind", "kind", sorted({r.kind for r in every}))}</div>',
             '<div class="control"><label for="filter-from">from</label><input type="date" id="filter-from"></div>',
             '<div class="control"><label for="filter-to">to</label><input type="date" id="filter-to"></div>',
             '<div class="control"><button type="button" id="filter-reset">reset</button></div>',
@@ -646,16 +725,25 @@ def render_table(history: History, limit: int | None = None) -> str:
         else ""
     )
     title = "Newest reverts and relands" if cut else "All reverts and relands"
-    return f"""<section id="reverts-table"><h2>{title}</h2>{more}
+    src = f' data-rows-src="{esc(data_src)}"' if data_src else ""
+    data = (
+        ""
+        if data_src
+        else (
+            f'<script type="application/json" id="table-data">{json_for_script(table_data(history))}</script>\n'
+            f'<script type="application/json" id="search-data">{json_for_script(search_data(history))}</script>'
+        )
+    )
+    return f"""<section id="reverts-table"><h2 id="table-title">{title}</h2>{more}
 <form class="controls" id="table-controls" hidden role="search" aria-label="Filter the reverts">{controls}</form>
 <p class="status" id="table-status" aria-live="polite">{len(rows)} reverts and relands, newest first.</p>
-<div class="table-wrap"><table id="reverts" class="reverts">
+<div class="table-wrap"><table id="reverts" class="reverts"{src}>
 <caption>Every revert and reland in the history store</caption>
 <thead><tr>{head}</tr></thead>
 <tbody>
 {chr(10).join(body)}
 </tbody></table></div>
-<script type="application/json" id="search-data">{json_for_script(search)}</script>
+{data}
 </section>"""
 
 
@@ -974,10 +1062,16 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
     for stale in (root / "reverts").glob("*.html"):
         if stale.name not in written:
             stale.unlink()
-    (root / "index.html").write_text(render_index(history, generated_at, table_limit), encoding="utf-8")
+    # More rows than the overview's HTML holds: the script loads them all from one file, after the
+    # page is shown (both pages use it); otherwise they are in the page itself.
+    data_src = write_table_data(history, root) if len(history.reverts) > table_limit else None
+    if data_src is None:
+        for stale in (root / "assets").glob(f"{TABLE_DATA_PREFIX}*.js"):
+            stale.unlink()
+    (root / "index.html").write_text(render_index(history, generated_at, table_limit, data_src), encoding="utf-8")
     all_page = root / "all.html"
     if len(history.reverts) > table_limit:
-        body = f'<p class="crumbs"><a href="index.html">← overview</a></p>\n{render_table(history)}'
+        body = f'<p class="crumbs"><a href="index.html">← overview</a></p>\n{render_table(history, None, data_src)}'
         all_page.write_text(_page("revertbot — all reverts", body, "", f"{len(history.reverts)} reverts and relands"),
                             encoding="utf-8")  # fmt: skip
     else:
