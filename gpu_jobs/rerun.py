@@ -36,10 +36,12 @@ from typing import Any, Literal
 
 from .junit import REPEAT_ID, TestResult
 from .manifest import collect_manifest, hardware_line
+from .metrics import PROBE_ENV
 from .runner import (
     DEFAULT_GRACE_S,
     Progress,
     _plugin_path,
+    _read_probe,
     _read_tail,
     _results,
     check_isolation,
@@ -159,6 +161,8 @@ def rerun(
         if user is None:
             plugin_path = _plugin_path(tmp)
             run_env = dict(base_env)
+            if manifest:  # the suite's interpreter reports torch's facts: no extra interpreter for them
+                run_env[PROBE_ENV] = str(tmp / "probe.json")
             results_root: Path | None = None
         else:
             area = user.create_area()
@@ -204,7 +208,8 @@ def rerun(
         manifest_env = dict(base_env)
         if devices is not None:
             manifest_env["CUDA_VISIBLE_DEVICES"] = devices
-        facts = collect_manifest(python, manifest_env) if manifest else None
+        probe = _read_probe(tmp / "probe.json") if manifest and user is None else None
+        facts = collect_manifest(python, manifest_env, probe=probe) if manifest else None
     finally:
         try:
             if user is not None:

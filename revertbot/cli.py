@@ -347,7 +347,10 @@ def _speed_hints(repo: Path) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
-def demo(directory: str | None, fmt: str, lang: str) -> None:
+@click.option("--propose", is_flag=True,
+              help="Instead: the propose flow on the engine's bad day (main red, a culprit and a flaky test), "
+                   "tests run on this machine; with --dir the repository is kept there.")  # fmt: skip
+def demo(directory: str | None, fmt: str, lang: str, propose: bool) -> None:
     """Run the whole pipeline offline on a built-in miniature repository.
 
     The repository retells a real story in small: an inference engine whose CUDA-graph
@@ -356,6 +359,10 @@ def demo(directory: str | None, fmt: str, lang: str) -> None:
     revertbot then checks the revert, prints its report, records it in a history store and
     builds the maintainer dashboard from it.
     """
+    if propose:  # revertbot demo --propose: see docs/propose.md
+        from .propose.demo_flow import demo_propose_command
+
+        raise click.exceptions.Exit(demo_propose_command(Path(directory) if directory else None, fmt, lang))
     from .check import check_revert
     from .dashboard.build import build_from_db
     from .demo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
