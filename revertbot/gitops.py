@@ -895,6 +895,8 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     names = list(dict.fromkeys(names))
     if not names:
         return dict
+    # A partial clone: the type of a blob named by ``rev:path`` needs the blob, fetched in one batch.
+    prefetch_specs(repo, [n for n in names if ":" in n])
     begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in names).encode())
     return lambda: _object_types_of(names, begun)
 
@@ -975,6 +977,8 @@ def blobs(repo: Path, specs: Sequence[str], env: Mapping[str, str] | None = None
     answer onto the wrong file: such specs are read one at a time instead.
     """
     specs = list(dict.fromkeys(specs))
+    if env is None:
+        prefetch_specs(repo, specs)  # a partial clone: the missing ones in one fetch, not one each
     result: dict[str, bytes | None] = {}
     for spec in [s for s in specs if "\n" in s]:
         proc = run_bytes("cat-file", "blob", spec, cwd=repo, check=False, env=env)
@@ -1028,9 +1032,11 @@ def commit_patches(
     ``cat-file`` instead of aborting the text diff of all the others.
     """
     raws, errors = commit_raws(repo, commits, paths)
+    if promisor_remote(repo) is not None:
+        prefetch_blobs(repo, _raw_blob_ids(raws.values()))  # one fetch, not one per commit
     errors.update(unreadable_blobs(repo, raws))
     readable = [(sha, parent) for sha, parent in commits if sha not in errors]
-    patches, text_errors, truncated = commit_texts(repo, readable, paths, max_bytes)
+    patches, text_errors, truncated = _diff_batch(repo, list(dict.fromkeys(readable)), _PATCH_OPTS, paths, max_bytes)
     errors.update(text_errors)
     return patches, errors, truncated
 
@@ -1047,6 +1053,7 @@ def commit_texts(
     ``paths`` (literal) when given, and then its raw and numstat lines cover those paths only.
     Without ``line_counts`` there are no numstat lines: git diffs every file twice to print them."""
     opts = _PATCH_OPTS if line_counts else _TEXT_OPTS
+    prefetch_diff_blobs(repo, commits, paths)
     return _diff_batch(repo, list(dict.fromkeys(commits)), opts, paths, max_bytes)
 
 
@@ -1342,6 +1349,7 @@ def export_tree(repo: Path, tree: str, dest: Path) -> None:
     oid = object_names(repo, [tree])[0] if not HEX_RE.match(tree) else tree  # names are the repository's
     if oid is None:
         raise NotFoundError(f"unknown tree or commit: {tree!r}")
+    prefetch_tree_blobs(repo, oid)  # a partial clone: every file in one fetch (archive fetches one by one)
     with scratch_objects(repo) as env:
         # In a scratch repository: no filter, attribute or setting of the repository applies.
         scratch = _scratch_git_dir(repo, env)
@@ -1778,6 +1786,7 @@ def grep_fixed(
     minutes (300 names over flashinfer's C++ sources: 44 s, one alternation 0.3 s)."""
     if not patterns:
         return
+    prefetch_tree_blobs(repo, tree, pathspecs)  # a partial clone: one fetch, not one per file
     # An empty string is in every line, as ``-F -e ""`` would find it.
     alternation = "" if "" in patterns else "|".join(_ERE_SPECIAL.sub(r"\\\1", p) for p in patterns)
     args = ["grep", "-n", "--no-column", "-I", "--full-name", "-z", "--no-color", "-E",
@@ -1802,6 +1811,7 @@ def blob_sizes(repo: Path, specs: Sequence[str]) -> dict[str, int | None]:
     specs = [s for s in dict.fromkeys(specs) if "\n" not in s]
     if not specs:
         return {}
+    prefetch_specs(repo, specs)  # a partial clone: sizes need the blobs, fetched in one batch
     payload = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
     out = run_bytes("cat-file", "--batch-check", "--buffer", cwd=repo, input=payload).stdout.decode("utf-8", "replace")
     result: dict[str, int | None] = {}
@@ -1899,6 +1909,7 @@ def similarity_diffs(
     """Raw lines and diff text (no line counts) of many commits in one ``diff-tree --stdin``, for
     comparing changes by content (relands): what :func:`commit_texts` gives without the numstat,
     limited to ``paths`` (literal) when given, in a pass of its own beside a scan's purity texts."""
+    prefetch_diff_blobs(repo, commits, paths)
     return _diff_batch(repo, list(dict.fromkeys(commits)), _TEXT_OPTS, paths, max_bytes)
 
 
@@ -1910,3 +1921,135 @@ def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
         raise UsageError(f"{good} is not an ancestor of {bad}: not a range of the default branch",
                          hint="give the last green commit first: GOOD..BAD")  # fmt: skip
     return run("rev-list", "--first-parent", "--reverse", f"{good_sha}..{bad_sha}", "--", cwd=repo).split()
+
+
+# --------------------------------------------------------------------------- partial clones: blobs fetched in batches
+#
+# In a partial clone (``--filter=blob:none``) git fetches a missing blob when a command reads it:
+# ``cat-file --batch`` and ``grep`` one object per fetch (grep over a tree of 20,000 files: 20,000
+# fetches), ``diff-tree --stdin -p`` one fetch per commit. The readers below ask first for what
+# they will read, and the missing blobs come in one fetch. They go to the store of kept objects
+# (see merge_trees), read by every later command and removed at the end: nothing is written into
+# the repository's own object store (trust rule 8), as for a merge's objects.
+
+#: Object ids asked for in one fetch at most (they go through stdin; a batch this size is one request).
+PREFETCH_BATCH = 20_000
+
+
+def promisor_remote(repo: Path) -> str | None:
+    """The remote that objects missing here are fetched from (None: not a partial clone). Read
+    with the repository's other remote settings, once per repository."""
+    promisor = _repo_settings(repo).promisor
+    named = [value for key, value in promisor if key == "extensions.partialclone"]
+    if named:
+        return named[-1]
+    flagged = [key[len("remote.") : -len(".promisor")] for key, value in promisor
+               if key.startswith("remote.") and key.endswith(".promisor")
+               and value.lower() in ("true", "yes", "on", "1")]  # fmt: skip
+    return flagged[-1] if flagged else None
+
+
+def missing_objects(repo: Path, oids: Iterable[str]) -> list[str]:
+    """The ``oids`` that are not in the object store (kept merge results count as in it), found
+    without fetching anything: the ids are listed in a tree written to a scratch store, and
+    ``rev-list --missing=print`` (which never fetches) walks it."""
+    wanted = [oid for oid in dict.fromkeys(oids) if HEX_RE.match(oid) and oid.strip("0")]
+    if not wanted:
+        return []
+    with scratch_objects(repo) as env:
+        listing = "".join(f"100644 blob {oid}\t{n}\n" for n, oid in enumerate(wanted))
+        tree = run("mktree", "--missing", cwd=repo, input=listing, env=env).strip()
+        out = run("rev-list", "--objects", "--missing=print", tree, cwd=repo, env=env)
+    missing = {line[1:].strip() for line in out.splitlines() if line.startswith("?")}
+    return [oid for oid in wanted if oid in missing]
+
+
+def prefetch_blobs(repo: Path, oids: Iterable[str]) -> int:
+    """Fetch, in one request per :data:`PREFETCH_BATCH` ids, the blobs among ``oids`` that a
+    partial clone lacks; returns how many were asked for (0 outside a partial clone, or when none
+    is missing). A failed fetch is not an error here: the reader that needs the blob then fails
+    on it and says what is missing, as without the prefetch."""
+    remote = promisor_remote(repo)
+    if remote is None:
+        return 0
+    missing = missing_objects(repo, oids)
+    if not missing:
+        return 0
+    own = _alt_path(_git_path(repo, "objects"))
+    env = _scratch_git_dir(repo, {"GIT_OBJECT_DIRECTORY": _kept_store(repo), "GIT_ALTERNATE_OBJECT_DIRECTORIES": own})
+    for start in range(0, len(missing), PREFETCH_BATCH):
+        batch = missing[start : start + PREFETCH_BATCH]
+        # As git's own lazy fetch: no negotiation (what is reachable here may still lack its
+        # blobs), no tags, no FETCH_HEAD, no submodules; the ids on stdin, never on the command line.
+        run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+            "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance", "--filter=blob:none", "--stdin",
+            "--", remote, cwd=repo, input="".join(f"{oid}\n" for oid in batch), env=env, check=False)  # fmt: skip
+    return len(missing)
+
+
+def _raw_blob_ids(raws: Iterable[str]) -> list[str]:
+    """Blob ids named by ``--raw`` lines (both sides; no gitlink, no deleted side)."""
+    found: list[str] = []
+    for raw in raws:
+        for line in raw.split("\n"):
+            if not line.startswith(":"):
+                continue
+            fields = line[1:].partition("\t")[0].split()
+            if len(fields) < 4:
+                continue
+            found += [oid for mode, oid in ((fields[0], fields[2]), (fields[1], fields[3]))
+                      if mode not in (ZERO_MODE, GITLINK_MODE) and oid.strip("0")]  # fmt: skip
+    return found
+
+
+def prefetch_diff_blobs(repo: Path, commits: Sequence[tuple[str, str | None]], paths: Sequence[str] = ()) -> int:
+    """:func:`prefetch_blobs` for the blobs the text diffs of ``commits`` (against the given
+    parents, limited to ``paths``) read; one raw diff (trees only) names them."""
+    if promisor_remote(repo) is None or not commits:
+        return 0
+    raws, _errors = commit_raws(repo, commits, paths)
+    return prefetch_blobs(repo, _raw_blob_ids(raws.values()))
+
+
+def prefetch_tree_blobs(repo: Path, tree: str, pathspecs: Sequence[str] = ()) -> int:
+    """:func:`prefetch_blobs` for every blob of ``tree`` (a tree or commit) that ``pathspecs``
+    select, with git's own pathspec rules (a diff of ``tree`` against the empty tree names them)."""
+    if promisor_remote(repo) is None:
+        return 0
+    out = run_bytes("diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", "--ignore-submodules=none",
+                    EMPTY_TREE, tree, "--", *pathspecs, cwd=repo, check=False).stdout  # fmt: skip
+    oids = []
+    for item in out.split(b"\0"):
+        if item.startswith(b":"):
+            fields = item[1:].split()
+            if len(fields) >= 4 and fields[1].decode() not in (ZERO_MODE, GITLINK_MODE):
+                oids.append(fields[3].decode())
+    return prefetch_blobs(repo, oids)
+
+
+def prefetch_specs(repo: Path, specs: Sequence[str]) -> int:
+    """:func:`prefetch_blobs` for ``rev:path`` or object id specs. Named without reading a blob
+    (``cat-file --batch-check`` would fetch each missing one to name it): ``ls-tree`` of each
+    rev, trees only."""
+    if promisor_remote(repo) is None:
+        return 0
+    oids: list[str] = []
+    by_rev: dict[str, set[str]] = {}
+    for spec in specs:
+        rev, sep, path = spec.partition(":")
+        if not sep:
+            if HEX_RE.match(spec):
+                oids.append(spec)
+        elif rev and path and "\n" not in spec:
+            by_rev.setdefault(rev, set()).add(path)
+    for rev, paths in by_rev.items():
+        # Named paths only (literal), unless so many that listing the whole tree is shorter.
+        named = ["--", *sorted(paths)] if len(paths) <= 1000 else []
+        out = run_bytes("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", rev, *named, cwd=repo,
+                        check=False).stdout  # fmt: skip
+        for item in out.split(b"\0"):
+            meta, tab, name = item.partition(b"\t")
+            fields = meta.split()
+            if tab and len(fields) == 3 and fields[1] == b"blob" and name.decode("utf-8", "surrogateescape") in paths:
+                oids.append(fields[2].decode("ascii", "replace"))
+    return prefetch_blobs(repo, oids)

@@ -8,9 +8,10 @@ if (files.length === 0) {
   console.error("usage: node lint.mjs FILE...");
   process.exit(2);
 }
-const lint = await createLinter();
 const findings = [];
 for (const file of files) {
+  // A linter per file: the WebAssembly build, reused for a second file, can trap ("unreachable").
+  const lint = await createLinter();
   for (const r of lint(readFileSync(file, "utf8"), file)) {
     findings.push({ file, line: r.line, column: r.column, kind: r.kind, message: r.message });
   }

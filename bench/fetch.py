@@ -1,0 +1,283 @@
+"""Benchmark: what the analyze job fetches, and how long a check takes, on a synthetic PyTorch.
+
+    python -m bench.fetch                                   # 100,000 commits, 3,000 reverts, 50 release branches
+    python -m bench.fetch --commits 2000 --reverts 60 --branches 5 --files 2000 --samples 20
+    python -m bench.fetch --cache DIR --work DIR            # where the repository is kept / the clones go
+
+The repository comes from :func:`bench.synth_pytorch.cached_pytorch` (built once per parameters
+and seed, then reused), served by a bare "origin" over ``file://`` (git's own transport: the same
+packs a server sends). Every figure is measured in this run, on this machine:
+
+* **bytes**: the packs git receives, counted by git itself (``GIT_TRACE_PACKFILE``): a full clone
+  (what ``actions/checkout`` with ``fetch-depth: 0`` fetches) against the analyze job's partial
+  clone (``filter: blob:none``, all branches, a sparse checkout of ``.revertbot.yml`` only) plus
+  every blob that ``revertbot check`` then fetches for one revert;
+* **event to report**: that fetch plus ``revertbot check`` of the newest revert (the CLI, start-up
+  included), and the check's git processes that fetched (``GIT_TRACE2_EVENT``);
+* **check p95**: ``revertbot check`` (the CLI) of ``--samples`` reverts of the history (half of
+  them with an original on a release branch), on the full clone; the slowest is then run in
+  process with per-stage times (where the time goes); each verdict is compared with the truth
+  (linked originals, purity, and the release branches carrying the original);
+* **scan**: ``revertbot scan`` of ``main`` against ``git log`` piped, and its accuracy on the truth
+  (as ``bench/scan.py``).
+
+Goals (printed with each figure, the run fails when one is missed and ``--strict`` is given):
+bytes at most 10 % of the full clone, event to report at most 60 s, check p95 at most 1 s,
+scan at most 5x ``git log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.scan import accuracy, bench_env, revertbot_command, timed
+from bench.synth_pytorch import cached_pytorch
+
+GOALS = {"bytes": 0.10, "event": 60.0, "p95": 1.0, "scan": 5.0}
+
+
+def _git(*args: str, cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def clone(origin: Path, dest: Path, env: dict[str, str], partial: bool) -> tuple[float, int]:
+    """Clone ``origin`` as the analyze job's checkout would: seconds taken and pack bytes received
+    (the trace file, which the check's own fetches append to later)."""
+    trace = dest.with_name(dest.name + ".packs")
+    trace.unlink(missing_ok=True)
+    traced = {**env, "GIT_TRACE_PACKFILE": str(trace)}
+    start = time.perf_counter()
+    args = ["clone", "-q", "--no-checkout", *(["--filter=blob:none"] if partial else []), f"file://{origin}", str(dest)]
+    _git(*args, cwd=dest.parent, env=traced)
+    if partial:
+        # actions/checkout with sparse-checkout: .revertbot.yml (no cone): the one file read from the tree.
+        _git("sparse-checkout", "set", "--no-cone", "/.revertbot.yml", cwd=dest, env=traced)
+    _git("checkout", "-q", "main", cwd=dest, env=traced)
+    return time.perf_counter() - start, trace.stat().st_size if trace.exists() else 0
+
+
+def check_cli(repo: Path, sha: str, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    cmd = [*revertbot_command(), "check", "--repo", str(repo), sha, "--base", "refs/heads/main", "--format", "json"]
+    seconds, out = timed(cmd, repo, env)
+    return seconds, json.loads(out)
+
+
+def fetching_processes(trace: Path) -> int:
+    """git processes in a GIT_TRACE2_EVENT file that fetched (a lazy fetch or a prefetch)."""
+    count = 0
+    if trace.exists():
+        for line in trace.read_text(errors="replace").splitlines():
+            event = json.loads(line)
+            if event.get("event") == "start" and _subcommand(event.get("argv", [])) == "fetch":
+                count += 1
+    return count
+
+
+def _subcommand(argv: list[str]) -> str:
+    """The git command of an argv (after ``-c key=value`` options)."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "-c" else 1
+    return argv[i] if i < len(argv) else ""
+
+
+def release_truth(truth: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Original sha -> (release branch, its pick) for every cherry-pick of the history."""
+    picked: dict[str, list[tuple[str, str]]] = {}
+    for branch, info in truth["release_branches"].items():
+        for pick in info["picks"]:
+            picked.setdefault(pick["of"], []).append((branch, pick["sha"]))
+    return picked
+
+
+def verdict_misses(sha: str, want: dict[str, Any], report: dict[str, Any], picked: dict[str, list[tuple[str, str]]]
+                   ) -> list[str]:  # fmt: skip
+    """What the check says differently from the truth: originals, purity, release branches."""
+    misses = []
+    if sorted(report["originals"]) != sorted(want["originals"]):
+        misses.append(f"{sha[:10]} [{want['shape']}] originals {[s[:10] for s in report['originals']]}, "
+                      f"expected {[s[:10] for s in want['originals']]}")  # fmt: skip
+    elif report["purity"] != want["purity"]:
+        misses.append(f"{sha[:10]} [{want['shape']}] purity {report['purity']}, expected {want['purity']}")
+    found = {(b["branch"].rsplit("/", 2)[-2] + "/" + b["branch"].rsplit("/", 1)[-1], b["original_pick"])
+             for b in report.get("backports", [])}  # fmt: skip
+    for original in want["originals"]:
+        for branch, pick in picked.get(original, []):
+            if (branch, pick) not in found:
+                misses.append(f"{sha[:10]} [{want['shape']}] pick {pick[:10]} of {original[:10]} on {branch} "
+                              "not reported")  # fmt: skip
+    return misses
+
+
+def sample_reverts(truth: dict[str, Any], n: int, seed: int) -> list[str]:
+    """``n`` reverts: half (as far as there are) whose original was cherry-picked to a release branch."""
+    rng = random.Random(seed)
+    picked = release_truth(truth)
+    reverts = sorted(truth["reverts"])
+    with_picks = [s for s in reverts if any(o in picked for o in truth["reverts"][s]["originals"])]
+    chosen = rng.sample(with_picks, min(len(with_picks), n // 2))
+    rest = [s for s in reverts if s not in set(chosen)]
+    chosen += rng.sample(rest, min(len(rest), n - len(chosen)))
+    return chosen
+
+
+def _verdict(name: str, ok: bool) -> str:
+    return f"{name}: {'met' if ok else 'NOT MET'}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.fetch", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--commits", type=int, default=100_000)
+    parser.add_argument("--reverts", type=int, default=3_000)
+    parser.add_argument("--branches", type=int, default=50)
+    parser.add_argument("--picks", type=int, default=20)
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--samples", type=int, default=200, help="reverts checked for the p95 (default 200)")
+    parser.add_argument("--scan-runs", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=None, help="where built repositories are kept")
+    parser.add_argument("--work", type=Path, default=None, help="where the clones go (default: a temporary directory)")
+    parser.add_argument("--show", type=int, default=10, help="verdict mismatches to list")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    args = parser.parse_args(argv)
+    env = bench_env()
+    start = time.perf_counter()
+    truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts, branches=args.branches,
+                           picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
+    origin = Path(truth["path"])
+    picks = sum(len(b["picks"]) for b in truth["release_branches"].values())
+    how = "reused from the cache" if truth["cached"] else f"built in {time.perf_counter() - start:.0f}s"
+    print(f"synthetic PyTorch: {truth['commits']} commits, {len(truth['reverts'])} reverts, "
+          f"{len(truth['release_branches'])} release branches with {picks} cherry-picks, {truth['files']} files "
+          f"to start with; {how}")  # fmt: skip
+    if not truth["cached"]:
+        print("  build steps: " + ", ".join(f"{k} {v}s" for k, v in truth["seconds"].items()))
+    work = args.work or Path(tempfile.mkdtemp(prefix="revertbot-fetch-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, bool] = {}
+    try:
+        full, part = work / "full", work / "partial"
+        for d in (full, part):
+            shutil.rmtree(d, ignore_errors=True)
+        full_s, full_bytes = clone(origin, full, env, partial=False)
+        part_s, part_bytes = clone(origin, part, env, partial=True)
+        # The PR: the newest revert of the history, checked as the analyze job would.
+        newest = list(truth["reverts"])[-1]  # the truth lists them oldest first
+        trace2 = work / "check.trace2"
+        trace2.unlink(missing_ok=True)
+        check_env = {**env, "GIT_TRACE_PACKFILE": str(part.with_name(part.name + ".packs")),
+                     "GIT_TRACE2_EVENT": str(trace2)}  # fmt: skip
+        check_s, part_report = check_cli(part, newest, check_env)
+        analyze_bytes = (part.with_name(part.name + ".packs")).stat().st_size
+        _, full_report = check_cli(full, newest, env)
+        same = all(part_report[k] == full_report[k] for k in ("purity", "originals", "backports", "risk"))
+        mib = 1 << 20
+        ratio = analyze_bytes / full_bytes
+        results["bytes"] = ratio <= GOALS["bytes"]
+        print(f"full clone (fetch-depth: 0): {full_bytes / mib:.1f} MiB in {full_s:.1f}s")
+        print(f"analyze job (blob:none, sparse): clone {part_bytes / mib:.1f} MiB in {part_s:.1f}s, then the check "
+              f"fetched {(analyze_bytes - part_bytes) / mib:.2f} MiB in {fetching_processes(trace2)} git fetch "
+              f"processes; {analyze_bytes / mib:.1f} MiB in all = {ratio:.1%} of the full clone "
+              f"(goal <= {GOALS['bytes']:.0%}) -> {_verdict('bytes', results['bytes'])}")  # fmt: skip
+        event = part_s + check_s
+        results["event"] = event <= GOALS["event"]
+        print(f"event to report: fetch {part_s:.1f}s + check {check_s:.1f}s = {event:.1f}s (goal <= "
+              f"{GOALS['event']:.0f}s) -> {_verdict('event to report', results['event'])}; the partial clone's "
+              f"verdict {'equals' if same else 'DIFFERS FROM'} the full clone's ({part_report['purity']}, "
+              f"risk {part_report['risk']['level']})")  # fmt: skip
+        results["same verdict"] = same
+
+        picked = release_truth(truth)
+        shas = sample_reverts(truth, args.samples, args.seed)
+        walls: list[tuple[float, str]] = []
+        misses: list[str] = []
+        failed: list[str] = []
+        for n, sha in enumerate(shas, 1):
+            try:
+                seconds, report = check_cli(full, sha, env)
+            except SystemExit as exc:
+                failed.append(f"{sha[:10]}: {str(exc)[-300:]}")
+                continue
+            walls.append((seconds, sha))
+            misses += verdict_misses(sha, truth["reverts"][sha], report, picked)
+            print(f"\r{n}/{len(shas)} checked", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        times = sorted(t for t, _ in walls)
+        p95 = times[min(len(times) - 1, max(0, round(0.95 * len(times)) - 1))] if times else float("nan")
+        results["p95"] = bool(times) and p95 <= GOALS["p95"]
+        print(f"check of {len(walls)} reverts (CLI, full clone): median {statistics.median(times):.2f}s, "
+              f"p95 {p95:.2f}s, slowest {times[-1]:.2f}s (goal p95 <= {GOALS['p95']:.0f}s) -> "
+              f"{_verdict('check p95', results['p95'])}")  # fmt: skip
+        with_picks = sum(1 for s in shas if any(o in picked for o in truth["reverts"][s]["originals"]))
+        print(f"verdicts on the truth: {len(walls) - len({m.split()[0] for m in misses})} of {len(walls)} right "
+              f"(originals, purity, release branches; {with_picks} with a cherry-picked original), "
+              f"{len(failed)} failed")  # fmt: skip
+        for line in [*failed, *misses][: args.show]:
+            print(f"  {line}")
+        if walls:
+            _where_the_time_goes(full, max(walls)[1])
+
+        log_cmd = ["git", "log", "--format=%H%x00%B", "refs/heads/main"]
+        scan_cmd = [*revertbot_command(), "scan", "--repo", str(full), "--ref", "refs/heads/main", "--format", "json"]
+        timed(log_cmd, full, env)
+        log_runs, scan_runs, out = [], [], b""
+        for _ in range(args.scan_runs):
+            log_runs.append(timed(log_cmd, full, env)[0])
+            seconds, out = timed(scan_cmd, full, env)
+            scan_runs.append(seconds)
+        scan_ratio = statistics.median(scan_runs) / statistics.median(log_runs)
+        results["scan"] = scan_ratio <= GOALS["scan"]
+        acc = accuracy(truth, json.loads(out))
+        print(f"scan {statistics.median(scan_runs):.2f}s vs git log {statistics.median(log_runs):.2f}s: "
+              f"{scan_ratio:.1f}x (goal <= {GOALS['scan']:.0f}x) -> {_verdict('scan', results['scan'])}; found "
+              f"{acc['found']:.1%}, linked {acc['linked']:.1%}, purity {acc['purity']:.1%}, false positives "
+              f"{acc['false_positives']}")  # fmt: skip
+        for line in acc["misses"][: args.show]:
+            print(f"  {line}")
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    missed = [k for k, ok in results.items() if not ok]
+    print("goals missed: " + (", ".join(missed) if missed else "none"))
+    return 1 if args.strict and missed else 0
+
+
+def _where_the_time_goes(repo: Path, sha: str) -> None:
+    """Per-stage times of one check, in process (see bench/check.py)."""
+    from bench.check import _instrumented
+    from revertbot.check import check_revert
+
+    saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")}
+    os.environ.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})  # as bench_env()
+    try:
+        with _instrumented() as (times, processes):
+            start = time.perf_counter()
+            check_revert(repo, sha, base_ref="refs/heads/main")
+            total = time.perf_counter() - start
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    print(f"slowest check, {sha[:10]}, in process: {total:.2f}s, {processes[0]} git processes; by stage:")
+    for label, seconds in sorted(times.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {label}: {seconds:.2f}s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
