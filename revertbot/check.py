@@ -4,12 +4,13 @@ drift, backports and risk, as one :class:`RevertReport`."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from . import gitops
+from . import gitops, history_cache
 from .analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
 from .analysis.dependents import search_dependents, string_lookups
 from .analysis.dependents_cpp import search_cpp_dependents
@@ -27,7 +28,7 @@ from .analysis.symbols_cpp import (
     is_cpp_path,
     too_large_note,
 )
-from .backport_evidence import confirm_title_matches, relink_branch_copies
+from .backport_evidence import MAX_COPY_SEARCH, confirm_title_matches, relink_branch_copies
 from .config import Config, categorize, load_config_file, module_for
 from .critical_stage import critical_first, with_repository_rules
 from .detect import index_message, link_reverts, parse_message
@@ -52,8 +53,8 @@ from .public_api_stage import public_api_stage
 from .purity import Side, Vector, hunks, patch_stats, raw_entries, strip_raw
 from .reason import classify_revert, linked_issues
 from .reland import reland_risk
-from .reland_content import revert_fingerprint
-from .reland_stage import content_story, find_reland_by_patch, reland_stage
+from .reland_content import WINDOW_DAYS, revert_fingerprint
+from .reland_stage import RELAND_SCAN_COMMITS, content_story, find_reland_by_patch, reland_stage
 from .releases import find_releases, with_branches
 from .scan import _choose_by_diff as choose_by_diff, cut_by_shallow_history, github_slug
 from .scope_stage import scope_stage
@@ -67,14 +68,14 @@ def commit_ref(c: Commit) -> CommitRef:
 
 
 def find_links(root: Path, commits: Sequence[Commit], in_scope: Collection[str], ref_name: str,
-               slug: str | None) -> list[Link]:  # fmt: skip
+               slug: str | None, is_ancestor: Callable[[str, str], bool] | None = None) -> list[Link]:  # fmt: skip
     """What the check decides from messages: the links of the commits in ``in_scope`` among
     ``commits`` (the history, newest first). A link depends on the history, not on which other
     commits are in scope: ``bench/agree.py`` asks for every commit at once and compares with the scan.
     As the scan does, a reference that several commits match equally is settled by their diffs
     (the one commit whose change this one exactly inverts or redoes)."""
     links = link_reverts(commits, ref_name=ref_name, lookup_objects=lambda names: gitops.object_types(root, names),
-                         select=lambda c: c.sha in in_scope, repo_slug=slug)  # fmt: skip
+                         select=lambda c: c.sha in in_scope, repo_slug=slug, is_ancestor=is_ancestor)  # fmt: skip
     if not any(link.candidates for link in links):
         return links
     parent = {c.sha: (c.parents or (None,))[0] for c in commits}
@@ -121,18 +122,33 @@ def check_revert(
     head_ref, base_sha = gitops.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
         base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
-    merged = gitops.is_ancestor(root, head_sha, base_sha)
+    # Only what linking and the story need is read, through the repository's history index (see
+    # history_cache); it also says whether the revert is merged, without a walk of the history.
+    base_index = _history_index(root, base_sha, started)
+    if base_index is not None:
+        merged = base_index.position(head_sha) is not None
+        if started is not None:
+            started.close()  # the whole read begun earlier is not needed: stop it
+    else:
+        merged = gitops.is_ancestor(root, head_sha, base_sha)
     # A merged revert is read in the base's history, so that later relands of it are seen too.
-    commits = gitops.log(root, base_sha if merged else head_sha, keep=index_message, started=started)
-    by_sha = {c.sha: c for c in commits}
-    head = by_sha[head_sha]
+    history_tip = base_sha if merged else head_sha
     since_sha = gitops.resolve_commit(root, since) if since else None
     scope = [c.sha for c in gitops.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     in_scope = set(scope)
+    tip_index = base_index if merged or base_index is None else _history_index(root, head_sha, None)
+    targeted = _targeted_history(root, tip_index, head_sha, scope, override)
+    if targeted is not None:
+        commits = targeted.commits()
+    else:
+        commits = gitops.log(root, history_tip, keep=index_message, started=started)
+    by_sha = {c.sha: c for c in commits}
+    head = by_sha[head_sha]
 
     # "Reverts owner/name#N" names this repository's PR only when the names agree.
     slug = repo_name if repo_name and repo_name.count("/") == 1 else github_slug(root)
-    links = find_links(root, commits, in_scope, revert_ref, slug)
+    ancestry = _git_ancestry(root) if targeted is not None else None
+    links = find_links(root, commits, in_scope, revert_ref, slug, ancestry)
     if override is not None and override.kind == "link":
         # A maintainer named the original (/revertbot link, check --original): it wins over detection.
         if override.original not in by_sha:
@@ -141,11 +157,18 @@ def check_revert(
         links = [Link(head_sha, head.subject, "revert", (override.original,), ("override",))]
     if not links and message:
         # A hand-made revert PR: its commits say nothing, its title and body do.
+        if targeted is not None:  # the index knows the commit's own message: the whole history then
+            targeted, ancestry = None, None
+            commits = gitops.log(root, history_tip, keep=index_message, started=started)
+            by_sha = {c.sha: c for c in commits}
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
-        links = find_links(root, commits, {head_sha}, revert_ref, slug)
+        links = find_links(root, commits, {head_sha}, revert_ref, slug, ancestry)
     if not links and detect_relands:
         # Nothing says reland, but the change may redo a reverted original: compare the diffs.
+        if targeted is not None:  # of the reverts among the commits before it
+            commits = _widened(targeted, head_sha, RELAND_SCAN_COMMITS)
+            by_sha = {c.sha: c for c in commits}
         found = find_reland_by_patch(root, commits, head_sha, since_sha or (head.parents or (None,))[0])
         links = [found] if found else []
     if not links:
@@ -155,8 +178,14 @@ def check_revert(
         )
     link = _whole_change(links, head_sha, by_sha)
     # A revert picked onto a release branch names the main line's original: the branch's own copy.
+    if targeted is not None and any(u.reason.startswith("on another branch") for u in link.unresolved):
+        commits = _widened(targeted, link.revert, MAX_COPY_SEARCH)  # the copy is among the commits before it
+        by_sha = {c.sha: c for c in commits}
     link = relink_branch_copies(root, link, commits)
     # Relands that say nothing, found by their diff: a later one of this revert, an earlier one of its original.
+    if targeted is not None and link.direction == 1:  # the reverts in the days before each original too
+        commits = targeted.with_reverts_before(link.originals, int(WINDOW_DAYS * 86400))
+        by_sha = {c.sha: c for c in commits}
     link, content_relands = content_story(root, commits, link, merged)
     revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
@@ -167,7 +196,8 @@ def check_revert(
     # lock the symbols' parsing needs).
     backports_job = Beside(
         find_backports, root, originals, revert, base_sha,
-        lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits,
+        # Part of the history does not tell which branches leave it where: git answers then.
+        lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits if targeted is None else (),
     )  # fmt: skip
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
@@ -344,6 +374,52 @@ def check_revert(
         fingerprint=revert_fingerprint(patches.get(head_sha, "")) if link.direction == 1 and link.kind != "reland"
         else None,
     )
+
+
+def _history_index(root: Path, tip: str, started: gitops.StartedLog | None) -> history_cache.HistoryIndex | None:
+    """The history index of ``tip`` (see :mod:`history_cache`), or None where the whole history is
+    read: a shallow clone, or when the environment asks for it (``REVERTBOT_FULL_HISTORY=1``, to
+    compare with the whole read)."""
+    if os.environ.get(history_cache.FULL_HISTORY_ENV) == "1" or gitops.shallow_commits(root):
+        return None
+    return history_cache.history_index(root, tip, started)
+
+
+def _targeted_history(root: Path, idx: history_cache.HistoryIndex | None, head_sha: str, scope: Sequence[str],
+                      override: Override | None) -> history_cache.PartialHistory | None:  # fmt: skip
+    """The part of ``idx``'s history that one check of ``head_sha`` reads (see
+    :func:`history_cache.linking_history`), or None where the whole history is read: no index, or
+    a hand-named original not written as a full sha."""
+    if idx is None:
+        return None
+    extra = list(scope)
+    if override is not None and override.kind == "link":
+        if not gitops.HEX_RE.fullmatch(override.original) or len(override.original) != len(head_sha):
+            return None
+        extra.append(override.original)
+    pos = idx.position(head_sha)
+    if pos is None:
+        return None
+    # Besides what linking needs: the relands by content in the days after the change.
+    return history_cache.linking_history(root, idx, pos, int(WINDOW_DAYS * 86400), extra)
+
+
+def _widened(part: history_cache.PartialHistory, sha: str, before: int) -> list[Commit]:
+    """The commits of ``part`` with the ``before`` commits of the history that come before ``sha``."""
+    pos = part.idx.position(sha)
+    return part.commits() if pos is None else part.widen(pos, pos + before + 1)
+
+
+def _git_ancestry(root: Path) -> Callable[[str, str], bool]:
+    """Whether ``a`` is in ``b``'s history (not ``b`` itself), asked of git: part of the history is at hand."""
+
+    def ancestry(a: str, b: str) -> bool:
+        try:
+            return a.lower() != b.lower() and gitops.is_ancestor(root, a, b)
+        except GitError:
+            return False
+
+    return ancestry
 
 
 def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Commit]) -> Link:

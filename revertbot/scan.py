@@ -26,7 +26,7 @@ from .detect import (
     might_be_revert,
     parse_message,
 )
-from .errors import NotFoundError, UsageError
+from .errors import GitError, NotFoundError, UsageError
 from .models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from .proof import mainline_parents, prove
 from .purity import (
@@ -151,82 +151,129 @@ def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
     the whole history, the count of all commits, and what answers whether one of them is in the
     history of another (None: the commits are the whole history, whose parents answer it).
 
-    Every ref's history can be long (101,343 commits on executorch), and a commit object with its
-    message and index entries is about 1 KB. One read keeps, of each commit, its sha and parents
-    (binary) and 32-bit hashes of its :func:`detect.lookup_keys`, and whole only the revert-like
-    commits. The order linking needs (git's, made topological where a clock ran ahead) is then
-    worked out from the parents, and the commits whose keys the reverts' messages want (see
-    :class:`detect.NamedCommits`) are read again by sha in one process. A hash that collides only
-    keeps a commit that is not needed, which changes nothing."""
+    Every ref's history can be long (101,343 commits on executorch; a commit object with its
+    message and index entries is about 1 KB), so it is read twice as git writes it, and what is
+    kept does not grow with it (see :class:`StreamedHistory`): the first read keeps the revert-like
+    commits whole and learns the keys their messages want (see :class:`detect.NamedCommits`); the
+    second keeps the commits with one of those keys, at the place linking gives them. Whether one
+    commit is in the history of another is asked of git (only squashed reverts ask)."""
 
     def whole_history() -> tuple[list[Commit], int, None]:
         commits = gitops.log(root, "--all", keep=index_message)
         return commits, len(commits), None
 
-    shas = bytearray()  # _SHA_BYTES per commit
-    parents = bytearray()  # _SHA_BYTES per parent
-    parent_end = array("I")
-    key_hashes = array("I")
-    key_end = array("I")
-    named = NamedCommits()
-    reverts: dict[int, Commit] = {}
-    for i, c in enumerate(gitops.iter_log(root, "--all", keep=index_message)):
+    streamed = StreamedHistory()
+    for c in gitops.iter_log(root, "--all", keep=index_message):
         if len(c.sha) != 2 * _SHA_BYTES:
             return whole_history()
-        shas += bytes.fromhex(c.sha)
-        for p in c.parents:
-            parents += bytes.fromhex(p)
-        parent_end.append(len(parents) // _SHA_BYTES)
-        key_hashes.extend([hash(k) & 0xFFFFFFFF for k in lookup_keys(c)])
-        key_end.append(len(key_hashes))
-        if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
-            named.want(pm)
-            reverts[i] = c
-    count = len(parent_end)
-    if not named.exact:
+        streamed.first_pass(c)
+    if not streamed.named.exact:
         return whole_history()
-
-    def sha_at(i: int) -> bytes:
-        return bytes(shas[i * _SHA_BYTES : (i + 1) * _SHA_BYTES])
-
-    parent_index = _parent_indices(shas, parents, parent_end)
-    del parents
-    if parent_index is None:
+    kept = streamed.second_pass(gitops.iter_log(root, "--all", keep=index_message))
+    if kept is None:  # the refs moved between the reads
         return whole_history()
-    starts = array("I", [0]) + parent_end[:-1]  # where each commit's parents begin in parent_index
-    position = _topological_positions(parent_index, starts, parent_end)
-    wanted = {hash(k) & 0xFFFFFFFF for k in named.wanted}
-    start = 0
-    others: list[int] = []
-    for i, end in enumerate(key_end):
-        if i not in reverts and any(key_hashes[k] in wanted for k in range(start, end)):
-            others.append(i)
-        start = end
-    read = gitops.commits_of(root, [sha_at(i).hex() for i in others], keep=index_message)
-    if [c.sha for c in read] != [sha_at(i).hex() for i in others]:
-        return whole_history()  # cannot happen: shas name objects
-    kept = sorted([*zip(others, read, strict=True), *reverts.items()], key=lambda ic: position[ic[0]])
-    where = {c.sha: i for i, c in kept}
 
     def ancestry(a: str, b: str) -> bool:
-        """Whether ``a`` is in ``b``'s history, walked on the parents as :func:`detect._is_ancestor`
-        does (positions are topological: nothing older than ``a`` needs a visit)."""
-        target, head = where.get(a.lower()), where.get(b.lower())
-        if target is None or head is None or position[target] <= position[head]:
+        try:
+            return a.lower() != b.lower() and gitops.is_ancestor(root, a, b)
+        except GitError:
             return False
-        limit = position[target]
-        seen, todo = {head}, [head]
-        while todo:
-            i = todo.pop()
-            for j in parent_index[starts[i] : parent_end[i]]:
-                if j == target:
-                    return True
-                if j >= 0 and position[j] < limit and j not in seen:
-                    seen.add(j)
-                    todo.append(j)
-        return False
 
-    return [c for _, c in kept], count, ancestry
+    return kept, streamed.count, ancestry
+
+
+class StreamedHistory:
+    """What :func:`named_history` keeps of two reads of a history (git's order, the same twice).
+
+    First read (:meth:`first_pass`, one commit at a time): the revert-like commits, the keys they
+    want, and the commits a parent of which git may have listed before it (a clock that ran
+    ahead), found with a Bloom filter of the shas seen (a fixed :data:`BLOOM_BITS` bits: a false
+    hit only costs one entry). Second read (:meth:`second_pass`): the commits with a wanted key,
+    and the position of each kept commit in the order :func:`detect._topological` gives the whole
+    history (git's own where no parent comes before a child), worked out as the commits come: only
+    the commits waiting for a child and the parents not reached yet are held (the width of the
+    history, not its length)."""
+
+    BLOOM_BITS = 1 << 25  # 4 MiB: a false hit in about 1 of 500 lookups at a million commits
+
+    def __init__(self) -> None:
+        self.named = NamedCommits()
+        self.reverts: dict[int, Commit] = {}
+        self.count = 0
+        self._bloom = bytearray(self.BLOOM_BITS // 8)
+        self.late: dict[str, list[int]] = {}  # parent -> indices of children git may list after it
+
+    def _bits(self, sha: str) -> list[int]:
+        return [int(sha[k : k + 8], 16) & (self.BLOOM_BITS - 1) for k in (0, 8, 16, 24)]
+
+    def first_pass(self, c: Commit) -> None:
+        bloom = self._bloom
+        for p in c.parents:
+            if all(bloom[b >> 3] & (1 << (b & 7)) for b in self._bits(p)):
+                self.late.setdefault(p, []).append(self.count)
+        for b in self._bits(c.sha):
+            bloom[b >> 3] |= 1 << (b & 7)
+        if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
+            self.named.want(pm)
+            self.reverts[self.count] = c
+        self.count += 1
+
+    def second_pass(self, commits: Iterable[Commit]) -> list[Commit] | None:
+        """The kept commits in linking order; None when the commits are not those of the first read."""
+        self._bloom = bytearray()
+        wanted = {hash(k) & 0xFFFFFFFF for k in self.named.wanted}
+        heap: list[tuple[int, str]] = []  # (index, sha) of reached commits whose children are all placed
+        waiting: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # sha -> (index, children left, parents)
+        parents_of: dict[str, tuple[str, ...]] = {}  # of the commits in the heap
+        seen_children: dict[str, int] = {}  # parent not reached yet -> children reached
+        placed_children: dict[str, int] = {}  # parent not placed yet -> children placed
+        kept: dict[str, Commit] = {}
+        out: list[tuple[int, Commit]] = []
+        position = 0
+        index = 0
+
+        def place() -> None:
+            nonlocal position
+            _, sha = heapq.heappop(heap)
+            if sha in kept:
+                out.append((position, kept.pop(sha)))
+            position += 1
+            for p in parents_of.pop(sha):
+                if p in waiting:
+                    i, left, ps = waiting[p]
+                    if left == 1:
+                        del waiting[p]
+                        heapq.heappush(heap, (i, p))
+                        parents_of[p] = ps
+                    else:
+                        waiting[p] = (i, left - 1, ps)
+                else:
+                    placed_children[p] = placed_children.get(p, 0) + 1
+
+        for c in commits:
+            while heap:  # what is ready comes before any commit not reached yet
+                place()
+            if index >= self.count or (index in self.reverts and self.reverts[index].sha != c.sha):
+                return None
+            if index in self.reverts:
+                kept[c.sha] = self.reverts.pop(index)
+            elif any(hash(k) & 0xFFFFFFFF in wanted for k in lookup_keys(c)):
+                kept[c.sha] = c
+            for p in c.parents:
+                seen_children[p] = seen_children.get(p, 0) + 1
+            later = sum(1 for i in self.late.pop(c.sha, ()) if i > index)  # children listed after it
+            left = seen_children.pop(c.sha, 0) + later - placed_children.pop(c.sha, 0)
+            if left == 0:
+                heapq.heappush(heap, (index, c.sha))
+                parents_of[c.sha] = c.parents
+            else:
+                waiting[c.sha] = (index, left, c.parents)
+            index += 1
+        while heap:
+            place()
+        if index != self.count or waiting or kept:
+            return None
+        return [c for _, c in out]
 
 
 def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:

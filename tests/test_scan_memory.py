@@ -1,0 +1,84 @@
+"""`scan --all-refs` reads the history twice as git writes it and keeps only the revert-like
+commits and the commits their messages name: what it holds does not grow with the history."""
+
+from __future__ import annotations
+
+import hashlib
+import tracemalloc
+from collections.abc import Iterator
+
+from revertbot.detect import _topological
+from revertbot.models import Commit
+from revertbot.scan import StreamedHistory
+
+REVERTS = 20
+
+
+def _sha(i: int) -> str:
+    return hashlib.sha1(str(i).encode()).hexdigest()
+
+
+def _history(count: int) -> Iterator[Commit]:
+    """``count`` commits, newest first as git lists them, made as they are read: a line of changes
+    with REVERTS reverts spread over it, and two places where a parent is listed before its child
+    (a committer clock that ran ahead)."""
+    order = list(range(count))
+    for at in (count // 3, count // 2):  # the parent (higher number: older) comes first
+        order[at], order[at + 1] = order[at + 1], order[at]
+    every = count // REVERTS
+    for n in order:
+        t = 1_700_000_000 - 60 * n
+        parents = (_sha(n + 1),) if n + 1 < count else ()
+        if n % every == 0 and n + 3 < count:
+            message = f'Revert "Change {n + 3} (#{n + 3})"\n\nThis reverts commit {_sha(n + 3)}.\n'
+        else:
+            message = f"Change {n} (#{n})\n"
+        yield Commit(_sha(n), parents, "a", "a@example.com", t, t, message)
+
+
+def _streamed(count: int) -> tuple[StreamedHistory, list[Commit] | None]:
+    streamed = StreamedHistory()
+    for c in _history(count):
+        streamed.first_pass(c)
+    return streamed, streamed.second_pass(_history(count))
+
+
+def test_first_pass_keeps_only_the_reverts_and_what_they_name() -> None:
+    streamed = StreamedHistory()
+    for c in _history(4_000):
+        streamed.first_pass(c)
+    assert streamed.count == 4_000
+    assert len(streamed.reverts) == REVERTS and all(c.subject.startswith("Revert") for c in streamed.reverts.values())
+    assert streamed.named.exact and len(streamed.named.wanted) < 10 * REVERTS
+    # The parents git listed before their children were seen (and perhaps a false hit of the filter).
+    assert {_sha(4_000 // 3 + 1), _sha(4_000 // 2 + 1)} <= set(streamed.late) and len(streamed.late) < 10
+    kept = streamed.second_pass(_history(4_000))
+    assert kept is not None
+    subjects = [c.subject for c in kept]
+    assert sum(s.startswith("Revert") for s in subjects) == REVERTS
+    assert len(kept) < 4 * REVERTS  # the reverts and the changes they name, not the history
+    # In the order the linker gives the whole history, parents before children fixed.
+    whole = _topological(list(_history(4_000)))
+    wanted = {c.sha for c in kept}
+    assert [c.sha for c in kept] == [c.sha for c in whole if c.sha in wanted]
+    assert [c.sha for c in whole] != [c.sha for c in _history(4_000)]  # the order was fixed indeed
+
+
+def test_what_is_held_does_not_grow_with_the_history() -> None:
+    peaks = []
+    for count in (500, 4_000):
+        tracemalloc.start()
+        _, kept = _streamed(count)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert kept is not None and sum(c.subject.startswith("Revert") for c in kept) == REVERTS
+    # Eight times the history: the same fixed filter (4 MiB) and the same few commits; keeping
+    # every commit of the first read would add 1.6 MB here (about 400 bytes a commit).
+    assert peaks[1] - peaks[0] < 500_000, peaks
+
+
+def test_a_changed_history_between_the_reads_is_refused() -> None:
+    streamed = StreamedHistory()
+    for c in _history(1_000):
+        streamed.first_pass(c)
+    assert streamed.second_pass(_history(900)) is None
