@@ -817,20 +817,19 @@ def build_repo(path: str | Path, commits: int = 10_000, reverts: int = 300, seed
         c.sha = sha
     subprocess.run(["git", "read-tree", "-u", "--reset", "HEAD"], cwd=root, check=True)
     _settle_drifted(root, gen)
+    return {"path": str(root), "ref": REF, "head": gen.commits[-1].sha, "commits": len(gen.commits),
+            "reverts": reverts_truth(gen), "non_reverts": [c.sha for c in gen.negatives]}
+
+
+def reverts_truth(gen: _Generator) -> dict[str, dict[str, Any]]:
+    """Every revert-like commit of a generated history with what it should be linked to and judged."""
     return {
-        "path": str(root),
-        "ref": REF,
-        "head": gen.commits[-1].sha,
-        "commits": len(gen.commits),
-        "reverts": {
-            gen.commits[i].sha: {
-                "shape": t.shape,
-                "subject": gen.commits[i].subject,
-                "originals": [o.sha for o in sorted(t.originals, key=lambda o: o.index)],
-                "purity": t.purity,
-                "drift": t.drift,
-            }
-            for i, t in sorted(gen.truth.items())
-        },
-        "non_reverts": [c.sha for c in gen.negatives],
+        gen.commits[i].sha: {
+            "shape": t.shape,
+            "subject": gen.commits[i].subject,
+            "originals": [o.sha for o in sorted(t.originals, key=lambda o: o.index)],
+            "purity": t.purity,
+            "drift": t.drift,
+        }
+        for i, t in sorted(gen.truth.items())
     }

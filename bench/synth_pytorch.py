@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import synth
-from bench.synth import REF, START_TIME, STEP_SECONDS, Block, Change, SynthCommit, Tree, shape_plan
+from bench.synth import REF, START_TIME, STEP_SECONDS, Block, Change, SynthCommit, Tree, reverts_truth, shape_plan
 
 #: (directory, extension, share of the files). Sub-directories are added below each so that no
 #: directory holds more than a few hundred files, as in the real tree.
@@ -398,16 +398,7 @@ def build_pytorch(path: str | Path, commits: int = 100_000, reverts: int = 3_000
         "head": gen.commits[-1].sha,
         "commits": len(gen.commits),
         "files": files,
-        "reverts": {
-            gen.commits[i].sha: {
-                "shape": tr.shape,
-                "subject": gen.commits[i].subject,
-                "originals": [o.sha for o in sorted(tr.originals, key=lambda o: o.index)],
-                "purity": tr.purity,
-                "drift": tr.drift,
-            }
-            for i, tr in sorted(gen.truth.items())
-        },
+        "reverts": reverts_truth(gen),
         "non_reverts": [c.sha for c in gen.negatives],
         "release_branches": release,
         "seconds": seconds,

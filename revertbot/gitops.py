@@ -1092,17 +1092,7 @@ def start_unreadable_blobs(
     repo: Path, raws: Mapping[str, str], partial_clone: bool | None = None
 ) -> Callable[[], dict[str, str]]:
     """:func:`unreadable_blobs` begun now (see :class:`Started`); calling the result waits for it."""
-    wanted: dict[str, list[str]] = {}
-    for sha, raw in raws.items():
-        for line in raw.split("\n"):
-            if not line.startswith(":"):
-                continue
-            fields = line[1:].partition("\t")[0].split()
-            if len(fields) < 4:
-                continue
-            for mode, oid in ((fields[0], fields[2]), (fields[1], fields[3])):
-                if mode not in (ZERO_MODE, GITLINK_MODE) and oid.strip("0"):
-                    wanted.setdefault(sha, []).append(oid)
+    wanted: dict[str, list[str]] = {sha: ids for sha, raw in raws.items() if (ids := _raw_blob_ids([raw]))}
     if not wanted or (is_partial_clone(repo) if partial_clone is None else partial_clone):
         # A partial clone fetches missing blobs on demand: one by one for cat-file, in one batch
         # for the text diff itself, which then reports what could not be fetched.
