@@ -66,6 +66,7 @@ def test_propose_markdown_names_the_culprit_in_both_languages(repo: GitRepo,
     out = capsys.readouterr().out
     assert f"**引入问题的提交：`{shas['culprit'][:12]}`**" in out and "最新提交 + 回退" in out
     assert "faster answer (\\#\u200b7)" in out  # the subject is escaped like any commit message
+    assert "no GPU (" not in out  # the hardware line is said in Chinese too (on a machine without a GPU)
 
 
 def test_a_flaky_test_blames_no_commit(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from ..propose.local import Proposal
 from ..propose.search import Outcome, Verdict
 from .escape import clean, code, inline
+from .gpu_sentence import hardware_text
 
 __all__ = [
     "CULPRIT_MARKER",
@@ -139,7 +140,7 @@ def proposal_markdown(p: Proposal, lang: str = "en") -> str:
         lines.append(f"| `{short(hp.head)}` + revert | {subject(hp.head)} | {t['roles']['head']} | "
                      f"{hp.runs - hp.passes - hp.infra} | {hp.passes} | {hp.infra} |")  # fmt: skip
     lines += ["", t["cost"].format(runs=r.runs, infra=r.infra_runs, minutes=r.minutes, seconds=p.seconds,
-                                   hardware=inline(p.hardware or "?", 200)), ""]  # fmt: skip
+                                   hardware=hardware_text(p.hardware or "?", lang)), ""]  # fmt: skip
     lines += ["<details><summary>" + t["trace"] + "</summary>", "", t["trace_head"]]
     for i, round_ in enumerate(r.trace, start=1):
         runs = ", ".join(f"`{short(run.commit)}` {_mark(run.outcome)}" for run in round_.runs)
@@ -297,7 +298,7 @@ def _url(url: str) -> str:
 def _failures(view: IncidentView, lang: str) -> list[str]:
     t = _flow(lang)
     labels = ", ".join(code(x, 60) for x in view.runner_labels) or "?"
-    lines = [t["failing"].format(labels=labels, hardware=inline(view.hardware or "?", 200)), ""]
+    lines = [t["failing"].format(labels=labels, hardware=hardware_text(view.hardware or "?", lang)), ""]
     for test, message in view.failures:
         lines.append(f"- {code(test)}" + (f": {inline(message, 300)}" if message.strip() else ""))
     if view.infra_tests:
