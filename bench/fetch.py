@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.scan import accuracy, bench_env, revertbot_command, timed
-from bench.synth_pytorch import cached_pytorch
+from bench.synth_pytorch import add_shape_arguments, cached_pytorch
 
 GOALS = {"bytes": 0.10, "event": 60.0, "p95": 1.0, "scan": 5.0}
 
@@ -141,12 +141,7 @@ def _verdict(name: str, ok: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fetch", description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--commits", type=int, default=100_000)
-    parser.add_argument("--reverts", type=int, default=3_000)
-    parser.add_argument("--branches", type=int, default=50)
-    parser.add_argument("--picks", type=int, default=20)
-    parser.add_argument("--files", type=int, default=20_000)
-    parser.add_argument("--seed", type=int, default=0)
+    add_shape_arguments(parser)
     parser.add_argument("--samples", type=int, default=200, help="reverts checked for the p95 (default 200)")
     parser.add_argument("--scan-runs", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=None, help="where built repositories are kept")

@@ -25,10 +25,10 @@ import subprocess
 import tempfile
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 REF = "refs/heads/main"
 OWNER_REPO = "sgl-project/sglang"
@@ -771,18 +771,33 @@ def build_repo(path: str | Path, commits: int = 10_000, reverts: int = 300, seed
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    gen = write_history(root, root / ".git" / "synth-marks", _Generator, commits, reverts, seed)
+    subprocess.run(["git", "read-tree", "-u", "--reset", "HEAD"], cwd=root, check=True)
+    _settle_drifted(root, gen)
+    return {"path": str(root), "ref": REF, "head": gen.commits[-1].sha, "commits": len(gen.commits),
+            "reverts": reverts_truth(gen), "non_reverts": [c.sha for c in gen.negatives]}
+
+
+_G = TypeVar("_G", bound="_Generator")
+
+
+def write_history(root: Path, marks_file: Path, make: Callable[[random.Random, IO[bytes], IO[bytes]], _G],
+                  commits: int, reverts: int, seed: int) -> _G:  # fmt: skip
+    """Write the history into ``root`` with one interactive ``git fast-import`` driven by the
+    generator ``make(rng, stdin, stdout)`` returns (commit 0 the initial tree, ``reverts`` reverts
+    of the planned shapes, a few commits that only mention reverting), and give every generated
+    commit its sha. The same arguments always give the same history."""
     rng = random.Random(seed)
     plan = shape_plan(reverts, rng)
     revert_at = set(rng.sample(range(max(20, commits // 20), commits), reverts))
     negative_at = set(rng.sample(sorted(set(range(10, commits)) - revert_at), max(3, commits // 300)))
-    marks_file = root / ".git" / "synth-marks"
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             ["git", "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"],
             cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=1 << 20,
         )  # fmt: skip
         assert proc.stdin is not None and proc.stdout is not None
-        gen = _Generator(rng, proc.stdin, proc.stdout)
+        gen = make(rng, proc.stdin, proc.stdout)
         try:
             for i in range(commits):
                 if i == 0:
@@ -815,10 +830,7 @@ def build_repo(path: str | Path, commits: int = 10_000, reverts: int = 300, seed
         if c.sha and c.sha != sha:
             raise RuntimeError(f"get-mark and export-marks disagree for commit {c.index}")
         c.sha = sha
-    subprocess.run(["git", "read-tree", "-u", "--reset", "HEAD"], cwd=root, check=True)
-    _settle_drifted(root, gen)
-    return {"path": str(root), "ref": REF, "head": gen.commits[-1].sha, "commits": len(gen.commits),
-            "reverts": reverts_truth(gen), "non_reverts": [c.sha for c in gen.negatives]}
+    return gen
 
 
 def reverts_truth(gen: _Generator) -> dict[str, dict[str, Any]]:

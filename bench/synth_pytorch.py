@@ -34,13 +34,13 @@ import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import synth
-from bench.synth import REF, START_TIME, STEP_SECONDS, Block, Change, SynthCommit, Tree, reverts_truth, shape_plan
+from bench.synth import REF, START_TIME, STEP_SECONDS, Block, Change, SynthCommit, Tree, reverts_truth
 
 #: (directory, extension, share of the files). Sub-directories are added below each so that no
 #: directory holds more than a few hundred files, as in the real tree.
@@ -195,49 +195,14 @@ def _fast_import(root: Path, stream: bytes, marks: Path) -> dict[str, str]:
 
 
 def _build_main(root: Path, commits: int, reverts: int, seed: int, files: int) -> _PytorchGenerator:
-    """``main``: :func:`bench.synth.build_repo`'s loop with the PyTorch generator, in a bare repository."""
-    rng = random.Random(seed)
-    plan = shape_plan(reverts, rng)
-    revert_at = set(rng.sample(range(max(20, commits // 20), commits), reverts))
-    negative_at = set(rng.sample(sorted(set(range(10, commits)) - revert_at), max(3, commits // 300)))
-    marks_file = root / "synth-marks"
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            ["git", "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"],
-            cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=1 << 20,
-        )  # fmt: skip
-        assert proc.stdin is not None and proc.stdout is not None
-        gen = _PytorchGenerator(rng, proc.stdin, proc.stdout)
+    """``main``: :func:`bench.synth.write_history` with the PyTorch generator, in a bare repository."""
+
+    def make(rng: random.Random, stdin: IO[bytes], stdout: IO[bytes]) -> _PytorchGenerator:
+        gen = _PytorchGenerator(rng, stdin, stdout)
         gen.n_files = files
-        try:
-            for i in range(commits):
-                if i == 0:
-                    gen.initial()
-                elif i in revert_at:
-                    for n, shape in enumerate(plan):
-                        if gen.revert(i, shape):
-                            plan.pop(n)
-                            break
-                    else:
-                        gen.normal(i)
-                elif i in negative_at:
-                    gen.negative(i)
-                else:
-                    gen.normal(i)
-            proc.stdin.write(b"done\n")
-            proc.stdin.close()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        if proc.wait() != 0:
-            err.seek(0)
-            raise RuntimeError(f"git fast-import failed: {err.read().decode(errors='replace')[-2000:]}")
-    by_mark = dict(line.split() for line in marks_file.read_text().splitlines())
-    marks_file.unlink()
-    for c in gen.commits:
-        c.sha = by_mark[f":{c.mark}"]
-    return gen
+        return gen
+
+    return synth.write_history(root, root / "synth-marks", make, commits, reverts, seed)
 
 
 def _settle_drifted(root: Path, gen: _PytorchGenerator) -> None:
@@ -445,16 +410,21 @@ def cached_pytorch(cache: Path | None = None, log: bool = False, **params: Any) 
     return truth
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m bench.synth_pytorch", description=__doc__.split("\n", 1)[0])
+def add_shape_arguments(parser: Any) -> None:
+    """The repository's shape as command-line options (``bench.synth_pytorch``, ``bench.fetch``)."""
     parser.add_argument("--commits", type=int, default=100_000)
     parser.add_argument("--reverts", type=int, default=3_000)
     parser.add_argument("--branches", type=int, default=50)
     parser.add_argument("--picks", type=int, default=20)
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.synth_pytorch", description=__doc__.split("\n", 1)[0])
+    add_shape_arguments(parser)
     parser.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
     start = time.perf_counter()
