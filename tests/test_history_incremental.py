@@ -6,7 +6,6 @@ rewritten on the branch, a malformed file, and the GPU rule across two rebuilds.
 from __future__ import annotations
 
 import copy
-import os
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -15,13 +14,11 @@ from typing import Any
 import pytest
 
 from revertbot import gitops, store
-from revertbot.check import check_revert
 from revertbot.cli import run_cli
-from revertbot.demo import build_demo_repo
 from revertbot.history import Record
-from revertbot.report import report_to_json
 from revertbot.scan import scan_repository
 from tests.gitrepo import GitRepo
+from tests.test_history_integrity import demo_and_report
 
 REPO = "demo-org/minisgl"
 BRANCH = "refs/heads/revertbot-history"
@@ -32,19 +29,7 @@ GPU = {"suites": ["graph-capture"], "hardware": "NVIDIA H200", "passed_both": 3,
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("demo")
-    env = {"HOME": str(root), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        d = build_demo_repo(root / "minisgl")
-        return d.path, report_to_json(check_revert(d.path, d.revert, base_ref="main"))
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return demo_and_report(tmp_path_factory.mktemp("demo"))
 
 
 def rec(report: dict[str, Any], run: int, at: str, *, pr: int = 108, head: str = "a" * 40, sha: str | None = None,

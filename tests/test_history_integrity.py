@@ -39,7 +39,11 @@ HEAD = "a" * 40
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The demo repository and the JSON report of its revert (built once: it is read, never changed)."""
-    root = tmp_path_factory.mktemp("demo")
+    return demo_and_report(tmp_path_factory.mktemp("demo"))
+
+
+def demo_and_report(root: Path) -> tuple[Path, dict[str, Any]]:
+    """The demo repository built under ``root`` and the JSON report of its revert."""
     env = {"HOME": str(root), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
