@@ -183,11 +183,8 @@ def test_the_dashboard_says_how_to_get_markdown_it(monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.slow
 def test_in_the_browser_the_hostile_report_stays_inert(demo: tuple[Any, RevertReport], tmp_path: Path) -> None:
-    try:
-        from playwright import sync_api
-    except ImportError:
-        pytest.fail("playwright is not installed (pip install -e '.[test]')", pytrace=False)
     from revertbot.dashboard import serve_in_thread, url_of
+    from tests.browser import ARGS, CHROMIUM, sync_api
 
     repo, report = demo
     site, history = _site(tmp_path, (report, HOSTILE))
@@ -195,8 +192,7 @@ def test_in_the_browser_the_hostile_report_stays_inert(demo: tuple[Any, RevertRe
     server, thread = serve_in_thread(site)
     try:
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                        args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             page = browser.new_page()
             dialogs: list[str] = []
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

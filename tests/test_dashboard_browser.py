@@ -20,18 +20,10 @@ import pytest
 from revertbot import store
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import overview, page_name
+from tests.browser import ARGS, CHROMIUM, sync_api
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
-# The dashboard is only proven in a real browser: a missing one fails the run instead of skipping.
-try:
-    from playwright import sync_api
-except ImportError:
-    pytest.fail("playwright is not installed (pip install -e '.[test]'; scripts/test.sh does)", pytrace=False)
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (scripts/test.sh does)", pytrace=False)
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,6 @@ page shows the phrase that decided it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,8 @@ import pytest
 from revertbot import store
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import page_name
+from tests.browser import ARGS, CHROMIUM, sync_api
 from tests.test_dashboard_reason import _row
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-
-try:
-    from playwright import sync_api
-except ImportError:
-    pytest.fail("playwright is not installed (pip install -e '.[test]'; scripts/test.sh does)", pytrace=False)
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (scripts/test.sh does)", pytrace=False)
 
 pytestmark = pytest.mark.slow
 

@@ -26,21 +26,14 @@ from revertbot.dashboard import serve_in_thread, url_of
 from revertbot.dashboard.agree import pr_of
 from revertbot.dashboard.build import page_name, reason_of, render_index
 from revertbot.report.escape import clean
+from tests.browser import ARGS, CHROMIUM, sync_api
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 SLACK = float(os.environ.get("REVERTBOT_TIMING_SLACK", "1") or 1)
 FIRST_PAINT_MS = 1_000 * SLACK
 FILTER_MS = 100 * SLACK
 #: Markup, and what would end the data file's JavaScript string: a quote, a backslash, a line separator.
 HOSTILE = "\"><img src=x onerror=alert(1)><script>alert(2)</script>\\');window.__pwned=1;//\u2028x"
 
-try:
-    from playwright import sync_api
-except ImportError:
-    pytest.fail("playwright is not installed (pip install -e '.[test]'; scripts/test.sh does)", pytrace=False)
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (scripts/test.sh does)", pytrace=False)
 
 pytestmark = pytest.mark.slow
 
