@@ -982,7 +982,8 @@ class HistoryIndex:
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
 
-_UNDOES: tuple[RevertKind, ...] = ("revert", "partial", "backout")
+#: The kinds that undo a change (a reland redoes one).
+UNDO_KINDS: tuple[RevertKind, ...] = ("revert", "partial", "backout")
 
 
 def link_reverts(
@@ -1098,7 +1099,7 @@ class _Context:
 
     def record(self, pos: int, link: Link) -> None:
         self.links[pos] = link
-        undoes = (link.kind in _UNDOES or link.kind == "revert") and link.direction == 1
+        undoes = (link.kind in UNDO_KINDS or link.kind == "revert") and link.direction == 1
         for sha in link.originals:
             j = self.idx.position.get(sha.lower())
             if j is None:
@@ -1115,7 +1116,7 @@ class _Context:
 
     def says_undo(self, j: int) -> bool:
         """Whether the message of the commit at ``j`` undoes something (a revert, partial or backout)."""
-        return self.parsed.get(j, _NOT_REVERT).kind in _UNDOES
+        return self.parsed.get(j, _NOT_REVERT).kind in UNDO_KINDS
 
     def titled_undo(self, j: int) -> bool:
         """Whether the commit at ``j`` undoes something by its title, not only in its body (a
@@ -1124,7 +1125,7 @@ class _Context:
             return False
         if j not in self.titled:
             c = self.idx.commits[j]
-            self.titled[j] = _parse_subject(_commit_title(c).strip()).kind in _UNDOES or bool(
+            self.titled[j] = _parse_subject(_commit_title(c).strip()).kind in UNDO_KINDS or bool(
                 _MERGE_PR_RE.match(c.subject) and _REVERT_BRANCH_RE.search(c.subject))  # fmt: skip
         return self.titled[j]
 
@@ -1439,7 +1440,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             if (
                 undo
                 and undo.direction == 1
-                and undo.kind in _UNDOES
+                and undo.kind in UNDO_KINDS
                 and undo.originals
                 and all(idx.position.get(o.lower(), -1) in have for o in undo.originals)
             ):

@@ -31,6 +31,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
+from .detect import UNDO_KINDS
 from .models import (
     RISK_ORDER,
     Commit,
@@ -58,7 +59,6 @@ MIN_SIMILARITY = 0.6
 #: An original with fewer changed lines is never matched by diff (one shared import proves nothing).
 MIN_MATCH_LINES = 3
 
-_UNDO_KINDS = ("revert", "partial", "backout")
 
 
 def file_hunks(patch: str) -> dict[str, list[str]]:
@@ -123,7 +123,7 @@ def story(commits: Sequence[Commit], kinds: Mapping[str, str | None]) -> tuple[C
     if original is None:
         return None, None
     after = commits[commits.index(original) + 1 :]
-    revert = next((c for c in reversed(after) if kinds.get(c.sha) in _UNDO_KINDS), None)
+    revert = next((c for c in reversed(after) if kinds.get(c.sha) in UNDO_KINDS), None)
     return original, revert
 
 

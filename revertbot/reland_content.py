@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import gitops
-from .detect import might_be_revert, parse_message
+from .detect import UNDO_KINDS, might_be_revert, parse_message
 from .models import Commit, ContentReland, Link, LinkMethod
 from .purity import raw_entries, strip_raw
 from .reland import file_hunks
@@ -63,7 +63,6 @@ MAX_CANDIDATES = 40
 #: Paths a batched diff is limited to (beyond them the candidates' texts are not read).
 MAX_PATHS = 2_000
 
-_UNDO_KINDS = ("revert", "partial", "backout")
 _PATCH: tuple[LinkMethod] = ("patch",)
 _HASH_BYTES = 6
 
@@ -216,7 +215,7 @@ def undoes_a_revert(message: str) -> bool:
     """Whether a revert's message says it undoes a revert ('Back out "Revert X"', quoted or not):
     then it re-lands X."""
     pm = parse_message(message)
-    return pm.depth % 2 == 0 or any(parse_message(title).kind in _UNDO_KINDS for title in pm.titles)
+    return pm.depth % 2 == 0 or any(parse_message(title).kind in UNDO_KINDS for title in pm.titles)
 
 
 def relanded_by_message(link: Link, links: Mapping[str, Link]) -> bool:
@@ -240,7 +239,7 @@ def find_content_relands(
     git processes; reverts without a reland are left out of the result."""
     pos = {c.sha: i for i, c in enumerate(commits)}
     # A revert of a revert ('Back out "Revert X"') re-lands X itself: only plain reverts are looked after.
-    todo = [lk for lk in reverts if lk.direction == 1 and lk.kind in _UNDO_KINDS and lk.revert in pos
+    todo = [lk for lk in reverts if lk.direction == 1 and lk.kind in UNDO_KINDS and lk.revert in pos
             and not undoes_a_revert(commits[pos[lk.revert]].message)]  # fmt: skip
     if not todo:
         return []
@@ -464,7 +463,7 @@ def recorded_reverts(root: Path, repo_name: str, limit: int = MAX_RECORD_PRS, no
                 continue
             report = rec.report
             fp = Fingerprint.from_json(report.get("fingerprint"))
-            if fp is None or report.get("kind") not in _UNDO_KINDS or rec.recorded_at < since:
+            if fp is None or report.get("kind") not in UNDO_KINDS or rec.recorded_at < since:
                 continue
             revert = report.get("revert") or {}
             originals = tuple(str(o) for o in report.get("originals") or () if isinstance(o, str))

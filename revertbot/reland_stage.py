@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from . import gitops
-from .detect import link_reverts, might_be_revert, parse_message
+from .detect import UNDO_KINDS, link_reverts, might_be_revert, parse_message
 from .models import Commit, CommitRef, ContentReland, Link, RelandInfo
 from .purity import strip_raw
 from .reason import classify_revert
@@ -29,8 +29,6 @@ from .reland_content import (
     match_recorded,
     recorded_reverts,
 )
-
-_UNDO_KINDS = ("revert", "partial", "backout")
 
 
 def reland_stage(root: Path, link: Link, by_sha: Mapping[str, Commit], head_sha: str, patches: Mapping[str, str],
@@ -81,7 +79,7 @@ def find_reland_by_patch(root: Path, commits: Sequence[Commit], head_sha: str, p
     by_sha = {c.sha: c for c in commits}
     pairs: list[tuple[str, str]] = []  # (original, revert)
     for lk in links:
-        if lk.kind in ("revert", "partial", "backout") and lk.direction == 1:
+        if lk.kind in UNDO_KINDS and lk.direction == 1:
             pairs += [(o, lk.revert) for o in lk.originals if o in by_sha and o != head_sha]
     pairs = list(dict.fromkeys(pairs))[:RELAND_CANDIDATES]
     if not pairs:
@@ -129,7 +127,7 @@ def content_story(root: Path, commits: Sequence[Commit], link: Link, merged: boo
       so this revert is a second one: that revert and its originals join ``link.chain``.
 
     ``commits`` is the history (newest first) the revert was linked in. A few git processes."""
-    if link.direction != 1 or link.kind not in _UNDO_KINDS:
+    if link.direction != 1 or link.kind not in UNDO_KINDS:
         return link, ()
     pos = {c.sha: i for i, c in enumerate(commits)}
     found: tuple[ContentReland, ...] = ()
@@ -144,7 +142,7 @@ def content_story(root: Path, commits: Sequence[Commit], link: Link, merged: boo
             continue
         t = commits[pos[o]].commit_time
         near = [c.sha for c in commits[pos[o] + 1 :] if t - span <= c.commit_time <= t and might_be_revert(c.message)
-                and parse_message(c.message).kind in _UNDO_KINDS]  # fmt: skip
+                and parse_message(c.message).kind in UNDO_KINDS]  # fmt: skip
         if near:
             earlier[o] = set(near[:RELAND_CANDIDATES])
     chain = link.chain

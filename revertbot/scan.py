@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import gitops
 from .detect import (
+    UNDO_KINDS,
     NamedCommits,
     choose_candidate,
     index_message,
@@ -565,7 +566,7 @@ def scan_reason(link: Link, by_sha: Mapping[str, Commit]) -> RevertReason | None
         c = by_sha.get(link.revert)
         return classify_revert(c.message) if c else None
     story = [by_sha[s] for s in (*link.chain, *link.originals) if s in by_sha]
-    reverts = [c for c in story if parse_message(c.message).kind in ("revert", "partial", "backout")]
+    reverts = [c for c in story if parse_message(c.message).kind in UNDO_KINDS]
     return classify_revert(reverts[-1].message) if reverts else None
 
 
