@@ -3,7 +3,7 @@
     python -m bench.agree --repo ~/src/DeepSpeed [--repo ~/src/torchtune ...] [--ref refs/heads/main] [--show 20]
 
 For one ref, the scan's entries (``scan_repository``) are compared with what the check decides
-for each commit of the same history: the check's own linking (:func:`revertbot.check.find_links`,
+for each commit of the same history: the check's own linking (:func:`revertbot.pipeline.check.find_links`,
 asked for every commit at once; a link does not depend on which other commits are asked about).
 A commit disagrees when one calls it a revert or reland and the other does not ("revert vs
 not"), when they link it to different originals ("originals"), or when they give it another kind
@@ -55,10 +55,10 @@ def compare(repo: Path, ref: str | None = None) -> tuple[int, dict[str, View], i
     """(commits compared, the scan's views of the commits whose message says revert or reland,
     how many relands the scan found by their diff alone, disagreements newest first) for
     ``ref`` (default: the checked-out branch)."""
-    from revertbot import gitops
-    from revertbot.check import find_links
-    from revertbot.detect import index_message, might_be_revert, parse_message
-    from revertbot.scan import github_slug, scan_repository
+    from revertbot.git import gitops
+    from revertbot.pipeline.check import find_links
+    from revertbot.verdict.detect import index_message, might_be_revert, parse_message
+    from revertbot.verdict.scan import github_slug, scan_repository
 
     result = scan_repository(repo, ref=ref)
     root = result.repo

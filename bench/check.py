@@ -37,8 +37,9 @@ from bench.scan import bench_env, revertbot_command, stage_timer, timed
 def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
     """Stage timers around the check's stage functions, and a count of git processes (those this
     process starts: work shared with a forked child starts its git processes there)."""
-    from revertbot import check, gitops
     from revertbot.analysis import split
+    from revertbot.git import gitops
+    from revertbot.pipeline import check
 
     processes = [0]
     stages = [
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    from revertbot.check import check_revert
+    from revertbot.pipeline.check import check_revert
 
     repo = args.repo.resolve()
     if not repo.is_dir():

@@ -27,8 +27,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 def run(repo: Path, limit: int = 0) -> list[dict[str, Any]]:
     """One row per revert: the files each decision marks critical, and the times."""
-    from revertbot import check, critical_stage
-    from revertbot.scan import scan_repository
+    from revertbot.analysis import critical_stage
+    from revertbot.pipeline import check
+    from revertbot.verdict.scan import scan_repository
 
     entries = scan_repository(repo).entries
     shas = [e.link.revert for e in entries][: limit or None]

@@ -55,14 +55,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench import synth
 from bench.scan import bench_env, revertbot_command, timed
-from revertbot import store
-from revertbot.check import check_revert
-from revertbot.demo import REPO_SLUG, build_demo_repo
-from revertbot.history import Record
+from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.jsonout import to_jsonable
-from revertbot.scan import scan_repository
+from revertbot.store import db as store
+from revertbot.store.history_branch import Record
+from revertbot.verdict.scan import scan_repository
 
 #: Where the demo repository's clock starts: the synthetic history is placed just before it.
 DEMO_START = 1_777_000_000

@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
 def _where_the_time_goes(repo: Path, sha: str) -> None:
     """Per-stage times of one check, in process (see bench/check.py)."""
     from bench.check import _instrumented
-    from revertbot.check import check_revert
+    from revertbot.pipeline.check import check_revert
 
     saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")}
     os.environ.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})  # as bench_env()

@@ -24,9 +24,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from revertbot.analysis.public_api import is_internal_path, is_python
-from revertbot.check import check_revert
 from revertbot.errors import RevertbotError
-from revertbot.scan import scan_repository
+from revertbot.pipeline.check import check_revert
+from revertbot.verdict.scan import scan_repository
 
 
 def _touches_python(repo: Path, sha: str) -> bool:

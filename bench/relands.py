@@ -1,4 +1,4 @@
-"""Benchmark: relands found by their content (``revertbot.reland_content``) on real repositories.
+"""Benchmark: relands found by their content (``revertbot.verdict.reland_content``) on real repositories.
 
 For each repository: reads its history (one ``git log``), links its reverts by message, then
 finds the content relands of every revert that no message re-lands, and prints
@@ -30,9 +30,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from revertbot import gitops, reland_content as rc
-from revertbot.detect import index_message, link_reverts
+from revertbot.git import gitops
 from revertbot.models import Commit, Link
+from revertbot.verdict import reland_content as rc
+from revertbot.verdict.detect import index_message, link_reverts
 
 
 def _short(c: Commit) -> str:

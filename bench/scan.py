@@ -43,7 +43,7 @@ from bench.synth import build_repo
 def revertbot_command() -> list[str]:
     """The installed `revertbot` next to this interpreter, or the CLI module run by it."""
     exe = shutil.which("revertbot", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-c", "from revertbot.cli import main; main()"]
+    return [exe] if exe else [sys.executable, "-c", "from revertbot.cli.main import main; main()"]
 
 
 def bench_env() -> dict[str, str]:
@@ -124,7 +124,7 @@ def _peak_rss_mib(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[floa
     process itself, and the largest git process it started (git's own caches, e.g. the trees a
     ``diff-tree --stdin`` keeps, are not revertbot's memory but are shown beside it)."""
     code = ("import contextlib, os, resource, sys\n"
-            "from revertbot.cli import run_cli\n"
+            "from revertbot.cli.main import run_cli\n"
             "with open(os.devnull, 'w') as sink, contextlib.redirect_stdout(sink):\n"
             "    run_cli(sys.argv[1:])\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
@@ -178,7 +178,8 @@ def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, fl
 
 def _stages(repo: Path, ref: str | None, all_refs: bool = False) -> list[tuple[str, float]]:
     """Seconds per stage of one in-process scan: where the time goes."""
-    from revertbot import gitops, proof, scan
+    from revertbot.git import gitops
+    from revertbot.verdict import proof, scan
 
     stages = [
         (gitops, "log", "read history (git log)"),

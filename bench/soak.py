@@ -31,7 +31,7 @@ sys.path.insert(0, {root!r})
 for var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ACTIONS"):
     os.environ.pop(var, None)
 import scripts.soak as soak
-from revertbot.github import GitHubError
+from revertbot.github.client import GitHubError
 from revertbot.report import MARKER
 
 if {baseline!r}:

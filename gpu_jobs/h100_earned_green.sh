@@ -95,7 +95,7 @@ for mode in visible hidden; do
 done
 
 echo "== 2. the demo revert, as the runner's user and as the suite's own user (alternated)"
-"$PY" -c "from pathlib import Path; from revertbot.demo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
+"$PY" -c "from pathlib import Path; from revertbot.demo.repo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
     > "$WORK/revert.txt"
 REVERT=$(cat "$WORK/revert.txt")
 : > "$RESULTS/demo_times.tsv"

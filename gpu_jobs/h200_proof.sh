@@ -29,7 +29,7 @@ fi
 
 if want 2 || want 3; then
 echo "== 2. revertbot gpu run on the demo revert"
-"$PY" -c "from pathlib import Path; from revertbot.demo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
+"$PY" -c "from pathlib import Path; from revertbot.demo.repo import build_demo_repo; print(build_demo_repo(Path('$WORK/minisgl')).revert)" \
     > "$WORK/revert.txt"
 REVERT=$(cat "$WORK/revert.txt")
 start=$(now)

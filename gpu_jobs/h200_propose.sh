@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proposing a revert, on a real GPU (run from the repository root on a machine with a CUDA GPU,
-# torch and pytest): the miniature engine's incident repository (revertbot/propose/demo_repo.py: a
+# torch and pytest): the miniature engine's incident repository (revertbot/demo/propose_repo.py: a
 # green commit, then 17 commits on main; #101 breaks a CUDA-graph test, and a sampler test fails
 # about one run in five on any commit) goes through `revertbot propose --runner local`, whose probes
 # are gpu_jobs/rerun.py runs on this GPU:
@@ -23,7 +23,7 @@ R="$WORK/minisgl"
 "$PY" - "$R" > "$RESULTS/incident.json" <<'PYEOF'
 import json, sys
 from pathlib import Path
-from revertbot.propose.demo_repo import FLAKY_TEST, GRAPH_TEST, build_incident_repo
+from revertbot.demo.propose_repo import FLAKY_TEST, GRAPH_TEST, build_incident_repo
 i = build_incident_repo(Path(sys.argv[1]))
 print(json.dumps({"green": i.green, "culprit": i.culprit, "red": i.red, "commits": list(i.commits),
                   "graph_test": GRAPH_TEST, "flaky_test": FLAKY_TEST}, indent=2))

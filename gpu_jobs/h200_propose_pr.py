@@ -4,7 +4,7 @@ Run from the repository root on a machine with a CUDA GPU, torch, pytest and PyG
 
     python gpu_jobs/h200_propose_pr.py RESULTS_DIR [WORK_DIR]
 
-1. builds the miniature engine's incident repository (revertbot/propose/demo_repo.py), a bare
+1. builds the miniature engine's incident repository (revertbot/demo/propose_repo.py), a bare
    "origin" and the CI clone;
 2. runs the suite's two tests on this GPU at the green commit (the record on main) and at the red
    commit, up to 10 times, keeping the first red run in which the flaky sampler test failed too (a
@@ -54,8 +54,8 @@ def main(argv: list[str]) -> int:
     from gpu_jobs.rerun import rerun
     from gpu_jobs.runner import Progress
     from revertbot.config import Config, ProposeConfig, ProposeLimits
-    from revertbot.github import GitHubClient, RetryPolicy
-    from revertbot.propose.demo_repo import FLAKY_TEST, GRAPH_TEST, build_incident_repo
+    from revertbot.demo.propose_repo import FLAKY_TEST, GRAPH_TEST, build_incident_repo
+    from revertbot.github.client import GitHubClient, RetryPolicy
     from revertbot.propose.flow import propose_on_github
     from revertbot.propose.local import LocalRunner
     from tests.github_server import FakeGitHub, serve

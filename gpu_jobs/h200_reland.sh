@@ -28,7 +28,7 @@ echo "== 1. the revert's GPU run (what it flips)"
 "$PY" - "$WORK" > "$WORK/shas.txt" <<'EOF'
 import subprocess, sys
 from pathlib import Path
-from revertbot.demo import RUNNER_PATH, build_demo_repo
+from revertbot.demo.repo import RUNNER_PATH, build_demo_repo
 
 work = Path(sys.argv[1])
 demo = build_demo_repo(work / "minisgl")
@@ -79,9 +79,9 @@ echo "== 3. the reland's report, the revert's flips judged on the reland's GPU r
 "$PY" - "$WORK/minisgl" "$RELAND" "$RESULTS" <<'EOF'
 import json, sys
 from pathlib import Path
-from revertbot.check import check_revert
-from revertbot.cli_gpu import load_gpu_summary
-from revertbot.reland import flipped_tests, with_gpu_facts
+from revertbot.pipeline.check import check_revert
+from revertbot.cli.gpu import load_gpu_summary
+from revertbot.verdict.reland import flipped_tests, with_gpu_facts
 from revertbot.report import render_markdown, report_to_json
 
 repo, reland, results = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])

@@ -137,7 +137,7 @@ fi
 echo "== 2. the demo revert through the GPU job runner (MINISGL_SCALE=$DEMO_SCALE, $REPEATS runs per side)"
 start=$(now)
 timeout "$(limit 60)" "$PY" -c "from gpu_jobs._click_compat import ensure_click; ensure_click()
-from pathlib import Path; from revertbot.demo import build_demo_repo
+from pathlib import Path; from revertbot.demo.repo import build_demo_repo
 print(build_demo_repo(Path('$WORK/minisgl')).revert)" > "$WORK/revert.txt"
 rc=$?
 REVERT=$(cat "$WORK/revert.txt" 2> /dev/null)

@@ -88,8 +88,8 @@ def _outcome(result: TestResult | None, infra: bool) -> Outcome:
 
 def _checkout(repo: Path, commit: str, revert_of: str | None, dest: Path) -> tuple[str, str | None]:
     """Export ``commit``'s tree (with ``revert_of`` reverted on top) into ``dest``; the shas used."""
-    from revertbot import gitops
     from revertbot.errors import ConflictError
+    from revertbot.git import gitops
 
     sha = gitops.resolve_commit(repo, commit)
     if revert_of is None:
@@ -286,8 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._click_compat import ensure_click
 
     ensure_click()
-    from revertbot import gitops
     from revertbot.errors import RevertbotError
+    from revertbot.git import gitops
 
     args = _parser().parse_args(argv)
     started = time.monotonic()

@@ -388,8 +388,8 @@ def _run_side(
 
 def _checkouts(repo: Path, base: str, revert: str, work: Path) -> tuple[str, str, Path, Path]:
     """(base sha, revert sha, base checkout, base+revert checkout) as plain directories under ``work``."""
-    from revertbot import gitops
     from revertbot.errors import ConflictError
+    from revertbot.git import gitops
 
     base_sha = gitops.resolve_commit(repo, base)
     revert_sha = gitops.resolve_commit(repo, revert)
@@ -617,7 +617,7 @@ def load_spec(repo: Path, base: str, suite: str, config_path: Path | None = None
         if config_path is not None:
             config = cfg.load_config_file(config_path)
         else:
-            from revertbot import gitops
+            from revertbot.git import gitops
 
             sha = gitops.resolve_commit(repo, base)
             config = cfg.load_config(gitops.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
@@ -696,8 +696,8 @@ def run_from_args(
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Parse and check the job's options, then :func:`run_job`. Shared by both command lines."""
-    from revertbot import gitops
     from revertbot.errors import UsageError
+    from revertbot.git import gitops
 
     check_isolation(suite_user, same_user_unsafe, os.environ if environ is None else environ)
     try:

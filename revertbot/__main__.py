@@ -1,5 +1,5 @@
 """``python -m revertbot``: the same as the ``revertbot`` command."""
 
-from .cli import main
+from revertbot.cli.main import main
 
 main()

@@ -21,8 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import ConfigError
-from .globs import compile_glob, first_match, match_glob, matching_globs, normalize_path
+from revertbot.errors import ConfigError
+from revertbot.globs import compile_glob, first_match, match_glob, matching_globs, normalize_path
 
 if TYPE_CHECKING:
     import yaml

@@ -116,7 +116,7 @@ class FileDifference:
 
 
 #: Where one path stands in a revert whose message limits it to part of the original (see
-#: :mod:`revertbot.purity_scope`): ``exact`` in the scope and proven on the trees; ``differs`` in the
+#: :mod:`revertbot.verdict.purity_scope`): ``exact`` in the scope and proven on the trees; ``differs`` in the
 #: scope and proven not to be; ``unproven`` in the scope, but undoing it conflicts (cannot tell);
 #: ``left`` outside the scope and left alone, as the message says; ``outside`` outside the scope
 #: and changed all the same (beyond what the message says).
@@ -184,7 +184,7 @@ class ApplyResult:
 @dataclass(frozen=True)
 class ContentReland:
     """A later commit that re-applies a reverted change without saying so, found by its diff
-    (see :mod:`revertbot.reland_content`)."""
+    (see :mod:`revertbot.verdict.reland_content`)."""
 
     revert: str
     reland: str
@@ -212,7 +212,7 @@ ReasonCategory = Literal["ci-failure", "gpu-regression", "correctness", "perform
 
 @dataclass(frozen=True)
 class RevertReason:
-    """A revert's reason category and what decided it (see :mod:`revertbot.reason`)."""
+    """A revert's reason category and what decided it (see :mod:`revertbot.verdict.reason`)."""
 
     category: ReasonCategory
     evidence: str = ""  # the phrase that decided it ("" when nothing did)
@@ -227,7 +227,7 @@ OverrideKind = Literal["link", "not-a-revert"]
 @dataclass(frozen=True)
 class Override:
     """What a maintainer said about a pull request, which wins over detection (see
-    :mod:`revertbot.overrides`): ``/revertbot link <sha|#N>`` (or a local ``check --original``)
+    :mod:`revertbot.verdict.overrides`): ``/revertbot link <sha|#N>`` (or a local ``check --original``)
     and ``/revertbot not-a-revert``."""
 
     kind: OverrideKind
@@ -244,7 +244,7 @@ class Override:
 # The report's data classes are made on first use (a scan never needs them: 17 dataclasses cost
 # about 15 ms of start-up on Python 3.11); ``from .models import RevertReport`` still works.
 if TYPE_CHECKING:
-    from .report_data import (
+    from revertbot.report_data import (
         RISK_ORDER as RISK_ORDER,
         Backport as Backport,
         CiCheck as CiCheck,
@@ -270,7 +270,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     if not name.startswith("_"):
-        from . import report_data
+        from revertbot import report_data
 
         if hasattr(report_data, name):
             return getattr(report_data, name)

@@ -7,7 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .models import ApplyResult, ContentReland, LinkMethod, Override, PurityResult, RevertKind, RevertReason, Unresolved
+from revertbot.models import (
+    ApplyResult,
+    ContentReland,
+    LinkMethod,
+    Override,
+    PurityResult,
+    RevertKind,
+    RevertReason,
+    Unresolved,
+)
 
 # --------------------------------------------------------------------------- report data
 
@@ -119,7 +128,7 @@ class CiCheck:
     required: bool | None = None  # None: the branch's required checks could not be read
     on_revert: str = ""  # the same check on the revert: success, failure, pending, ... ; "" when absent
     on_base: str = ""  # the same check on the revert's merge base, when it was looked up
-    #: cleared | still-failing | broken-trunk | flaky | pending | not-run (see revertbot.ci_facts)
+    #: cleared | still-failing | broken-trunk | flaky | pending | not-run (see revertbot.github.ci_facts)
     verdict: str = ""
 
 
@@ -193,7 +202,7 @@ class GpuSummary:
 
 @dataclass(frozen=True)
 class RevertReport:
-    """Everything the renderers need; produced by :func:`revertbot.check.check_revert`."""
+    """Everything the renderers need; produced by :func:`revertbot.pipeline.check.check_revert`."""
 
     repo: str
     revert: CommitRef

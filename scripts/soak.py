@@ -1,6 +1,6 @@
 """Randomized soak of ``revertbot action`` against the loopback GitHub server with injected faults.
 
-Every run is a real ``revertbot action`` (the in-process entry point :func:`revertbot.action.run_action`,
+Every run is a real ``revertbot action`` (the in-process entry point :func:`revertbot.github.action.run_action`,
 PyGithub as the client, real git on a bare remote on disk) for a ``pull_request``,
 ``issue_comment`` (``/revertbot check``) or ``workflow_dispatch`` event, with 0-3 faults injected
 on the operations the bot performs (reading the PR, commits, CI, reviews, search, listing,
@@ -48,9 +48,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from revertbot.action import ActionOptions, policy_from_env, run_action  # noqa: E402
 from revertbot.errors import EXIT_GITHUB, RevertbotError  # noqa: E402
-from revertbot.github import CommentInfo, GitHubClient  # noqa: E402
+from revertbot.github.action import ActionOptions, policy_from_env, run_action  # noqa: E402
+from revertbot.github.client import CommentInfo, GitHubClient  # noqa: E402
 from revertbot.report import MARKER  # noqa: E402
 from tests.github_server import FakeGitHub, World, build_world, serve  # noqa: E402
 

@@ -45,7 +45,7 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     yield
     # A test that checked a revert in-process keeps merged trees readable by every later git
     # command of this process: the next test's repositories must not see them.
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     gitops.remove_kept_objects()
 

@@ -1322,7 +1322,7 @@ class World:
     gh: FakeGitHub
     repo: Repo
     remote: Any  # Path of the bare remote
-    demo: Any  # revertbot.demo.DemoRepo
+    demo: Any  # revertbot.demo.repo.DemoRepo
     tmp: Any  # Path
     original_pr: int = 101
     backport_pr: int = 104
@@ -1381,7 +1381,7 @@ def build_world(gh: FakeGitHub, tmp: Any) -> World:
     """Build the demo repository, a bare remote with ``refs/pull/N/head``, and the matching PRs."""
     import subprocess
 
-    from revertbot.demo import RELEASE_BRANCH, REVERT_BRANCH, build_demo_repo
+    from revertbot.demo.repo import RELEASE_BRANCH, REVERT_BRANCH, build_demo_repo
 
     demo = build_demo_repo(tmp / "work" / "minisgl")
     remote = tmp / "remote" / "minisgl.git"

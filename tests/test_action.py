@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.errors import EXIT_GITHUB
-from revertbot.pr_check import REQUEST_BUDGET
+from revertbot.github.pr_check import REQUEST_BUDGET
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.github_server import World, read_outputs
@@ -145,7 +145,7 @@ def test_concurrent_runs_leave_one_comment(world: World, tmp_path: Path) -> None
         env.update({"XDG_CACHE_HOME": str(tmp_path / f"cache{i}"), "GITHUB_OUTPUT": str(tmp_path / f"o{i}"),
                     "GITHUB_STEP_SUMMARY": str(tmp_path / f"s{i}"),
                     "REVERTBOT_REPORT_FILE": str(tmp_path / f"r{i}" / "report.md")})  # fmt: skip
-        procs.append(subprocess.Popen([sys.executable, "-c", "from revertbot.cli import main; main()", "action"],
+        procs.append(subprocess.Popen([sys.executable, "-c", "from revertbot.cli.main import main; main()", "action"],
                                       env=env, cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))  # fmt: skip
     logs = [p.communicate(timeout=120)[0] for p in procs]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
-from revertbot.backport import backport_branch_name, create_backports, plan_backports
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
+from revertbot.pipeline.backport import backport_branch_name, create_backports, plan_backports
+from revertbot.pipeline.check import check_revert
 from revertbot.report.backport import render_plan_markdown
 from revertbot.report.escape import code
 from tests.gitrepo import GitRepo
@@ -285,8 +285,8 @@ def test_invalid_branch_names_are_usage_errors(story: Story, name: str, capsys: 
 
 
 def test_reply_stays_within_githubs_comment_limit() -> None:
-    from revertbot.backport import BackportPlan, BackportTarget
     from revertbot.models import CommitRef, ConflictFile, ConflictHunk
+    from revertbot.pipeline.backport import BackportPlan, BackportTarget
     from revertbot.report.backport import MAX_REPLY_CHARS, render_reply
 
     big = "\n".join(f"x = {i}  # {'y' * 200}" for i in range(2000))

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from revertbot.backport import backport_branch_name
-from revertbot.cli import run_cli
-from revertbot.demo import RELEASE_BRANCH, REVERT_BRANCH, RUNNER_PATH
-from revertbot.github import GitHubClient
+from revertbot.cli.main import run_cli
+from revertbot.demo.repo import RELEASE_BRANCH, REVERT_BRANCH, RUNNER_PATH
+from revertbot.github.client import GitHubClient
+from revertbot.pipeline.backport import backport_branch_name
 from revertbot.report import MARKER
 from revertbot.report.backport import BACKPORT_MARKER
 from tests.github_server import World, read_outputs
@@ -174,8 +174,8 @@ def test_create_pull_and_list_by_head_on_the_loopback_server(world: World) -> No
 def test_merged_change_start_covers_rebase_merges(repo: Any) -> None:
     from types import SimpleNamespace
 
-    from revertbot.backport_github import merged_change_start
-    from revertbot.github import PullInfo
+    from revertbot.github.backport_prs import merged_change_start
+    from revertbot.github.client import PullInfo
     from revertbot.models import CommitRef
 
     base = repo.commit("base", {"a.py": "a = 1\n", "b.py": "b = 1\n"})

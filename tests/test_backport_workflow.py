@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from revertbot.demo import RELEASE_BRANCH
+from revertbot.demo.repo import RELEASE_BRANCH
 from revertbot.report import MARKER
 from tests.github_server import World
 from tests.test_backport_github import backport_pulls, merge_revert, replies

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.synth import SHAPES, build_repo
-from revertbot.scan import scan_repository
+from revertbot.verdict.scan import scan_repository
 
 
 def test_scan_matches_synthetic_ground_truth(tmp_path: Path) -> None:

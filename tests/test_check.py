@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.models import RevertReport
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown, report_to_json
 from tests.gitrepo import GitRepo
 from tests.test_report import HEADINGS
@@ -73,7 +73,7 @@ def test_pure_revert_is_low_risk_and_can_be_merged(repo: GitRepo) -> None:
 
 
 def test_a_history_read_begun_early_gives_the_same_report_whichever_history_it_is(repo: GitRepo) -> None:
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     original, revert = simple_repo(repo)
     repo.git("merge", "-q", "--ff-only", "revert-12")  # merged: the check reads the base's history

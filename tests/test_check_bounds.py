@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import revertbot.check as check_module
-from revertbot.check import check_revert
+import revertbot.pipeline.check as check_module
+from revertbot.pipeline.check import check_revert
 from tests.gitrepo import GitRepo
 
 
@@ -24,8 +24,8 @@ def test_symbols_are_analysed_in_a_bounded_number_of_files(repo: GitRepo, monkey
 
 
 def test_drift_paths_are_literal_and_not_on_the_command_line(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    from revertbot import gitops
     from revertbot.analysis.history import find_drift
+    from revertbot.git import gitops
 
     repo.commit("base", {"a*.py": "x = 1\n", "ab.py": "y = 1\n"})
     original = repo.commit("Change the star file (#1)", {"a*.py": "x = 2\n"})

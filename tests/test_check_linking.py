@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from revertbot.check import check_revert
+from revertbot.pipeline.check import check_revert
 from tests.gitrepo import GitRepo
 
 

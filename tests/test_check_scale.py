@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops, history_cache
-from revertbot.check import check_revert
+from revertbot.git import gitops
+from revertbot.pipeline.check import check_revert
+from revertbot.verdict import history_cache
 from tests.gitrepo import GitRepo, _env
 
 UNRELATED = 2_000

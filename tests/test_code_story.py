@@ -10,7 +10,7 @@ import re
 from revertbot.analysis.code_story import EXCERPT_LINES, comment_above, first_paragraph
 from revertbot.analysis.symbols import diff_symbols
 from revertbot.analysis.symbols_cpp import diff_cpp_symbols
-from revertbot.check import check_revert
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.github_linker import linked
 from tests.gitrepo import GitRepo

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from revertbot import critical_stage
-from revertbot.analysis import critical
-from revertbot.check import check_revert
+from revertbot.analysis import critical, critical_stage
 from revertbot.config import ConfigError, load_config
 from revertbot.models import CriticalRule, RevertReport
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from revertbot import store
-from revertbot.check import check_revert
 from revertbot.dashboard.build import build_site, page_name, render_index
 from revertbot.dashboard.report_html import render_report_html
-from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.models import Backport, Override, RevertReport
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
+from revertbot.store import db as store
 
 HOSTILE = f"""{MARKER}
 ## revertbot: Revert \\<script\\>alert(1)\\</script\\>

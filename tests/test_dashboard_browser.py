@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from revertbot import store
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import overview, page_name
+from revertbot.store import db as store
 from tests.browser import ARGS, CHROMIUM, sync_api
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

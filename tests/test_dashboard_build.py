@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import store
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.dashboard import build_from_db
 from revertbot.dashboard.build import json_for_script, overview, page_name
 from revertbot.dashboard.charts import Bar, bar_chart, column_chart, nice_ticks
-from revertbot.demo import build_demo_repo
-from revertbot.scan import scan_repository
-from revertbot.store import CommitInfo, RevertRow
+from revertbot.demo.repo import build_demo_repo
+from revertbot.store import db as store
+from revertbot.store.db import CommitInfo, RevertRow
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
 DAY = 86_400
@@ -99,7 +99,7 @@ def hostile_site(repo: GitRepo, tmp_path: Path) -> dict[str, object]:
         "infra": [COMMENT],
     })  # fmt: skip
     demo = build_demo_repo(tmp_path / "demo")
-    from revertbot.check import check_revert
+    from revertbot.pipeline.check import check_revert
 
     store.record_report(db, check_revert(demo.path, demo.revert, base_ref="main"))
     site = tmp_path / "site"
@@ -417,7 +417,7 @@ def test_several_stores_one_site_with_links_and_no_double_counting(
 ])  # fmt: skip
 def test_reason_categories_come_from_the_revert_message(subject: str, body: str, reason: str) -> None:
     from revertbot.dashboard.build import reason_of
-    from revertbot.store import StoredRevert
+    from revertbot.store.db import StoredRevert
 
     r = StoredRevert(repo="o/r", sha="a" * 40, subject=subject, kind="revert", direction=1, author="x", date=1,
                      purity="pure", purity_reason="", purity_files=(), unresolved=(), chain=(), files=(), modules=(),

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.errors import UsageError
-from revertbot.init import DASHBOARD_ARTIFACT, WORKFLOW_PATH, detect_pages, init_repository, next_steps
+from revertbot.install.workflows import DASHBOARD_ARTIFACT, WORKFLOW_PATH, detect_pages, init_repository, next_steps
 from tests.gitrepo import GitRepo
 from tests.test_workflows import _zizmor, actionlint
 

@@ -8,11 +8,11 @@ import re
 import sqlite3
 from pathlib import Path
 
-from revertbot import store
 from revertbot.dashboard import build_from_db
 from revertbot.dashboard.build import page_name
-from revertbot.scan import entry_to_json, scan_repository
-from revertbot.store import CommitInfo, RevertRow
+from revertbot.store import db as store
+from revertbot.store.db import CommitInfo, RevertRow
+from revertbot.verdict.scan import entry_to_json, scan_repository
 from tests.gitrepo import GitRepo
 
 DAY = 86_400

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from revertbot import store
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import page_name
+from revertbot.store import db as store
 from tests.browser import ARGS, CHROMIUM, sync_api
 from tests.test_dashboard_reason import _row
 

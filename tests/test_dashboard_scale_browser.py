@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from revertbot import store
 from revertbot.dashboard import serve_in_thread, url_of
 from revertbot.dashboard.agree import pr_of
 from revertbot.dashboard.build import page_name, reason_of, render_index
 from revertbot.report.escape import clean
+from revertbot.store import db as store
 from tests.browser import ARGS, CHROMIUM, sync_api
 
 SLACK = float(os.environ.get("REVERTBOT_TIMING_SLACK", "1") or 1)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
-from revertbot.demo import RELEASE_BRANCH, REPO_SLUG, REVERT_BRANCH, DemoRepo, build_demo_repo
+from revertbot.cli.main import run_cli
+from revertbot.demo.repo import RELEASE_BRANCH, REPO_SLUG, REVERT_BRANCH, DemoRepo, build_demo_repo
+from revertbot.git import gitops
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from tests.conftest import require_torch
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 import revertbot
-from revertbot import gitops
-from revertbot.cli import run_cli
-from revertbot.propose import demo_flow
-from revertbot.propose.demo_flow import ProposeDemo, render_propose_demo
-from revertbot.propose.demo_repo import FLAKY_TEST, GRAPH_TEST
+from revertbot.cli.main import run_cli
+from revertbot.demo import propose_flow as demo_flow
+from revertbot.demo.propose_flow import ProposeDemo, render_propose_demo
+from revertbot.demo.propose_repo import FLAKY_TEST, GRAPH_TEST
+from revertbot.git import gitops
 from revertbot.propose.local import LocalRunner
 from revertbot.propose.search import Outcome, Verdict
 from tests.conftest import require_torch

@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
 from revertbot.analysis import dependents
-from revertbot.analysis.dependents import (
-    MAX_PER_SYMBOL,
-    Dependent,
-    DependentSearch,
-    find_dependents,
-    search_dependents,
-)
+from revertbot.analysis.dependents import MAX_PER_SYMBOL, Dependent, DependentSearch, find_dependents, search_dependents
 from revertbot.analysis.symbols import SymbolChange, diff_symbols
+from revertbot.git import gitops
 from tests.gitrepo import GitRepo
 from tests.timing import best_time
 

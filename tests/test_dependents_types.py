@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from revertbot.analysis.dependents import Dependent, search_dependents
-from revertbot.check import check_revert
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
 from tests.test_dependents import revert_changes

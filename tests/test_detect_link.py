@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from revertbot import gitops
-from revertbot.cli import run_cli
-from revertbot.detect import link_reverts
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
+from revertbot.verdict.detect import link_reverts
 from tests.gitrepo import GitRepo
 
 MAIN = "refs/heads/main"
@@ -589,8 +589,8 @@ def test_the_index_finds_older_commits_by_title_pr_and_cherry_source_as_a_full_f
     # The lookups bisect the index's position lists; a plain filter over every commit says the same.
     import random
 
-    from revertbot.detect import HistoryIndex, strip_pr_suffix, title_key
     from revertbot.models import Commit
+    from revertbot.verdict.detect import HistoryIndex, strip_pr_suffix, title_key
 
     rng = random.Random(5)
     titles = ["Fix a", "Fix a (#1)", "Fix b (#2)", "Update kernel", "update  kernel", "Fix b"]

@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from revertbot import gitops
-from revertbot.check import check_revert, find_links
-from revertbot.detect import link_reverts, parse_message
 from revertbot.errors import NotFoundError
+from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
-from revertbot.scan import scan_repository
+from revertbot.pipeline.check import check_revert, find_links
+from revertbot.verdict.detect import link_reverts, parse_message
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
 MAIN = "refs/heads/main"
@@ -262,7 +262,7 @@ def test_agree_lists_a_disagreement_and_fails(
     base: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bench import agree
-    from revertbot import check
+    from revertbot.pipeline import check
 
     orig = base.commit("Add X (#1)", {"x.py": "X\n"})
     rev = base.revert(orig)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from revertbot.cli import cli
+from revertbot.cli.main import cli
 from revertbot.config import schema_keys
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown
-from revertbot.action import is_green, status_for
 from revertbot.analysis.risk import gpu_factor
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
+from revertbot.github.action import is_green, status_for
 from revertbot.models import GpuSummary, GpuTestFlip
 from revertbot.report.carried_gpu import BLOCK_LIMIT, BLOCK_PREFIX, gpu_block, read_gpu_block
 from revertbot.report.gpu_sentence import gpu_sentence

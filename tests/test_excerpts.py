@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from revertbot.analysis.symbols import SymbolChange
-from revertbot.check import select_excerpts
+from revertbot.pipeline.check import select_excerpts
 
 
 def _patch(hunks: dict[str, list[str]]) -> str:

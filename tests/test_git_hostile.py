@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
 from tests.gitrepo import GitRepo
 
 LINES = [f"line {i}\n" for i in range(1, 21)]

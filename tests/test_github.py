@@ -1,4 +1,4 @@
-"""revertbot.github (PyGithub against the loopback server), the PR check and `revertbot check owner/repo#N`."""
+"""revertbot.github.client (PyGithub against the loopback server), the PR check and `revertbot check owner/repo#N`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.action import Outputs, build_gpu_matrix, log_safe
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.config import load_config
 from revertbot.errors import EXIT_GITHUB
-from revertbot.github import CiRun, GitHubClient, GitHubError, RateLimitError, RetryPolicy, ReviewItem
-from revertbot.pr_check import REQUEST_BUDGET, closing_issues, is_trivial, review_highlights, summarize_ci
+from revertbot.github.action import Outputs, build_gpu_matrix, log_safe
+from revertbot.github.client import CiRun, GitHubClient, GitHubError, RateLimitError, RetryPolicy, ReviewItem
+from revertbot.github.pr_check import REQUEST_BUDGET, closing_issues, is_trivial, review_highlights, summarize_ci
 from revertbot.report import MARKER
 from tests.github_server import FakeGitHub, World, read_outputs
 
@@ -390,8 +390,8 @@ def test_check_pr_on_a_local_checkout_fetches_into_a_private_namespace(
 
 
 def test_a_clone_url_that_could_read_as_a_git_option_is_refused(tmp_path: Path) -> None:
-    from revertbot.github import GitHubError, PullInfo
-    from revertbot.pr_check import RepoSource
+    from revertbot.github.client import GitHubError, PullInfo
+    from revertbot.github.pr_check import RepoSource
 
     pr = PullInfo(number=7, title="Revert x", body="", state="open", head_sha="a" * 40, head_ref="h",
                   base_ref="main", base_sha="b" * 40, base_repo="o/r", head_repo="o/r",

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
 from revertbot.errors import EXIT_GIT, EXIT_NOT_FOUND, GitError, NotFoundError, UsageError
-from revertbot.purity import raw_entries, strip_raw
+from revertbot.git import gitops
+from revertbot.verdict.purity import raw_entries, strip_raw
 from tests.gitrepo import GitRepo
 
 
@@ -586,7 +586,7 @@ def test_commit_patches_cuts_huge_diff_text_but_keeps_every_raw_and_numstat_line
     assert not errors and truncated == {sha}
     patch = patches[sha]
     assert len(strip_raw(patch).encode()) <= 2000 and strip_raw(patch).endswith("\n")
-    from revertbot.purity import patch_stats, raw_entries
+    from revertbot.verdict.purity import patch_stats, raw_entries
 
     assert sorted(raw_entries(patch)) == ["big.txt", "small.txt"]
     assert patch_stats(patch)["big.txt"].added == 5000  # from --numstat, not from the cut text

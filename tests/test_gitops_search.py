@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from revertbot import gitops
 from revertbot.errors import GitError
+from revertbot.git import gitops
 from tests.gitrepo import GitRepo
 
 

@@ -18,10 +18,10 @@ import pytest
 from gpu_jobs.compare import RunData, compare_metrics
 from gpu_jobs.spec import from_config
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.config import load_config_file
-from revertbot.demo import build_demo_repo
+from revertbot.demo.repo import build_demo_repo
+from revertbot.pipeline.check import check_revert
 from revertbot.report.gpu_sentence import gpu_sentence
 from revertbot.report.markdown import render_markdown
 from tests.conftest import require_torch

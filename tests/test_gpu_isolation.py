@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gpu_jobs.runner import is_secret_name
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from tests.test_gpu_run import make_project
 
 ROOT = Path(__file__).resolve().parent.parent

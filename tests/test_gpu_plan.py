@@ -10,7 +10,7 @@ import pytest
 
 from gpu_jobs.plan import balance, build_matrix, load_durations, shard_loads
 from gpu_jobs.shard import parse_shard, select, stable_shard
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.config import load_config
 from tests.gitrepo import GitRepo
 

@@ -13,7 +13,7 @@ from gpu_jobs.compare import RunData, Thresholds, compare_runs
 from gpu_jobs.junit import TestResult
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown, summary_from_json, summary_to_json
 from revertbot.analysis.risk import gpu_factor
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 
 H200 = {
     "schema": 1,
@@ -149,7 +149,7 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_report_command_records_results_in_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from revertbot.store import load_history
+    from revertbot.store.db import load_history
 
     write_job(tmp_path / "s1", "graph-capture", 1, 1,
               [_run("before", {"t.py::fixed": "failed", "t.py::ok": "passed"}, [mem(1000)])],

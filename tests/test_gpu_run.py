@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_jobs.runner import run_process, suite_argv
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from tests.conftest import require_torch
 from tests.gitrepo import GitRepo
 
@@ -345,7 +345,7 @@ def test_standalone_runner_needs_neither_click_nor_yaml(tmp_path: Path) -> None:
 
 def test_demo_revert_end_to_end_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_torch()
-    from revertbot.demo import build_demo_repo
+    from revertbot.demo.repo import build_demo_repo
 
     demo = build_demo_repo(tmp_path / "minisgl")
     out = tmp_path / "gpu-out"

@@ -32,7 +32,7 @@ import pytest
 
 from gpu_jobs import runner as runner_module
 from gpu_jobs.suite_user import AREA_PARENT, AREA_PREFIX, SuiteUser
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from tests.gitrepo import GitRepo
 
 IS_ROOT = os.geteuid() == 0

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from revertbot import gitops
 from revertbot.analysis.history import find_backports
+from revertbot.git import gitops
 from revertbot.globs import match_glob
 from tests.gitrepo import GitRepo
 

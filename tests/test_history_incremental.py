@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from revertbot import gitops, store
-from revertbot.cli import run_cli
-from revertbot.history import Record
-from revertbot.scan import scan_repository
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
+from revertbot.store import db as store
+from revertbot.store.history_branch import Record
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 from tests.test_history_integrity import demo_and_report
 

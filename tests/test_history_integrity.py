@@ -23,13 +23,14 @@ from typing import Any
 
 import pytest
 
-from revertbot import gitops, history, store
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
-from revertbot.demo import build_demo_repo
+from revertbot.cli.main import run_cli
+from revertbot.demo.repo import build_demo_repo
 from revertbot.errors import UsageError
-from revertbot.history import HistoryError, Record, RecordInvalid
+from revertbot.git import gitops
+from revertbot.pipeline.check import check_revert
 from revertbot.report import report_to_json
+from revertbot.store import db as store, history_branch as history
+from revertbot.store.history_branch import HistoryError, Record, RecordInvalid
 
 REPO = "demo-org/minisgl"
 BRANCH = "refs/heads/revertbot-history"

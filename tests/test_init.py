@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.config import DEFAULT_CONFIG_YAML, default_config, load_config, load_config_file
 from revertbot.errors import EXIT_GITHUB, EXIT_NOT_FOUND, EXIT_USAGE
-from revertbot.init import (
+from revertbot.install.workflows import (
     CONFIG_PATH,
     DEFAULT_RUNNER_LABELS,
     GPU_WORKFLOW_PATH,
@@ -329,7 +329,7 @@ def test_wheel_options_are_checked(repo: GitRepo, capsys: pytest.CaptureFixture[
 def test_no_default_pin_without_a_recorded_source(repo: GitRepo, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch, record: dict[str, Any] | None,
                                                   said: str) -> None:  # fmt: skip
-    monkeypatch.setattr("revertbot.init._direct_url", lambda: record)
+    monkeypatch.setattr("revertbot.install.workflows._direct_url", lambda: record)
     code, _out, err = init(capsys, "--repo", str(repo.path))
     assert code == EXIT_USAGE, err
     assert said in err and "nothing was written" in err
@@ -348,7 +348,7 @@ def test_the_default_pin_is_the_source_this_revertbot_came_from(
     spec: str,
 ) -> None:
     # pip's direct_url.json records the commit a branch resolved to: that commit is pinned, not the branch.
-    monkeypatch.setattr("revertbot.init._direct_url", lambda: record)
+    monkeypatch.setattr("revertbot.install.workflows._direct_url", lambda: record)
     code, out, err = init(capsys, "--repo", str(repo.path))
     assert code == 0, err
     assert _written_specs(repo.path) == [spec] * 3
@@ -422,7 +422,8 @@ def test_templates_ship_in_the_wheel_and_init_works_from_it(tmp_path: Path) -> N
     target = GitRepo(tmp_path / "target").path
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     proc = subprocess.run([sys.executable, "-c", "import revertbot, sys; print(revertbot.__file__); "
-                           "from revertbot.cli import main; sys.argv = ['revertbot', 'init', '--repo', sys.argv[1], "
+                           "from revertbot.cli.main import main; "
+                           "sys.argv = ['revertbot', 'init', '--repo', sys.argv[1], "
                            "'--source', sys.argv[2]]; main()", str(target), SOURCE],
                           capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

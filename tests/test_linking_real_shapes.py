@@ -8,10 +8,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from revertbot import gitops
-from revertbot.cli import run_cli
-from revertbot.detect import MAX_SUBJECT, link_reverts, parse_message, strip_pr_suffix
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
+from revertbot.verdict.detect import MAX_SUBJECT, link_reverts, parse_message, strip_pr_suffix
 from tests.gitrepo import GitRepo
 
 MAIN = "refs/heads/main"

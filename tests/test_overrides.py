@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
-from revertbot.history import load_record_files
+from revertbot.cli.main import run_cli
 from revertbot.models import Override
-from revertbot.overrides import override_block, parse_target, read_override_block, still_holds
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.carried_gpu import gpu_block
 from revertbot.report.escape import ZWSP
-from revertbot.store import load_history, replay_records
+from revertbot.store.db import load_history, replay_records
+from revertbot.store.history_branch import load_record_files
+from revertbot.verdict.overrides import override_block, parse_target, read_override_block, still_holds
 from tests.github_server import World
 from tests.test_action import act
 
@@ -62,7 +62,7 @@ def test_the_block_is_read_only_at_its_place_and_only_when_well_formed() -> None
 
 
 def test_a_not_a_revert_ends_with_a_new_revert_statement() -> None:
-    from revertbot.overrides import statement_digest
+    from revertbot.verdict.overrides import statement_digest
 
     title, body = 'Revert "Add a kernel"', "Reverts o/r#5"
     o = Override("not-a-revert", login="alice", statement=statement_digest(title, body))

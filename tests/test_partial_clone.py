@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from bench.synth_pytorch import build_pytorch, cached_pytorch
-from revertbot import gitops
-from revertbot.check import check_revert
+from revertbot.git import gitops
+from revertbot.pipeline.check import check_revert
 from revertbot.report.jsonout import report_to_json
 
 

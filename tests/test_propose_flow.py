@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from revertbot.config import Config, ProposeConfig
-from revertbot.github import GitHubClient, RetryPolicy
+from revertbot.github.client import GitHubClient, RetryPolicy
 from revertbot.propose.flow import ProposeOutcome, propose_on_github, revert_branch
 from revertbot.propose.search import FailingTest, Outcome, Run
 from revertbot.propose.triage import Incident, TestFailure
@@ -331,7 +331,7 @@ def test_propose_workflows_lint_clean_and_match_the_templates() -> None:
 
 def test_init_installs_the_propose_workflows_in_shadow_mode(tmp_path: Path) -> None:
     from revertbot.config import load_config
-    from revertbot.init import CONFIG_PATH, PROPOSE_RERUN_WORKFLOW_PATH, PROPOSE_WORKFLOW_PATH, plan_files
+    from revertbot.install.workflows import CONFIG_PATH, PROPOSE_RERUN_WORKFLOW_PATH, PROPOSE_WORKFLOW_PATH, plan_files
 
     pin = "revertbot @ git+https://github.com/example/revertbot@" + "0" * 40
     files = {f.path: f.text for f in plan_files(pin, ("self-hosted", "linux", "x64", "cuda"))}

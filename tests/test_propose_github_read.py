@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from revertbot.errors import UsageError
-from revertbot.github import GitHubClient, GitHubError, RetryPolicy
+from revertbot.github.client import GitHubClient, GitHubError, RetryPolicy
 from revertbot.propose.github_runner import RERUN_WORKFLOW, GitHubRunner, PollPolicy
 from revertbot.propose.search import Outcome
 from revertbot.propose.triage import ArtifactLimits, Incident, Refusal, triage_red_run

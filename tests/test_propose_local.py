@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.propose.search import Verdict
 from tests.gitrepo import GitRepo
 

@@ -17,8 +17,8 @@ from revertbot.analysis.public_api import (
     is_internal_path,
 )
 from revertbot.analysis.symbols import diff_symbols
-from revertbot.check import check_revert
 from revertbot.models import RevertReport
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
 from tests.test_report_zh import ALLOWED, _prose

@@ -8,9 +8,9 @@ from collections import Counter
 
 from hypothesis import given, settings, strategies as st
 
-from revertbot import gitops
+from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
-from revertbot.purity import (
+from revertbot.verdict.purity import (
     EXISTS,
     MAX_LINES_SHOWN,
     PatchStats,
@@ -22,7 +22,7 @@ from revertbot.purity import (
     patch_stats,
     unquote_path,
 )
-from revertbot.scan import classify_links
+from revertbot.verdict.scan import classify_links
 from tests.gitrepo import GitRepo
 
 ZERO = "0" * 40

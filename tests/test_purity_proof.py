@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from revertbot.models import Purity, ScanEntry
-from revertbot.scan import scan_repository
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
@@ -250,7 +250,7 @@ def test_pure_iff_the_revert_tree_equals_the_tree_git_revert_produces(
 
 def test_batched_merges_equal_one_by_one_merges(repo: GitRepo) -> None:
     """Merges side by side in one composite tree give each merge's own result and conflicts."""
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     repo.commit("base", {"a.txt": LINES, "b.txt": LINES})
     o1 = repo.commit("Change five", {"a.txt": LINES.replace("line 5\n", "five\n")})
@@ -294,7 +294,7 @@ def test_rounds_of_one_or_two_merges_skip_the_composite(
 ) -> None:
     # A composite merge costs two processes (merge and listing): one or two merges are done with
     # renames detected instead, one process each; three or more go into one composite.
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     calls: list[tuple[str, int]] = []
     for name in ("merge_trees", "merge_trees_without_renames", "object_names"):
@@ -329,7 +329,7 @@ def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
 def test_no_path_is_looked_up_for_a_first_merge_that_adds_one(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     # Undoing an original that deleted a file adds it back: renames can then matter whatever the
     # ours side did, so what it added or deleted is not asked; the merges run with renames detected.
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     asked: list[str] = []
     real = gitops.object_names
@@ -397,7 +397,7 @@ def test_a_later_round_of_one_merge_asks_git_nothing_before_merging(
 ) -> None:
     # Two originals undone on a file changed since: two rounds of one merge each. A round that
     # small runs with renames detected whatever ours did, so nothing is looked up for it.
-    from revertbot import gitops
+    from revertbot.git import gitops
 
     calls: list[tuple[str, int]] = []
     for name in ("merge_trees", "merge_trees_without_renames", "object_names"):

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from revertbot.check import check_revert
 from revertbot.models import RevertReport
-from revertbot.purity_scope import match_paths, path_matches, stated_scope
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
+from revertbot.verdict.purity_scope import match_paths, path_matches, stated_scope
 from tests.gitrepo import GitRepo
 
 X_V0 = "def x_part(a):\n    return a\n"

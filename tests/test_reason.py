@@ -6,13 +6,7 @@ import time
 
 import pytest
 
-from revertbot.reason import (
-    REASON_CATEGORIES,
-    classify_revert,
-    human_part,
-    parse_category,
-    reason_from_labels,
-)
+from revertbot.verdict.reason import REASON_CATEGORIES, classify_revert, human_part, parse_category, reason_from_labels
 
 # (message, category, a phrase the evidence must contain)
 CASES: list[tuple[str, str, str]] = [

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from revertbot.models import RevertReason
-from revertbot.reason import MAX_QUOTE_CHARS, classify_revert, decide_reason, linked_issues
 from revertbot.report.i18n import TEXT
 from revertbot.report.releases_md import issues_text, quote_line
+from revertbot.verdict.reason import MAX_QUOTE_CHARS, classify_revert, decide_reason, linked_issues
 
 # Real shapes (DeepSpeed, flashinfer, executorch): message, category, evidence part, quote part.
 CASES = [

@@ -3,9 +3,9 @@ diff, and the action, on real git repositories."""
 
 from __future__ import annotations
 
-from revertbot.check import check_revert
 from revertbot.models import GpuSummary, GpuTestFlip, RelandTest
-from revertbot.reland import failure_gone, flipped_tests, reland_test_outcomes, valid_test_id
+from revertbot.pipeline.check import check_revert
+from revertbot.verdict.reland import failure_gone, flipped_tests, reland_test_outcomes, valid_test_id
 from tests.gitrepo import GitRepo
 
 BASE = (
@@ -175,7 +175,7 @@ def test_reland_section_in_both_languages_and_json(repo: GitRepo) -> None:
 def test_flipped_tests_are_planned_only_as_node_ids_of_a_configured_suite() -> None:
     from gpu_jobs.plan import build_matrix
     from revertbot.config import load_config
-    from revertbot.reland import rerun_tests, suite_test_roots
+    from revertbot.verdict.reland import rerun_tests, suite_test_roots
 
     cfg = load_config("gpu:\n  suites:\n    graph-capture:\n      paths: ['engine/**']\n"
                       "      command: ['python', '-m', 'pytest', '-q', 'tests/gpu']\n")  # fmt: skip
@@ -198,7 +198,7 @@ def test_flipped_tests_are_planned_only_as_node_ids_of_a_configured_suite() -> N
 
 
 def test_similarity_needs_enough_lines() -> None:
-    from revertbot.reland import similarity
+    from revertbot.verdict.reland import similarity
 
     one = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1,2 @@\n x\n+import os\n"
     assert similarity(one, one) == 0.0  # one shared line proves nothing

@@ -1,4 +1,4 @@
-"""Relands found by their content (revertbot.reland_content): a later commit that re-applies a
+"""Relands found by their content (revertbot.verdict.reland_content): a later commit that re-applies a
 reverted change without saying so, in scans, check reports, the store and dashboard, and a pull
 request matched against the reverts recorded on the history data branch; on real git repositories."""
 
@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import reland_content as rc
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.dashboard.build import overview
-from revertbot.github import PullInfo
-from revertbot.history import Record, parse_record, record_problems
-from revertbot.pr_check import RepoSource, _recorded_reland
-from revertbot.reland_stage import recorded_reland
+from revertbot.github.client import PullInfo
+from revertbot.github.pr_check import RepoSource, _recorded_reland
+from revertbot.pipeline.check import check_revert
 from revertbot.report import report_to_json
 from revertbot.report.escape import inline
 from revertbot.report.i18n import TEXT
 from revertbot.report.reland_md import content_reland_line, reland_blocks
-from revertbot.scan import scan_repository
-from revertbot.store import load_history, record_scan
+from revertbot.store.db import load_history, record_scan
+from revertbot.store.history_branch import Record, parse_record, record_problems
+from revertbot.verdict import reland_content as rc
+from revertbot.verdict.reland_stage import recorded_reland
+from revertbot.verdict.scan import scan_repository
 from tests.github_server import FakeGitHub
 from tests.gitrepo import GitRepo
 
@@ -214,16 +214,16 @@ def test_a_pull_request_that_says_nothing_is_matched_against_recorded_reverts(re
 
 
 def _log(repo: GitRepo) -> list:  # type: ignore[type-arg]
-    from revertbot import gitops
-    from revertbot.detect import index_message
+    from revertbot.git import gitops
+    from revertbot.verdict.detect import index_message
 
     return gitops.log(repo.path, "HEAD", keep=index_message)
 
 
 def scan_links(repo: GitRepo) -> list:  # type: ignore[type-arg]
     """The scan's entries for the reverts linked by message alone (no content relands yet)."""
-    from revertbot import gitops
-    from revertbot.detect import link_reverts
+    from revertbot.git import gitops
+    from revertbot.verdict.detect import link_reverts
 
     class E:
         def __init__(self, link: object) -> None:
@@ -239,7 +239,7 @@ def rc_time() -> float:
 
 
 def rc_now() -> str:
-    from revertbot.history import now_iso
+    from revertbot.store.history_branch import now_iso
 
     return now_iso()
 
@@ -310,8 +310,8 @@ def test_the_relands_benchmark_lists_them_and_scores_the_verdicts(
 
 
 def test_check_pull_treats_a_matching_pull_request_as_a_reland(repo: GitRepo, gh: FakeGitHub) -> None:
-    from revertbot.github import GitHubClient, RetryPolicy
-    from revertbot.pr_check import check_pull
+    from revertbot.github.client import GitHubClient, RetryPolicy
+    from revertbot.github.pr_check import check_pull
 
     original, revert, _ = silent_story(repo)
     repo.git("reset", "-q", "--hard", revert)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.demo import RUNNER_PATH
-from revertbot.history import Record, push_records
-from revertbot.pr_check import REQUEST_BUDGET
+from revertbot.demo.repo import RUNNER_PATH
+from revertbot.github.pr_check import REQUEST_BUDGET
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
+from revertbot.store.history_branch import Record, push_records
 from tests.conftest import require_torch
 from tests.github_server import World
 from tests.test_workflow_local_run import FIXED, GPU_WORKFLOW, _runner

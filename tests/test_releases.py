@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from revertbot.check import check_revert
 from revertbot.models import Backport
-from revertbot.releases import find_releases, is_prerelease, sort_versions, summarize, version_key, with_branches
+from revertbot.pipeline.check import check_revert
 from revertbot.report.i18n import TEXT
 from revertbot.report.releases_md import releases_line
+from revertbot.verdict.releases import (
+    find_releases,
+    is_prerelease,
+    sort_versions,
+    summarize,
+    version_key,
+    with_branches,
+)
 from tests.gitrepo import GitRepo
 
 

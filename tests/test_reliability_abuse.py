@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.report import MARKER
 from tests.github_server import FakeGitHub, World, build_world, read_outputs
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.globs import branch_name
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
 from tests.gitrepo import GitRepo

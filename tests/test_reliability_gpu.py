@@ -20,7 +20,7 @@ import pytest
 
 from gpu_jobs.summary import merge_dirs
 from revertbot.analysis.risk import gpu_factor
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.report.escape import inline
 from tests.gitrepo import GitRepo
 

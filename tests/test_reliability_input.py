@@ -19,14 +19,14 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from revertbot.action import ActionOptions, run_action
 from revertbot.config import Config, load_config, schema_keys
 from revertbot.dashboard.build import esc
-from revertbot.detect import parse_message
 from revertbot.errors import EXIT_CONFIG, EXIT_GIT, EXIT_GITHUB, EXIT_USAGE, ConfigError, RevertbotError
+from revertbot.github.action import ActionOptions, run_action
 from revertbot.models import RevertReport
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.escape import ZWSP, code, fenced, html_text, inline
+from revertbot.verdict.detect import parse_message
 from tests.github_server import FakeGitHub, serve
 
 EXAMPLES = {"parser": 1000, "config_text": 500, "config_tree": 500, "payload": 300, "escape": 1000, "report": 200}
@@ -102,7 +102,7 @@ def test_config_loader_on_arbitrary_nested_structures(data: dict[str, Any]) -> N
 
 
 def test_config_error_reaches_the_cli_as_exit_6(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from revertbot.cli import run_cli
+    from revertbot.cli.main import run_cli
 
     cfg = tmp_path / "bad.yml"
     cfg.write_text("gpu:\n  suites:\n    g:\n      paths: 3\n      command: [1, {a: b}]\n")
@@ -263,8 +263,8 @@ def test_escaping_primitives(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> RevertReport:
-    from revertbot.check import check_revert
-    from revertbot.demo import build_demo_repo
+    from revertbot.demo.repo import build_demo_repo
+    from revertbot.pipeline.check import check_revert
 
     demo = build_demo_repo(tmp_path_factory.mktemp("demo") / "minisgl")
     return check_revert(demo.path, demo.revert, base_ref="main")

@@ -18,8 +18,7 @@ import pytest
 
 from revertbot.analysis.dependents import Dependent
 from revertbot.analysis.symbols import SymbolChange
-from revertbot.check import check_revert
-from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.models import (
     ApplyResult,
     Backport,
@@ -32,6 +31,7 @@ from revertbot.models import (
     Risk,
     RiskFactor,
 )
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown, report_to_json
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
 from tests.gitrepo import GitRepo

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.ci_facts import classify
-from revertbot.cli import run_cli
-from revertbot.github import CiRun, RequiredChecks
+from revertbot.cli.main import run_cli
+from revertbot.github.ci_facts import classify
+from revertbot.github.client import CiRun, RequiredChecks
+from revertbot.github.pr_check import REQUEST_BUDGET, merge_backports
 from revertbot.globs import branch_name
 from revertbot.models import (
     ApplyResult,
@@ -26,7 +27,6 @@ from revertbot.models import (
     Risk,
     RiskFactor,
 )
-from revertbot.pr_check import REQUEST_BUDGET, merge_backports
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.facts import human_message
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
@@ -313,7 +313,7 @@ def test_adversarial_report_stays_well_under_githubs_limit(lang: str) -> None:
 
 
 def test_github_server_rules_endpoint_shapes(gh: FakeGitHub, tmp_path: Path) -> None:
-    from revertbot.github import GitHubClient, RetryPolicy
+    from revertbot.github.client import GitHubClient, RetryPolicy
 
     repo = gh.add_repo("o/r", "file:///nowhere")
     gh.require_checks(repo, "release/1.0", ["a", "b"])

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from revertbot.analysis.symbols import diff_symbols
-from revertbot.check import check_revert
-from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.models import Backport, GpuSummary, GpuTestFlip, PurityResult, RevertReport
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.facts import cut_at_token
 from revertbot.report.gpu_sentence import gpu_state

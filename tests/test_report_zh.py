@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from revertbot.analysis.risk import with_backports
-from revertbot.check import check_revert
-from revertbot.demo import REPO_SLUG, build_demo_repo
+from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.globs import branch_name
 from revertbot.models import (
     ApplyResult,
@@ -29,6 +28,7 @@ from revertbot.models import (
     RevertReport,
     ReviewHighlight,
 )
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown
 from revertbot.report.escape import inline
 from revertbot.report.i18n import ZH, ZH_AVOID, ZH_TERMS

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops
-from revertbot.cli import run_cli
-from revertbot.scan import _SCAN_SETTINGS
+from revertbot.cli.main import run_cli
+from revertbot.git import gitops
+from revertbot.verdict.scan import _SCAN_SETTINGS
 from tests.gitrepo import GitRepo
 
 DAY = 86_400
@@ -381,7 +381,8 @@ def test_all_refs_finds_reverts_on_every_branch(repo: GitRepo, capsys: pytest.Ca
 
 def _command(*args: str, before: str = "") -> list[str]:
     """The installed command's entry point (``main``), in a fresh interpreter."""
-    code = f"import sys\n{before}sys.argv = ['revertbot', *{list(args)!r}]\nfrom revertbot.cli import main\nmain()\n"
+    code = f"import sys\n{before}sys.argv = ['revertbot', *{list(args)!r}]\n"
+    code += "from revertbot.cli.main import main\nmain()\n"
     return [sys.executable, "-c", code]
 
 

@@ -7,9 +7,9 @@ import hashlib
 import tracemalloc
 from collections.abc import Iterator
 
-from revertbot.detect import _topological
 from revertbot.models import Commit
-from revertbot.scan import StreamedHistory
+from revertbot.verdict.detect import _topological
+from revertbot.verdict.scan import StreamedHistory
 
 REVERTS = 20
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from bench.synth import build_repo
-from revertbot import gitops, scan
-from revertbot.detect import index_message
+from revertbot.git import gitops
 from revertbot.models import Commit
+from revertbot.verdict import scan
+from revertbot.verdict.detect import index_message
 from tests.gitrepo import GitRepo
 
 
@@ -88,7 +89,7 @@ def test_a_synthetic_history_with_a_skewed_branch(tmp_path: Path, monkeypatch: p
 def test_ordering_by_parents_matches_the_linker(repo: GitRepo) -> None:
     """Where git lists a parent before its child, the positions are those the linker's own
     reordering gives the whole history."""
-    from revertbot.detect import _topological
+    from revertbot.verdict.detect import _topological
 
     _branchy_history(repo)
     commits = gitops.log(repo.path, "--all")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bench.synth import build_repo
-from revertbot import gitops
-from revertbot.detect import index_message, link_reverts
-from revertbot.proof import renames_could_matter
-from revertbot.scan import scan_repository
+from revertbot.git import gitops
+from revertbot.verdict.detect import index_message, link_reverts
+from revertbot.verdict.proof import renames_could_matter
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo, _env
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
@@ -76,8 +76,8 @@ def test_slimmed_messages_link_exactly_as_the_full_ones(tmp_path: Path) -> None:
     ],
 )
 def test_slimmed_message_keeps_what_the_index_reads(message: str) -> None:
-    from revertbot.detect import HistoryIndex
     from revertbot.models import Commit
+    from revertbot.verdict.detect import HistoryIndex
 
     def index(msg: str) -> HistoryIndex:
         return HistoryIndex.build([Commit("f" * 40, (), "a", "a@x", 0, 0, msg)])
@@ -221,7 +221,7 @@ def test_a_git_begun_early_that_stops_before_reading_its_input_reports_its_failu
 def test_a_link_chosen_by_diff_gets_the_reason_of_its_chosen_story(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from revertbot import scan
+    from revertbot.verdict import scan
 
     real = repo.commit("Forward-fix vulkan test", {"t.cpp": "a\nb\nc\n"})
     repo.commit("Forward-fix vulkan test", {})

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.report import MARKER
 from tests.github_server import FakeGitHub, World, build_world, read_outputs
 from tests.test_reliability_abuse import EMPTY, LABEL, act, labeled, make_fork, matrix, reports

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from revertbot.check import check_revert
 from revertbot.models import PurityResult
-from revertbot.scan import scan_repository
+from revertbot.pipeline.check import check_revert
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
 

@@ -3,8 +3,8 @@ titles, reverts that keep the tests, names looked up by string. Real repositorie
 
 from __future__ import annotations
 
-from revertbot.backport_evidence import HOW_SAME_PATCH, is_generic_title
-from revertbot.check import check_revert
+from revertbot.analysis.backport_evidence import HOW_SAME_PATCH, is_generic_title
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown
 from tests.gitrepo import GitRepo
 

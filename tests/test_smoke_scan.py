@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from tests.gitrepo import GitRepo
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import check
 from revertbot.analysis import split
 from revertbot.analysis.split import Beside, split_map
+from revertbot.pipeline import check
 from tests.gitrepo import GitRepo
 
 needs_two_cores = pytest.mark.skipif(not split.can_split(), reason="needs Linux and two usable cores")

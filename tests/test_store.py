@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from revertbot import gitops, history, store
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
-from revertbot.demo import build_demo_repo
+from revertbot.cli.main import run_cli
+from revertbot.demo.repo import build_demo_repo
 from revertbot.errors import UsageError
-from revertbot.scan import scan_repository
-from revertbot.store import CommitInfo, RevertRow, StoreError
+from revertbot.git import gitops
+from revertbot.pipeline.check import check_revert
+from revertbot.store import db as store, history_branch as history
+from revertbot.store.db import CommitInfo, RevertRow, StoreError
+from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
 DAY = 86_400
@@ -413,7 +414,7 @@ def test_cli_store_errors_exit_non_zero(
 
 HISTORY_KILL = """
 import os, signal, sys
-from revertbot import history, store
+from revertbot.store import db as store, history_branch as history
 recs = [history.record_from_json(__import__("json").loads(open(p).read())) for p in sys.argv[3:]]
 if sys.argv[1] == "push":
     def hook(step):

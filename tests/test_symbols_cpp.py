@@ -15,7 +15,7 @@ from revertbot.analysis.symbols_cpp import (
     extract_cpp_symbols,
     fold_parse_notes,
 )
-from revertbot.check import check_revert
+from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
 from tests.timing import best_time

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from revertbot.check import check_revert
-from revertbot.cli import run_cli
+from revertbot.cli.main import run_cli
 from revertbot.errors import EXIT_NOT_FOUND, NotFoundError
+from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.jsonout import report_to_json
 from tests.github_server import World

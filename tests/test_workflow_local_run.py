@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.demo import REVERT_BRANCH
+from revertbot.demo.repo import REVERT_BRANCH
 from revertbot.report import MARKER
 from revertbot.report.i18n import TEXT
 from tests.conftest import require_torch
@@ -203,7 +203,7 @@ def test_gpu_job_refuses_a_head_pushed_after_the_approval(world: World, tmp_path
 def _forged_record(world: World, artifacts: Path, pr: int) -> Path:
     """What approved PR code in the gpu job can upload: an artifact named like the report job's,
     holding a well-formed record about any PR (here one that does not even exist)."""
-    from revertbot.history import Record, write_record_file
+    from revertbot.store.history_branch import Record, write_record_file
 
     forged = Record(repo=world.slug, pr=pr, head_sha="f" * 40, run_id="4242", run_attempt="1", job="report",
                     recorded_at="2026-12-01T00:00:00Z", report={"revert": {"sha": "f" * 40}, "risk": {}},

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .. import gitops
-from ..models import ConflictFile, DriftCommit
+from revertbot.git import gitops
+from revertbot.models import ConflictFile, DriftCommit
 
 #: Later commits tried per check (two merges each).
 MAX_COMMITS = 16

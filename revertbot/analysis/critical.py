@@ -34,8 +34,8 @@ GPU-critical:
 Limits, said plainly: markers are found line by line (a marker in a string counts; one in a
 ``#``/``//`` comment line does not); build files are understood by their string literals, not
 run (a path computed at build time is missed); suite imports are direct imports only, and a
-relative import is not followed. Everything here is pure: the caller (:mod:`revertbot.critical_stage`,
-:mod:`revertbot.init_inspect`) reads the blobs through :mod:`revertbot.gitops`.
+relative import is not followed. Everything here is pure: the caller (:mod:`revertbot.analysis.critical_stage`,
+:mod:`revertbot.install.repo_inspect`) reads the blobs through :mod:`revertbot.git.gitops`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..report_data import CriticalRule
-from .pyparse import parser
+from revertbot.analysis.pyparse import parser
+from revertbot.report_data import CriticalRule
 
 #: C/C++/CUDA sources and headers that a build compiles.
 NATIVE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
@@ -680,7 +680,7 @@ def suite_rules(path: str, suites: Mapping[str, Sequence[str]],
 
 def suite_roots(command: Sequence[str]) -> list[str]:
     """A suite's test paths (``pytest -q tests/gpu tests/x.py::t`` -> ``tests/gpu``, ``tests/x.py``)."""
-    from ..reland import suite_test_roots
+    from revertbot.verdict.reland import suite_test_roots
 
     roots = []
     for word in suite_test_roots(command):

@@ -69,12 +69,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .. import gitops
-from ..errors import GitError
-from ..purity import unquote_path
-from .pyparse import parse_python
-from .split import split_map
-from .symbols import CALLABLE_KINDS, SymbolChange, bare_name
+from revertbot.analysis.pyparse import parse_python
+from revertbot.analysis.split import split_map
+from revertbot.analysis.symbols import CALLABLE_KINDS, SymbolChange, bare_name
+from revertbot.errors import GitError
+from revertbot.git import gitops
+from revertbot.verdict.purity import unquote_path
 
 MAX_PER_SYMBOL = 50
 MAX_DEPENDENTS = 1_000

@@ -36,7 +36,7 @@ included), ``"<ns>::<name>"`` strings, and for pybind11 modules ``<module>.<name
 ``from <module> import <name>``. Each such dependent carries the chain in ``via``.
 
 How it stays cheap: candidate files come from one ``git grep`` (fixed strings) for the target names (and the
-ops' dotted names) through :func:`revertbot.gitops.grep_fixed`, then only those files are parsed
+ops' dotted names) through :func:`revertbot.git.gitops.grep_fixed`, then only those files are parsed
 that also write what a use needs besides the name (see :meth:`_Search._may_use`): a method's class
 or ``this->``, a function's namespace, a macro body or a using declaration.
 Bounds (names searched, grep lines, files and bytes parsed, uses listed) are reported in notes.
@@ -52,8 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import gitops
-from .dependents import (
+from revertbot.analysis.dependents import (
     _FIND_TRIES,
     MAX_DEPENDENTS,
     MAX_GREP_LINES,
@@ -64,10 +63,10 @@ from .dependents import (
     outside_changed_lines as _outside_changed_lines,
     within_budget,
 )
-from .pyparse import parse_python
-from .split import split_map
-from .symbols import SymbolChange
-from .symbols_cpp import (
+from revertbot.analysis.pyparse import parse_python
+from revertbot.analysis.split import split_map
+from revertbot.analysis.symbols import SymbolChange
+from revertbot.analysis.symbols_cpp import (
     CALLABLE_CPP_KINDS,
     CPP_SUFFIXES,
     PYBIND_BLOCKS,
@@ -79,6 +78,7 @@ from .symbols_cpp import (
     parser_for,
     query_for,
 )
+from revertbot.git import gitops
 
 if TYPE_CHECKING:
     from tree_sitter import Node

@@ -6,11 +6,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .. import gitops
-from ..detect import parse_message, strip_pr_suffix
-from ..errors import GitError
-from ..globs import branch_name
-from ..models import Backport, Commit, DriftCommit
+from revertbot.errors import GitError
+from revertbot.git import gitops
+from revertbot.globs import branch_name
+from revertbot.models import Backport, Commit, DriftCommit
+from revertbot.verdict.detect import parse_message, strip_pr_suffix
 
 _PICK_TRAILER_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40,64})\)")
 # "[Cherry-pick to release/1.2] Title (#12)", "[release/1.2] Title", "[Backport 1.2] Title"

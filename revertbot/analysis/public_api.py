@@ -43,8 +43,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .pyparse import parse_python
-from .symbols import CALLABLE_KINDS, MAX_SOURCE_CHARS, SymbolChange
+from revertbot.analysis.pyparse import parse_python
+from revertbot.analysis.symbols import CALLABLE_KINDS, MAX_SOURCE_CHARS, SymbolChange
 
 #: Rules in the order they are tried: the first that holds is the one shown.
 RULES = ("exported", "package", "all", "documented", "config", "cli")

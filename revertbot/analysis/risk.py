@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import (
+from revertbot.analysis.critical import KIND_ORDER, rule_text
+from revertbot.analysis.public_api import evidence_lines as public_api_evidence
+from revertbot.models import (
     RISK_ORDER,
     ApplyResult,
     Backport,
@@ -23,9 +25,7 @@ from ..models import (
     RiskFactor,
     RiskLevel,
 )
-from ..purity_scope import scoped_level
-from .critical import KIND_ORDER, rule_text
-from .public_api import evidence_lines as public_api_evidence
+from revertbot.verdict.purity_scope import scoped_level
 
 EVIDENCE_CAP = 20
 
@@ -85,7 +85,7 @@ def purity_factor(purity: PurityResult) -> RiskFactor:
 
 
 def scoped_purity_factor(purity: PurityResult) -> RiskFactor:
-    """Purity of a revert its message limits to part of the original (see revertbot.purity_scope):
+    """Purity of a revert its message limits to part of the original (see revertbot.verdict.purity_scope):
     medium at best ("review that the scope is what you want"), high when a scoped file that is
     not a test is not proven exact. Code ``scoped`` (``scoped-beyond`` when it changes files
     outside the scope too); evidence: each scoped file, what goes beyond, what is left alone."""

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .code_story import changed_lines, comment_above, excerpt, first_paragraph
-from .pyparse import parse_python, parser
+from revertbot.analysis.code_story import changed_lines, comment_above, excerpt, first_paragraph
+from revertbot.analysis.pyparse import parse_python, parser
 
 SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]

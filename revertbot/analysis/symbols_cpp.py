@@ -37,8 +37,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .code_story import changed_lines, comment_above, excerpt
-from .symbols import ChangeKind, SymbolChange
+from revertbot.analysis.code_story import changed_lines, comment_above, excerpt
+from revertbot.analysis.symbols import ChangeKind, SymbolChange
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser, Query

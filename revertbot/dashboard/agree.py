@@ -5,7 +5,7 @@ own sentence (read from the Markdown that was posted, or the report's wording of
 no Markdown was recorded), branches are named by :func:`revertbot.globs.branch_name` (the function
 the report uses), a row's PR comes from its subject's trailing ``(#N)`` (the parser detection
 uses) when no PR check was recorded, and a maintainer's override decides whether a PR is on the
-dashboard at all (see :mod:`revertbot.overrides`).
+dashboard at all (see :mod:`revertbot.verdict.overrides`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ..globs import branch_name
-from ..report.escape import html_text
-from ..report.i18n import TEXT
-from ..store import NOT_A_REVERT, History, StoredRevert
-from .report_html import render_inline
+from revertbot.dashboard.report_html import render_inline
+from revertbot.globs import branch_name
+from revertbot.report.escape import html_text
+from revertbot.report.i18n import TEXT
+from revertbot.store.db import NOT_A_REVERT, History, StoredRevert
 
 __all__ = ["display_branch", "link_source", "never_checked", "pr_of", "recommended_html", "visible"]
 
@@ -31,10 +31,10 @@ def display_branch(ref: str) -> str:
 
 def pr_of(r: StoredRevert) -> int:
     """The row's pull request: the one its recorded check was for, else the subject's trailing
-    ``(#N)`` (a squash merge's own PR, as :func:`revertbot.detect.parse_message` reads it); 0 if none."""
+    ``(#N)`` (a squash merge's own PR, as :func:`revertbot.verdict.detect.parse_message` reads it); 0 if none."""
     if r.pr:
         return r.pr
-    from ..detect import parse_message
+    from revertbot.verdict.detect import parse_message
 
     return parse_message(r.subject).own_pr or 0
 

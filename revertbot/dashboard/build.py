@@ -27,14 +27,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import UsageError
-from ..models import PURITY_VALUES
-from ..report.escape import clean, html_text
-from ..store import GPU_STATUSES, History, StoredBackport, StoredRevert, load_history, merge_histories
-from .agree import display_branch, link_source, never_checked, pr_of, recommended_html, visible
-from .charts import Bar, Pair, bar_chart, column_chart, pair_chart
-from .report_html import render_report_html
+from revertbot import __version__
+from revertbot.dashboard.agree import display_branch, link_source, never_checked, pr_of, recommended_html, visible
+from revertbot.dashboard.charts import Bar, Pair, bar_chart, column_chart, pair_chart
+from revertbot.dashboard.report_html import render_report_html
+from revertbot.errors import UsageError
+from revertbot.models import PURITY_VALUES
+from revertbot.report.escape import clean, html_text
+from revertbot.store.db import GPU_STATUSES, History, StoredBackport, StoredRevert, load_history, merge_histories
 
 MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
@@ -118,7 +118,7 @@ _REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
-#: The recorded reason categories (:mod:`revertbot.reason`) as the dashboard names them.
+#: The recorded reason categories (:mod:`revertbot.verdict.reason`) as the dashboard names them.
 REASON_LABELS = {"ci-failure": "CI failure", "gpu-regression": "GPU regression", "correctness": "correctness",
                  "performance": "performance", "other": "other"}  # fmt: skip
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..report.escape import html_text
+from revertbot.report.escape import html_text
 
 Formatter = Callable[[float], str]
 

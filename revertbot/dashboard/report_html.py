@@ -25,7 +25,7 @@ import functools
 import re
 from typing import Any
 
-from ..errors import UsageError
+from revertbot.errors import UsageError
 
 __all__ = ["render_inline", "render_report_html"]
 

@@ -9,7 +9,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from revertbot.errors import UsageError
 
 HOST = "127.0.0.1"
 

@@ -29,13 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import gitops
-from ..config import Config
-from ..detect import parse_message
-from ..errors import RevertbotError
-from ..github import GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
-from ..report.escape import clean
-from ..report.propose_md import (
+from revertbot.config import Config
+from revertbot.errors import RevertbotError
+from revertbot.git import gitops
+from revertbot.github.client import GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
+from revertbot.propose import rails
+from revertbot.propose.local import HeadProof, Proposal
+from revertbot.propose.search import FailingTest, SearchConfig, SearchRange, SearchResult, Verdict, find_culprit
+from revertbot.report.escape import clean
+from revertbot.report.propose_md import (
     CULPRIT_MARKER,
     TRACKING_MARKER,
     IncidentView,
@@ -46,9 +48,7 @@ from ..report.propose_md import (
     tracking_comment,
     tracking_issue_body,
 )
-from . import rails
-from .local import HeadProof, Proposal
-from .search import FailingTest, SearchConfig, SearchRange, SearchResult, Verdict, find_culprit
+from revertbot.verdict.detect import parse_message
 
 __all__ = ["ProposeAPI", "ProposeOutcome", "propose_on_github", "revert_branch"]
 
@@ -59,7 +59,7 @@ _MINUTES = re.compile(r"<!-- revertbot:gpu-minutes (\d{1,7}(?:\.\d)?) -->")
 
 
 class ProposeAPI(GitHubAPI, Protocol):
-    """What the flow needs beyond :class:`revertbot.github.GitHubAPI` (``GitHubClient`` has them)."""
+    """What the flow needs beyond :class:`revertbot.github.client.GitHubAPI` (``GitHubClient`` has them)."""
 
     def issues_with_label(self, label: str, state: str = "open", limit: int = 300) -> list[IssueInfo]: ...
 
@@ -426,8 +426,8 @@ def _current_head(root: Path, remote: str, branch: str, env: Mapping[str, str] |
 
 def _analysis(root: Path, revert_sha: str, head: str, config: Config) -> tuple[str, tuple[str, ...]]:
     """The existing report on the revert commit (Markdown, in the PR's language) and its dependents."""
-    from ..check import check_revert
-    from ..report import render_markdown
+    from revertbot.pipeline.check import check_revert
+    from revertbot.report import render_markdown
 
     lang = config.propose.lang
     try:
@@ -440,7 +440,7 @@ def _analysis(root: Path, revert_sha: str, head: str, config: Config) -> tuple[s
 
 def _open_pull(api: ProposeAPI, root: Path, remote: str, env: Mapping[str, str] | None, base: str, branch: str,
                sha: str, title: str, body: str) -> tuple[int, str]:  # fmt: skip
-    from ..backport_github import _find_open, _open_or_find
+    from revertbot.github.backport_prs import _find_open, _open_or_find
 
     try:
         gitops.push_refs(root, remote, [f"{sha}:refs/heads/{branch}"], env)

@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from ..github import ArtifactTooLarge, GitHubAPI, GitHubError, WorkflowRunInfo
-from .search import Outcome, Run
-from .triage import Incident, UnsafeArtifact, read_zip_member
+from revertbot.errors import UsageError
+from revertbot.github.client import ArtifactTooLarge, GitHubAPI, GitHubError, WorkflowRunInfo
+from revertbot.propose.search import Outcome, Run
+from revertbot.propose.triage import Incident, UnsafeArtifact, read_zip_member
 
 __all__ = ["ARTIFACT_PREFIX", "RERUN_WORKFLOW", "RUN_NAME_PREFIX", "GitHubRunner", "PollPolicy", "ProbeRecord",
            "validate_rerun"]  # fmt: skip

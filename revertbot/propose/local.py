@@ -22,8 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import gitops
-from .search import FailingTest, Outcome, Run, SearchConfig, SearchRange, SearchResult, Verdict, find_culprit
+from revertbot.git import gitops
+from revertbot.propose.search import (
+    FailingTest,
+    Outcome,
+    Run,
+    SearchConfig,
+    SearchRange,
+    SearchResult,
+    Verdict,
+    find_culprit,
+)
 
 __all__ = ["HeadProof", "LocalRunner", "Proposal", "propose_local"]
 
@@ -220,7 +229,7 @@ def propose_local(
     root = gitops.repo_root(repo)
     commits = gitops.first_parent_range(root, good, bad)
     if not commits:
-        from ..errors import UsageError
+        from revertbot.errors import UsageError
 
         raise UsageError(f"{good}..{bad} has no commits", hint="the range is last green..first red")
     good_sha = gitops.resolve_commit(root, good)
@@ -235,7 +244,7 @@ def propose_local(
         head_proof: HeadProof | None = None
         if result.verdict is Verdict.CULPRIT and result.proven and result.suspect:
             x = head_runs or (result.verification.needed_passes if result.verification else 3)
-            from ..errors import ConflictError
+            from revertbot.errors import ConflictError
 
             try:
                 doc = runner.probe(result.test, commits[-1], max(1, x), revert_of=result.suspect)

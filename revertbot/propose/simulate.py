@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .search import (
+from revertbot.propose.search import (
     FailingTest,
     Outcome,
     Run,

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import gitops
-from ..errors import GitError, RevertbotError
-from ..github import ArtifactInfo, ArtifactTooLarge, GitHubAPI, GitHubError, JobInfo, WorkflowRunInfo
-from .search import FailingTest
+from revertbot.errors import GitError, RevertbotError
+from revertbot.git import gitops
+from revertbot.github.client import ArtifactInfo, ArtifactTooLarge, GitHubAPI, GitHubError, JobInfo, WorkflowRunInfo
+from revertbot.propose.search import FailingTest
 
 __all__ = [
     "ALLOWED_EVENTS",
@@ -465,7 +465,7 @@ def triage_red_run(
     ``repo_path``: a local clone holding both ends of the range (git runs only there, read-only).
     ``history_runs``: how many earlier completed runs give the failing tests' record on the default
     branch; ``search_runs``: how many completed runs are listed to find the last green one.
-    Raises :class:`revertbot.github.GitHubError` when GitHub cannot be read at all."""
+    Raises :class:`revertbot.github.client.GitHubError` when GitHub cannot be read at all."""
     lim = limits or ArtifactLimits()
     red = api.workflow_run(run_id)
     refusal = _check_run(red, default_branch, watched_workflows)

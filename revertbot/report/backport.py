@@ -1,4 +1,4 @@
-"""Renderers for a backport plan (:class:`revertbot.backport.BackportPlan`): the terminal/Markdown
+"""Renderers for a backport plan (:class:`revertbot.pipeline.backport.BackportPlan`): the terminal/Markdown
 plan, its JSON, the body of a backport pull request and the bot's reply to ``/revertbot backport``.
 
 Pure functions of the plan. Branch names, subjects and file contents are untrusted: they go
@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..globs import branch_name
-from ..models import Backport, ConflictFile
-from .escape import code, fenced, inline, table_cell
-from .facts import backport_state, same_branch
+from revertbot.globs import branch_name
+from revertbot.models import Backport, ConflictFile
+from revertbot.report.escape import code, fenced, inline, table_cell
+from revertbot.report.facts import backport_state, same_branch
 
 if TYPE_CHECKING:  # the planner imports the whole check; the report's lines need none of it
-    from ..backport import BackportPlan, BackportTarget
+    from revertbot.pipeline.backport import BackportPlan, BackportTarget
 
 #: Opens the bot's one reply to ``/revertbot backport`` on a pull request (edited in place).
 BACKPORT_MARKER = "<!-- revertbot:backport -->"

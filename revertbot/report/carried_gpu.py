@@ -30,7 +30,7 @@ import re
 import zlib
 from typing import Any
 
-from ..models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 __all__ = ["BLOCK_LIMIT", "BLOCK_PREFIX", "gpu_block", "read_gpu_block"]
 

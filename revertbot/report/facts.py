@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..globs import branch_name
-from ..models import Backport, RevertReport
+from revertbot.globs import branch_name
+from revertbot.models import Backport, RevertReport
 
 #: Characters of a revert message shown in the report.
 MESSAGE_LIMIT = 600

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..models import GpuMetricDelta, GpuSummary
-from .i18n import EnglishTemplate
+from revertbot.models import GpuMetricDelta, GpuSummary
+from revertbot.report.i18n import EnglishTemplate
 
 __all__ = ["gpu_sentence", "gpu_sentence_line", "gpu_state", "hardware_text", "headline_metrics"]
 
@@ -161,7 +161,7 @@ def gpu_sentence(summary: GpuSummary, lang: str = "en") -> str:
 
 def gpu_sentence_line(summary: GpuSummary, lang: str = "en") -> str:
     """The sentence as the GPU section shows it (Markdown, escaped: units come from the suite)."""
-    from .escape import inline
+    from revertbot.report.escape import inline
 
     t = _TEXT.get(lang, _TEXT["en"])
     sep = "：" if lang == "zh" else ": "
@@ -214,7 +214,7 @@ _WHY_ZH = {
 def hardware_text(hardware: str, lang: str = "en") -> str:
     """The runner's hardware line as Markdown (escaped: the job wrote it): in Chinese, the "no GPU
     (why)" lines the GPU jobs write are said in Chinese, with the versions as code."""
-    from .escape import code, inline
+    from revertbot.report.escape import code, inline
 
     if lang != "zh":
         return inline(hardware, 200)

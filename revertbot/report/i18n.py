@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..analysis.critical import KIND_LABEL_EN, RULE_TEXT_EN
-from ..globs import branch_name
-from ..models import RiskFactor
-from .escape import code, inline, table_cell
-from .facts import around_change
+from revertbot.analysis.critical import KIND_LABEL_EN, RULE_TEXT_EN
+from revertbot.globs import branch_name
+from revertbot.models import RiskFactor
+from revertbot.report.escape import code, inline, table_cell
+from revertbot.report.facts import around_change
 
 #: The Chinese word for each concept the report names: one word per concept, used by the Chinese
 #: strings below (a native maintainer should never meet two words for one thing). docs/report.md
@@ -1109,7 +1109,7 @@ def _zh_where(where: str) -> str:
 
 
 # The symbol analysis's notes on files it could not read whole (revertbot.analysis.symbols and
-# symbols_cpp, revertbot.check): parse errors, syntax errors, size limits.
+# symbols_cpp, revertbot.pipeline.check): parse errors, syntax errors, size limits.
 _NOTE_RULES_ZH += (
     (re.compile(r"(.+): parsed with errors \((.+)\); symbols may be incomplete in \1"),
      lambda m: f"{code(m[1], 200)}：解析时有错误（{_zh_where(m[2])}），符号可能不完整"),
@@ -1138,7 +1138,7 @@ def api_kind(kind: str, lang: str) -> str:
 
 # --------------------------------------------------------------------------- a revert's stated scope
 
-# A revert whose message limits it to part of the original (revertbot.purity_scope): the summary's
+# A revert whose message limits it to part of the original (revertbot.verdict.purity_scope): the summary's
 # sentence ("scope_*") and the purity factor's ("scoped": every changed file in the scope;
 # "scoped-beyond": it changes files outside the scope too). Then the later commits that cause a
 # revert's conflict on the base (revertbot.analysis.conflicts).
@@ -1183,7 +1183,7 @@ _SENTENCES["zh"].update({
                                  "范围符合预期",
 })  # fmt: skip
 
-# What a maintainer said with a comment command (see revertbot.overrides).
+# What a maintainer said with a comment command (see revertbot.verdict.overrides).
 EN.update({
     "by_override": "named by {who} with {named} (`/revertbot link`), which sets detection aside",
     "by_override_local": "named with `--original` {named}, which sets detection aside",
@@ -1202,8 +1202,8 @@ ZH.update({
 })  # fmt: skip
 
 
-# A revert that undoes all of its original but the tests (revertbot.purity_scope, tests_kept), and
-# release-branch matches a title alone does not decide (revertbot.backport_evidence).
+# A revert that undoes all of its original but the tests (revertbot.verdict.purity_scope, tests_kept), and
+# release-branch matches a title alone does not decide (revertbot.analysis.backport_evidence).
 EN.update({
     "scope_tests_kept": "It reverts the change except its tests ({n} file(s) of the original): {state}; {left} "
                         "test file(s) of the original kept.",
@@ -1268,7 +1268,7 @@ def _number(value: object) -> float | None:
         return None
 
 
-# Relands that say nothing, found by their diff (see revertbot.reland_content).
+# Relands that say nothing, found by their diff (see revertbot.verdict.reland_content).
 EN.update({
     "relanded_content": "Re-landed {after} after this revert by {sha} {subject}, found by its diff (its message "
                         "does not say so): {evidence}",

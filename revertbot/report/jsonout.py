@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .. import __version__
-from ..models import RevertReport
-from .facts import backport_branches, follow_up_branches, story_symbols
-from .i18n import factor_summary_en
+from revertbot import __version__
+from revertbot.models import RevertReport
+from revertbot.report.facts import backport_branches, follow_up_branches, story_symbols
+from revertbot.report.i18n import factor_summary_en
 
 SCHEMA_VERSION = 1
 
@@ -98,7 +98,7 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         # Issues the revert's message links ("Fixes: #7072"); GitHub's are under github.linked_issues.
         "message_issues": list(report.message_issues),
         # Where it shipped: the first version tag carrying the original, the first carrying the revert,
-        # the versions in between (see revertbot.releases); null when not looked up.
+        # the versions in between (see revertbot.verdict.releases); null when not looked up.
         "releases": None if report.releases is None
         else {**to_jsonable(report.releases), "state": report.releases.state},
         "reland": to_jsonable(report.reland),

@@ -13,17 +13,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import __version__
-from ..analysis.code_story import shorten
-from ..analysis.symbols import SymbolChange, bare_name
-from ..globs import branch_name
-from ..models import Backport, FileChange, GitHubContext, PurityScope, RevertReport, RiskFactor
-from ..overrides import linked_phrase, override_block
-from ..purity_scope import OUTSIDE_NOTE, UNPROVEN_NOTE
-from .backport import nothing_to_do_line, split_backports
-from .carried_gpu import gpu_block
-from .escape import code, fenced, inline, table_cell
-from .facts import (
+from revertbot import __version__
+from revertbot.analysis.code_story import shorten
+from revertbot.analysis.symbols import SymbolChange, bare_name
+from revertbot.globs import branch_name
+from revertbot.models import Backport, FileChange, GitHubContext, PurityScope, RevertReport, RiskFactor
+from revertbot.report.backport import nothing_to_do_line, split_backports
+from revertbot.report.carried_gpu import gpu_block
+from revertbot.report.escape import code, fenced, inline, table_cell
+from revertbot.report.facts import (
     MESSAGE_LIMIT,
     backport_state,
     cut_at_token,
@@ -35,11 +33,13 @@ from .facts import (
     story_symbols,
     whole_days,
 )
-from .gpu_sentence import gpu_sentence_line, gpu_state, hardware_text
-from .i18n import TEXT, critical_rule_phrase, factor_sentence, translate_detail, translate_note
-from .public_api_md import public_api_items
-from .reland_md import content_reland_line, reason_line, reland_blocks
-from .releases_md import issues_text, quote_line, releases_line
+from revertbot.report.gpu_sentence import gpu_sentence_line, gpu_state, hardware_text
+from revertbot.report.i18n import TEXT, critical_rule_phrase, factor_sentence, translate_detail, translate_note
+from revertbot.report.public_api_md import public_api_items
+from revertbot.report.reland_md import content_reland_line, reason_line, reland_blocks
+from revertbot.report.releases_md import issues_text, quote_line, releases_line
+from revertbot.verdict.overrides import linked_phrase, override_block
+from revertbot.verdict.purity_scope import OUTSIDE_NOTE, UNPROVEN_NOTE
 
 MARKER = "<!-- revertbot:report -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -165,7 +165,7 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     )
     text = _assemble(title, sections, footer, t["omitted"], budget)
     if report.override is not None:
-        # What a maintainer said (see revertbot.overrides): hidden, after the footer, before the GPU block.
+        # What a maintainer said (see revertbot.verdict.overrides): hidden, after the footer, before the GPU block.
         text += override_block(report.override) + "\n"
     head = report.github.head_sha if report.github is not None else ""
     if report.gpu is not None and head:
@@ -699,7 +699,7 @@ _ZH_EVIDENCE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-# The purity check's per-file notes (revertbot.purity), in Chinese.
+# The purity check's per-file notes (revertbot.verdict.purity), in Chinese.
 _ZH_PURITY_NOTES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"^(\d+) line\(s\) of the inverse not done, (\d+) line\(s\) beyond it(?: \(first (\d+) shown\))?$"),
      lambda m: f"{m[1]} 行应回退而未回退，{m[2]} 行超出回退范围" + (f"（仅列出前 {m[3]} 行）" if m[3] else "")),
@@ -719,7 +719,7 @@ def _zh_purity_note(note: str) -> str | None:
     return None
 
 
-# A revert's stated scope (revertbot.purity_scope): its own notes, and what it adds to those above.
+# A revert's stated scope (revertbot.verdict.purity_scope): its own notes, and what it adds to those above.
 _ZH_SCOPE_SUFFIXES = {
     OUTSIDE_NOTE: "超出提交说明的范围",
     UNPROVEN_NOTE: "未经证明（在回退的父提交上撤销原始提交时此处冲突）",

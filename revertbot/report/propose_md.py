@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..propose.local import Proposal
-from ..propose.search import Outcome, Verdict
-from .escape import clean, code, inline
-from .gpu_sentence import hardware_text
+from revertbot.propose.local import Proposal
+from revertbot.propose.search import Outcome, Verdict
+from revertbot.report.escape import clean, code, inline
+from revertbot.report.gpu_sentence import hardware_text
 
 __all__ = [
     "CULPRIT_MARKER",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .escape import code
-from .facts import around_change as _around_change
-from .i18n import api_kind
+from revertbot.report.escape import code
+from revertbot.report.facts import around_change as _around_change
+from revertbot.report.i18n import api_kind
 
 
 def _c(text: str, limit: int = 300) -> str:

@@ -6,9 +6,9 @@ names from stored results, logins) goes through :mod:`.escape`.
 
 from __future__ import annotations
 
-from ..models import CommitRef, ContentReland, RelandInfo, RevertReason
-from ..reason import REASON_LABEL_PREFIX
-from .escape import code, fenced, inline
+from revertbot.models import CommitRef, ContentReland, RelandInfo, RevertReason
+from revertbot.report.escape import code, fenced, inline
+from revertbot.verdict.reason import REASON_LABEL_PREFIX
 
 #: Files whose diff of diffs is shown; the JSON report has them all.
 MAX_DELTAS_SHOWN = 10

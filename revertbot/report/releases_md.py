@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..models import RevertReason
-from ..reason import MAX_QUOTE_CHARS
-from ..releases import ReleaseInfo
-from .escape import code, inline
+from revertbot.models import RevertReason
+from revertbot.report.escape import code, inline
+from revertbot.verdict.reason import MAX_QUOTE_CHARS
+from revertbot.verdict.releases import ReleaseInfo
 
 _OWN_ISSUE_RE = re.compile(r"#\d{1,9}")
 #: Affected versions named one by one; more are said as a range.

@@ -1,0 +1,185 @@
+"""Evidence that a release branch carries a change: by content, not by title alone.
+
+Two shapes of release-branch history used to be judged on words:
+
+* **A copy without a trailer.** The original reached a release branch by a plain
+  ``git cherry-pick`` (no ``-x``), and the revert by ``git cherry-pick -x``: the revert's message
+  names the original on the main line, which the release branch does not contain, so the revert
+  could not be compared with anything. :func:`relink_branch_copies` finds the branch's own copy
+  of the original by its stable patch id (``git patch-id --stable``, one batch for all the
+  candidates, limited to the original's paths) and links the revert to that copy, saying so.
+* **A generic title.** "Update README.md" names many unrelated commits. A release-branch commit
+  matched to the original by title alone (:func:`revertbot.analysis.history.find_backports`) is
+  checked by :func:`confirm_title_matches`: the same patch id, or (for a copy adapted to the
+  release) the same files with at least half of the original's changed lines. A generic title
+  without that evidence is not a backport; any other title keeps the match, and the evidence
+  found is said in ``Backport.how``.
+
+Both run a constant number of git processes, whatever the number of commits or branches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from revertbot.analysis.history import patch_ids, title_key
+from revertbot.errors import GitError
+from revertbot.git import gitops
+from revertbot.models import Backport, Commit, Link
+from revertbot.verdict.purity import change_vector, raw_entries
+
+#: Commits before a revert searched for the branch's copy of its original (newest first).
+MAX_COPY_SEARCH = 2000
+#: Share of the original's changed lines a title-matched commit must change the same way to count
+#: as an adapted copy of it when its patch differs.
+MIN_SHARED_LINES = 0.5
+#: ``Backport.how`` for a title match, by the evidence that confirms it.
+HOW_SAME_PATCH = "title and same patch"
+HOW_SAME_LINES = "title and same lines"
+
+_FILE_TOKEN = r"[\w./-]*\.[\w]{1,8}|[\w./-]*/[\w./-]*|readme|changelog|license|version|docs?"
+_GENERIC_RE = re.compile(
+    r"^(?:"
+    # the GitHub web editor's titles: "Update README.md", "Create setup.py", "Delete foo/bar.txt"
+    r"(?:update|create|add|delete|remove|rename|edit|upload|change|modify|fix|bump)[ \t]+(?:the[ \t]+)?"
+    rf"(?:{_FILE_TOKEN})"
+    # "Fix typo", "Update docs", "Bump version", "Minor fixes", "Fix lint"
+    r"|(?:update|fix|fixes|bump|minor|small|more|some)(?:[ \t]+(?:a|the|some|minor|small|more))?[ \t]+"
+    r"(?:typos?|docs?|documentation|readme|version|versions|fix|fixes|changes?|updates?|lint|linter|formatting|"
+    r"format|style|tests?|ci|deps|dependencies|requirements|comments?|imports?|config|workflows?)"
+    # one word that names no change: "Update", "fix", "wip", "cleanup", "misc", "."
+    r"|(?:update|updates|fix|fixes|wip|cleanup|clean[ \t]?up|lint|format|formatting|misc|minor|refactor|sync|tmp|"
+    r"test|tests|debug|hotfix|typo|typos|nit|nits|style|changes|tweaks?|[.]+)"
+    r")[ \t]*[.!]?$",
+    re.IGNORECASE,
+)
+
+
+def is_generic_title(subject: str) -> bool:
+    """Whether a subject (pick prefixes and a trailing PR number aside) names no change of its own:
+    a web-editor title ("Update README.md"), a chore ("Fix typo", "Bump version"), one word, or
+    fewer than three characters of words. Such a title matches unrelated commits."""
+    key = title_key(subject)
+    return _GENERIC_RE.match(key) is not None or len(re.sub(r"\W", "", key)) < 3
+
+
+def _changed_paths(root: Path, shas: Sequence[str]) -> dict[str, list[str]]:
+    """The paths each commit changes against its first parent (raw diffs: trees only, one process)."""
+    raws, _ = gitops.commit_raws(root, [(s, None) for s in dict.fromkeys(shas)])
+    return {sha: list(raw_entries(raw)) for sha, raw in raws.items()}
+
+
+def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: Sequence[Commit]) -> list[Backport]:
+    """``backports`` with every match made on the title alone checked against the content.
+
+    The branch's commit has the original's patch id (limited to the original's paths) ->
+    ``how`` says "title and same patch"; it changes the original's files and at least
+    :data:`MIN_SHARED_LINES` of its changed lines the same way -> "title and same lines"; else a
+    generic title (:func:`is_generic_title`) is no evidence and the branch is dropped, and any
+    other title stays a match by title. Other matches are returned as they are."""
+    titled = [b for b in backports if b.how == "title" and b.original_pick]
+    if not titled or not originals:
+        return list(backports)
+    orig = originals[-1]
+    picks = [b.original_pick for b in titled if b.original_pick]
+    try:
+        paths = _changed_paths(root, [orig.sha]).get(orig.sha, [])
+        pids = patch_ids(root, [orig.sha, *picks], paths) if paths else {}
+        same_patch = {p for p in picks if pids.get(orig.sha) and pids.get(p) == pids[orig.sha]}
+        rest = [p for p in picks if p not in same_patch]
+        shared = _shared_lines(root, orig.sha, rest, paths) if rest and paths else {}
+    except GitError as exc:
+        if not gitops.is_missing_object(exc.stderr):
+            raise
+        return list(backports)  # a clone without the files' contents: the titles stay as they were found
+    out = []
+    for b in backports:
+        if b not in titled:
+            out.append(b)
+        elif b.original_pick in same_patch:
+            out.append(dataclasses.replace(b, how=HOW_SAME_PATCH))
+        elif shared.get(b.original_pick or "", 0.0) >= MIN_SHARED_LINES:
+            out.append(dataclasses.replace(b, how=HOW_SAME_LINES))
+        elif not is_generic_title(orig.subject):
+            out.append(b)
+    return out
+
+
+def _shared_lines(root: Path, original: str, picks: Sequence[str], paths: Sequence[str]) -> dict[str, float]:
+    """For each pick: the share of the original's changed lines (on its own paths) that the pick
+    changes the same way (one text diff of all of them, limited to those paths)."""
+    texts, _, _ = gitops.commit_texts(root, [(s, None) for s in dict.fromkeys([original, *picks])], paths,
+                                      line_counts=False)  # fmt: skip
+    if original not in texts:
+        return {}
+    want = change_vector(texts[original])
+    total = sum(abs(n) for n in want.values())
+    if not total:
+        return {}
+    out = {}
+    for pick in picks:
+        got = change_vector(texts.get(pick, ""))
+        same = sum(min(abs(n), abs(got.get(k, 0))) for k, n in want.items() if (got.get(k, 0) > 0) == (n > 0))
+        out[pick] = same / total
+    return out
+
+
+def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> Link:
+    """``link`` with each original it names by id but that its branch does not contain (unresolved
+    "on another branch") replaced by the branch's own copy of it, found by patch id among the
+    :data:`MAX_COPY_SEARCH` commits before the revert in ``commits`` (the revert's history, newest
+    first). The copy is linked ``patch`` and a note says which commit it copies. A title the
+    message names for that same original is resolved with it. Originals without such a copy stay
+    unresolved (the verdict stays "cannot tell")."""
+    off = [u for u in link.unresolved if u.reason.startswith("on another branch") and gitops.HEX_RE.match(u.ref)]
+    if not off or link.direction != 1:
+        return link
+    named = {u.ref: c for u in off if (c := _commit(root, u.ref)) is not None}
+    if not named:
+        return link
+    at = next((i for i, c in enumerate(commits) if c.sha == link.revert), None)
+    if at is None:
+        return link
+    before = [c for c in commits[at + 1 : at + 1 + MAX_COPY_SEARCH] if len(c.parents) <= 1]
+    paths = sorted({p for c in named.values() for p in _changed_paths(root, [c.sha]).get(c.sha, [])})
+    if not paths:
+        return link
+    try:
+        pids = patch_ids(root, [*(c.sha for c in named.values()), *(c.sha for c in before)], paths)
+    except GitError as exc:
+        if not gitops.is_missing_object(exc.stderr):
+            raise
+        return link  # a clone without the files' contents: it stays "cannot tell"
+    found: dict[str, Commit] = {}
+    for ref, original in named.items():
+        pid = pids.get(original.sha)
+        copy = next((c for c in before if pid and pids.get(c.sha) == pid), None)  # the newest copy
+        if copy is not None:
+            found[ref] = copy
+    if not found:
+        return link
+    titles = {title_key(named[ref].subject) for ref in found}
+    unresolved = tuple(u for u in link.unresolved if u.ref not in found and title_key(u.ref) not in titles)
+    order = {c.sha: i for i, c in enumerate(commits)}
+    pairs = list(zip(link.originals, link.linked_by, strict=True)) + [(c.sha, "copy") for c in found.values()]
+    pairs = sorted(dict(pairs).items(), key=lambda p: -order.get(p[0], -1))  # oldest first
+    notes = tuple(f"{ref[:10]} is not on this branch; its copy {c.sha[:10]} is (the same patch id), and the "
+                  "revert is compared with that copy" for ref, c in found.items())  # fmt: skip
+    return dataclasses.replace(
+        link,
+        originals=tuple(sha for sha, _ in pairs),
+        linked_by=tuple(how for _, how in pairs),
+        unresolved=unresolved,
+        notes=link.notes + notes,
+    )
+
+
+def _commit(root: Path, sha: str) -> Commit | None:
+    try:
+        found = gitops.commits_of(root, [sha])
+    except GitError:
+        return None
+    return found[0] if found else None

@@ -1,0 +1,251 @@
+"""The check's GPU-critical stage: the repository-derived rules of :mod:`revertbot.analysis.critical`
+for the files one change touches, read from git objects at the change's own commits.
+
+Only the touched files get a verdict. Their blobs (both sides, by the ids of the change's raw
+diff) are read once, within :data:`~revertbot.analysis.critical.MAX_FILE_BYTES` per version and
+:data:`~revertbot.analysis.critical.MAX_TOTAL_BYTES` in all; a code file past a bound is
+``unread``, which counts as critical (never "not GPU code" on a guess), and a note says so. Build
+files are read only when a native file changed: ``setup.py``, ``pyproject.toml`` and
+``CMakeLists.txt`` at the root and above each such file, ``op_builder/*.py``, and the Python and
+CMake files that name one of the changed files (``git grep`` for their names), within
+:data:`~revertbot.analysis.critical.MAX_BUILD_FILES` files and
+:data:`~revertbot.analysis.critical.MAX_BUILD_BYTES` bytes. The GPU suites' test files are found by
+``git grep`` under the suites' test paths for the changed modules' names, and at most
+:data:`~revertbot.analysis.critical.MAX_SUITE_FILES` of them are read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from revertbot.analysis import critical as rules_of
+from revertbot.analysis.critical import (
+    MAX_BUILD_BYTES,
+    MAX_BUILD_FILE_BYTES,
+    MAX_BUILD_FILES,
+    MAX_FILE_BYTES,
+    MAX_SUITE_FILES,
+    MAX_TOTAL_BYTES,
+    BuildRef,
+)
+from revertbot.config import Config
+from revertbot.git import gitops
+from revertbot.models import CriticalRule, FileChange
+from revertbot.verdict.purity import Side
+
+__all__ = ["repository_rules", "with_repository_rules"]
+
+_NOT_BLOBS = ("160000", "120000")  # gitlinks (another repository's commits) and symlinks
+#: Lines of ``git grep`` output read when looking for build files that name a changed file.
+MAX_GREP_LINES = 20_000
+#: Changed native files whose names are searched for in the build files (the rest: by directory only).
+MAX_NAMED_FILES = 200
+
+
+def with_repository_rules(
+    root: Path,
+    commits: Sequence[str | None],
+    files: Sequence[FileChange],
+    raw: Mapping[str, tuple[Side, Side]],
+    config: Config,
+    readable: bool = True,
+) -> tuple[tuple[FileChange, ...], list[str]]:
+    """``files`` with the repository's rules added (critical first again), and the notes on what
+    bounds were hit. Without ``config.critical_paths_from_repository`` nothing changes."""
+    if not config.critical_paths_from_repository or not files:
+        return tuple(files), []
+    found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable)
+    out = [dataclasses.replace(f, critical_rules=found[f.path], critical=True) if found.get(f.path) else f
+           for f in files]  # fmt: skip
+    return tuple(sorted(out, key=critical_first)), notes
+
+
+def critical_first(f: FileChange) -> tuple[bool, int, str]:
+    """The order of a report's files: critical ones first, then the largest changes, then by path."""
+    return (not f.critical, -(f.added + f.removed), f.path)
+
+
+def repository_rules(
+    root: Path,
+    commits: Sequence[str | None],
+    paths: Sequence[str],
+    raw: Mapping[str, tuple[Side, Side]],
+    config: Config,
+    readable: bool = True,
+) -> tuple[dict[str, tuple[CriticalRule, ...]], list[str]]:
+    """The rules that make each of ``paths`` GPU-critical, read at ``commits`` (the change's head
+    and the commit it applies to). ``raw``: each path's blob ids on both sides; ``readable``:
+    False when the clone lacks the change's blobs (every code file is then ``unread``)."""
+    sides = [c for c in dict.fromkeys(commits) if c]
+    found: dict[str, list[CriticalRule]] = {p: rules_of.path_rules(p) for p in paths}
+    notes: list[str] = []
+    _content_rules(root, paths, raw, readable, found, notes)
+    natives = [p for p in paths if rules_of.is_native(p)]
+    if natives and sides:
+        # A file the change deletes is named by the build files before it, one it adds by those after.
+        at = {sides[0]: [p for p in natives if raw.get(p, (None, True))[1]]}
+        if len(sides) > 1:
+            at[sides[1]] = [p for p in natives if raw.get(p, (True, None))[0]]
+        refs = _build_refs(root, sides, natives, at, notes)
+        for p in natives:
+            found[p] += rules_of.compiled_rules(p, refs)
+    suites = {name: rules_of.suite_roots(s.command) for name, s in config.gpu.suites.items()}
+    suites = {name: roots for name, roots in suites.items() if roots}
+    if suites and sides:
+        importers = _suite_importers(root, sides, [p for p in paths if rules_of.is_python(p)], suites, notes)
+        for p in paths:
+            found[p] += rules_of.suite_rules(p, suites, importers)
+    return {p: rules_of.ordered(r) for p, r in found.items() if r}, notes
+
+
+def _content_rules(root: Path, paths: Sequence[str], raw: Mapping[str, tuple[Side, Side]], readable: bool,
+                   found: dict[str, list[CriticalRule]], notes: list[str]) -> None:  # fmt: skip
+    """Markers in both versions of each changed code file; ``unread`` where a bound or the clone stops it."""
+    code = [p for p in paths if rules_of.is_code(p)]
+    ids = {p: [side[1] for side in raw.get(p, (None, None))
+               if side and side[0] not in _NOT_BLOBS and side[1].strip("0")] for p in code}  # fmt: skip
+    unread: dict[str, str] = {}
+    if not readable:
+        unread = {p: "its contents are missing from this clone" for p in code if ids[p]}
+        code = []
+    sizes = gitops.blob_sizes(root, [oid for p in code for oid in ids[p]]) if code else {}
+    wanted: list[str] = []
+    total = 0
+    for p in code:
+        known = [size for oid in ids[p] if (size := sizes.get(oid)) is not None]
+        if len(known) < len(ids[p]):
+            unread[p] = "its contents are missing from this clone"
+        elif max(known, default=0) > MAX_FILE_BYTES:
+            unread[p] = f"{max(known):,} bytes, over the {MAX_FILE_BYTES:,} read per file"
+        elif total + sum(known) > MAX_TOTAL_BYTES:
+            unread[p] = f"past the {MAX_TOTAL_BYTES:,} bytes read for one change"
+        else:
+            total += sum(known)
+            wanted.append(p)
+    for start in range(0, len(wanted), 500):
+        batch = wanted[start : start + 500]
+        contents = gitops.blobs(root, [oid for p in batch for oid in ids[p]])
+        for p in batch:
+            texts = [contents.get(oid) for oid in ids[p]]
+            if any(t is None for t in texts):
+                unread[p] = "its contents are missing from this clone"
+                continue
+            found[p] += rules_of.marker_rules(p, (t.decode("utf-8", "replace") for t in texts if t is not None))
+    for p, why in unread.items():
+        found[p].append(CriticalRule("unread", why))
+    if unread:
+        first = next(iter(unread))
+        notes.append(f"GPU-critical rules: {len(unread)} code file(s) not read for GPU markers and taken as "
+                     f"critical, e.g. {first} ({unread[first]})")  # fmt: skip
+
+
+def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Mapping[str, Sequence[str]],
+                notes: list[str]) -> list[BuildRef]:  # fmt: skip
+    """What the build files at ``sides`` name: those above the changed native files, ``op_builder/*.py``,
+    the in-tree build backend, and the Python/CMake files that mention a changed file by name."""
+    whole = rules_of.build_files_for(natives)
+    named: dict[str, None] = {}
+    for commit in sides:
+        listing = gitops.run("ls-tree", "-z", "--name-only", commit, "--", "op_builder/", cwd=root, check=False)
+        whole += [p for p in listing.split("\0") if p.endswith(".py")]
+        named.update(dict.fromkeys(_files_naming(root, commit, at.get(commit, natives), notes)))
+    whole = list(dict.fromkeys(whole))
+    texts = _read_build_files(root, sides, [*whole, *(p for p in named if p not in whole)], notes)
+    backends = {rules_of.pyproject_backend(t) for (_, p), t in texts.items() if p == "pyproject.toml"} - {""}
+    if backends:
+        texts.update(_read_build_files(root, sides, sorted(backends), notes))
+        whole += sorted(backends)
+    refs: list[BuildRef] = []
+    parsed: dict[tuple[str, str], list[BuildRef]] = {}
+    for (_commit, path), text in texts.items():
+        key = (path, text)
+        if key not in parsed:  # both sides alike: parsed once
+            is_whole = path in whole or rules_of.build_file_names(path)
+            parsed[key] = rules_of.build_refs(path, text, whole=is_whole)
+            refs += parsed[key]
+    return list(dict.fromkeys(refs))
+
+
+def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[str]) -> list[str]:
+    """Python and CMake files at ``commit`` that contain the file name of a changed native file."""
+    if not natives:
+        return []
+    names = sorted({p.rsplit("/", 1)[-1] for p in natives[:MAX_NAMED_FILES]})
+    if len(natives) > MAX_NAMED_FILES:
+        notes.append(f"GPU-critical rules: build files searched for the names of {MAX_NAMED_FILES} of "
+                     f"{len(natives)} changed C/C++/CUDA files")  # fmt: skip
+    out: dict[str, None] = {}
+    found = gitops.grep_fixed(root, commit, names, ["*.py", "*CMakeLists.txt", "*.cmake"])
+    for lines, (path, _line, _text) in enumerate(found, 1):
+        out.setdefault(path, None)
+        if lines >= MAX_GREP_LINES or len(out) >= MAX_BUILD_FILES:
+            notes.append(f"GPU-critical rules: the search for build files naming the changed files stopped "
+                         f"at {len(out)} files ({lines} lines)")  # fmt: skip
+            break
+    return list(out)
+
+
+def _read_build_files(root: Path, sides: Sequence[str], paths: Sequence[str], notes: list[str]
+                      ) -> dict[tuple[str, str], str]:  # fmt: skip
+    """``(commit, path) -> text`` of the build files that exist, within the bounds."""
+    specs = [(c, p) for p in paths for c in sides]
+    sizes = gitops.blob_sizes(root, [f"{c}:{p}" for c, p in specs])
+    take: list[tuple[str, str]] = []
+    total = 0
+    skipped: list[str] = []
+    for c, p in specs:
+        size = sizes.get(f"{c}:{p}")
+        if size is None:
+            continue
+        if size > MAX_BUILD_FILE_BYTES or total + size > MAX_BUILD_BYTES or len(take) >= MAX_BUILD_FILES * 2:
+            skipped.append(p)
+            continue
+        total += size
+        take.append((c, p))
+    if skipped:
+        notes.append(f"GPU-critical rules: {len(set(skipped))} build file(s) not read (over "
+                     f"{MAX_BUILD_FILE_BYTES // 1_000_000} MB each or {MAX_BUILD_BYTES // 1_000_000} MB in all), "
+                     f"e.g. {skipped[0]}")  # fmt: skip
+    contents = gitops.blobs(root, [f"{c}:{p}" for c, p in take])
+    out = {}
+    for c, p in take:
+        data = contents.get(f"{c}:{p}")
+        if data is not None:
+            out[(c, p)] = data.decode("utf-8", "replace")
+    return out
+
+
+def _suite_importers(root: Path, sides: Sequence[str], py_paths: Sequence[str], suites: Mapping[str, Sequence[str]],
+                     notes: list[str]) -> dict[str, dict[str, set[str]]]:  # fmt: skip
+    """suite -> test file -> the modules it imports, for the test files under each suite's test
+    paths that may import one of ``py_paths`` (found by ``git grep``, confirmed by parsing)."""
+    needles = sorted({n for p in py_paths for n in rules_of.import_needles(p)})
+    if not needles:
+        return {}
+    roots = sorted({r for rs in suites.values() for r in rs})
+    candidates: dict[tuple[str, str], None] = {}
+    for commit in sides:
+        for path, _line, _text in gitops.grep_fixed(root, commit, needles, roots):
+            if rules_of.is_python(path):
+                candidates.setdefault((commit, path), None)
+            if len(candidates) >= MAX_SUITE_FILES:
+                break
+    if len(candidates) >= MAX_SUITE_FILES:
+        notes.append(f"GPU-critical rules: imports read in the first {MAX_SUITE_FILES} GPU suite test files "
+                     "that name a changed module")  # fmt: skip
+    specs = [f"{c}:{p}" for c, p in candidates]
+    sizes = gitops.blob_sizes(root, specs)
+    specs = [s for s in specs if (sizes.get(s) or MAX_FILE_BYTES + 1) <= MAX_FILE_BYTES]
+    contents = gitops.blobs(root, specs)
+    out: dict[str, dict[str, set[str]]] = {}
+    for commit, path in candidates:
+        data = contents.get(f"{commit}:{path}")
+        if data is None:
+            continue
+        modules = rules_of.imported_modules(data.decode("utf-8", "replace"))
+        for suite, suite_roots in suites.items():
+            if any(path == r or path.startswith(r.rstrip("/") + "/") for r in suite_roots):
+                out.setdefault(suite, {}).setdefault(path, set()).update(modules)
+    return out

@@ -1,0 +1,2 @@
+"""``revertbot init``: inspect a repository (``repo_inspect``) and install the workflows and the
+configuration into it (``workflows``)."""
