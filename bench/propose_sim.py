@@ -8,7 +8,8 @@ flaky-only incidents closed without a PR and how many runs that took, runs and G
 incident, GPU-minutes per confirmed culprit), the search's verdicts per kind of incident, and the
 goals. Exit 1 when a goal is missed: precision >= 98 %, >= 95 % of flaky-only incidents closed
 without a PR, and fewer GPU-minutes per confirmed culprit than every baseline at equal or better
-precision (``bisect``, ``pytorch``, ``flakefinder4``; the ``+verify`` rows are shown beside them).
+precision (``bisect``, ``pytorch``, ``flakefinder4``), and fewer than the verified baselines
+(``bisect+verify``, ``flakefinder4+verify``) at a precision no lower than theirs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BASELINES = ("bisect", "pytorch", "flakefinder4")
+VERIFIED = ("bisect+verify", "flakefinder4+verify")  # the search must beat these outright
 
 
 def _pct(x: float) -> str:
@@ -95,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         base = by[name]
         if base.precision >= ours.precision and base.minutes_per_culprit <= ours.minutes_per_culprit:
             failures.append(f"{name} is as precise and no dearer per confirmed culprit")
+    for name in VERIFIED:
+        base = by[name]
+        if base.minutes_per_culprit <= ours.minutes_per_culprit:
+            failures.append(f"{name} is no dearer per confirmed culprit ({base.minutes_per_culprit:.1f} GPU-min)")
+        if base.precision > ours.precision:
+            failures.append(f"{name} is more precise ({_pct(base.precision)})")
     cheaper = [
         f"{s.method} ({s.minutes_per_culprit:.1f} GPU-min at {_pct(s.precision)} precision)"
         for s in summaries

@@ -20,18 +20,26 @@ Runs that return ``infra`` are no evidence; they cost runner time and count towa
 The steps, each recorded in the trace:
 
 1. *deflake* at the first red commit: as many reruns as it takes for all-fail to be unlikely as
-   flakes (``ceil(log(1 - C) / log f)``, the red run itself counting as one, capped); two passes,
-   or failing no more than half the time, closes the incident as ``FLAKY``;
+   flakes (``ceil(log(1 - C) / log f)``, the red run itself counting as one, capped); a pass there,
+   with no more failures than passes once the red run itself is set aside, closes the incident as
+   ``FLAKY`` (a step makes the first red commit fail at ``q``, mostly every time);
 2. *last green*: one rerun (more while it fails); a failure that holds up means ``ENVIRONMENT``;
 3. *search*: each round runs the commits whose outcome is expected to tell the most about the
-   culprit (one runner: the commit of largest expected information gain; k runners: that one and
-   the points that cut the culprit distribution into k equal parts), with a prior per commit from
-   how close its files are to what the test imports (``SearchRange.weights``);
+   culprit (one runner: the commit of largest expected information gain; k runners: that one, then
+   distinct commits that split the culprit distribution best together with those already picked,
+   while one adds at least half a bit, so a round may run fewer than k), with a prior per commit
+   from how close its files are to what the test imports (``SearchRange.weights``);
 4. *verify* once a commit's posterior reaches ``search_confidence``, on fresh runs: the suspect
    fails x/x and its parent passes y/y, x from a pessimistic flake rate and y from the failure
    rate after the suspect, so that chance explains neither with probability above
    ``1 - confidence`` (for a flaky test a binomial tail replaces "all"); only then is it
-   ``proven``. Fresh runs are evidence too: when they make the suspect unlikely, the search goes on;
+   ``proven``. The fresh runs come one round (``runners``) at a time and stop as soon as the proof
+   holds or can no longer hold; each look is held to :func:`sequential_level`, so that looking
+   often gives chance no extra try. Fresh runs are evidence too: when they make the suspect
+   unlikely, the search goes on. The search's own runs at the suspect and its parent are *not*
+   counted toward the proof: the suspect is where those runs' failures meet their passes, so they
+   were picked for the proof by their outcome (a flaky test fails somewhere by chance, and that is
+   where the search looks), and counting them would let chance prove a wrong suspect;
 5. stop when a suspect is proven (``CULPRIT``), when environment or flaky is likely enough, when a
    suspect stays likely through ``max_verifications`` unproven verifications (``CULPRIT``, not
    proven), when the run or GPU-minute budget is spent (``BUDGET_EXHAUSTED``), or when the runners
@@ -50,6 +58,7 @@ Everything here is pure: plain frozen data in and out, randomness and I/O only i
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -120,9 +129,9 @@ class SearchRange:
 @dataclass(frozen=True)
 class SearchConfig:
     confidence: float = 0.99  # posterior needed for ENVIRONMENT; the verification's standard of proof
-    search_confidence: float = 0.9  # a suspect this likely is verified (fresh runs decide)
+    search_confidence: float = 0.8  # a suspect this likely is verified (fresh runs decide)
     max_verifications: int = 3
-    max_verify_batches: int = 4  # per verification: more while runs are lost to infra or rates are close
+    max_verify_batches: int = 4  # kept for callers; the verification is now capped per side (_verify_cap)
     flaky_confidence: float = 0.95  # a wrong FLAKY costs little: the job goes red again
     runners: int = 1  # runs per round (in parallel)
     max_runs: int = 60  # every run counts, infra and verification included
@@ -181,19 +190,23 @@ class Verification:
     flake_rate: float
     fail_rate: float
     confidence: float
+    #: The chance that a side may be explained by at each look (0: ``1 - confidence``). The runs
+    #: are looked at one round at a time, so each look gets less than ``1 - confidence``: see
+    #: :func:`sequential_level`.
+    suspect_level: float = 0.0
+    parent_level: float = 0.0
 
     @property
     def suspect_broken(self) -> bool:
-        return (
-            self.suspect_runs > 0
-            and binomial_tail(self.suspect_runs, self.suspect_fails, self.flake_rate) <= 1 - self.confidence
-        )
+        level = self.suspect_level or 1 - self.confidence
+        return self.suspect_runs > 0 and binomial_tail(self.suspect_runs, self.suspect_fails, self.flake_rate) <= level
 
     @property
     def parent_healthy(self) -> bool:
+        level = self.parent_level or 1 - self.confidence
         return (
             self.parent_runs > 0
-            and binomial_tail(self.parent_runs, self.parent_passes, 1 - self.fail_rate) <= 1 - self.confidence
+            and binomial_tail(self.parent_runs, self.parent_passes, 1 - self.fail_rate) <= level
         )
 
     @property
@@ -206,6 +219,58 @@ def binomial_tail(runs: int, at_least: int, rate: float) -> float:
     if at_least <= 0:
         return 1.0
     return sum(math.comb(runs, k) * rate**k * (1 - rate) ** (runs - k) for k in range(at_least, runs + 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def sequential_level(rate: float, max_runs: int, alpha: float) -> float:
+    """The level for a test looked at after every run, up to ``max_runs`` runs.
+
+    The verification counts events (failures at the suspect, passes at the parent) one run at a
+    time and stops as soon as ``binomial_tail(runs, events, rate) <= level``. Looking after every
+    run gives chance more than one try: the level returned is the largest one at which chance
+    alone (each run an event with probability ``rate``) crosses it at *some* look, within
+    ``max_runs`` runs, with probability at most ``alpha`` (exact, by dynamic programming over the
+    runs)."""
+    rate = min(max(rate, 0.0), 1.0)
+    if rate <= 0 or max_runs <= 1:
+        return alpha
+    # tails[m][k] = P(at least k events in m runs)
+    tails = [[1.0]]
+    for m in range(1, max_runs + 1):
+        prev = tails[-1]
+        row = [1.0] + [
+            rate * prev[k - 1] + (1 - rate) * (prev[k] if k < m else 0.0) for k in range(1, m + 1)
+        ]
+        tails.append(row)
+
+    def crossing(level: float) -> float:
+        alive = {0: 1.0}
+        crossed = 0.0
+        for m in range(1, max_runs + 1):
+            step: dict[int, float] = {}
+            for k, p in alive.items():
+                step[k + 1] = step.get(k + 1, 0.0) + p * rate
+                step[k] = step.get(k, 0.0) + p * (1 - rate)
+            alive = {}
+            for k, p in step.items():
+                if tails[m][k] <= level:
+                    crossed += p
+                else:
+                    alive[k] = p
+        return crossed
+
+    if crossing(alpha) <= alpha:
+        return alpha
+    levels = sorted({t for row in tails for t in row if t < alpha})
+    lo, hi = 0, len(levels) - 1  # the answer is one of the tail values (or none)
+    best = 0.0
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if crossing(levels[mid]) <= alpha:
+            best, lo = levels[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best or alpha * 1e-3
 
 
 @dataclass(frozen=True)
@@ -399,6 +464,25 @@ def information_gain(cdf: float, flake_rate: float, fail_rate: float) -> float:
     return h(mix) - cdf * h(fail_rate) - (1 - cdf) * h(flake_rate)
 
 
+_MIN_SPLIT_GAIN = 0.5  # bits: a further distinct probe this round must add at least this much
+
+
+def partition_entropy(cdf: Sequence[float], probes: Sequence[int]) -> float:
+    """Entropy (bits) of where the culprit falls among the intervals that ``probes`` cut the range
+    into, ``cdf[j]`` being P(culprit at or before j): what the probes of one round tell together
+    about a deterministic test."""
+    h, prev = 0.0, 0.0
+    for j in sorted(set(probes)):
+        p = cdf[j] - prev
+        if p > 0:
+            h -= p * math.log2(p)
+        prev = cdf[j]
+    rest = 1.0 - prev
+    if rest > 0:
+        h -= rest * math.log2(rest)
+    return h
+
+
 def runs_for_confidence(rate: float, confidence: float, cap: int = 12) -> int:
     """Runs that must all agree so that chance alone (each run with probability ``rate``) explains
     them with probability at most ``1 - confidence``: ceil(log(1 - C) / log rate)."""
@@ -560,9 +644,13 @@ class _OneSearch:
         return self.ev.fails[self.n], self.ev.passes[self.n]
 
     def _too_rare(self) -> bool:
-        """Fails at the first red commit no more than half the time (the red run included)."""
+        """Passes at the first red commit, and fails there no more often than it passes once the
+        red run that opened the incident is set aside: the failure does not hold up. A step makes
+        the first red commit fail at ``q``, mostly every time; a wrong FLAKY costs little (the job
+        goes red again, with this evidence); a culprit whose own failure is intermittent is the
+        one that pays."""
         fails, passes = self._first_red_counts()
-        return passes >= 2 and fails <= passes
+        return passes >= 1 and fails - self.cfg.trigger_failures <= passes
 
     def _deflake(self) -> bool:
         """Reruns at the first red commit; True when the failure does not hold up (FLAKY)."""
@@ -611,41 +699,81 @@ class _OneSearch:
         if k == 1:
             # While "flaky" is still plausible, the first red commit tells it apart best.
             return [n if post.flaky >= 0.2 else best]
+        # The best single probe, then the commits that split the culprit's distribution best
+        # together with those already picked, while one adds at least _MIN_SPLIT_GAIN.
+        if post.flaky >= 0.2:
+            return [n]  # other probes tell little while the red itself is in doubt
         picks = [best]
         total = cdf[-1] or 1.0
-        for t in range(1, k):
-            picks.append(next((j for j in range(n + 1) if cdf[j] / total >= t / k), n))
-        if post.flaky > 0.2:
-            picks[-1] = n
-        return picks
+        shares = [c / total for c in cdf]
+        have = partition_entropy(shares, picks)
+        while len(picks) < k:
+            options = [(partition_entropy(shares, [*picks, j]) - have, -abs(j - n / 2), j) for j in range(n + 1)]
+            gain, _, j = max(o for o in options if o[2] not in picks) if len(picks) <= n else (0.0, 0.0, 0)
+            if gain < _MIN_SPLIT_GAIN:
+                break
+            picks.append(j)
+            have += gain
+        return picks[:k]
 
     def _verify(self, suspect: int) -> Verification:
-        """Fresh runs at the suspect and its parent (at most two batches); they count as evidence.
+        """Fresh runs at the suspect and its parent, one round at a time; they count as evidence.
 
         The rates the proof assumes are read from all the evidence, the fresh runs included: a
         parent that fails now and then shows how flaky the test is, and raises the bar for the
-        suspect's failures."""
+        suspect's failures. Each round asks for at most ``runners`` runs, the parent's first (it
+        needs fewer, and one failure there shows that the culprit is earlier). The verification
+        stops as soon as the proof holds, when the fresh runs make the suspect unlikely (below 0.5:
+        the search goes on), or when even the best outcome of the runs it may still make (about
+        twice the runs the proof needs, per side) could not prove it. Looking after every round
+        would give chance several tries, so each look is held to :func:`sequential_level`, which
+        keeps the chance of a proof by flakes alone at ``1 - confidence`` over all the looks."""
         cfg = self.cfg
+        alpha = 1 - cfg.confidence
         counts = [0, 0, 0, 0]  # suspect runs, suspect fails, parent runs, parent passes
+        caps: list[int] = []  # fresh runs (infra excluded) per side, fixed at the first look
 
         def current() -> Verification:
             ev = self.ev
             flake = self.model.quantile_f(sum(ev.fails[:suspect]), sum(ev.passes[:suspect]), cfg.proof_flake_quantile)
-            fail_rate = self.model.mean_q(sum(ev.fails[suspect:]), sum(ev.passes[suspect:]))
-            need_fail = runs_for_confidence(flake, cfg.confidence)
-            need_pass = runs_for_confidence(1 - fail_rate, cfg.confidence)
+            # A parent that is broken passes with 1 - q; rounded up, so that the proof is no easier.
+            q_mean = self.model.mean_q(sum(ev.fails[suspect:]), sum(ev.passes[suspect:]))
+            null_pass = min(1.0, math.ceil((1 - q_mean) * 200) / 200)
+            if not caps:
+                caps.extend(_verify_cap(runs_for_confidence(r, cfg.confidence)) for r in (flake, null_pass))
+            s_level = sequential_level(flake, caps[0], alpha)
+            p_level = sequential_level(null_pass, caps[1], alpha)
             return Verification(
-                self.shas[suspect], self.shas[suspect - 1], counts[0], counts[1], counts[2], counts[3], need_fail,
-                need_pass, flake, fail_rate, cfg.confidence,
+                self.shas[suspect], self.shas[suspect - 1], counts[0], counts[1], counts[2], counts[3],
+                _all_agree(flake, s_level), _all_agree(null_pass, p_level), flake, 1 - null_pass, cfg.confidence,
+                s_level, p_level,
             )  # fmt: skip
 
-        for _ in range(cfg.max_verify_batches):
+        asked = 0
+        while not self._stuck():
             v = current()
-            want = [suspect] * (0 if v.suspect_broken else max(1, v.needed_fails - counts[0]))
-            want += [suspect - 1] * (0 if v.parent_healthy else max(1, v.needed_passes - counts[2]))
-            if self._stuck():
+            if v.proven or self.post.steps[suspect] < 0.5:
                 break
-            for r in self._run("verify", want):
+            if not _can_prove(counts[0], counts[1], caps[0], v.flake_rate, v.suspect_level) or not _can_prove(
+                counts[2], counts[3], caps[1], 1 - v.fail_rate, v.parent_level
+            ):
+                break
+            if asked >= 2 * (caps[0] + caps[1]):  # runs lost to infra: enough
+                break
+            want_p = 0 if v.parent_healthy else max(1, v.needed_passes - counts[2])
+            want_s = 0 if v.suspect_broken else max(1, v.needed_fails - counts[0])
+            picks: list[int] = []  # the suspect and its parent in turn, the suspect first
+            while len(picks) < cfg.runners and (want_p or want_s):
+                at_s, at_p = counts[0] + picks.count(suspect), counts[2] + picks.count(suspect - 1)
+                if want_s and (not want_p or at_s <= at_p):
+                    picks.append(suspect)
+                    want_s -= 1
+                else:
+                    picks.append(suspect - 1)
+                    want_p -= 1
+            runs = self._run("verify", picks)
+            asked += len(runs)
+            for r in runs:
                 if r.outcome is Outcome.INFRA:
                     continue
                 if r.commit == self.shas[suspect]:
@@ -654,13 +782,26 @@ class _OneSearch:
                 else:
                     counts[2] += 1
                     counts[3] += r.outcome is Outcome.PASS
-            v = current()
-            if v.proven:
-                break
-            # Fresh runs that make the suspect unlikely send the search back to work.
-            if self.post.steps[suspect] < 0.5:
-                break
         return current()
+
+
+def _verify_cap(needed: int) -> int:
+    """Fresh runs a verification may make on one side (infra excluded): what all-agreeing runs
+    need, and as many again (at least 3) for the runs that disagree."""
+    return needed + max(3, needed)
+
+
+def _all_agree(rate: float, level: float, cap: int = 40) -> int:
+    """Runs that must all agree for chance (``rate`` a run) to explain them at most ``level``."""
+    if rate <= 0:
+        return 1
+    return max(1, min(cap, math.ceil(math.log(level) / math.log(rate) - 1e-9))) if rate < 1 else cap
+
+
+def _can_prove(runs: int, events: int, cap: int, rate: float, level: float) -> bool:
+    """Whether the side could still be proven within ``cap`` runs, every run left an event."""
+    left = max(0, cap - runs)
+    return binomial_tail(runs + left, events + left, rate) <= level
 
 
 def _lead(post: Posterior, shas: Sequence[str]) -> tuple[str, float]:
