@@ -27,12 +27,17 @@ class _ClickException(Exception):
         print(f"Error: {self.format_message()}", file=file or sys.stderr)
 
 
+class _ClickStub(types.ModuleType):
+    """The stand-in module: ``click.ClickException`` and nothing else."""
+
+    ClickException = _ClickException
+
+
 def ensure_click() -> None:
     """Import click, or register the stand-in when it is not installed."""
     try:
         import click  # noqa: F401
     except ModuleNotFoundError:
-        stub = types.ModuleType("click")
-        stub.ClickException = _ClickException  # type: ignore[attr-defined]
+        stub = _ClickStub("click")
         stub.__doc__ = "revertbot's stand-in for click (only ClickException); click is not installed"
         sys.modules["click"] = stub

@@ -64,11 +64,12 @@ def _case_result(case: ET.Element) -> TestResult:
     outcome: Outcome = "passed"
     message = ""
     # A test can carry a failure and an error (failed call, then failed teardown): error wins.
-    for tag in ("skipped", "failure", "error"):
+    tags: tuple[tuple[str, Outcome], ...] = (("skipped", "skipped"), ("failure", "failed"), ("error", "error"))
+    for tag, tag_outcome in tags:
         child = case.find(tag)
         if child is None:
             continue
-        outcome = "failed" if tag == "failure" else tag  # type: ignore[assignment]
+        outcome = tag_outcome
         text = "\n".join(t for t in (child.get("message", ""), (child.text or "").strip()) if t)
         message = text if tag != "skipped" else child.get("message", "")
     return TestResult(nodeid, outcome, seconds, message)

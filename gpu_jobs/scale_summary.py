@@ -31,7 +31,8 @@ def _steps(path: Path) -> list[tuple[str, str, str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    return [tuple([*line.split("\t"), "", "", ""][:3]) for line in lines if line.strip()]  # type: ignore[misc]
+    rows = [[*line.split("\t"), "", ""] for line in lines if line.strip()]
+    return [(row[0], row[1], row[2]) for row in rows]
 
 
 def _demo_lines(data: Mapping[str, Any]) -> list[str]:

@@ -28,7 +28,7 @@ echo "::group::ruff"
 .venv/bin/ruff check revertbot gpu_jobs tests bench
 echo "::endgroup::"
 echo "::group::mypy"
-.venv/bin/mypy revertbot
+.venv/bin/mypy  # the files in pyproject.toml's [tool.mypy]: revertbot and gpu_jobs
 echo "::endgroup::"
 # Two workers (one per core on the reference 2-core machine); PYTEST_WORKERS=0 runs in one process.
 .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"

@@ -76,7 +76,8 @@ class MLPBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(self.norm(x)).chunk(2, dim=-1)
-        return x + self.down(nn.functional.silu(gate) * up)
+        down: torch.Tensor = self.down(nn.functional.silu(gate) * up)
+        return x + down
 
 
 class LayerStack(nn.Module):
@@ -187,7 +188,8 @@ class CudaBackend:
     @property
     def stream(self) -> torch.cuda.Stream:
         if self._stream is None:
-            self._stream = torch.cuda.Stream(device=self.device)
+            # torch.cuda.Stream.__new__ has no annotations in torch (no stub either).
+            self._stream = torch.cuda.Stream(device=self.device)  # type: ignore[no-untyped-call]
         return self._stream
 
     def new_pool(self) -> Any:

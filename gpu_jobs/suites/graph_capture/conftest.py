@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypedDict
 
 import pytest
 import torch
@@ -37,9 +37,16 @@ CAPTURE_SIZES = [1, 2, 3, 4, 5, 8, 12, 16, 24, 32, 48, 64, 100, 128, 200, 256]
 # Token counts that are not capture sizes: replays pad them up to the next size.
 PADDED_TOKENS = [6, 7, 13, 31, 33, 99, 129, 255]
 
+class Tolerance(TypedDict):
+    """Keyword arguments of ``torch.testing.assert_close``."""
+
+    rtol: float
+    atol: float
+
+
 # Replay vs eager. Not bitwise: a padded replay runs the GEMMs at the capture size, for which
 # cuBLAS / oneDNN may pick another kernel (tiling, split-K), so results differ by rounding.
-TOLERANCES: dict[torch.dtype, dict[str, float]] = {
+TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.float32: {"rtol": 1e-5, "atol": 1e-5},
     torch.float16: {"rtol": 5e-3, "atol": 5e-3},
     torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2},
@@ -53,7 +60,7 @@ def assert_close(actual: Any, expected: Any, msg: str = "") -> None:
         return
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), msg
-        tol = TOLERANCES.get(expected.dtype, {"rtol": 0.0, "atol": 0.0})
+        tol: Tolerance = TOLERANCES.get(expected.dtype, {"rtol": 0.0, "atol": 0.0})
         torch.testing.assert_close(actual, expected, **tol, msg=lambda m: f"{msg}\n{m}")
         return
     if isinstance(expected, dict):
@@ -85,8 +92,12 @@ def rng(request: pytest.FixtureRequest) -> random.Random:
     return random.Random(seed)
 
 
+# The record_metric fixture: record(name, value, unit, device).
+RecordMetric = Callable[[str, float, str, str], None]
+
+
 @pytest.fixture
-def record_metric(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
     """record_metric(name, value, unit, device): written for METRICS_DEVICE only."""
 
     def record(name: str, value: float, unit: str, device: str) -> None:

@@ -38,11 +38,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from gpu_jobs.suites.graph_capture.capture import STRATEGIES, CaptureEngine, LayerStack, build_stack
+
+if TYPE_CHECKING:  # a type only: at run time this module imports neither the suite's conftest nor pytest
+    from gpu_jobs.suites.graph_capture.conftest import Tolerance
 
 SCALE_ENV = "REVERTBOT_GC_SCALE"
 HIDDEN_ENV = "REVERTBOT_GC_HIDDEN"
@@ -59,7 +62,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 # Replay vs eager at scale. bf16 like the rest of the suite, but the output of a 8192-wide
 # stack is rounded to bf16 after sums of 8192-32768 products per layer and the kernel picked for
 # a padded size may accumulate in another order, so the bound is wider than at CI size.
-SCALE_TOLERANCE = {"rtol": 5e-2, "atol": 5e-2}
+SCALE_TOLERANCE: Tolerance = {"rtol": 5e-2, "atol": 5e-2}
 # Sizes whose replay latency is timed: the smallest, a middle one and the largest.
 LATENCY_POINTS = 3
 
@@ -179,7 +182,8 @@ class Measurement:
 def _pool_bytes(pool: Any) -> tuple[int, str] | None:
     """Bytes of the segments that belong to ``pool``, from the allocator's snapshot."""
     try:
-        segments = torch.cuda.memory_snapshot()
+        # torch.cuda.memory_snapshot has no annotations in torch (no stub either).
+        segments = torch.cuda.memory_snapshot()  # type: ignore[no-untyped-call]
     except (RuntimeError, AttributeError):
         return None
     wanted = tuple(pool)
@@ -197,10 +201,12 @@ def _pool_bytes(pool: Any) -> tuple[int, str] | None:
 def _time_replay(engine: CaptureEngine, size: int, iters: int) -> float:
     """Median microseconds of one replay of ``size`` (graph only: the input is already in place)."""
     graph = engine.graphs[size]
-    samples = []
+    samples: list[float] = []
     if engine.device.startswith("cuda"):
         for _ in range(iters):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            # torch.cuda.Event.__new__ has no annotations in torch (no stub either).
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             start.record()
             graph.replay()
             end.record()
@@ -215,7 +221,7 @@ def _time_replay(engine: CaptureEngine, size: int, iters: int) -> float:
 
 
 def check_against_eager(engine: CaptureEngine, tokens: Sequence[int], seed: int,
-                        tolerance: Mapping[str, float] = SCALE_TOLERANCE) -> tuple[int, list[str]]:
+                        tolerance: Tolerance = SCALE_TOLERANCE) -> tuple[int, list[str]]:
     """Replay each token count (in the given order) on fresh random input and compare the rows it
     produced with eager execution. Returns (replays checked, one line per mismatch)."""
     gen = torch.Generator(device=engine.device).manual_seed(seed)
@@ -316,12 +322,12 @@ FIGURES = ("peak_allocated_mib", "peak_reserved_mib", "allocated_after_capture_m
            "capture_ms_per_graph")
 
 
-def summarize(measurements: Sequence[Measurement]) -> dict[str, dict[str, dict[str, float | None]]]:
+def summarize(measurements: Sequence[Measurement]) -> dict[str, dict[str, dict[str, float]]]:
     """Per ``h<hidden>/<strategy>``, per figure: median, spread (max - min) and the repeat count."""
     groups: dict[str, list[Measurement]] = {}
     for m in measurements:
         groups.setdefault(f"h{m.hidden}/{m.strategy}", []).append(m)
-    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for key, ms in groups.items():
         figures: dict[str, list[float]] = {}
         for m in ms:

@@ -16,6 +16,7 @@ from gpu_jobs.suites.graph_capture.conftest import (
     LAYERS,
     PADDED_TOKENS,
     Inputs,
+    RecordMetric,
     assert_close,
     cuda_only,
 )
@@ -55,7 +56,9 @@ def test_capture_is_largest_first_into_one_pool(device: str) -> None:
     assert engine.capture_order == sorted(CAPTURE_SIZES, reverse=True)
     assert sorted(engine.graphs) == CAPTURE_SIZES
     if device == "cuda":
-        pools = {tuple(graph.pool()) for graph in engine.graphs.values()}  # type: ignore[attr-defined]
+        graphs = [graph for graph in engine.graphs.values() if isinstance(graph, torch.cuda.CUDAGraph)]
+        assert len(graphs) == len(engine.graphs), "the cuda backend captured something other than a CUDAGraph"
+        pools = {tuple(graph.pool()) for graph in graphs}
         assert pools == {tuple(engine.pool)}, f"graphs captured into {len(pools)} pools, expected one"
 
 
@@ -75,7 +78,7 @@ def test_capture_order_must_cover_the_capture_sizes(device: str) -> None:
 
 @cuda_only
 @pytest.mark.cuda
-def test_cuda_shared_pool_reserves_less_than_a_pool_per_size(record_metric) -> None:  # type: ignore[no-untyped-def]
+def test_cuda_shared_pool_reserves_less_than_a_pool_per_size(record_metric: RecordMetric) -> None:
     reserved = {}
     for share_pool in (True, False):
         engine = make_engine("cuda", torch.bfloat16, "per_size", share_pool=share_pool)
@@ -94,7 +97,7 @@ def test_cuda_shared_pool_reserves_less_than_a_pool_per_size(record_metric) -> N
 
 @cuda_only
 @pytest.mark.cuda
-def test_cuda_capture_time_per_strategy(record_metric) -> None:  # type: ignore[no-untyped-def]
+def test_cuda_capture_time_per_strategy(record_metric: RecordMetric) -> None:
     # One throwaway capture first: library handles, workspaces and kernels load once per process.
     make_engine("cuda", torch.bfloat16, "per_size", sizes=[1, 8]).capture()
     for strategy in STRATEGIES:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gpu_jobs.suites.graph_capture.capture import STRATEGIES, CaptureEngine
-from gpu_jobs.suites.graph_capture.conftest import HAS_CUDA, METRICS_DEVICE, NEEDS_CUDA
+from gpu_jobs.suites.graph_capture.conftest import HAS_CUDA, METRICS_DEVICE, NEEDS_CUDA, RecordMetric
 from gpu_jobs.suites.graph_capture.scale import (
     Measurement,
     MiB,
@@ -48,7 +48,7 @@ def _environment() -> dict[str, str]:
 
 @needs_cuda_at_scale
 @pytest.mark.parametrize("hidden", CONFIG.hidden, ids=[f"h{h}" for h in CONFIG.hidden])
-def test_strategies_at_scale(hidden: int, results: list[Measurement], record_metric) -> None:  # type: ignore[no-untyped-def]
+def test_strategies_at_scale(hidden: int, results: list[Measurement], record_metric: RecordMetric) -> None:
     print(CONFIG.describe())
     runs: list[Measurement] = []
     stack = build_scale_stack(CONFIG, hidden, DEVICE)

@@ -19,12 +19,14 @@ from gpu_jobs.suites.graph_capture.capture import (
     STRATEGIES,
     CaptureEngine,
     CaptureOrderError,
+    FixedSharedBuffer,
+    SharedMaxBuffer,
     UnsupportedOutputError,
     build_stack,
     iter_tensors,
     storage_bytes,
 )
-from gpu_jobs.suites.graph_capture.conftest import DEVICES, HIDDEN, Inputs, assert_close, cuda_only
+from gpu_jobs.suites.graph_capture.conftest import DEVICES, HIDDEN, Inputs, RecordMetric, assert_close, cuda_only
 
 SIZES = [2, 4, 8, 16, 32]
 DTYPE = torch.float32  # value checks below are exact (same memory), fp32 keeps eager checks tight too
@@ -73,7 +75,8 @@ def test_which_outputs_share_storage(device: str, strategy: str) -> None:
         assert {o.data_ptr() for o in outs} == storages
         assert [o.shape[0] for o in outs] == SIZES
     if strategy == "shared":
-        assert engine.outputs[SIZES[-1]] is engine.strategy.buffer  # type: ignore[attr-defined]
+        assert isinstance(engine.strategy, SharedMaxBuffer)
+        assert engine.outputs[SIZES[-1]] is engine.strategy.buffer
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -173,7 +176,8 @@ def test_body_producing_fewer_rows_than_tokens(device: str, strategy: str) -> No
             assert_close(out, expected, f"{strategy}: {tokens} tokens")
     if strategy == "fixed":
         # Sized from the warmup output (largest/2 rows), not from the capture size.
-        assert engine.strategy.buffer.shape[0] == largest // 2  # type: ignore[attr-defined]
+        assert isinstance(engine.strategy, FixedSharedBuffer)
+        assert engine.strategy.buffer.shape[0] == largest // 2
 
 
 def output_body(kind: str, device: str) -> Callable[[torch.Tensor], Any]:
@@ -251,7 +255,7 @@ def test_output_structure_changing_between_sizes_is_rejected(device: str, strate
 
 @pytest.mark.parametrize("dtype", [pytest.param(torch.float32, id="fp32"), pytest.param(torch.bfloat16, id="bf16")])
 @pytest.mark.parametrize("device", DEVICES)
-def test_output_bytes_per_strategy(device: str, dtype: torch.dtype, record_metric) -> None:  # type: ignore[no-untyped-def]
+def test_output_bytes_per_strategy(device: str, dtype: torch.dtype, record_metric: RecordMetric) -> None:
     hidden, itemsize = HIDDEN[device], dtype.itemsize
     expected = {
         "per_size": sum(SIZES) * hidden * itemsize,  # one buffer per size
@@ -270,7 +274,7 @@ def test_output_bytes_per_strategy(device: str, dtype: torch.dtype, record_metri
 
 @cuda_only
 @pytest.mark.cuda
-def test_cuda_memory_allocated_delta_per_strategy(record_metric) -> None:  # type: ignore[no-untyped-def]
+def test_cuda_memory_allocated_delta_per_strategy(record_metric: RecordMetric) -> None:
     dtype = torch.bfloat16
     # Throwaway capture: the capture stream's cuBLAS workspace is allocated once per process.
     make_engine("cuda", "per_size", dtype=dtype, sizes=[1, 8]).capture()
