@@ -55,14 +55,14 @@ def compare(repo: Path, ref: str | None = None) -> tuple[int, dict[str, View], i
     """(commits compared, the scan's views of the commits whose message says revert or reland,
     how many relands the scan found by their diff alone, disagreements newest first) for
     ``ref`` (default: the checked-out branch)."""
-    from revertbot.git import gitops
+    from revertbot import git
     from revertbot.pipeline.check import find_links
-    from revertbot.verdict.detect import index_message, might_be_revert, parse_message
+    from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
     from revertbot.verdict.scan import github_slug, scan_repository
 
     result = scan_repository(repo, ref=ref)
     root = result.repo
-    commits = gitops.log(root, result.head, keep=index_message)
+    commits = git.log(root, result.head, keep=index_message)
     says = {c.sha for c in commits if might_be_revert(c.message) and parse_message(c.message).kind is not None}
     # The scan also finds relands whose message says nothing, by their diff; the check has its own
     # search for those (find_reland_by_patch): they are counted apart, not compared.

@@ -37,17 +37,20 @@ from bench.scan import bench_env, revertbot_command, stage_timer, timed
 def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
     """Stage timers around the check's stage functions, and a count of git processes (those this
     process starts: work shared with a forked child starts its git processes there)."""
+    from revertbot import git
     from revertbot.analysis import split
-    from revertbot.git import gitops
     from revertbot.pipeline import check
+    from revertbot.verdict import history_cache
 
     processes = [0]
     stages = [
-        (gitops, "log", "history (git log)"),
+        (git, "log", "history (git log)"),
         (check, "link_reverts", "linking"),
-        (gitops, "commit_patches", "diffs (diff-tree)"),
+        (history_cache, "_commit_graph", "commit-graph in the cache (written once per repository)"),
+        (history_cache.PartialHistory, "with_later_touching", "the days after it that touch its files"),
+        (git, "commit_patches", "diffs (diff-tree)"),
         (check, "judge", "purity proof"),
-        (gitops, "apply_revert", "apply to the base (in memory)"),
+        (git, "apply_revert", "apply to the base (in memory)"),
         (check, "_symbol_changes", "symbols (Python and C++)"),
         (check, "_cpp_symbol_changes", "of which C++ symbols"),
         (check, "search_dependents", "dependents (Python)"),
@@ -57,7 +60,7 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "find_backports", "backports (not timed when a forked child finds them)"),
     ]
     # Every git process starts through Popen (subprocess.run uses it too): count those.
-    popen = gitops.subprocess.Popen
+    popen = subprocess.Popen  # the module revertbot.git.process starts git with
 
     class CountingPopen(popen):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,12 +68,12 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
                 processes[0] += 1
             super().__init__(*args, **kwargs)
 
-    gitops.subprocess.Popen = CountingPopen  # type: ignore[misc]
+    subprocess.Popen = CountingPopen  # type: ignore[misc]
     try:
         with stage_timer(stages) as times:
             yield times, processes
     finally:
-        gitops.subprocess.Popen = popen  # type: ignore[misc]
+        subprocess.Popen = popen  # type: ignore[misc]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,11 +56,11 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench import synth
 from bench.scan import bench_env, revertbot_command, timed
 from revertbot.demo.repo import REPO_SLUG, build_demo_repo
-from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.jsonout import to_jsonable
-from revertbot.store import db as store
+from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.store import queries, replay, schema, writes
 from revertbot.store.history_branch import Record
 from revertbot.verdict.scan import scan_repository
 
@@ -101,24 +101,24 @@ def build_sample(root: Path, commits: int = 2_000, reverts: int = 150, checks: i
     finally:
         synth.START_TIME, synth.STEP_SECONDS = saved
     result = scan_repository(root / "sglang")
-    store.record_scan(db, result, repo_name=synth.OWNER_REPO)
+    writes.record_scan(db, result, repo_name=synth.OWNER_REPO)
     rng = random.Random(seed)
     picked = rng.sample(list(result.entries), min(checks, len(result.entries)))
     gpu_runs = 0
     for entry in picked:
         report = check_revert(root / "sglang", entry.link.revert, base_ref="main", repo_name=synth.OWNER_REPO)
-        store.record_report(db, report)
+        writes.record_report(db, report)
         if gpu_runs < gpu and entry.link.kind != "reland":
             summary = sample_gpu(rng, broken=gpu_runs == 1)
-            store.record_gpu(db, synth.OWNER_REPO, entry.link.revert, to_jsonable(summary))
+            writes.record_gpu(db, synth.OWNER_REPO, entry.link.revert, to_jsonable(summary))
             gpu_runs += 1
     demo = build_demo_repo(root / "minisgl")
     report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
     # The demo's revert PR as the bot's record job keeps it (PR number, head, run).
-    store.import_records(db, [Record(repo=REPO_SLUG, pr=108, head_sha=demo.revert, run_id="1", run_attempt="1",
+    replay.import_records(db, [Record(repo=REPO_SLUG, pr=108, head_sha=demo.revert, run_id="1", run_attempt="1",
                                      job="analyze", recorded_at="2026-05-07T00:00:00Z", report=report_to_json(report),
                                      markdown=render_markdown(report))])  # fmt: skip
-    store.record_gpu(db, REPO_SLUG, demo.revert, to_jsonable(sample_gpu(rng)))
+    writes.record_gpu(db, REPO_SLUG, demo.revert, to_jsonable(sample_gpu(rng)))
     return db
 
 
@@ -140,7 +140,7 @@ def scale_store(db: Path, reverts: int = 10_000, repos: int = 10, seed: int = 0)
     purities = ("pure", "pure", "pure", "partial", "extra", "modified", "unverifiable")
     start = DEMO_START - 2 * 365 * 86_400
     step = 2 * 365 * 86_400 // max(reverts, 1)
-    per_repo: dict[str, list[store.RevertRow]] = {}
+    per_repo: dict[str, list[writes.RevertRow]] = {}
     gpu: list[tuple[str, str, dict[str, Any]]] = []
     for n in range(reverts):
         repo = f"scale-org/engine-{n % repos}"
@@ -163,16 +163,16 @@ def scale_store(db: Path, reverts: int = 10_000, repos: int = 10, seed: int = 0)
             kind, chain, originals = (
                 "reland",
                 [earlier.sha],
-                [(earlier.sha, "sha", store.CommitInfo(earlier.sha, earlier.date, earlier.author, earlier.subject))],
+                [(earlier.sha, "sha", writes.CommitInfo(earlier.sha, earlier.date, earlier.author, earlier.subject))],
             )
         else:
             subject = f'Revert "{title}": {why} (#{pr})'
             kind, chain = "revert", []
             originals = [(original, rng.choice(("sha", "pr-number", "title")),
-                          store.CommitInfo(original, date - rng.randrange(3_600, 60 * 86_400), rng.choice(authors),
+                          writes.CommitInfo(original, date - rng.randrange(3_600, 60 * 86_400), rng.choice(authors),
                                            title))]  # fmt: skip
         purity = rng.choice(purities)
-        rows.append(store.RevertRow(
+        rows.append(writes.RevertRow(
             sha=sha, subject=subject, kind=kind, author=rng.choice(authors), date=date, purity=purity,
             purity_reason="" if purity == "pure" else f"{purity}: synthetic", originals=originals, chain=chain,
             files=files, modules={f"engine/{area}": len(files) - 1, "tests": 1}, reason=category,
@@ -181,10 +181,10 @@ def scale_store(db: Path, reverts: int = 10_000, repos: int = 10, seed: int = 0)
         if kind == "revert" and n % 20 == 0:
             gpu.append((repo, sha, to_jsonable(sample_gpu(rng, broken=n % 60 == 0))))
     for repo, rows in per_repo.items():
-        store.record_rows(db, repo, rows)
-    with store.connect(db) as conn:
+        writes.record_rows(db, repo, rows)
+    with schema.connect(db) as conn:
         for repo, sha, summary in gpu:
-            store.record_gpu(conn, repo, sha, summary)
+            writes.record_gpu(conn, repo, sha, summary)
     return db
 
 
@@ -282,7 +282,7 @@ def main_scale(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="revertbot-bench-scale-") as tmp:
         work = Path(tmp)
         db = scale_store(work / "h.db", reverts=args.reverts, repos=args.scale_repos, seed=args.seed)
-        history = store.load_history(db)
+        history = queries.load_history(db)
         print(f"store: {len(history.reverts)} reverts and relands over {len(history.repositories)} repositories")
         old_build, old_static = baseline_builder(args.baseline)
         sites: dict[str, float] = {}
@@ -395,7 +395,7 @@ def main_org(args: argparse.Namespace) -> int:
             build_cmd = [*cli, "dashboard", "build", *(x for db in dbs for x in ("--db", str(db))), "--out",
                          str(work / "site")]  # fmt: skip
             build_s.append(timed(build_cmd, work, env)[0])
-        history = store.merge_histories([store.load_history(db) for db in dbs])
+        history = queries.merge_histories([queries.load_history(db) for db in dbs])
         site_bytes = sum(f.stat().st_size for f in (work / "site").rglob("*") if f.is_file())
         index_bytes = (work / "site" / "index.html").stat().st_size
         scan_m, store_m, build_m = (statistics.median(t) for t in (scan_s, store_s, build_s))
@@ -460,8 +460,8 @@ def main(argv: list[str] | None = None) -> int:
                     Path(f"{run_db}{suffix}").unlink(missing_ok=True)
                 entries = scan_repository(repo).entries
                 for entry in random.Random(args.seed).sample(list(entries), min(args.checks, len(entries))):
-                    store.record_report(db, check_revert(repo, entry.link.revert, base_ref="main"))
-        history = store.load_history(db)
+                    writes.record_report(db, check_revert(repo, entry.link.revert, base_ref="main"))
+        history = queries.load_history(db)
         for _ in range(args.runs):
             build_times.append(
                 timed([*cli, "dashboard", "build", "--db", str(db), "--out", str(work / "site")], work, env)[0]

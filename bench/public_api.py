@@ -23,7 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from revertbot.analysis.public_api import is_internal_path, is_python
+from revertbot.analysis.public_api_names import is_internal_path, is_python
 from revertbot.errors import RevertbotError
 from revertbot.pipeline.check import check_revert
 from revertbot.verdict.scan import scan_repository

@@ -30,10 +30,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Commit, Link
 from revertbot.verdict import reland_content as rc
-from revertbot.verdict.detect import index_message, link_reverts
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import index_message
 
 
 def _short(c: Commit) -> str:
@@ -70,27 +71,27 @@ def near_misses(root: Path, commits: list[Commit], links: list[Link], near: floa
 
 
 def bench_repo(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    root = gitops.repo_root(path)
+    root = git.repo_root(path)
     t0 = time.perf_counter()
-    commits = gitops.log(root, "HEAD", keep=index_message)
+    commits = git.log(root, "HEAD", keep=index_message)
     t1 = time.perf_counter()
-    links = link_reverts(commits, lookup_objects=lambda names: gitops.object_types(root, names))
+    links = link_reverts(commits, lookup_objects=lambda names: git.object_types(root, names))
     t2 = time.perf_counter()
     runs = {"n": 0}
-    real_run_bytes = gitops.run_bytes
+    real_run_bytes = git.run_bytes
 
     def counting(*a: Any, **k: Any) -> Any:
         runs["n"] += 1
         return real_run_bytes(*a, **k)
 
-    gitops.run_bytes = counting  # type: ignore[assignment]
+    git.run_bytes = counting  # type: ignore[assignment]
     try:
         by_revert = {lk.revert: lk for lk in links}
         todo = [lk for lk in links if not rc.relanded_by_message(lk, by_revert)]
         found = rc.find_content_relands(root, commits, todo, window_days=args.window_days,
                                         min_share=args.min_share, min_file_share=args.min_file_share)  # fmt: skip
     finally:
-        gitops.run_bytes = real_run_bytes  # type: ignore[assignment]
+        git.run_bytes = real_run_bytes  # type: ignore[assignment]
     t3 = time.perf_counter()
     by_sha = {c.sha: c for c in commits}
     reverts = [lk for lk in links if lk.direction == 1 and lk.kind != "reland"]

@@ -166,6 +166,10 @@ def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, fl
 
         return wrapper
 
+    from revertbot import git
+
+    # A git function is bound in every module of the package that imports it: wrap each binding.
+    stages = [(m, name, label) for mod, name, label in stages for m in (git.bindings(name) if mod is git else [mod])]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in stages]
     for mod, name, label in stages:
         setattr(mod, name, (begun if name.startswith("start_") else timing)(label, getattr(mod, name)))
@@ -178,16 +182,17 @@ def stage_timer(stages: Sequence[tuple[Any, str, str]]) -> Iterator[dict[str, fl
 
 def _stages(repo: Path, ref: str | None, all_refs: bool = False) -> list[tuple[str, float]]:
     """Seconds per stage of one in-process scan: where the time goes."""
-    from revertbot.git import gitops
+    from revertbot import git
     from revertbot.verdict import proof, scan
 
     stages = [
-        (gitops, "log", "read history (git log)"),
+        (git, "log", "read history (git log)"),
         (scan, "named_history", "read every ref's history, keep what linking can reach"),
         (scan, "link_reverts", "link"),
-        (gitops, "start_commit_raws", "raw diffs of reverts and originals (beside the reasons)"),
+        (git, "start_commit_raws", "raw diffs of reverts and originals (beside the reasons)"),
         (scan, "scan_reason", "reasons"),
-        (gitops, "commit_texts", "diff text of unproven links"),
+        (git, "commit_texts", "diff text of unproven links"),
+        (scan, "limited_texts", "of which cut to the explained paths"),
         (proof, "_merge_proofs", "merge proof"),
         (scan, "prove", "prove (fast proof + merges)"),
         (scan, "classify", "classify (explanations)"),

@@ -88,15 +88,15 @@ def _outcome(result: TestResult | None, infra: bool) -> Outcome:
 
 def _checkout(repo: Path, commit: str, revert_of: str | None, dest: Path) -> tuple[str, str | None]:
     """Export ``commit``'s tree (with ``revert_of`` reverted on top) into ``dest``; the shas used."""
+    from revertbot import git
     from revertbot.errors import ConflictError
-    from revertbot.git import gitops
 
-    sha = gitops.resolve_commit(repo, commit)
+    sha = git.resolve_commit(repo, commit)
     if revert_of is None:
-        gitops.export_tree(repo, sha, dest)
+        git.export_tree(repo, sha, dest)
         return sha, None
-    reverted = gitops.resolve_commit(repo, revert_of)
-    applied = gitops.apply_revert(repo, sha, originals=[reverted], keep=dest)
+    reverted = git.resolve_commit(repo, revert_of)
+    applied = git.apply_revert(repo, sha, originals=[reverted], keep=dest)
     if not applied.clean:
         files = ", ".join(c.path for c in applied.conflicts) or "(unknown files)"
         raise ConflictError(f"reverting {reverted[:12]} on {sha[:12]} conflicts in {files}",
@@ -286,14 +286,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._click_compat import ensure_click
 
     ensure_click()
+    from revertbot import git
     from revertbot.errors import RevertbotError
-    from revertbot.git import gitops
 
     args = _parser().parse_args(argv)
     started = time.monotonic()
     try:
         check_isolation(args.suite_user, args.same_user_unsafe, os.environ)
-        doc = rerun(gitops.repo_root(args.repo), args.commit, args.tests, runs=args.runs, out=args.out,
+        doc = rerun(git.repo_root(args.repo), args.commit, args.tests, runs=args.runs, out=args.out,
                     revert_of=args.revert_of, python=args.python, timeout_s=args.timeout_minutes * 60.0,
                     devices=args.devices, suite_user=args.suite_user,
                     per_process=args.per_process)  # fmt: skip

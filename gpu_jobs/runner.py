@@ -388,17 +388,17 @@ def _run_side(
 
 def _checkouts(repo: Path, base: str, revert: str, work: Path) -> tuple[str, str, Path, Path]:
     """(base sha, revert sha, base checkout, base+revert checkout) as plain directories under ``work``."""
+    from revertbot import git
     from revertbot.errors import ConflictError
-    from revertbot.git import gitops
 
-    base_sha = gitops.resolve_commit(repo, base)
-    revert_sha = gitops.resolve_commit(repo, revert)
+    base_sha = git.resolve_commit(repo, base)
+    revert_sha = git.resolve_commit(repo, revert)
     before, after = work / "before", work / "after"
-    gitops.export_tree(repo, base_sha, before)
+    git.export_tree(repo, base_sha, before)
     # The "after" side is what merging would bring: everything from the merge base to the revert
     # (a PR's head), or the commit alone when it is already part of the base.
-    since = None if gitops.is_ancestor(repo, revert_sha, base_sha) else gitops.merge_base(repo, base_sha, revert_sha)
-    applied = gitops.apply_revert(repo, base_sha, revert=revert_sha, keep=after, since=since)
+    since = None if git.is_ancestor(repo, revert_sha, base_sha) else git.merge_base(repo, base_sha, revert_sha)
+    applied = git.apply_revert(repo, base_sha, revert=revert_sha, keep=after, since=since)
     if not applied.clean:
         files = ", ".join(c.path for c in applied.conflicts) or "(unknown files)"
         raise ConflictError(f"the revert {revert_sha[:12]} does not apply cleanly to {base} ({base_sha[:12]}): "
@@ -617,10 +617,10 @@ def load_spec(repo: Path, base: str, suite: str, config_path: Path | None = None
         if config_path is not None:
             config = cfg.load_config_file(config_path)
         else:
-            from revertbot.git import gitops
+            from revertbot import git
 
-            sha = gitops.resolve_commit(repo, base)
-            config = cfg.load_config(gitops.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
+            sha = git.resolve_commit(repo, base)
+            config = cfg.load_config(git.show_file(repo, sha, ".revertbot.yml"), f".revertbot.yml at {base}")
     except ModuleNotFoundError as exc:
         raise UsageError(
             f"reading .revertbot.yml needs {exc.name}, which is not installed",
@@ -696,8 +696,8 @@ def run_from_args(
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Parse and check the job's options, then :func:`run_job`. Shared by both command lines."""
+    from revertbot import git
     from revertbot.errors import UsageError
-    from revertbot.git import gitops
 
     check_isolation(suite_user, same_user_unsafe, os.environ if environ is None else environ)
     try:
@@ -708,7 +708,7 @@ def run_from_args(
         raise UsageError("--repeats must be at least 1")
     if timeout_minutes is not None and timeout_minutes <= 0:
         raise UsageError("--timeout-minutes must be positive")
-    root = gitops.repo_root(repo)
+    root = git.repo_root(repo)
     spec = override(load_spec(root, base, suite, config, suite_json), repeats=repeats,
                     timeout_minutes=timeout_minutes)  # fmt: skip
     return run_job(root, spec, base=base, revert=revert, out=out, shard=shard_pair, shard_tests=shard_tests,

@@ -3,7 +3,7 @@
 Input: directories written by :func:`gpu_jobs.runner.run_job` (``comparison.json``, ``manifest.json``,
 ``job.json``). A directory that is missing or empty, a job that did not finish, a revert that did
 not apply and a shard ``k/N`` of which no directory was given are all listed in ``not_run``.
-Output: a :class:`revertbot.models.GpuSummary`, its stable JSON (``gpu_summary.json``, documented
+Output: a :class:`revertbot.report_data.GpuSummary`, its stable JSON (``gpu_summary.json``, documented
 in gpu_jobs/README.md) and the GPU section in Markdown.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 from .compare import is_regression
 from .manifest import hardware_line, value

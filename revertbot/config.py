@@ -5,6 +5,9 @@ metadata adds constraints (a minimum, a string accepted as an argv). ``_convert`
 adding a key means adding a field (and documenting it in the README, which a test
 checks). Every problem becomes a :class:`ConfigError` naming the file and the key path, never a
 traceback. Nothing here reads environment variables.
+
+Size: one job, the schema of .revertbot.yml and its validation. The dataclasses are the schema, so
+splitting them from the walker that reads them would split each key from its rules.
 """
 
 from __future__ import annotations
@@ -155,6 +158,10 @@ class ProposeLimits:
     proposals_per_day: int = field(default=4, metadata=_meta(minimum=0))
     gpu_minutes_per_incident: float = field(default=240.0, metadata=_meta(minimum=0))
     gpu_minutes_per_day: float = field(default=960.0, metadata=_meta(minimum=0))
+    # GPU probes wait while more jobs than this queue for the GPU runners (presubmit goes first), at most
+    # queue_wait_minutes per round of probes; then that round is given up (its runs count as infrastructure).
+    max_queued_gpu_jobs: int = field(default=0, metadata=_meta(minimum=0))
+    queue_wait_minutes: float = field(default=120.0, metadata=_meta(minimum=0))
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,9 @@ class ProposeConfig:
 
     mode: ProposeMode = "shadow"
     workflows: tuple[str, ...] = ()
+    # The GPU runners the probes run on; empty: the GPU suites' runner_labels (init writes them into the
+    # rerun workflow's runs-on).
+    runner_labels: tuple[str, ...] = ()
     artifacts: str = "revertbot-gpu-*"
     tracking_issue_title: str = "revertbot: red GPU runs on the default branch"
     runners: int = field(default=1, metadata=_meta(minimum=1))
@@ -676,7 +686,8 @@ report:
 # auto-merge (also merge it, only with the full proof). See docs/propose.md.
 propose:
   mode: shadow
-  workflows: []        # watched GPU workflow files, e.g. [gpu-tests.yml]
+  workflows: []        # watched GPU workflow files, e.g. [gpu-tests.yml] (revertbot init fills it in)
+  runner_labels: []    # GPU runners of the probes; [] means the GPU suites' runner_labels
   artifacts: "revertbot-gpu-*"  # the red run's artifacts holding JUnit results
   tracking_issue_title: "revertbot: red GPU runs on the default branch"
   runners: 1           # GPU runs per search round, in parallel
@@ -687,6 +698,8 @@ propose:
     proposals_per_day: 4
     gpu_minutes_per_incident: 240.0
     gpu_minutes_per_day: 960.0
+    max_queued_gpu_jobs: 0           # probes wait while more GPU jobs than this queue
+    queue_wait_minutes: 120.0        # ... for at most this long per round, then give the round up
   lang: en             # language of the revert pull request: en or zh
   labels:
     proposed: "revertbot:proposed"            # on every revert pull request it opens

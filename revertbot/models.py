@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 RevertKind = Literal["revert", "partial", "reland", "backout"]
 #: patch: a reland whose diff matches the original; override: named by a maintainer (/revertbot link, --original)
@@ -239,39 +239,3 @@ class Override:
     #: not-a-revert: a digest of what the title and body said about reverting then; a new revert
     #: statement (a different one) ends the override.
     statement: str = ""
-
-
-# The report's data classes are made on first use (a scan never needs them: 17 dataclasses cost
-# about 15 ms of start-up on Python 3.11); ``from .models import RevertReport`` still works.
-if TYPE_CHECKING:
-    from revertbot.report_data import (
-        RISK_ORDER as RISK_ORDER,
-        Backport as Backport,
-        CiCheck as CiCheck,
-        CodeExcerpt as CodeExcerpt,
-        CommitRef as CommitRef,
-        CriticalRule as CriticalRule,
-        DriftCommit as DriftCommit,
-        FileChange as FileChange,
-        GitHubContext as GitHubContext,
-        GpuMetricDelta as GpuMetricDelta,
-        GpuSummary as GpuSummary,
-        GpuTestFlip as GpuTestFlip,
-        PatchDelta as PatchDelta,
-        RelandInfo as RelandInfo,
-        RelandTest as RelandTest,
-        RevertReport as RevertReport,
-        ReviewHighlight as ReviewHighlight,
-        Risk as Risk,
-        RiskFactor as RiskFactor,
-        RiskLevel as RiskLevel,
-    )
-
-
-def __getattr__(name: str) -> object:
-    if not name.startswith("_"):
-        from revertbot import report_data
-
-        if hasattr(report_data, name):
-            return getattr(report_data, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

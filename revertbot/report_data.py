@@ -1,6 +1,6 @@
-"""The data a check reports (risk, backports, CI, GPU, reland): plain frozen dataclasses like
-:mod:`revertbot.models`, which re-exports them. They live apart so that a scan, which never needs
-them, does not pay for making them at start-up."""
+"""The data a check reports (risk, backports and backport plans, releases, CI, GPU, reland): plain
+frozen dataclasses like :mod:`revertbot.models`. They live apart so that a scan, which never needs
+them, does not pay for making them at start-up; the renderers read only these and the models."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from revertbot.models import (
     ApplyResult,
+    ConflictFile,
     ContentReland,
     LinkMethod,
     Override,
@@ -280,3 +281,97 @@ class RelandInfo:
     tests: tuple[RelandTest, ...] = ()
     original_ci: str = ""  # the original's CI when GitHub is known
     failure_gone: str = "unknown"  # yes | cpu-only | no | unknown: the tests the original broke pass on the reland
+
+
+# --------------------------------------------------------------------------- backports to release branches
+
+TargetStatus = Literal[
+    "applies",  # the backport commit can be made (dry run)
+    "created",  # the commit and branch were created now
+    "exists",  # the backport branch exists with the same tree: reused
+    "conflicts",  # neither method applies: conflict report, nothing created
+    "already-reverted",  # the branch has the revert already
+    "no-op",  # the change applies but changes nothing on the branch
+    "branch-differs",  # the backport branch exists with another tree: left alone
+    "no-original",  # a named branch that does not carry the original
+    "missing",  # a branch known only from a pull request, not in this repository
+]
+#: Statuses whose backport branch exists (or would exist) and can be pushed and proposed.
+READY: frozenset[str] = frozenset({"created", "exists"})
+
+Method = Literal["revert of the pick", "revert of the originals", "cherry-pick of the revert", ""]
+
+
+@dataclass(frozen=True)
+class BackportTarget:
+    """One release branch and what backporting the revert to it does."""
+
+    branch: str  # short name: release/0.5
+    ref: str  # full ref name the tip was read from
+    tip: str | None
+    original_pick: str | None  # the branch's copy of the original (the original itself when branched after it)
+    how: str  # how the original got there (cherry-pick trailer, same patch, title, branched after original)
+    status: TargetStatus
+    method: Method = ""
+    revert_pick: str | None = None  # the revert already on the branch
+    tree: str | None = None  # the backport's tree
+    commit: str | None = None  # the backport commit, once created (or found)
+    backport_branch: str = ""  # revertbot/backport/<short>-<slug>
+    message: str = ""
+    conflicts: tuple[ConflictFile, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BackportPlan:
+    """The backport of one revert to each release branch that needs it."""
+
+    revert: CommitRef  # the revert as the check names it (trailers point at it)
+    source: str  # the commit whose change is backported (the merged revert)
+    source_start: str | None  # ... from this commit (its first parent)
+    originals: tuple[CommitRef, ...]
+    purity: str
+    targets: tuple[BackportTarget, ...]
+    notes: tuple[str, ...] = ()
+    created: bool = False
+    pushed_to: str = ""
+
+    @property
+    def conflicted(self) -> tuple[BackportTarget, ...]:
+        return tuple(t for t in self.targets if t.status == "conflicts")
+
+
+# --------------------------------------------------------------------------- where a change shipped
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """The released versions that carry the original(s) and the revert (see :mod:`revertbot.verdict.releases`)."""
+
+    original_first: str | None = None  # the lowest final version carrying every original
+    original_first_pre: str | None = None  # a pre-release that carried them before that
+    revert_first: str | None = None  # the lowest final version carrying the revert (None: not released)
+    revert_first_pre: str | None = None
+    #: Final versions carrying the original(s) but not the revert, oldest first: their users have the change.
+    affected: tuple[str, ...] = ()
+    affected_count: int = 0
+    original_releases: int = 0  # final versions carrying the original(s)
+    revert_releases: int = 0  # final versions carrying the revert
+    #: Release branches (short names) that carry the original, by whether the revert reached them.
+    branches_reverted: tuple[str, ...] = ()
+    branches_without_revert: tuple[str, ...] = ()
+    version_tags: int = 0  # version-like tags in the repository (0: it tags no releases)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def state(self) -> str:
+        """none (no version tags) | unreleased (the original is in no release) | same (the original
+        and the revert first ship together) | pending (the original shipped, the revert did not) |
+        shipped (the revert ships after the original did)."""
+        if not self.version_tags:
+            return "none"
+        if self.original_first is None:
+            return "unreleased"
+        if self.revert_first is None:
+            return "pending"
+        return "same" if not self.affected_count else "shipped"

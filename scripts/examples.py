@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from revertbot import git  # noqa: E402  (this checkout's package, after the path is set)
 from revertbot.errors import RevertbotError  # noqa: E402
-from revertbot.git import gitops  # noqa: E402  (this checkout's package, after the path is set)
 
 DEFAULT_OUT = ROOT / "docs" / "examples"
 REGENERATE = "python scripts/examples.py"
@@ -98,7 +98,7 @@ def resolve(clone: Path, revert: str) -> str | None:
     if not clone.is_dir():
         return None
     try:
-        return gitops.resolve_commit(clone, revert)
+        return git.resolve_commit(clone, revert)
     except RevertbotError:
         return None
 

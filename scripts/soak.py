@@ -49,7 +49,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from revertbot.errors import EXIT_GITHUB, RevertbotError  # noqa: E402
-from revertbot.github.action import ActionOptions, policy_from_env, run_action  # noqa: E402
+from revertbot.github.action import run_action  # noqa: E402
+from revertbot.github.action_io import ActionOptions, policy_from_env  # noqa: E402
 from revertbot.github.client import CommentInfo, GitHubClient  # noqa: E402
 from revertbot.report import MARKER  # noqa: E402
 from tests.github_server import FakeGitHub, World, build_world, serve  # noqa: E402

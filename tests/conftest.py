@@ -45,9 +45,9 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     yield
     # A test that checked a revert in-process keeps merged trees readable by every later git
     # command of this process: the next test's repositories must not see them.
-    from revertbot.git import gitops
+    from revertbot import git
 
-    gitops.remove_kept_objects()
+    git.remove_kept_objects()
 
 
 @pytest.fixture

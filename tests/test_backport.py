@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
 from revertbot.pipeline.backport import backport_branch_name, create_backports, plan_backports
 from revertbot.pipeline.check import check_revert
 from revertbot.report.backport import render_plan_markdown
@@ -180,7 +180,7 @@ def test_extended_revert_is_cherry_picked(repo: GitRepo) -> None:
     assert plan.purity == "extra"
     assert (t.status, t.method, t.original_pick) == ("applies", "cherry-pick of the revert", pick)
     files = repo.git("ls-tree", "-r", "--name-only", t.tree or "").split()
-    assert gitops.blobs(repo.path, [f"{t.tree}:other.py"])[f"{t.tree}:other.py"] == b"x = 3\n"
+    assert git.blobs(repo.path, [f"{t.tree}:other.py"])[f"{t.tree}:other.py"] == b"x = 3\n"
     assert "engine.py" in files
 
 
@@ -285,9 +285,9 @@ def test_invalid_branch_names_are_usage_errors(story: Story, name: str, capsys: 
 
 
 def test_reply_stays_within_githubs_comment_limit() -> None:
-    from revertbot.models import CommitRef, ConflictFile, ConflictHunk
-    from revertbot.pipeline.backport import BackportPlan, BackportTarget
+    from revertbot.models import ConflictFile, ConflictHunk
     from revertbot.report.backport import MAX_REPLY_CHARS, render_reply
+    from revertbot.report_data import BackportPlan, BackportTarget, CommitRef
 
     big = "\n".join(f"x = {i}  # {'y' * 200}" for i in range(2000))
     files = tuple(ConflictFile(f"f{i}.py", tuple(ConflictHunk(big, big, 1) for _ in range(10))) for i in range(40))
@@ -307,8 +307,8 @@ def test_reply_stays_within_githubs_comment_limit() -> None:
 def test_report_lists_the_backport_pull_requests_in_both_languages(story: Story) -> None:
     import dataclasses
 
-    from revertbot.models import GitHubContext
     from revertbot.report import render_markdown
+    from revertbot.report_data import GitHubContext
 
     story.release("release/1.0")
     report = check_revert(story.repo.path, story.revert, base_ref="main")

@@ -176,7 +176,7 @@ def test_merged_change_start_covers_rebase_merges(repo: Any) -> None:
 
     from revertbot.github.backport_prs import merged_change_start
     from revertbot.github.client import PullInfo
-    from revertbot.models import CommitRef
+    from revertbot.report_data import CommitRef
 
     base = repo.commit("base", {"a.py": "a = 1\n", "b.py": "b = 1\n"})
     one = repo.commit("Revert part one", {"a.py": "a = 0\n"})

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from revertbot.cli.main import run_cli
-from revertbot.models import RevertReport
 from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown, report_to_json
+from revertbot.report_data import RevertReport
 from tests.gitrepo import GitRepo
 from tests.test_report import HEADINGS
 
@@ -73,13 +73,13 @@ def test_pure_revert_is_low_risk_and_can_be_merged(repo: GitRepo) -> None:
 
 
 def test_a_history_read_begun_early_gives_the_same_report_whichever_history_it_is(repo: GitRepo) -> None:
-    from revertbot.git import gitops
+    from revertbot import git
 
     original, revert = simple_repo(repo)
     repo.git("merge", "-q", "--ff-only", "revert-12")  # merged: the check reads the base's history
     plain = json_of(check_revert(repo.path, revert, base_ref="main"))
     for name in ("main", "HEAD", "revert-12", original, "no-such-ref"):
-        with gitops.StartedLog(repo.path, name) as started:
+        with git.StartedLog(repo.path, name) as started:
             assert json_of(check_revert(repo.path, revert, base_ref="main", started=started)) == plain
     assert plain["purity"] == "pure" and plain["originals"] == [original]
 

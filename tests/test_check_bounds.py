@@ -7,6 +7,7 @@ import pytest
 import revertbot.pipeline.check as check_module
 from revertbot.pipeline.check import check_revert
 from tests.gitrepo import GitRepo
+from tests.gitspy import patch_git
 
 
 def test_symbols_are_analysed_in_a_bounded_number_of_files(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,21 +25,21 @@ def test_symbols_are_analysed_in_a_bounded_number_of_files(repo: GitRepo, monkey
 
 
 def test_drift_paths_are_literal_and_not_on_the_command_line(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from revertbot import git
     from revertbot.analysis.history import find_drift
-    from revertbot.git import gitops
 
     repo.commit("base", {"a*.py": "x = 1\n", "ab.py": "y = 1\n"})
     original = repo.commit("Change the star file (#1)", {"a*.py": "x = 2\n"})
     only_ab = repo.commit("Change ab", {"ab.py": "y = 2\n"})
     both = repo.commit("Change both", {"a*.py": "x = 3\n", "ab.py": "y = 3\n"})
     seen: list[list[str]] = []
-    real = gitops._read_log
+    real = git.commits._read_log
 
     def spy(args: list[str], *rest: object, **kwargs: object) -> object:
         seen.append(list(args))
         return real(args, *rest, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gitops, "_read_log", spy)
+    patch_git(monkeypatch, "_read_log", spy)
     drift = find_drift(repo.path, original, both, ["a*.py"])
     assert [d.sha for d in drift] == [both] and only_ab not in {d.sha for d in drift}
     assert drift[0].files == ("a*.py",)

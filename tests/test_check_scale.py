@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.pipeline.check import check_revert
 from revertbot.verdict import history_cache
 from tests.gitrepo import GitRepo, _env
+from tests.gitspy import patch_git
 
 UNRELATED = 2_000
 
@@ -37,14 +38,14 @@ def _unrelated_history(repo: GitRepo, count: int) -> None:
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """How many commits the log helpers parse (every read of commits goes through _parse_log)."""
     seen = [0]
-    parse = gitops._parse_log
+    parse = git.commits._parse_log
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         for c in parse(*args, **kwargs):
             seen[0] += 1
             yield c
 
-    monkeypatch.setattr(gitops, "_parse_log", counting)
+    patch_git(monkeypatch, "_parse_log", counting)
     yield seen
 
 

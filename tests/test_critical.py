@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from revertbot.analysis import critical, critical_stage
+from revertbot.analysis import critical, critical_build, critical_stage
 from revertbot.config import ConfigError, load_config
-from revertbot.models import CriticalRule, RevertReport
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
+from revertbot.report_data import CriticalRule, RevertReport
 from tests.gitrepo import GitRepo
 
 SETUP_PY = """\
@@ -257,18 +257,18 @@ class RaggedOpsBuilder(CUDAOpBuilder):
     def include_paths(self):
         return ["inference/v2/kernels/includes"]
 """
-    refs = critical.build_refs("op_builder/ragged_ops.py", builder)
+    refs = critical_build.build_refs("op_builder/ragged_ops.py", builder)
     where = "op_builder/ragged_ops.py (op builder 'ragged_device_ops')"
-    assert critical.compiled_rules("deepspeed/inference/v2/kernels/ragged_ops/embed/embed.cpp", refs) == [
+    assert critical_build.compiled_rules("deepspeed/inference/v2/kernels/ragged_ops/embed/embed.cpp", refs) == [
         CriticalRule("compiled", where)
     ]
-    assert critical.compiled_rules("deepspeed/inference/v2/kernels/ragged_ops/embed/embed.h", refs) == [
+    assert critical_build.compiled_rules("deepspeed/inference/v2/kernels/ragged_ops/embed/embed.h", refs) == [
         CriticalRule("compiled-dir", f"{where}: inference/v2/kernels/ragged_ops/embed/")
     ]
-    assert critical.compiled_rules("deepspeed/inference/v2/kernels/includes/ds.h", refs) == [
+    assert critical_build.compiled_rules("deepspeed/inference/v2/kernels/includes/ds.h", refs) == [
         CriticalRule("include-dir", f"{where}: inference/v2/kernels/includes/")
     ]
-    assert critical.compiled_rules("deepspeed/ops/x.cpp", refs) == []
+    assert critical_build.compiled_rules("deepspeed/ops/x.cpp", refs) == []
 
 
 def test_cmake_sources_relative_to_the_lists_file() -> None:
@@ -279,29 +279,29 @@ file(GLOB OPS "ops/*.cpp")
 add_library(vk_backend ${SRCS} ${OPS})
 target_include_directories(vk_backend PUBLIC ${CMAKE_SOURCE_DIR}/third_party/vk/include)
 """
-    refs = critical.build_refs("backends/vk/CMakeLists.txt", cmake)
-    assert critical.compiled_rules("backends/vk/runtime/a.cpp", refs) == [
+    refs = critical_build.build_refs("backends/vk/CMakeLists.txt", cmake)
+    assert critical_build.compiled_rules("backends/vk/runtime/a.cpp", refs) == [
         CriticalRule("compiled", "backends/vk/CMakeLists.txt (set SRCS)")
     ]
-    assert critical.compiled_rules("backends/vk/ops/add.cpp", refs) == [
+    assert critical_build.compiled_rules("backends/vk/ops/add.cpp", refs) == [
         CriticalRule("compiled", "backends/vk/CMakeLists.txt (file GLOB)")
     ]
     # b.cu is compiled from backends/vk/ itself: the native files below it are compiled sources too.
-    assert critical.compiled_rules("backends/vk/include/vk.h", refs) == [
+    assert critical_build.compiled_rules("backends/vk/include/vk.h", refs) == [
         CriticalRule("compiled-dir", "backends/vk/CMakeLists.txt (set SRCS): backends/vk/")
     ]
-    assert critical.compiled_rules("third_party/vk/include/vk.h", refs) == [
+    assert critical_build.compiled_rules("third_party/vk/include/vk.h", refs) == [
         CriticalRule("include-dir", "backends/vk/CMakeLists.txt (target_include_directories): third_party/vk/include/")
     ]
     # Relative to the lists file: the same name elsewhere is another file.
-    assert critical.compiled_rules("runtime/a.cpp", refs) == []
+    assert critical_build.compiled_rules("runtime/a.cpp", refs) == []
 
 
 def test_a_cmake_file_that_builds_no_gpu_code_makes_nothing_critical() -> None:
     cpu = "add_library(portable_kernels ops/add.cpp ops/mul.cpp)\ninstall(FILES ops/add.h DESTINATION include)\n"
-    assert critical.build_refs("kernels/portable/CMakeLists.txt", cpu) == []
+    assert critical_build.build_refs("kernels/portable/CMakeLists.txt", cpu) == []
     gpu = cpu + "set_target_properties(portable_kernels PROPERTIES CUDA_ARCHITECTURES 90)\n"
-    refs = critical.build_refs("kernels/portable/CMakeLists.txt", gpu)
+    refs = critical_build.build_refs("kernels/portable/CMakeLists.txt", gpu)
     assert [r.target for r in refs] == ["ops/add.cpp", "ops/mul.cpp"]  # install() lists no sources
 
 
@@ -309,11 +309,11 @@ def test_load_in_any_python_file_names_its_sources_but_other_strings_do_not() ->
     loader = ('from torch.utils.cpp_extension import load\n'
               'mod = load(name="fused", sources=["pkg/fused/fused.cpp"])\n'
               'DOC = "see pkg/other/x.cpp"\n')  # fmt: skip
-    refs = critical.build_refs("pkg/loader.py", loader, whole=False)
-    assert critical.compiled_rules("pkg/fused/fused.cpp", refs) == [
+    refs = critical_build.build_refs("pkg/loader.py", loader, whole=False)
+    assert critical_build.compiled_rules("pkg/fused/fused.cpp", refs) == [
         CriticalRule("compiled", "pkg/loader.py (load 'fused')")
     ]
-    assert critical.compiled_rules("pkg/other/x.cpp", refs) == []
+    assert critical_build.compiled_rules("pkg/other/x.cpp", refs) == []
 
 
 def test_imported_modules_and_needles() -> None:
@@ -332,11 +332,11 @@ def test_imported_modules_and_needles() -> None:
 def test_pyproject_package_data_and_backend() -> None:
     text = ('[build-system]\nbuild-backend = "build_backend"\nbackend-path = ["."]\n'
             '[tool.setuptools.package-data]\n"pkg.kernels_src" = ["*.cu"]\n')  # fmt: skip
-    refs = critical.build_refs("pyproject.toml", text)
-    assert critical.compiled_rules("pkg/kernels_src/a.cu", refs) == [
+    refs = critical_build.build_refs("pyproject.toml", text)
+    assert critical_build.compiled_rules("pkg/kernels_src/a.cu", refs) == [
         CriticalRule("compiled", "pyproject.toml (package-data 'pkg.kernels_src')")
     ]
-    assert critical.pyproject_backend(text) == "build_backend.py"
+    assert critical_build.pyproject_backend(text) == "build_backend.py"
 
 
 def test_bounds_are_constants_the_docs_state() -> None:

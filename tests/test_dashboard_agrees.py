@@ -16,10 +16,11 @@ import pytest
 from revertbot.dashboard.build import build_site, page_name, render_index
 from revertbot.dashboard.report_html import render_report_html
 from revertbot.demo.repo import REPO_SLUG, build_demo_repo
-from revertbot.models import Backport, Override, RevertReport
+from revertbot.models import Override
 from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
-from revertbot.store import db as store
+from revertbot.report_data import Backport, RevertReport
+from revertbot.store import queries, writes
 
 HOSTILE = f"""{MARKER}
 ## revertbot: Revert \\<script\\>alert(1)\\</script\\>
@@ -64,19 +65,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Revert
         yield repo, check_revert(repo.path, repo.revert, base_ref="main", repo_name=REPO_SLUG)
 
 
-def _site(tmp_path: Path, *reports: tuple[RevertReport, str | None], rows: list[store.RevertRow] | None = None
-          ) -> tuple[Path, store.History]:  # fmt: skip
+def _site(tmp_path: Path, *reports: tuple[RevertReport, str | None], rows: list[writes.RevertRow] | None = None
+          ) -> tuple[Path, queries.History]:  # fmt: skip
     db = tmp_path / "h.db"
     for report, md in reports:
-        store.record_report(db, report, markdown=md)
+        writes.record_report(db, report, markdown=md)
     if rows:
-        store.record_rows(db, REPO_SLUG, rows)
-    history = store.load_history(db)
+        writes.record_rows(db, REPO_SLUG, rows)
+    history = queries.load_history(db)
     build_site(history, tmp_path / "site")
     return tmp_path / "site", history
 
 
-def _page(site: Path, history: store.History, sha: str) -> str:
+def _page(site: Path, history: queries.History, sha: str) -> str:
     r = next(x for x in history.reverts if x.sha == sha)
     return (site / "reverts" / page_name(r)).read_text(encoding="utf-8")
 
@@ -116,8 +117,8 @@ def test_branches_are_named_as_the_report_names_them(demo: tuple[Any, RevertRepo
 
 def test_pr_from_the_subject_never_checked_and_the_counts(demo: tuple[Any, RevertReport], tmp_path: Path) -> None:
     _repo, report = demo
-    rows = [store.RevertRow("b" * 40, 'Revert "Fuse the norm kernel" (#123)', "revert", "Ann", 1_700_000_000, "pure"),
-            store.RevertRow("c" * 40, 'Reland "Fuse the norm kernel" (#130)', "reland", "Ann", 1_700_100_000,
+    rows = [writes.RevertRow("b" * 40, 'Revert "Fuse the norm kernel" (#123)', "revert", "Ann", 1_700_000_000, "pure"),
+            writes.RevertRow("c" * 40, 'Reland "Fuse the norm kernel" (#130)', "reland", "Ann", 1_700_100_000,
                             "pure")]  # fmt: skip
     site, history = _site(tmp_path, (report, None), rows=rows)
     index = (site / "index.html").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ docs/dashboard-overview.png from the overview test.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import struct
@@ -19,7 +20,10 @@ import pytest
 
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import overview, page_name
-from revertbot.store import db as store
+from revertbot.dashboard.incidents import incident_stats
+from revertbot.store import queries
+from revertbot.store.incident_record import IncidentRecord, incident_from_flow
+from revertbot.store.incidents import replay_incidents
 from tests.browser import ARGS, CHROMIUM, sync_api
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -41,8 +45,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GITHUB_TOKEN"):
             mp.delenv(var, raising=False)
         db = build_sample(root / "data", commits=1_200, reverts=90, checks=14, gpu=5)
+    _add_incidents(db)
     build_from_db(db, root / "site")
-    history = store.load_history(db)
+    history = queries.load_history(db)
     server, thread = serve_in_thread(root / "site")
     try:
         yield {"url": url_of(server), "dir": root / "site", "history": history, "overview": overview(history)}
@@ -50,6 +55,34 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def _iso(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _add_incidents(db: Path) -> None:
+    """Incident records of revertbot propose, replayed as the rebuild does: one whose culprit is the
+    original of a revert in the sample (so its merge comes from the store), a flaky and an infra one."""
+    reverts = [r for r in queries.load_history(db).reverts if r.kind != "reland" and r.originals and r.pr == 0]
+    r = reverts[len(reverts) // 2]
+    red = r.date - 3 * 3600
+
+    def incident(run: str, verdict: str, **extra: Any) -> IncidentRecord:
+        data = {"kind": "incident", "slug": f"gpu-tests-{run}", "run_id": run, "workflow": "gpu-tests.yml",
+                "red_at": _iso(red), "found_at": _iso(red + 1800), "opened_at": "", "verdict": verdict, "culprit": "",
+                "proven": False, "runs": 8, "gpu_minutes": 20.0, "action": "shadow", "mode": "propose", "pull": 0,
+                "merged": False, "reasons": [], "seconds": 1800.0, **extra}  # fmt: skip
+        env = {"GITHUB_REPOSITORY": r.repo, "GITHUB_RUN_ID": f"9{run}", "GITHUB_JOB": "propose"}
+        return incident_from_flow(data, env, _iso(red + 2000), ())
+
+    done = replay_incidents(db, [
+        incident("101", "culprit", culprit=r.originals[0].sha, proven=True, runs=12, gpu_minutes=36.0,
+                 action="propose", pull=9001, opened_at=_iso(red + 2400)),
+        incident("102", "flaky"),
+        incident("103", "infra", runs=2, gpu_minutes=4.0),
+    ])  # fmt: skip
+    assert done.replayed == 3 and done.skipped == ()
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +142,7 @@ def test_overview_charts_render_with_the_right_counts(site: dict[str, Any], page
     assert p.locator("#stat-gaps .value").inner_text() == str(len(ov.gaps))
     assert ov.reverts > 50 and ov.relands > 0 and ov.gaps
 
-    assert p.locator("svg.chart").count() == 11
+    assert p.locator("svg.chart").count() == 12
     for svg in p.locator("svg.chart").all():
         assert svg.get_attribute("role") == "img"
         assert (svg.get_attribute("aria-label") or "").strip()
@@ -140,6 +173,32 @@ def test_overview_charts_render_with_the_right_counts(site: dict[str, Any], page
     if os.environ.get("REVERTBOT_UPDATE_SCREENSHOT") == "1":
         DOCS.mkdir(exist_ok=True)
         shutil.copyfile(shot, DOCS / "dashboard-overview.png")
+
+
+def test_incidents_tile_shows_the_recorded_incidents(site: dict[str, Any], page: Page) -> None:
+    st = incident_stats(site["history"].incidents)
+    assert st.count == 3 and st.merged == 1
+    p = page.page
+    p.goto(site["url"] + "index.html")
+    tile = p.locator("#incidents")
+    assert tile.locator("h2").inner_text() == "Incidents"
+    assert tile.locator("#stat-incidents .value").inner_text() == "3"
+    assert tile.locator("#stat-incident-proven .value").inner_text() == "1"
+    assert tile.locator("#stat-incident-proven .note").inner_text() == "33% of incidents"
+    assert tile.locator("#stat-incident-false .value").inner_text() == "0"
+    assert tile.locator("#stat-incident-to-culprit .value").inner_text() == "30 min"
+    assert tile.locator("#stat-incident-to-pull .value").inner_text() == "40 min"
+    assert tile.locator("#stat-incident-to-merge .value").inner_text() == "3 h"  # the sample's revert of the culprit
+    assert tile.locator("#stat-incident-runs .value").inner_text() == "8"
+    assert tile.locator("#stat-incident-minutes .value").inner_text() == "20"
+    assert bars(p, "chart-incidents") == {"culprit proven": 1.0, "flaky": 1.0, "infra": 1.0}
+    assert tile.locator("#stat-incidents").is_visible()
+    p.locator('#incidents a[href="incidents.html"]').click()
+    p.wait_for_url("**/incidents.html")
+    rows = p.locator("section.repo-incidents table.incidents tbody tr")
+    assert rows.count() == 3
+    assert rows.nth(0).locator("td").nth(2).inner_text() in {"culprit proven", "flaky", "infra"}
+    assert "#9001" in p.locator("section.repo-incidents").inner_text()
 
 
 def test_table_sorts_filters_and_searches(site: dict[str, Any], page: Page) -> None:

@@ -15,8 +15,11 @@ from revertbot.dashboard import build_from_db
 from revertbot.dashboard.build import json_for_script, overview, page_name
 from revertbot.dashboard.charts import Bar, bar_chart, column_chart, nice_ticks
 from revertbot.demo.repo import build_demo_repo
-from revertbot.store import db as store
-from revertbot.store.db import CommitInfo, RevertRow
+from revertbot.errors import EXIT_STORE
+from revertbot.store import queries, writes
+from revertbot.store.incident_record import incident_from_flow
+from revertbot.store.incidents import replay_incidents
+from revertbot.store.writes import CommitInfo, RevertRow
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
@@ -77,7 +80,7 @@ def hostile_site(repo: GitRepo, tmp_path: Path) -> dict[str, object]:
         shas["revert"], message=f'Reapply "Add {SCRIPT} support (#1)"\n\nThis reverts commit {shas["revert"]}.\n'
     )
     db = tmp_path / "h.db"
-    store.record_scan(db, scan_repository(repo.path), repo_name=f"evil/{IMG}")
+    writes.record_scan(db, scan_repository(repo.path), repo_name=f"evil/{IMG}")
     hostile = RevertRow(
         sha="d" * 40,
         subject=f"Revert {IMG} {COMMENT}",
@@ -90,8 +93,8 @@ def hostile_site(repo: GitRepo, tmp_path: Path) -> dict[str, object]:
         modules={SCRIPT: 1, IMG: 1},
         unresolved=[{"ref": SCRIPT, "reason": IMG}],
     )
-    store.record_rows(db, "org/<b>eng</b>", [hostile])
-    store.record_gpu(db, "org/<b>eng</b>", "d" * 40, {
+    writes.record_rows(db, "org/<b>eng</b>", [hostile])
+    writes.record_gpu(db, "org/<b>eng</b>", "d" * 40, {
         "suites": [SCRIPT], "hardware": IMG, "passed_both": 3,
         "broken": [{"name": SCRIPT, "before": "passed", "after": IMG}],
         "metrics": [{"name": f"peak memory {SCRIPT}", "before": 100.0, "after": 130.0, "unit": IMG, "regressed": True},
@@ -101,7 +104,14 @@ def hostile_site(repo: GitRepo, tmp_path: Path) -> dict[str, object]:
     demo = build_demo_repo(tmp_path / "demo")
     from revertbot.pipeline.check import check_revert
 
-    store.record_report(db, check_revert(demo.path, demo.revert, base_ref="main"))
+    writes.record_report(db, check_revert(demo.path, demo.revert, base_ref="main"))
+    # An incident of revertbot propose whose workflow name and rails' reasons are hostile.
+    incident = {"kind": "incident", "slug": "gpu-1", "run_id": "7", "workflow": SCRIPT,
+                "red_at": "2023-11-15T10:00:00Z", "verdict": "flaky", "runs": 4, "gpu_minutes": 3.5, "action": "log",
+                "reasons": [IMG, COMMENT]}
+    done = replay_incidents(db, [incident_from_flow(incident, {"GITHUB_REPOSITORY": "evil/eng", "GITHUB_RUN_ID": "8"},
+                                                    "2023-11-15T11:00:00Z", None)])  # fmt: skip
+    assert done.replayed == 1
     site = tmp_path / "site"
     build_from_db(db, site)
     return {"db": db, "site": site, "shas": shas, "demo": demo}
@@ -140,7 +150,8 @@ def test_hostile_strings_are_escaped_everywhere(hostile_site: dict[str, object])
     site = hostile_site["site"]
     assert isinstance(site, Path)
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 5
+    assert len(pages) == 6
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in (site / "incidents.html").read_text(encoding="utf-8")
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert SCRIPT not in text, page
@@ -171,7 +182,7 @@ def test_hostile_strings_are_escaped_everywhere(hostile_site: dict[str, object])
 def test_report_markdown_is_rendered_inert(hostile_site: dict[str, object]) -> None:
     site, demo = hostile_site["site"], hostile_site["demo"]
     assert isinstance(site, Path)
-    hist = store.load_history(hostile_site["db"])  # type: ignore[arg-type]
+    hist = queries.load_history(hostile_site["db"])  # type: ignore[arg-type]
     r = next(x for x in hist.reverts if x.sha == demo.revert)  # type: ignore[attr-defined]
     page = (site / "reverts" / page_name(r)).read_text(encoding="utf-8")
     assert "revertbot:report" not in page  # the report's hidden marker is dropped, not shown
@@ -192,10 +203,10 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
     assert isinstance(site, Path)
     text = (site / "index.html").read_text(encoding="utf-8")
     svgs = re.findall(r"<svg\b[^>]*>.*?</svg>", text, re.S)
-    assert len(svgs) == 11
+    assert len(svgs) == 12  # the incidents' verdicts included
     # Every chart has the table of its numbers behind it.
     figures = re.findall(r'<figure class="chart-card[^"]*" id="fig-([^"]+)">.*?</figure>', text, re.S)
-    assert len(figures) == 11 and len(re.findall(r'<details class="table-behind"', text)) == 11
+    assert len(figures) == 12 and len(re.findall(r'<details class="table-behind"', text)) == 12
     for svg in svgs:
         assert 'role="img"' in svg
         assert re.search(r'aria-label="[^"]{10,}"', svg)
@@ -237,7 +248,7 @@ def test_charts_have_titles_labels_and_the_right_counts(hostile_site: dict[str, 
 def test_revert_page_gpu_charts_and_chain(hostile_site: dict[str, object]) -> None:
     site, shas = hostile_site["site"], hostile_site["shas"]
     assert isinstance(site, Path) and isinstance(shas, dict)
-    hist = store.load_history(hostile_site["db"])  # type: ignore[arg-type]
+    hist = queries.load_history(hostile_site["db"])  # type: ignore[arg-type]
     hostile = next(r for r in hist.reverts if r.sha == "d" * 40)
     page = (site / "reverts" / page_name(hostile)).read_text(encoding="utf-8")
     mem = re.search(r'<svg[^>]*id="chart-gpu-memory".*?</svg>', page, re.S)
@@ -282,7 +293,7 @@ def test_links_are_relative_and_no_remote_assets(hostile_site: dict[str, object]
 
 def test_build_refuses_foreign_directories_and_replaces_its_own(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    store.record_rows(db, "org/eng", [RevertRow("a" * 40, "Revert x", "revert", "Ana", 1_700_000_000, "pure")])
+    writes.record_rows(db, "org/eng", [RevertRow("a" * 40, "Revert x", "revert", "Ana", 1_700_000_000, "pure")])
     foreign = tmp_path / "docs"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
@@ -294,7 +305,7 @@ def test_build_refuses_foreign_directories_and_replaces_its_own(tmp_path: Path) 
     build_from_db(db, site)
     stale = site / "reverts" / "0123456789ab-000000.html"
     stale.write_text("old")
-    store.record_rows(db, "org/eng", [RevertRow("b" * 40, "Revert y", "revert", "Bo", 1_700_000_500, "partial")])
+    writes.record_rows(db, "org/eng", [RevertRow("b" * 40, "Revert y", "revert", "Bo", 1_700_000_500, "partial")])
     summary = build_from_db(db, site)
     assert summary.reverts == 2 and summary.pages == 3
     assert not stale.exists()
@@ -305,11 +316,11 @@ def test_cli_build_and_missing_store(tmp_path: Path, capsys: pytest.CaptureFixtu
     missing = tmp_path / "none.db"
     code = run_cli(["dashboard", "build", "--db", str(missing), "--out", str(tmp_path / "site")])
     _, err = capsys.readouterr()
-    assert code == store.EXIT_STORE and "no history store at" in err
+    assert code == EXIT_STORE and "no history store at" in err
     assert not missing.exists()
 
     db = tmp_path / "h.db"
-    store.record_rows(db, "org/eng", [RevertRow("a" * 40, "Revert x", "revert", "Ana", 1_700_000_000, "pure")])
+    writes.record_rows(db, "org/eng", [RevertRow("a" * 40, "Revert x", "revert", "Ana", 1_700_000_000, "pure")])
     code = run_cli(["dashboard", "build", "--db", str(db), "--out", str(tmp_path / "site")])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -345,8 +356,8 @@ def test_overview_time_to_revert_and_weeks(tmp_path: Path) -> None:
         for i, secs in enumerate((60, 7200, 2 * DAY, 10 * DAY, 40 * DAY, 200 * DAY, 400 * DAY))
     ]  # fmt: skip
     rows.append(RevertRow("f" * 40, "Revert y", "revert", "Bo", base + 9 * 7 * DAY, "pure"))  # no original
-    store.record_rows(db, "org/eng", rows)
-    ov = overview(store.load_history(db))
+    writes.record_rows(db, "org/eng", rows)
+    ov = overview(queries.load_history(db))
     assert [n for _, n in ov.ttr] == [1, 1, 1, 1, 1, 1, 1]
     assert ov.ttr_median == 10 * DAY
     assert len(ov.weeks) == 10 and [n for _, n in ov.weeks] == [1, 1, 1, 1, 1, 1, 1, 0, 0, 1]
@@ -370,17 +381,17 @@ def test_several_stores_one_site_with_links_and_no_double_counting(
     engine, kernels = tmp_path / "engine.db", tmp_path / "kernels.db"
     # The engine's store: an old scan under the directory name, then a check of a clone whose origin
     # is on GitHub (recorded as owner/name): one repository.
-    store.record_rows(engine, "minisgl", store.rows_from_scan(scan_repository(demo.path)))
+    writes.record_rows(engine, "minisgl", writes.rows_from_scan(scan_repository(demo.path)))
     subprocess.run(["git", "remote", "add", "origin", "git@github.com:demo-org/minisgl.git"], cwd=demo.path,
                    check=True)
     assert run_cli(["check", "--repo", str(demo.path), demo.revert, "--base", "main", "--store", str(engine),
                     "--format", "json"]) == 0  # fmt: skip
     # A kernel library's store, written by a scan that only knew the bare name of the engine too.
-    store.record_rows(kernels, "demo-org/kernels", [RevertRow(
+    writes.record_rows(kernels, "demo-org/kernels", [RevertRow(
         sha="c" * 40, subject='Revert "Fuse rmsnorm" (wrong results on H200 with fp8)', kind="revert", author="Bo",
         date=1_700_000_000, purity="pure", files=["csrc/norm.cu"], modules={"csrc": 1},
         originals=[("d" * 40, "sha", CommitInfo("d" * 40, 1_699_900_000, "Cy", "Fuse rmsnorm"))])])  # fmt: skip
-    store.record_scan(kernels, scan_repository(demo.path))
+    writes.record_scan(kernels, scan_repository(demo.path))
     capsys.readouterr()
     site = tmp_path / "site"
     assert run_cli(["dashboard", "build", "--db", str(engine), "--db", str(kernels), "--out", str(site)]) == 0
@@ -417,7 +428,7 @@ def test_several_stores_one_site_with_links_and_no_double_counting(
 ])  # fmt: skip
 def test_reason_categories_come_from_the_revert_message(subject: str, body: str, reason: str) -> None:
     from revertbot.dashboard.build import reason_of
-    from revertbot.store.db import StoredRevert
+    from revertbot.store.queries import StoredRevert
 
     r = StoredRevert(repo="o/r", sha="a" * 40, subject=subject, kind="revert", direction=1, author="x", date=1,
                      purity="pure", purity_reason="", purity_files=(), unresolved=(), chain=(), files=(), modules=(),
@@ -430,7 +441,7 @@ def test_a_large_history_keeps_the_overview_table_short(hostile_site: dict[str, 
 
     db = hostile_site["db"]
     assert isinstance(db, Path)
-    history = store.load_history(db)
+    history = queries.load_history(db)
     site = tmp_path / "limited"
     build_site(history, site, table_limit=2)
     index = (site / "index.html").read_text(encoding="utf-8")

@@ -10,7 +10,9 @@ import yaml
 
 from revertbot.cli.main import run_cli
 from revertbot.errors import UsageError
-from revertbot.install.workflows import DASHBOARD_ARTIFACT, WORKFLOW_PATH, detect_pages, init_repository, next_steps
+from revertbot.install.files import WORKFLOW_PATH
+from revertbot.install.pages import DASHBOARD_ARTIFACT, detect_pages
+from revertbot.install.workflows import init_repository, next_steps
 from tests.gitrepo import GitRepo
 from tests.test_workflows import _zizmor, actionlint
 

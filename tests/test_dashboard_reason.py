@@ -10,8 +10,8 @@ from pathlib import Path
 
 from revertbot.dashboard import build_from_db
 from revertbot.dashboard.build import page_name
-from revertbot.store import db as store
-from revertbot.store.db import CommitInfo, RevertRow
+from revertbot.store import queries, schema, writes
+from revertbot.store.writes import CommitInfo, RevertRow
 from revertbot.verdict.scan import entry_to_json, scan_repository
 from tests.gitrepo import GitRepo
 
@@ -27,24 +27,24 @@ def _row(sha: str, subject: str, reason: str = "", overrides: bool = False) -> R
 
 def test_a_store_from_before_reasons_opens_and_keeps_its_rows(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    conn = store.open_store(db, upto=4)
-    store.record_rows(conn, "org/eng", [RevertRow("a" * 40, 'Revert "x"\n', "revert", "Ana", 1_700_000_000, "pure")])
+    conn = schema.open_store(db, upto=4)
+    writes.record_rows(conn, "org/eng", [RevertRow("a" * 40, 'Revert "x"\n', "revert", "Ana", 1_700_000_000, "pure")])
     cols = {r[1] for r in conn.execute("PRAGMA table_info(reverts)")}
     assert "reason" not in cols
     conn.close()
-    hist = store.load_history(db)  # migrates to the current schema
+    hist = queries.load_history(db)  # migrates to the current schema
     assert [(r.sha, r.reason) for r in hist.reverts] == [("a" * 40, "")]
     raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     raw.close()
 
 
 def test_a_scan_fills_an_empty_reason_but_never_replaces_a_reports(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    store.record_rows(db, "org/eng", [_row("a" * 40, "Revert x", "performance", overrides=True)])
-    store.record_rows(db, "org/eng", [_row("a" * 40, "Revert x", "ci-failure")])  # a later scan
-    store.record_rows(db, "org/eng", [_row("b" * 40, "Revert y", "ci-failure")])
-    by_sha = {r.sha: r for r in store.load_history(db).reverts}
+    writes.record_rows(db, "org/eng", [_row("a" * 40, "Revert x", "performance", overrides=True)])
+    writes.record_rows(db, "org/eng", [_row("a" * 40, "Revert x", "ci-failure")])  # a later scan
+    writes.record_rows(db, "org/eng", [_row("b" * 40, "Revert y", "ci-failure")])
+    by_sha = {r.sha: r for r in queries.load_history(db).reverts}
     assert (by_sha["a" * 40].reason, by_sha["a" * 40].reason_evidence) == ("performance", "perf regression")
     assert by_sha["b" * 40].reason == "ci-failure"
 
@@ -52,15 +52,15 @@ def test_a_scan_fills_an_empty_reason_but_never_replaces_a_reports(tmp_path: Pat
 def test_dashboard_shows_the_recorded_reason_in_the_list_filter_and_page(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     # The message says "CI" (the heuristics would say CI failure); the recorded reason says performance.
-    store.record_rows(db, "org/eng", [_row("a" * 40, "Revert x: CI is slower", "performance", overrides=True)])
-    store.record_rows(db, "org/eng", [_row("b" * 40, "Revert y: broke the build")])  # old row: heuristics
+    writes.record_rows(db, "org/eng", [_row("a" * 40, "Revert x: CI is slower", "performance", overrides=True)])
+    writes.record_rows(db, "org/eng", [_row("b" * 40, "Revert y: broke the build")])  # old row: heuristics
     site = tmp_path / "site"
     build_from_db(db, site)
     index = (site / "index.html").read_text(encoding="utf-8")
     rows = re.findall(r'<tr id="row-\d+"[^>]*>', index)
     assert any('data-reason="performance"' in r for r in rows) and any('data-reason="CI failure"' in r for r in rows)
     assert re.search(r'id="filter-reason".*?<option[^>]*>performance</option>', index, re.S)
-    [rev] = [r for r in store.load_history(db).reverts if r.sha == "a" * 40]
+    [rev] = [r for r in queries.load_history(db).reverts if r.sha == "a" * 40]
     page = (site / "reverts" / page_name(rev)).read_text(encoding="utf-8")
     assert "performance — “perf regression”" in page
 

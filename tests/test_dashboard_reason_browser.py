@@ -12,7 +12,7 @@ import pytest
 
 from revertbot.dashboard import build_from_db, serve_in_thread, url_of
 from revertbot.dashboard.build import page_name
-from revertbot.store import db as store
+from revertbot.store import queries, writes
 from tests.browser import ARGS, CHROMIUM, sync_api
 from tests.test_dashboard_reason import _row
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     db = tmp_path / "h.db"
-    store.record_rows(db, "org/eng", [
+    writes.record_rows(db, "org/eng", [
         _row("a" * 40, "Revert x: CI is slower", "performance", overrides=True),  # words say CI; recorded: perf
         _row("b" * 40, "Revert y: broke the build"),  # recorded before reasons were: from the message
         _row("c" * 40, "Revert z", "gpu-regression"),
@@ -30,7 +30,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     build_from_db(db, tmp_path / "site")
     server, thread = serve_in_thread(tmp_path / "site")
     try:
-        yield {"url": url_of(server), "history": store.load_history(db)}
+        yield {"url": url_of(server), "history": queries.load_history(db)}
     finally:
         server.shutdown()
         server.server_close()

@@ -25,7 +25,7 @@ from revertbot.dashboard import serve_in_thread, url_of
 from revertbot.dashboard.agree import pr_of
 from revertbot.dashboard.build import page_name, reason_of, render_index
 from revertbot.report.escape import clean
-from revertbot.store import db as store
+from revertbot.store import queries, writes
 from tests.browser import ARGS, CHROMIUM, sync_api
 
 SLACK = float(os.environ.get("REVERTBOT_TIMING_SLACK", "1") or 1)
@@ -38,7 +38,7 @@ HOSTILE = "\"><img src=x onerror=alert(1)><script>alert(2)</script>\\');window._
 pytestmark = pytest.mark.slow
 
 
-def write_overview(history: store.History, out: Path) -> Path:
+def write_overview(history: queries.History, out: Path) -> Path:
     """The site's overview, its assets and the table's data file as ``dashboard build`` writes
     them, without the 10,000 revert pages (they do not change what the overview costs, and the
     build tests cover them)."""
@@ -58,11 +58,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     root = tmp_path_factory.mktemp("scale")
     db = scale_store(root / "h.db", reverts=9_999, repos=10)
-    hostile = store.RevertRow(sha="d" * 40, subject=f"Revert {HOSTILE}", kind="revert", author=HOSTILE,
+    hostile = writes.RevertRow(sha="d" * 40, subject=f"Revert {HOSTILE}", kind="revert", author=HOSTILE,
                               date=1_600_000_000, purity="modified", files=[f"a/{HOSTILE}.py"],
                               modules={HOSTILE: 1})  # fmt: skip
-    store.record_rows(db, "scale-org/engine-3", [hostile])
-    history = store.load_history(db)
+    writes.record_rows(db, "scale-org/engine-3", [hostile])
+    history = queries.load_history(db)
     assert len(history.reverts) == 10_000 and len(history.repositories) == 10
     index = write_overview(history, root / "site")
     server, thread = serve_in_thread(root / "site")

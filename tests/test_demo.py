@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
 from revertbot.demo.repo import RELEASE_BRANCH, REPO_SLUG, REVERT_BRANCH, DemoRepo, build_demo_repo
-from revertbot.git import gitops
 from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from tests.conftest import require_torch
@@ -102,11 +102,11 @@ def test_demo_json_and_zh_formats(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_demo_repo_story(tmp_path: Path) -> None:
     demo = build_demo_repo(tmp_path / "minisgl")
-    git = lambda *a: gitops.run(*a, cwd=demo.path)  # noqa: E731
-    assert git("rev-parse", "refs/heads/main").strip() == demo.later[-1]
-    assert git("rev-parse", f"refs/heads/{REVERT_BRANCH}").strip() == demo.revert
-    assert git("rev-parse", f"refs/heads/{RELEASE_BRANCH}").strip() == demo.backport
-    assert f"(cherry picked from commit {demo.original})" in git("log", "-1", "--format=%B", demo.backport)
+    git_run = lambda *a: git.run(*a, cwd=demo.path)  # noqa: E731
+    assert git_run("rev-parse", "refs/heads/main").strip() == demo.later[-1]
+    assert git_run("rev-parse", f"refs/heads/{REVERT_BRANCH}").strip() == demo.revert
+    assert git_run("rev-parse", f"refs/heads/{RELEASE_BRANCH}").strip() == demo.backport
+    assert f"(cherry picked from commit {demo.original})" in git_run("log", "-1", "--format=%B", demo.backport)
     # The revert is the exact inverse of the original on the runner file.
     report = check_revert(demo.path, demo.revert, base_ref="main", repo_name=REPO_SLUG)
     assert report.purity.verdict == "pure"
@@ -137,7 +137,7 @@ def _engine_tests(checkout: Path) -> tuple[set[str], set[str], str]:
 
 
 def _worktree(demo: DemoRepo, rev: str, dest: Path) -> Path:
-    gitops.run("worktree", "add", "--detach", "--quiet", str(dest), rev, cwd=demo.path)
+    git.run("worktree", "add", "--detach", "--quiet", str(dest), rev, cwd=demo.path)
     return dest
 
 
@@ -162,7 +162,7 @@ def test_engine_tests_fail_on_main_before_the_revert(demo_repo: DemoRepo, tmp_pa
 
 def test_engine_tests_pass_with_the_revert_applied_to_main(demo_repo: DemoRepo, tmp_path: Path) -> None:
     checkout = tmp_path / "main-with-revert"
-    result = gitops.apply_revert(demo_repo.path, "refs/heads/main", revert=demo_repo.revert, keep=checkout)
+    result = git.apply_revert(demo_repo.path, "refs/heads/main", revert=demo_repo.revert, keep=checkout)
     assert result.clean
     # The kept tree is main plus the revert: the later docstring change stays, the helpers go.
     runner = (checkout / "python/minisgl/srt/model_executor/breakable_cuda_graph_runner.py").read_text()

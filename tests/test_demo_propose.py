@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 import revertbot
+from revertbot import git
 from revertbot.cli.main import run_cli
 from revertbot.demo import propose_flow as demo_flow
 from revertbot.demo.propose_flow import ProposeDemo, render_propose_demo
 from revertbot.demo.propose_repo import FLAKY_TEST, GRAPH_TEST
-from revertbot.git import gitops
 from revertbot.propose.local import LocalRunner
 from revertbot.propose.search import Outcome, Verdict
 from tests.conftest import require_torch
@@ -143,10 +143,10 @@ def _check_finds_and_proves_the_culprit(demo_run: DemoRun) -> None:
     assert demo.report.purity.verdict == "pure"
     # The revert commit exists, on top of the head of main, and no branch or checkout moved.
     repo = demo.incident.path
-    assert gitops.run("rev-parse", f"{demo.revert}^", cwd=repo).strip() == demo.incident.red
-    assert gitops.run("rev-parse", "HEAD", cwd=repo).strip() == demo.incident.red
-    assert gitops.run("status", "--porcelain", cwd=repo) == ""
-    assert gitops.run("for-each-ref", "--format=%(refname)", cwd=repo).split() == ["refs/heads/main"]
+    assert git.run("rev-parse", f"{demo.revert}^", cwd=repo).strip() == demo.incident.red
+    assert git.run("rev-parse", "HEAD", cwd=repo).strip() == demo.incident.red
+    assert git.run("status", "--porcelain", cwd=repo) == ""
+    assert git.run("for-each-ref", "--format=%(refname)", cwd=repo).split() == ["refs/heads/main"]
 
 
 def _check_calls_the_sampler_test_flaky_whatever_its_runs(demo_run: DemoRun) -> None:

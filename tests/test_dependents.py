@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.analysis import dependents
-from revertbot.analysis.dependents import MAX_PER_SYMBOL, Dependent, DependentSearch, find_dependents, search_dependents
+from revertbot import git
+from revertbot.analysis import dependents_search, dependents_targets, dependents_words
+from revertbot.analysis.dependents import find_dependents, search_dependents
+from revertbot.analysis.dependents_model import MAX_PER_SYMBOL, AffectedModule, Dependent, DependentSearch
 from revertbot.analysis.symbols import SymbolChange, diff_symbols
-from revertbot.git import gitops
 from tests.gitrepo import GitRepo
 from tests.timing import best_time
 
@@ -23,8 +24,8 @@ def revert_changes(repo: GitRepo, rev: str) -> tuple[list[SymbolChange], list[st
         if status == "D":
             removed.append(path)
         if path.endswith(".py"):
-            before = gitops.show_file(repo.path, f"{rev}^", path)
-            after = gitops.show_file(repo.path, rev, path)
+            before = git.show_file(repo.path, f"{rev}^", path)
+            after = git.show_file(repo.path, rev, path)
             file_changes, note = diff_symbols(path, before, after)
             assert note is None
             changes += file_changes
@@ -655,13 +656,13 @@ def test_reexport_removed_from_the_package_init(repo: GitRepo) -> None:
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the dependents search parses, in the order it parses them."""
     paths: list[str] = []
-    scan_file = dependents._Search._scan_file
+    scan_file = dependents_search.Search._scan_file
 
-    def record(search: dependents._Search, path: str, text: str, own: dependents._Module | None) -> None:
+    def record(search: dependents_search.Search, path: str, text: str, own: AffectedModule | None) -> None:
         paths.append(path)
         scan_file(search, path, text, own)
 
-    monkeypatch.setattr(dependents._Search, "_scan_file", record)
+    monkeypatch.setattr(dependents_search.Search, "_scan_file", record)
     return paths
 
 
@@ -714,7 +715,7 @@ def test_scripts_and_configs_that_name_a_removed_file(repo: GitRepo) -> None:
 
 
 def test_candidates_beyond_the_file_limit_are_named_in_a_note(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dependents, "MAX_FILES", 10)
+    monkeypatch.setattr(dependents_search, "MAX_FILES", 10)
     users: dict[str, str | bytes | None] = {f"u/u{i:02}.py": "from pkg.kernels.ops import fused\n" for i in range(15)}
     rev, changes, removed = ops_revert(repo, users)
     result = search_dependents(repo.path, rev, changes, removed)
@@ -724,7 +725,7 @@ def test_candidates_beyond_the_file_limit_are_named_in_a_note(repo: GitRepo, mon
 
 
 def test_module_names_of_paths() -> None:
-    assert [dependents.module_of(p) for p in (
+    assert [dependents_targets.module_of(p) for p in (
         "pkg/ops.py", "pkg/__init__.py", "pkg/stubs.pyi", "3rdparty/cutlass/python/op.py", "tools/run-all.py", "a.txt",
     )] == ["pkg.ops", "pkg", "pkg.stubs", "cutlass.python.op", "", ""]  # fmt: skip
 
@@ -795,7 +796,7 @@ def test_runs_naming_a_part_are_every_run_that_names_one_in_order() -> None:
     import random
     import re
 
-    from revertbot.analysis import dependents as dep
+    from revertbot.analysis import dependents_search as dep
 
     class Parts:
         names_a_part: re.Pattern[str]
@@ -809,7 +810,7 @@ def test_runs_naming_a_part_are_every_run_that_names_one_in_order() -> None:
         search.names_a_part = re.compile("|".join(map(re.escape, parts)))
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 60)))
         want = [run for run in dep._TOKEN_RUN.findall(text) if search.names_a_part.search(run)]
-        assert dep._Search._runs_naming_a_part(search, text) == want, (parts, text)  # type: ignore[arg-type]
+        assert dep.Search._runs_naming_a_part(search, text) == want, (parts, text)  # type: ignore[arg-type]
         kept += len(want)
     assert kept > 1000
 
@@ -839,42 +840,42 @@ def test_own_files_are_all_settled_before_any_is_walked(repo: GitRepo) -> None:
 def test_names_added_one_by_one_are_found_as_when_added_at_once_and_fast() -> None:
     # Every local class derived from an affected one is added as it is defined: thousands of them
     # must not cost a pass over the file each.
-    from revertbot.analysis.dependents import _NamedLines
+    from revertbot.analysis.dependents_words import NamedLines
 
     text = "".join(f"class S{i}(Base):\n    size = {i}\n\n\n" for i in range(6_000)) + "use(S5999, S3)  # S42\n"
     names = [f"S{i}" for i in range(6_000)]
-    one_by_one = _NamedLines(text, ["Base"])
+    one_by_one = NamedLines(text, ["Base"])
     start = time.perf_counter()
     for name in names:
         one_by_one.add([name])
     assert time.perf_counter() - start < 3.0
-    at_once = _NamedLines(text, ["Base", *names])
+    at_once = NamedLines(text, ["Base", *names])
     assert one_by_one.lines == at_once.lines
     assert one_by_one.lines[:3] == [1, 5, 9] and one_by_one.lines[-1] == 24_001
-    assert _NamedLines(text, ["S42"]).lines == [169, 24_001]
+    assert NamedLines(text, ["S42"]).lines == [169, 24_001]
 
 
 def test_lines_naming_many_names_are_found_as_with_few_and_fast() -> None:
-    from revertbot.analysis.dependents import _NamedLines
+    from revertbot.analysis.dependents_words import NamedLines
 
     text = "a = x1\nb = foo.x250  # x3\n\nx299x = 1\n_x7 = 2\nq(x7)\n"
     named = {"x1", "x250", "x3", "x7", "x299"}
     many = [f"x{i}" for i in range(300)]  # over the few that one regular expression takes
-    assert _NamedLines(text, many).lines == _NamedLines(text, named).lines == [1, 2, 6]
+    assert NamedLines(text, many).lines == NamedLines(text, named).lines == [1, 2, 6]
     # Thousands of names over a large file: one look-up per word, not an alternation of them all.
     names = [f"name_{i}" for i in range(20_000)]
     big = "\n".join(f"x = name_{i * 37 % 40_000}(y) + other_{i}" for i in range(30_000))
     start = time.perf_counter()
-    found = _NamedLines(big, names).lines
+    found = NamedLines(big, names).lines
     assert time.perf_counter() - start < 2.0
     assert found == [i + 1 for i in range(30_000) if i * 37 % 40_000 < 20_000]
 
 
 def test_named_lines_pass_over_longer_words_and_count_lines_across_them() -> None:
     text = "rewarmup = 1\nwarmups()\nx = prewarmup(); warmup(2)\n\n_warmup\nwarmup"
-    assert dependents._NamedLines(text, ["warmup"]).lines == [3, 6]
-    assert dependents._NamedLines(text, ["warmup", "x"]).lines == [3, 6]
-    assert dependents._NamedLines("éwarmup\nwarmup", ["warmup"]).lines == [2]
+    assert dependents_words.NamedLines(text, ["warmup"]).lines == [3, 6]
+    assert dependents_words.NamedLines(text, ["warmup", "x"]).lines == [3, 6]
+    assert dependents_words.NamedLines("éwarmup\nwarmup", ["warmup"]).lines == [2]
 
 
 def test_a_short_name_inside_a_million_words_costs_one_scan() -> None:
@@ -883,8 +884,8 @@ def test_a_short_name_inside_a_million_words_costs_one_scan() -> None:
     text = "cat " * 1_000_000 + "at"
 
     baseline = best_time(lambda: re.search(r"\bat\b", text))
-    assert dependents._spells(text, "at") and not dependents._spells(text[:-2], "at")
-    assert best_time(lambda: dependents._spells(text, "at")) < 2.5 * baseline + 0.02
+    assert dependents_words.spells(text, "at") and not dependents_words.spells(text[:-2], "at")
+    assert best_time(lambda: dependents_words.spells(text, "at")) < 2.5 * baseline + 0.02
     lines = text.replace(" ", "\n")
-    assert dependents._NamedLines(lines, ["at"]).lines == [1_000_001]
-    assert best_time(lambda: dependents._NamedLines(lines, ["at"])) < 2.5 * baseline + 0.02
+    assert dependents_words.NamedLines(lines, ["at"]).lines == [1_000_001]
+    assert best_time(lambda: dependents_words.NamedLines(lines, ["at"])) < 2.5 * baseline + 0.02

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from revertbot.analysis.dependents import Dependent, search_dependents
+from revertbot.analysis.dependents import search_dependents
+from revertbot.analysis.dependents_model import Dependent
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
@@ -339,7 +340,7 @@ def test_narrowing_holds_in_its_block_only(repo: GitRepo) -> None:
 
 
 def test_distinctive_names_are_private_or_compound_long_and_uncommon() -> None:
-    from revertbot.analysis.dependents import distinctive_name
+    from revertbot.analysis.dependents_targets import distinctive_name
 
     assert distinctive_name("_copy_output_to_buffer") and distinctive_name("_slice_output")
     assert distinctive_name("copy_to_buffer") and distinctive_name("copyToBuffer")
@@ -361,10 +362,10 @@ def test_common_or_still_defined_names_give_no_possible_uses(repo: GitRepo) -> N
 
 
 def test_a_name_on_too_many_lines_is_not_distinctive(repo: GitRepo) -> None:
-    from revertbot.analysis import dependents
+    from revertbot.analysis import dependents_index
 
     many = "".join(f"def f{i}(x, b):\n    return x._copy_output_to_buffer(b, b)\n\n\n"
-                   for i in range(dependents.MAX_POSSIBLE_LINES + 1))  # fmt: skip
+                   for i in range(dependents_index.MAX_POSSIBLE_LINES + 1))  # fmt: skip
     _, revert = bcg_repo(repo, {"tools/use.py": many})
     assert deps_of(repo, revert) == ()
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
 from revertbot.verdict.detect import link_reverts
 from tests.gitrepo import GitRepo
@@ -19,8 +19,8 @@ MISSING = "0123456789abcdef0123456789abcdef01234567"
 
 def links_on(repo: GitRepo, ref: str = MAIN) -> dict[str, Link]:
     """Every link on ``ref``, keyed by the revert's sha, resolved the way a scan does it."""
-    commits = gitops.log(repo.path, repo.head(ref))
-    found = link_reverts(commits, ref_name=ref, lookup_objects=lambda names: gitops.object_types(repo.path, names))
+    commits = git.log(repo.path, repo.head(ref))
+    found = link_reverts(commits, ref_name=ref, lookup_objects=lambda names: git.object_types(repo.path, names))
     by_revert = {link.revert: link for link in found}
     assert len(by_revert) == len(found)
     return by_revert
@@ -440,7 +440,7 @@ def test_select_reports_only_selected_but_keeps_chains(base: GitRepo) -> None:
     base.tick()
     base.git("revert", "--no-edit", r1)
     r2 = base.head()
-    commits = gitops.log(base.path, r2)
+    commits = git.log(base.path, r2)
     only = link_reverts(commits, ref_name=MAIN, select=lambda c: c.sha == r2)
     assert [(link.revert, link.chain) for link in only] == [(r2, (x, r1))]
 
@@ -590,7 +590,8 @@ def test_the_index_finds_older_commits_by_title_pr_and_cherry_source_as_a_full_f
     import random
 
     from revertbot.models import Commit
-    from revertbot.verdict.detect import HistoryIndex, strip_pr_suffix, title_key
+    from revertbot.verdict.grammar import strip_pr_suffix, title_key
+    from revertbot.verdict.history_index import HistoryIndex
 
     rng = random.Random(5)
     titles = ["Fix a", "Fix a (#1)", "Fix b (#2)", "Update kernel", "update  kernel", "Fix b"]

@@ -9,18 +9,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from revertbot.models import Commit, ParsedMessage
-from revertbot.verdict.detect import (
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import (
     _DIFF_REV_RE,
     _OWN_PR_SUFFIX_RE,
     _PULL_RESOLVED_RE,
-    _index_keys,
     _line_search,
-    link_reverts,
     might_be_revert,
     parse_message,
     strip_pr_suffix,
     title_key,
 )
+from revertbot.verdict.history_index import _index_keys
 
 A = "0123456789abcdef0123456789abcdef01234567"
 B = "89abcdef0123456789abcdef0123456789abcdef"
@@ -596,7 +596,7 @@ def test_prefilter_never_hides_a_revert(message: str) -> None:
     ).map("".join)
 )
 def test_candidate_words_are_what_the_candidate_pattern_matches_in_ascii_text(text: str) -> None:
-    from revertbot.verdict.detect import _CANDIDATE_RE, _CANDIDATE_WORDS
+    from revertbot.verdict.grammar import _CANDIDATE_RE, _CANDIDATE_WORDS
 
     assert (_CANDIDATE_RE.search(text) is not None) == any(w in text.lower() for w in _CANDIDATE_WORDS)
 
@@ -737,7 +737,7 @@ def test_squash_with_a_checklist_still_reads_its_body() -> None:
     "Reverts org/repo#5",
 ])  # fmt: skip
 def test_the_cheap_prefilter_never_drops_a_revert(message: str) -> None:
-    from revertbot.verdict.detect import might_be_revert
+    from revertbot.verdict.grammar import might_be_revert
 
     assert parse_message(message).is_revert_like
     assert might_be_revert(message)
@@ -745,7 +745,7 @@ def test_the_cheap_prefilter_never_drops_a_revert(message: str) -> None:
 
 @pytest.mark.parametrize("message", ["Add a CUDA backend", "Fix the callback", "Island of calm", "Move back to main"])
 def test_the_cheap_prefilter_lets_ordinary_words_pass_by(message: str) -> None:
-    from revertbot.verdict.detect import might_be_revert
+    from revertbot.verdict.grammar import might_be_revert
 
     assert not might_be_revert(message)
     assert not parse_message(message).is_revert_like

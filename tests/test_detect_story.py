@@ -8,11 +8,12 @@ import dataclasses
 
 import pytest
 
+from revertbot import git
 from revertbot.errors import NotFoundError
-from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
 from revertbot.pipeline.check import check_revert, find_links
-from revertbot.verdict.detect import link_reverts, parse_message
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import parse_message
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
@@ -22,8 +23,8 @@ W = "b" * 8 + "0123456789abcdef0123456789abcdef"
 
 
 def links_on(repo: GitRepo, off_ref: bool = False, slug: str | None = None) -> dict[str, Link]:
-    commits = gitops.log(repo.path, repo.head(MAIN))
-    found = link_reverts(commits, ref_name=MAIN, lookup_objects=lambda names: gitops.object_types(repo.path, names),
+    commits = git.log(repo.path, repo.head(MAIN))
+    found = link_reverts(commits, ref_name=MAIN, lookup_objects=lambda names: git.object_types(repo.path, names),
                          link_off_ref=off_ref, repo_slug=slug)  # fmt: skip
     return {link.revert: link for link in found}
 
@@ -251,7 +252,7 @@ def test_scan_and_check_agree_on_every_commit(base: GitRepo, capsys: pytest.Capt
     assert scan[rev].originals == (again,) and scan[rev].kind == "backout"
     # The check itself, on that commit, names the same original.
     assert [o.sha for o in check_revert(base.path, rev).originals] == [again]
-    commits = gitops.log(base.path, base.head())
+    commits = git.log(base.path, base.head())
     assert [lk.originals for lk in find_links(base.path, commits, {rev}, MAIN, None)] == [(again,)]
     assert agree.main(["--repo", str(base.path)]) == 0
     out = capsys.readouterr().out

@@ -18,10 +18,10 @@ import pytest
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown
 from revertbot.analysis.risk import gpu_factor
 from revertbot.cli.main import run_cli
-from revertbot.github.action import is_green, status_for
-from revertbot.models import GpuSummary, GpuTestFlip
+from revertbot.github.publish import is_green, status_for
 from revertbot.report.carried_gpu import BLOCK_LIMIT, BLOCK_PREFIX, gpu_block, read_gpu_block
 from revertbot.report.gpu_sentence import gpu_sentence
+from revertbot.report_data import GpuSummary, GpuTestFlip
 from tests.github_server import FakeGitHub, World, build_world, read_outputs
 from tests.test_gpu_report import H200, _run, write_job
 from tests.test_reliability_abuse import act, reports
@@ -226,7 +226,7 @@ def test_status_is_success_only_when_the_advice_is_merge(world: World, monkeypat
 
 
 def _check(action: str, level: str = "medium", gpu_code: str = "green", gpu_level: str = "low") -> Any:
-    from revertbot.models import Risk, RiskFactor
+    from revertbot.report_data import Risk, RiskFactor
 
     class _Report:
         reland = None

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
 from tests.gitrepo import GitRepo
 
 LINES = [f"line {i}\n" for i in range(1, 21)]
@@ -202,7 +202,7 @@ def _run_everything(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
     assert _check_json(capsys, repo, "partial")["purity"] == "partial"
     code, out, err = _cli(capsys, "check", "--repo", str(repo), "undo", "--base", "main")
     assert code == 0 and out.startswith("<!-- revertbot:report -->"), err
-    gitops.export_tree(repo, "undo", repo.parent / "exported")  # the GPU runner's checkout (git archive)
+    git.export_tree(repo, "undo", repo.parent / "exported")  # the GPU runner's checkout (git archive)
     assert (repo.parent / "exported" / "f.py").read_text() == _text({15: "changed 15\n"})
 
 
@@ -296,7 +296,7 @@ def test_fetching_missing_objects_runs_nothing_the_clone_configures(
         assert (code, out) == (5, "") and "could not fetch" in err, err  # a git error, never a verdict
         assert sorted(p.name for p in markers.iterdir()) == []
         config.write_text(plain)
-        gitops._REPO_SETTINGS.clear()  # read once per run: this test changed them within one
+        git.process._REPO_SETTINGS.clear()  # read once per run: this test changed them within one
         data = _check_json(capsys, clone, "undo")
         assert data["purity"] == "pure", data["purity_reason"]
         assert data["purity"] == "pure" and data["base"]["applies"] is True  # type: ignore[index]

@@ -11,9 +11,11 @@ import pytest
 from revertbot.cli.main import run_cli
 from revertbot.config import load_config
 from revertbot.errors import EXIT_GITHUB
-from revertbot.github.action import Outputs, build_gpu_matrix, log_safe
+from revertbot.github.action_io import Outputs
 from revertbot.github.client import CiRun, GitHubClient, GitHubError, RateLimitError, RetryPolicy, ReviewItem
+from revertbot.github.comments import log_safe
 from revertbot.github.pr_check import REQUEST_BUDGET, closing_issues, is_trivial, review_highlights, summarize_ci
+from revertbot.github.publish import build_gpu_matrix
 from revertbot.report import MARKER
 from tests.github_server import FakeGitHub, World, read_outputs
 
@@ -323,8 +325,8 @@ def test_check_pr_post_publishes_once(
 def test_check_pr_post_keeps_the_gpu_results_of_the_head(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check --post` is one more publish path: it reports with the GPU results the comment carries
     for the head, so a maintainer's re-check never erases a GPU failure."""
-    from revertbot.models import GpuSummary, GpuTestFlip
     from revertbot.report.carried_gpu import gpu_block
+    from revertbot.report_data import GpuSummary, GpuTestFlip
 
     broken = GpuSummary(("graph-capture",), "1× NVIDIA H100", broken=(GpuTestFlip("t.py::test_replay", "passed",
                                                                                    "failed"),))  # fmt: skip

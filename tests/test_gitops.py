@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.errors import EXIT_GIT, EXIT_NOT_FOUND, GitError, NotFoundError, UsageError
-from revertbot.git import gitops
 from revertbot.verdict.purity import raw_entries, strip_raw
 from tests.gitrepo import GitRepo
+from tests.gitspy import patch_git
 
 
 def _snapshot(repo: GitRepo) -> dict[str, str]:
@@ -36,17 +37,17 @@ def _snapshot(repo: GitRepo) -> dict[str, str]:
 
 def test_run_returns_stdout_and_passes_input(repo: GitRepo) -> None:
     repo.commit("init", {"f": "x\n"})
-    assert gitops.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
-    blob = gitops.run("hash-object", "--stdin", cwd=repo.path, input="hello\n").strip()
+    assert git.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
+    blob = git.run("hash-object", "--stdin", cwd=repo.path, input="hello\n").strip()
     assert blob == repo.git("hash-object", "--stdin", input="hello\n").strip()
-    proc = gitops.run_bytes("cat-file", "-p", "HEAD:f", cwd=repo.path)
+    proc = git.run_bytes("cat-file", "-p", "HEAD:f", cwd=repo.path)
     assert proc.stdout == b"x\n"
 
 
 def test_git_error_carries_command_exit_code_and_stderr(repo: GitRepo) -> None:
     repo.commit("init", {"f": "x\n"})
     with pytest.raises(GitError) as info:
-        gitops.run("rev-parse", "--verify", "no-such-thing", cwd=repo.path)
+        git.run("rev-parse", "--verify", "no-such-thing", cwd=repo.path)
     err = info.value
     assert err.command == ("git", "rev-parse", "--verify", "no-such-thing")
     assert err.returncode == 128
@@ -54,15 +55,15 @@ def test_git_error_carries_command_exit_code_and_stderr(repo: GitRepo) -> None:
     assert err.exit_code == EXIT_GIT
     assert "git failed (exit 128): git rev-parse --verify no-such-thing" in err.format_message()
     # check=False hands back the process instead.
-    assert gitops.run_bytes("rev-parse", "--verify", "-q", "nope", cwd=repo.path, check=False).returncode == 1
+    assert git.run_bytes("rev-parse", "--verify", "-q", "nope", cwd=repo.path, check=False).returncode == 1
 
 
 def test_run_in_missing_or_non_directory_cwd(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="directory does not exist"):
-        gitops.run("status", cwd=tmp_path / "nope")
+        git.run("status", cwd=tmp_path / "nope")
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotFoundError, match="not a directory"):
-        gitops.run("status", cwd=tmp_path / "file")
+        git.run("status", cwd=tmp_path / "file")
 
 
 def test_environment_cannot_redirect_git_to_another_repository(
@@ -73,8 +74,8 @@ def test_environment_cannot_redirect_git_to_another_repository(
     other.commit("other", {"g": "y\n"})
     monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(other.path / ".git" / "index"))
-    assert gitops.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
-    assert gitops.repo_root(repo.path) == repo.path.resolve()
+    assert git.run("rev-parse", "HEAD", cwd=repo.path).strip() == repo.head()
+    assert git.repo_root(repo.path) == repo.path.resolve()
 
 
 # --------------------------------------------------------------------------- repositories and refs
@@ -82,18 +83,18 @@ def test_environment_cannot_redirect_git_to_another_repository(
 
 def test_repo_root_from_subdirectory_bare_and_non_repo(repo: GitRepo, tmp_path: Path) -> None:
     repo.commit("init", {"pkg/mod.py": "x\n"})
-    assert gitops.repo_root(repo.path / "pkg") == repo.path.resolve()
+    assert git.repo_root(repo.path / "pkg") == repo.path.resolve()
     bare = tmp_path / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(bare)], check=True)
-    assert gitops.repo_root(bare) == bare.resolve()
-    assert gitops.resolve_commit(gitops.repo_root(bare), "main") == repo.head()
+    assert git.repo_root(bare) == bare.resolve()
+    assert git.resolve_commit(git.repo_root(bare), "main") == repo.head()
     plain = tmp_path / "plain"
     plain.mkdir()
     with pytest.raises(NotFoundError, match="not a git repository") as info:
-        gitops.repo_root(plain)
+        git.repo_root(plain)
     assert info.value.exit_code == EXIT_NOT_FOUND
     with pytest.raises(NotFoundError, match="path does not exist"):
-        gitops.repo_root(tmp_path / "missing")
+        git.repo_root(tmp_path / "missing")
 
 
 def test_paths_read_with_the_root_are_gits_own_from_every_kind_of_checkout(repo: GitRepo, tmp_path: Path) -> None:
@@ -105,14 +106,14 @@ def test_paths_read_with_the_root_are_gits_own_from_every_kind_of_checkout(repo:
     linked = tmp_path / "linked"
     repo.git("worktree", "add", "-q", "--detach", str(linked))
     for start in (repo.path / "pkg", repo.path / ".git", bare, linked):
-        root = gitops.repo_root(start)
+        root = git.repo_root(start)
         for name in ("objects", "shallow"):
             rel = subprocess.run(["git", "rev-parse", "--git-path", name], cwd=root, capture_output=True, text=True,
                                  check=True).stdout.strip()  # fmt: skip
-            assert gitops._git_path(root, name) == (root / rel).resolve(), (start, name)
-        assert gitops.object_format(root) == "sha1"
-    assert gitops.repo_root(linked) == linked.resolve()
-    assert gitops.shallow_commits(gitops.repo_root(linked)) == set()
+            assert git.process._git_path(root, name) == (root / rel).resolve(), (start, name)
+        assert git.object_format(root) == "sha1"
+    assert git.repo_root(linked) == linked.resolve()
+    assert git.shallow_commits(git.repo_root(linked)) == set()
 
 
 def test_a_path_with_a_newline_is_read_apart_not_misread(tmp_path: Path) -> None:
@@ -120,28 +121,28 @@ def test_a_path_with_a_newline_is_read_apart_not_misread(tmp_path: Path) -> None
     odd = GitRepo(tmp_path / "two\nlines")
     odd.commit("init", {"f.py": "x\n"})
     (odd.path / "sub").mkdir()
-    assert gitops.repo_root(odd.path / "sub") == odd.path.resolve()
-    root = gitops.repo_root(odd.path)
-    assert gitops.object_format(root) == "sha1"
-    assert gitops._git_path(root, "objects") == (odd.path / ".git" / "objects").resolve()
+    assert git.repo_root(odd.path / "sub") == odd.path.resolve()
+    root = git.repo_root(odd.path)
+    assert git.object_format(root) == "sha1"
+    assert git.process._git_path(root, "objects") == (odd.path / ".git" / "objects").resolve()
     bare = tmp_path / "bare\n.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(odd.path), str(bare)], check=True)
-    assert gitops.repo_root(bare) == bare.resolve()
-    assert gitops._git_path(gitops.repo_root(bare), "objects") == (bare / "objects").resolve()
+    assert git.repo_root(bare) == bare.resolve()
+    assert git.process._git_path(git.repo_root(bare), "objects") == (bare / "objects").resolve()
 
 
 def test_head_ref_and_commit_in_one_process_or_asked_apart(repo: GitRepo) -> None:
-    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", None)  # unborn
+    assert git.head_ref_and_commit(repo.path) == ("refs/heads/main", None)  # unborn
     first = repo.commit("one", {"f": "1\n"})
-    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", first)
+    assert git.head_ref_and_commit(repo.path) == ("refs/heads/main", first)
     repo.git("update-ref", "refs/heads/HEAD", first)  # a branch named HEAD changes nothing
     second = repo.commit("two", {"f": "2\n"})
-    assert gitops.head_ref_and_commit(repo.path) == ("refs/heads/main", second)
+    assert git.head_ref_and_commit(repo.path) == ("refs/heads/main", second)
     repo.git("checkout", "-q", "--detach", first)
-    assert gitops.head_ref_and_commit(repo.path) == ("HEAD", first)
+    assert git.head_ref_and_commit(repo.path) == ("HEAD", first)
     repo.git("tag", "t1", second)
     repo.git("symbolic-ref", "HEAD", "refs/tags/t1")  # rev-parse --symbolic-full-name refuses it: asked apart
-    assert gitops.head_ref_and_commit(repo.path) == ("refs/tags/t1", second)
+    assert git.head_ref_and_commit(repo.path) == ("refs/tags/t1", second)
 
 
 def test_resolve_commit_with_a_branch_named_head(repo: GitRepo) -> None:
@@ -149,11 +150,11 @@ def test_resolve_commit_with_a_branch_named_head(repo: GitRepo) -> None:
     second = repo.commit("two", {"f": "2\n"})
     third = repo.commit("three", {"f": "3\n"})
     repo.git("update-ref", "refs/heads/HEAD", first)
-    assert gitops.resolve_commit(repo.path, "HEAD") == third
-    assert gitops.resolve_commit(repo.path, "HEAD~1") == second
-    assert gitops.resolve_commit(repo.path, "refs/heads/HEAD") == first
-    assert gitops.resolve_commit(repo.path, "main") == third
-    assert gitops.resolve_commit(repo.path, "refs/heads/main") == third
+    assert git.resolve_commit(repo.path, "HEAD") == third
+    assert git.resolve_commit(repo.path, "HEAD~1") == second
+    assert git.resolve_commit(repo.path, "refs/heads/HEAD") == first
+    assert git.resolve_commit(repo.path, "main") == third
+    assert git.resolve_commit(repo.path, "refs/heads/main") == third
 
 
 def test_resolve_commit_with_a_branch_named_like_a_sha(repo: GitRepo) -> None:
@@ -161,11 +162,11 @@ def test_resolve_commit_with_a_branch_named_like_a_sha(repo: GitRepo) -> None:
     second = repo.commit("two", {"f": "2\n"})
     # A short hex name: the branch wins, as in git (refs before abbreviated object names).
     repo.git("branch", first[:12], second)
-    assert gitops.resolve_commit(repo.path, first[:12]) == second
+    assert git.resolve_commit(repo.path, first[:12]) == second
     # A full object id always means that object, even when a branch has that name.
     repo.git("update-ref", f"refs/heads/{first}", second)
-    assert gitops.resolve_commit(repo.path, first) == first
-    assert gitops.resolve_commit(repo.path, f"refs/heads/{first}") == second
+    assert git.resolve_commit(repo.path, first) == first
+    assert git.resolve_commit(repo.path, f"refs/heads/{first}") == second
 
 
 def test_resolve_commit_tags_remotes_and_errors(repo: GitRepo, tmp_path: Path) -> None:
@@ -173,40 +174,40 @@ def test_resolve_commit_tags_remotes_and_errors(repo: GitRepo, tmp_path: Path) -
     repo.commit("two", {"f": "2\n"})
     repo.git("tag", "-a", "-m", "annotated", "v1", first)
     repo.git("update-ref", "refs/remotes/origin/feature", first)
-    assert gitops.resolve_commit(repo.path, "v1") == first  # peeled to the commit
-    assert gitops.resolve_commit(repo.path, "origin/feature") == first
+    assert git.resolve_commit(repo.path, "v1") == first  # peeled to the commit
+    assert git.resolve_commit(repo.path, "origin/feature") == first
     with pytest.raises(NotFoundError, match="unknown ref or commit: 'nope'") as info:
-        gitops.resolve_commit(repo.path, "nope")
+        git.resolve_commit(repo.path, "nope")
     assert "git fetch" in str(info.value)
     with pytest.raises(UsageError, match="invalid ref"):
-        gitops.resolve_commit(repo.path, "--all")
+        git.resolve_commit(repo.path, "--all")
     empty = GitRepo(tmp_path / "empty")
     with pytest.raises(NotFoundError, match="has no commits"):
-        gitops.resolve_commit(empty.path, "main")
+        git.resolve_commit(empty.path, "main")
 
 
 def test_refs_ancestry_and_files(repo: GitRepo) -> None:
     first = repo.commit("one", {"f": "1\n"})
     repo.git("branch", "release", first)
     second = repo.commit("two", {"f": "2\n", "dir/g.txt": "g\n"})
-    assert gitops.list_refs(repo.path) == [("refs/heads/main", second), ("refs/heads/release", first)]
-    assert gitops.branches_containing(repo.path, first) == ["refs/heads/main", "refs/heads/release"]
-    assert gitops.branches_containing(repo.path, second) == ["refs/heads/main"]
-    assert gitops.is_ancestor(repo.path, first, second) is True
-    assert gitops.is_ancestor(repo.path, second, first) is False
+    assert git.list_refs(repo.path) == [("refs/heads/main", second), ("refs/heads/release", first)]
+    assert git.branches_containing(repo.path, first) == ["refs/heads/main", "refs/heads/release"]
+    assert git.branches_containing(repo.path, second) == ["refs/heads/main"]
+    assert git.is_ancestor(repo.path, first, second) is True
+    assert git.is_ancestor(repo.path, second, first) is False
     with pytest.raises(GitError):
-        gitops.is_ancestor(repo.path, "0" * 40, second)
-    assert gitops.show_file(repo.path, first, "f") == "1\n"
-    assert gitops.show_file(repo.path, first, "dir/g.txt") is None
-    assert gitops.current_branch_ref(repo.path) == "refs/heads/main"
+        git.is_ancestor(repo.path, "0" * 40, second)
+    assert git.show_file(repo.path, first, "f") == "1\n"
+    assert git.show_file(repo.path, first, "dir/g.txt") is None
+    assert git.current_branch_ref(repo.path) == "refs/heads/main"
     repo.checkout("--detach", first)
-    assert gitops.current_branch_ref(repo.path) == "HEAD"
+    assert git.current_branch_ref(repo.path) == "HEAD"
 
 
 def test_log_parses_every_field(repo: GitRepo) -> None:
     first = repo.commit("one", {"f": "1\n"})
     second = repo.commit("Two: subject\n\nbody line 1\nbody line 2\n", {"f": "2\n"})
-    commits = gitops.log(repo.path, second)
+    commits = git.log(repo.path, second)
     assert [c.sha for c in commits] == [second, first]
     c = commits[0]
     assert c.parents == (first,)
@@ -214,7 +215,7 @@ def test_log_parses_every_field(repo: GitRepo) -> None:
     assert (c.author_name, c.author_email) == ("Test Author", "author@example.com")
     assert c.commit_time == int(repo.git("log", "-1", "--format=%ct", second))
     assert commits[1].parents == ()
-    assert [c.sha for c in gitops.log(repo.path, second, paths=["missing"])] == []
+    assert [c.sha for c in git.log(repo.path, second, paths=["missing"])] == []
 
 
 def test_log_fields_longer_than_a_pipe_read_and_early_stops(repo: GitRepo) -> None:
@@ -224,13 +225,13 @@ def test_log_fields_longer_than_a_pipe_read_and_early_stops(repo: GitRepo) -> No
     first = repo.commit("short\n", {"f": "1\n"})
     big = repo.commit(long, {"f": "2\n"})
     last = repo.commit("after\n", {"f": "3\n"})
-    commits = gitops.log(repo.path, last)
+    commits = git.log(repo.path, last)
     assert [c.sha for c in commits] == [last, big, first]
     assert commits[1].message == long.rstrip()  # git drops trailing spaces
     assert [c.message for c in (commits[0], commits[2])] == ["after", "short"]
     proc = subprocess.Popen(["git", "log", "-z", last], cwd=repo.path, stdout=subprocess.PIPE)
     assert proc.stdout is not None
-    chunks = gitops._drained(proc.stdout)
+    chunks = git.process._drained(proc.stdout)
     assert next(chunks)
     chunks.close()
     for t in threading.enumerate():
@@ -249,51 +250,51 @@ def test_a_log_started_early_is_used_only_when_it_is_the_history_asked_for(
     second = repo.commit("two", {"f": "2\n"})
     repo.git("tag", "main", first)  # a tag named like the branch: git log reads the tag
     reads: list[list[str]] = []
-    popen = gitops._popen
+    popen = git.process._popen
 
     def counting(args, cwd, **kw):  # type: ignore[no-untyped-def]
         if "log" in args:  # (the other questions begun beside it are not reads of the history)
             reads.append([a for a in args if a in ("log", "--stdin")])
         return popen(args, cwd, **kw)
 
-    monkeypatch.setattr(gitops, "_popen", counting)
+    patch_git(monkeypatch, "_popen", counting)
     (repo.path / "sub").mkdir()
-    with gitops.StartedLog(repo.path / "sub", "HEAD") as started:  # from a subdirectory: the same history
-        assert [c.sha for c in gitops.log(repo.path, second, started=started)] == [second, first]
+    with git.StartedLog(repo.path / "sub", "HEAD") as started:  # from a subdirectory: the same history
+        assert [c.sha for c in git.log(repo.path, second, started=started)] == [second, first]
     assert reads == [["log"]]  # read once: the early one
-    with gitops.StartedLog(repo.path, "main") as started:  # the tag, not refs/heads/main
-        assert [c.sha for c in gitops.log(repo.path, second, started=started)] == [second, first]
+    with git.StartedLog(repo.path, "main") as started:  # the tag, not refs/heads/main
+        assert [c.sha for c in git.log(repo.path, second, started=started)] == [second, first]
     assert reads[1:] == [["log"], ["log"]]  # not its history: stopped, and read again
-    with gitops.StartedLog(repo.path, "HEAD") as started:  # left unread: stopped on the way out
+    with git.StartedLog(repo.path, "HEAD") as started:  # left unread: stopped on the way out
         proc = started.proc
     assert proc is not None and proc.returncode is not None
     for bad in ("--output=x", "HEAD\n"):
-        with gitops.StartedLog(repo.path, bad) as started:
+        with git.StartedLog(repo.path, bad) as started:
             assert started.proc is None  # never an option or two lines
-    with gitops.StartedLog(tmp_path / "nowhere", "HEAD") as started:
+    with git.StartedLog(tmp_path / "nowhere", "HEAD") as started:
         assert started.commits(second, None) is None
-    with gitops.StartedLog(tmp_path, "HEAD") as started:  # not a repository: git fails, nothing is used
+    with git.StartedLog(tmp_path, "HEAD") as started:  # not a repository: git fails, nothing is used
         assert started.commits(second, None) is None
         with pytest.raises(NotFoundError, match="not a git repository"):
-            gitops.repo_root(tmp_path, started)
+            git.repo_root(tmp_path, started)
     assert not (repo.path / "x").exists()
 
 
 def test_the_first_questions_begun_with_the_log_answer_as_asked_later(repo: GitRepo, tmp_path: Path) -> None:
     first = repo.commit("one", {"f": "1\n"})
     (repo.path / "sub").mkdir()
-    with gitops.StartedLog(repo.path / "sub", "HEAD") as started:
-        root = gitops.repo_root(repo.path / "sub", started)
-        assert not started.probes.get(gitops._ROOT_PROBE)  # its answer was taken
-        assert root == gitops.repo_root(repo.path / "sub") == repo.path.resolve()
-        assert gitops.head_ref_and_commit(root, started) == ("refs/heads/main", first)
+    with git.StartedLog(repo.path / "sub", "HEAD") as started:
+        root = git.repo_root(repo.path / "sub", started)
+        assert not started.probes.get(git.commits._ROOT_PROBE)  # its answer was taken
+        assert root == git.repo_root(repo.path / "sub") == repo.path.resolve()
+        assert git.head_ref_and_commit(root, started) == ("refs/heads/main", first)
         assert started.probes == {}
     other = GitRepo(tmp_path / "other", branch="trunk")
     other.commit("elsewhere", {"g": "1\n"})
-    with gitops.StartedLog(other.path, "HEAD") as started:  # begun in another repository: not used here
-        assert gitops.repo_root(repo.path, started) == repo.path.resolve()
-        assert gitops.head_ref_and_commit(repo.path, started) == ("refs/heads/main", first)
-    with gitops.StartedLog(repo.path, "HEAD") as started:  # never asked: stopped on the way out
+    with git.StartedLog(other.path, "HEAD") as started:  # begun in another repository: not used here
+        assert git.repo_root(repo.path, started) == repo.path.resolve()
+        assert git.head_ref_and_commit(repo.path, started) == ("refs/heads/main", first)
+    with git.StartedLog(repo.path, "HEAD") as started:  # never asked: stopped on the way out
         probes = list(started.probes.values())
     assert len(probes) == 2 and all(p.returncode is not None for p in probes)
 
@@ -301,14 +302,14 @@ def test_the_first_questions_begun_with_the_log_answer_as_asked_later(repo: GitR
 def test_shallow_boundary_and_dates(repo: GitRepo, tmp_path: Path) -> None:
     for i in range(4):
         repo.commit(f"c{i}", {"f": f"{i}\n"})
-    assert gitops.shallow_commits(repo.path) == set()
+    assert git.shallow_commits(repo.path) == set()
     clone = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{repo.path}", str(clone)], check=True)
-    assert gitops.is_shallow(clone)
-    assert gitops.shallow_commits(clone) == {repo.head("HEAD~1")}
-    assert gitops.approxidate(repo.path, "2023-11-15 00:00:00 +0000") == 1700006400
+    assert git.is_shallow(clone)
+    assert git.shallow_commits(clone) == {repo.head("HEAD~1")}
+    assert git.approxidate(repo.path, "2023-11-15 00:00:00 +0000") == 1700006400
     with pytest.raises(UsageError):
-        gitops.approxidate(repo.path, "--all")
+        git.approxidate(repo.path, "--all")
 
 
 # --------------------------------------------------------------------------- object lookups
@@ -332,7 +333,7 @@ def test_object_types(repo: GitRepo) -> None:
     a, b = _colliding_contents()
     blob_a = repo.git("hash-object", "-w", "--stdin", input=a.decode()).strip()
     repo.git("hash-object", "-w", "--stdin", input=b.decode())
-    result = gitops.object_types(repo.path, [sha, sha[:8], blob, tree, "d" * 40, blob_a[:4], sha])
+    result = git.object_types(repo.path, [sha, sha[:8], blob, tree, "d" * 40, blob_a[:4], sha])
     assert result == {
         sha: f"{sha} commit",
         sha[:8]: f"{sha} commit",
@@ -341,7 +342,7 @@ def test_object_types(repo: GitRepo) -> None:
         "d" * 40: None,
         blob_a[:4]: "ambiguous",
     }
-    assert gitops.object_types(repo.path, []) == {}
+    assert git.object_types(repo.path, []) == {}
 
 
 def test_blobs_reads_many_specs_in_one_batch(repo: GitRepo) -> None:
@@ -349,7 +350,7 @@ def test_blobs_reads_many_specs_in_one_batch(repo: GitRepo) -> None:
     repo.commit("one", {"a.txt": "alpha\n", "w.bin": payload, "dir/x y.txt": "spaced\n", "é.txt": "accent\n"})
     blob = repo.git("rev-parse", "HEAD:a.txt").strip()
     specs = ["HEAD:w.bin", "HEAD:dir", "HEAD:missing", "HEAD:dir/x y.txt", blob, "HEAD:é.txt", "HEAD:w.bin"]
-    assert gitops.blobs(repo.path, specs) == {
+    assert git.blobs(repo.path, specs) == {
         "HEAD:w.bin": payload,
         "HEAD:dir": None,  # a tree, skipped without losing the place in the stream
         "HEAD:missing": None,
@@ -357,13 +358,13 @@ def test_blobs_reads_many_specs_in_one_batch(repo: GitRepo) -> None:
         blob: b"alpha\n",
         "HEAD:é.txt": b"accent\n",
     }
-    assert gitops.blobs(repo.path, []) == {}
+    assert git.blobs(repo.path, []) == {}
 
 
 def test_blobs_keeps_answers_in_place_around_a_path_with_a_newline(repo: GitRepo) -> None:
     repo.commit("one", {"a.py": "a\n", "odd\nname.py": "odd\n", "z.py": "z\n"})
     specs = ["HEAD:a.py", "HEAD:odd\nname.py", "HEAD:z.py", "HEAD:gone\nname.py"]
-    assert gitops.blobs(repo.path, specs) == {
+    assert git.blobs(repo.path, specs) == {
         "HEAD:a.py": b"a\n",
         "HEAD:odd\nname.py": b"odd\n",
         "HEAD:z.py": b"z\n",
@@ -390,7 +391,7 @@ def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> N
     repo.tick()
     repo.git("merge", "-q", "--no-edit", "side")
     merge = repo.head()
-    patches, errors, _ = gitops.commit_patches(
+    patches, errors, _ = git.commit_patches(
         repo.path, [(root, None), (empty, root), (side, None), (main, empty), (merge, None), (merge, None)]
     )
     assert errors == {}
@@ -407,8 +408,8 @@ def test_commit_patches_batches_root_empty_and_merge_commits(repo: GitRepo) -> N
 def test_commit_texts_without_line_counts_is_the_same_diff_without_numstat(repo: GitRepo) -> None:
     repo.commit("init", {"f": "a\n", "g": "1\n"})
     sha = repo.commit("change", {"f": "a\nb\n", "g": "2\n"})
-    with_counts, _, _ = gitops.commit_texts(repo.path, [(sha, None)])
-    without, _, _ = gitops.commit_texts(repo.path, [(sha, None)], line_counts=False)
+    with_counts, _, _ = git.commit_texts(repo.path, [(sha, None)])
+    without, _, _ = git.commit_texts(repo.path, [(sha, None)], line_counts=False)
     header = [line for line in without[sha].partition("diff --git")[0].split("\n") if line]
     assert len(header) == 2 and all(line.startswith(":") for line in header)  # raw lines only
     assert "1\t0\tf\n" in with_counts[sha]  # the numstat line is there when asked for
@@ -430,7 +431,7 @@ def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -
         (ok_before, base), (damaged, ok_before), (touches_lost, damaged), (ok_after, touches_lost),
         (empty_after, ok_after), (base, None),
     ]  # fmt: skip
-    patches, errors, _ = gitops.commit_patches(repo.path, requests)
+    patches, errors, _ = git.commit_patches(repo.path, requests)
     assert set(errors) == {damaged, touches_lost}
     assert f"unable to read {lost}" in errors[damaged]
     assert damaged not in patches and touches_lost not in patches  # never a half patch
@@ -443,7 +444,7 @@ def test_commit_patches_marks_only_commits_with_missing_objects(repo: GitRepo) -
 def test_commit_patches_keeps_non_utf8_bytes_distinct(repo: GitRepo) -> None:
     repo.commit("init", {"t": b"caf\xe9\n"})
     sha = repo.commit("change", {"t": b"caf\xe8\n"})
-    patches, _, _ = gitops.commit_patches(repo.path, [(sha, None)])
+    patches, _, _ = git.commit_patches(repo.path, [(sha, None)])
     assert "-caf\\xe9\n+caf\\xe8" in patches[sha]
 
 
@@ -471,19 +472,19 @@ def _tree_files(repo: GitRepo, tree: str) -> dict[str, str]:
 
 
 def test_apply_revert_clean_by_cherry_pick_and_by_recreating(repo: GitRepo, history: dict[str, str]) -> None:
-    picked = gitops.apply_revert(repo.path, "main~1", revert=history["revert"])
+    picked = git.apply_revert(repo.path, "main~1", revert=history["revert"])
     assert (picked.clean, picked.method, picked.conflicts) == (True, "cherry-pick", ())
     assert picked.base == history["later"]
     assert picked.tree == repo.git("rev-parse", f"{history['revert']}^{{tree}}").strip()
-    redone = gitops.apply_revert(repo.path, "refs/heads/main~1", originals=[history["orig"]])
+    redone = git.apply_revert(repo.path, "refs/heads/main~1", originals=[history["orig"]])
     assert (redone.clean, redone.method, redone.tree) == (True, "revert", picked.tree)
     assert _tree_files(repo, picked.tree or "") == {"f.py": "x = 1\ny = 1\n", "other.py": "o2\n"}
 
 
 def test_apply_revert_reports_conflicting_files_and_hunks(repo: GitRepo, history: dict[str, str]) -> None:
     for result in (
-        gitops.apply_revert(repo.path, "moved", revert=history["revert"]),
-        gitops.apply_revert(repo.path, "moved", originals=[history["orig"]]),
+        git.apply_revert(repo.path, "moved", revert=history["revert"]),
+        git.apply_revert(repo.path, "moved", originals=[history["orig"]]),
     ):
         assert result.clean is False
         assert result.tree is None
@@ -498,7 +499,7 @@ def test_apply_revert_modify_delete_conflict(repo: GitRepo, history: dict[str, s
     repo.checkout("moved")
     gone = repo.commit("drop f.py", {"f.py": None})
     repo.checkout("main")
-    result = gitops.apply_revert(repo.path, gone, originals=[history["orig"]])
+    result = git.apply_revert(repo.path, gone, originals=[history["orig"]])
     assert [(c.path, c.note, c.hunks) for c in result.conflicts] == [
         ("f.py", "deleted on the base, modified by the revert", ())
     ]
@@ -509,7 +510,7 @@ def test_apply_revert_orders_several_originals_newest_first(repo: GitRepo) -> No
     a = repo.commit("A adds X", {"f": "1\nX\n2\n3\n"})
     b = repo.commit("B drops X, adds Y", {"f": "1\n2\n3\nY\n"})
     # Given oldest first (as Link.originals are), git would revert A first and lose it.
-    result = gitops.apply_revert(repo.path, "main", originals=[a, b])
+    result = git.apply_revert(repo.path, "main", originals=[a, b])
     assert result.clean
     assert _tree_files(repo, result.tree or "") == {"f": "1\n2\n3\n"}
 
@@ -523,11 +524,11 @@ def test_apply_revert_of_a_merge(repo: GitRepo) -> None:
     repo.tick()
     repo.git("merge", "-q", "--no-edit", "side")
     merge = repo.head()
-    result = gitops.apply_revert(repo.path, "main", originals=[merge])
+    result = git.apply_revert(repo.path, "main", originals=[merge])
     assert _tree_files(repo, result.tree or "") == {"f": "a\n", "m": "m\n"}
     repo.tick()
     repo.git("revert", "--no-edit", "-m", "1", merge)
-    picked = gitops.apply_revert(repo.path, merge, revert=repo.head())
+    picked = git.apply_revert(repo.path, merge, revert=repo.head())
     assert picked.tree == result.tree
 
 
@@ -547,8 +548,8 @@ def test_apply_revert_leaves_the_users_checkout_alone(
     # As inside a git hook: the environment points at the user's index.
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo.path / ".git" / "index"))
     before = _snapshot(repo)
-    gitops.apply_revert(repo.path, "main~1", revert=history["revert"])
-    conflicted = gitops.apply_revert(repo.path, "moved", originals=[history["orig"]])
+    git.apply_revert(repo.path, "main~1", revert=history["revert"])
+    conflicted = git.apply_revert(repo.path, "moved", originals=[history["orig"]])
     assert not conflicted.clean
     monkeypatch.delenv("GIT_INDEX_FILE")
     assert _snapshot(repo) == before
@@ -562,18 +563,18 @@ def test_apply_revert_leaves_the_users_checkout_alone(
 
 def test_apply_revert_cleans_up_after_errors(repo: GitRepo, history: dict[str, str]) -> None:
     with pytest.raises(NotFoundError):
-        gitops.apply_revert(repo.path, "main", revert="no-such-ref")
+        git.apply_revert(repo.path, "main", revert="no-such-ref")
     with pytest.raises(UsageError):
-        gitops.apply_revert(repo.path, "main")
+        git.apply_revert(repo.path, "main")
     # Re-applying a revert whose change is already there is not a conflict, just an empty change.
-    result = gitops.apply_revert(repo.path, "main", originals=[history["orig"]])
+    result = git.apply_revert(repo.path, "main", originals=[history["orig"]])
     assert (result.clean, result.tree) == (True, repo.git("rev-parse", "main^{tree}").strip())
     assert repo.git("worktree", "list").count("\n") == 1
 
 
 def test_apply_revert_keep_exports_the_result(repo: GitRepo, history: dict[str, str], tmp_path: Path) -> None:
     dest = tmp_path / "export"
-    result = gitops.apply_revert(repo.path, "main~1", revert=history["revert"], keep=dest)
+    result = git.apply_revert(repo.path, "main~1", revert=history["revert"], keep=dest)
     assert result.clean
     assert sorted(os.listdir(dest)) == ["f.py", "other.py"]
     assert (dest / "f.py").read_text() == "x = 1\ny = 1\n"
@@ -582,7 +583,7 @@ def test_apply_revert_keep_exports_the_result(repo: GitRepo, history: dict[str, 
 def test_commit_patches_cuts_huge_diff_text_but_keeps_every_raw_and_numstat_line(repo: GitRepo) -> None:
     repo.commit("base", {"small.txt": "a\n"})
     sha = repo.commit("big", {"big.txt": "".join(f"line {i}\n" for i in range(5000)), "small.txt": "b\n"})
-    patches, errors, truncated = gitops.commit_patches(repo.path, [(sha, None)], max_bytes=2000)
+    patches, errors, truncated = git.commit_patches(repo.path, [(sha, None)], max_bytes=2000)
     assert not errors and truncated == {sha}
     patch = patches[sha]
     assert len(strip_raw(patch).encode()) <= 2000 and strip_raw(patch).endswith("\n")
@@ -590,7 +591,7 @@ def test_commit_patches_cuts_huge_diff_text_but_keeps_every_raw_and_numstat_line
 
     assert sorted(raw_entries(patch)) == ["big.txt", "small.txt"]
     assert patch_stats(patch)["big.txt"].added == 5000  # from --numstat, not from the cut text
-    full, _, none = gitops.commit_patches(repo.path, [(sha, None)])
+    full, _, none = git.commit_patches(repo.path, [(sha, None)])
     assert none == set() and len(full[sha]) > 40000
 
 
@@ -601,14 +602,14 @@ def test_scratch_objects_go_to_ram_unless_a_temp_dir_is_chosen(
     chosen = tmp_path / "tmp"
     chosen.mkdir()
     monkeypatch.setenv("TMPDIR", str(chosen))
-    monkeypatch.setattr(gitops.tempfile, "tempdir", None)  # tempfile caches the directory it chose
-    with gitops.scratch_objects(repo.path) as env:
+    monkeypatch.setattr(git.scratch.tempfile, "tempdir", None)  # tempfile caches the directory it chose
+    with git.scratch_objects(repo.path) as env:
         scratch = Path(env["GIT_OBJECT_DIRECTORY"])
         assert scratch.parent.parent == chosen and scratch.is_dir()
     assert not scratch.parent.exists()  # removed afterwards
     monkeypatch.delenv("TMPDIR")
     ram = os.path.isdir("/dev/shm") and os.statvfs("/dev/shm").f_bavail * os.statvfs("/dev/shm").f_frsize >= (1 << 30)
-    with gitops.scratch_objects(repo.path) as env:
+    with git.scratch_objects(repo.path) as env:
         scratch = Path(env["GIT_OBJECT_DIRECTORY"])
         assert (scratch.parent.parent == Path("/dev/shm")) == ram
     assert not scratch.parent.exists()
@@ -617,14 +618,14 @@ def test_scratch_objects_go_to_ram_unless_a_temp_dir_is_chosen(
 def test_run_pipeline_passes_text_between_two_git_processes(repo: GitRepo) -> None:
     first = repo.commit("one", {"f": "1\n"})
     second = repo.commit("two", {"f": "2\n"})
-    out = gitops.run_pipeline(["log", "-p", "--format=commit %H", "--stdin"], ["patch-id", "--stable"], cwd=repo.path,
+    out = git.run_pipeline(["log", "-p", "--format=commit %H", "--stdin"], ["patch-id", "--stable"], cwd=repo.path,
                               input=f"{second}\n{first}\n".encode())  # fmt: skip
     assert [line.split()[1] for line in out.splitlines()] == [second, first]
     with pytest.raises(GitError) as failed:
-        gitops.run_pipeline(["log", "--stdin"], ["patch-id"], cwd=repo.path, input=b"no-such-revision\n")
+        git.run_pipeline(["log", "--stdin"], ["patch-id"], cwd=repo.path, input=b"no-such-revision\n")
     assert failed.value.command == ("git", "log", "--stdin") and "no-such-revision" in failed.value.stderr
     with pytest.raises(NotFoundError):
-        gitops.run_pipeline(["log"], ["patch-id"], cwd=repo.path / "missing", input=b"")
+        git.run_pipeline(["log"], ["patch-id"], cwd=repo.path / "missing", input=b"")
 
 
 def test_patch_ids_limited_to_literal_paths(repo: GitRepo) -> None:
@@ -641,7 +642,7 @@ def test_patch_ids_limited_to_literal_paths(repo: GitRepo) -> None:
 def test_run_pipeline_names_the_second_command_when_it_fails(repo: GitRepo) -> None:
     sha = repo.commit("one", {"f": "1\n" * 50000})
     with pytest.raises(GitError) as failed:
-        gitops.run_pipeline(["log", "-p", "--stdin"], ["patch-id", "--no-such-option"], cwd=repo.path,
+        git.run_pipeline(["log", "-p", "--stdin"], ["patch-id", "--no-such-option"], cwd=repo.path,
                             input=f"{sha}\n".encode())  # fmt: skip
     assert failed.value.command == ("git", "patch-id", "--no-such-option")
 
@@ -654,9 +655,9 @@ def test_two_at_a_time_keeps_the_order_and_raises_what_a_call_raised() -> None:
         time.sleep(0.01 * (n % 3))
         return n * n
 
-    assert gitops.two_at_a_time(slow_square, list(range(12))) == [n * n for n in range(12)]
+    assert git.two_at_a_time(slow_square, list(range(12))) == [n * n for n in range(12)]
     assert len(set(seen)) == 2  # this thread and one more
-    assert gitops.two_at_a_time(slow_square, []) == []
+    assert git.two_at_a_time(slow_square, []) == []
 
     def fails_on_five(n: int) -> int:
         if n == 5:
@@ -664,7 +665,7 @@ def test_two_at_a_time_keeps_the_order_and_raises_what_a_call_raised() -> None:
         return n
 
     with pytest.raises(GitError):
-        gitops.two_at_a_time(fails_on_five, list(range(10)))
+        git.two_at_a_time(fails_on_five, list(range(10)))
 
 
 def test_log_decodes_each_message_as_it_would_alone(repo: GitRepo) -> None:
@@ -685,7 +686,7 @@ def test_log_decodes_each_message_as_it_would_alone(repo: GitRepo) -> None:
                              capture_output=True, check=True)  # fmt: skip
         parent = out.stdout.decode().strip()
     repo.git("update-ref", "refs/heads/main", parent)
-    commits = gitops.log(repo.path, parent)
+    commits = git.log(repo.path, parent)
     # What git writes for each message (it may re-encode one that is not UTF-8), decoded alone.
     raw = subprocess.run(["git", "-c", "i18n.logOutputEncoding=UTF-8", "log", "-z", "--format=%B", parent],
                          cwd=repo.path, capture_output=True, check=True).stdout  # fmt: skip
@@ -702,17 +703,17 @@ def test_object_names_answers_each_spec_in_order(repo: GitRepo) -> None:
     blob = repo.git("rev-parse", "HEAD:a.txt").strip()
     specs = [f"{tree}:a.txt", f"{tree}:nope", f"{tree}:dir/b.txt\nx", f"{first}^{{tree}}", "2" * 40, f"{tree}:sub",
              f"{tree}:dir/b.txt"]  # fmt: skip
-    found = gitops.object_names(repo.path, specs)
+    found = git.object_names(repo.path, specs)
     assert found == [blob, None, None, repo.git("rev-parse", f"{first}^{{tree}}").strip(), None, None,
                      repo.git("rev-parse", "HEAD:dir/b.txt").strip()]  # fmt: skip
-    assert gitops.object_names(repo.path, []) == [] and gitops.object_names(repo.path, ["a\nb"]) == [None]
+    assert git.object_names(repo.path, []) == [] and git.object_names(repo.path, ["a\nb"]) == [None]
 
 
 def test_a_merged_tree_is_read_from_the_scratch_store_as_git_lists_it(repo: GitRepo) -> None:
     repo.commit("init", {"a.txt": "a\n", "d/b.txt": "b\n", "d/c.txt": "c\n"})
     tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     listing = repo.git("ls-tree", tree)
-    with gitops.scratch_objects(repo.path) as env:
+    with git.scratch_objects(repo.path) as env:
         # A tree the repository does not have (one more name for a blob) is written to the store.
         more = listing + listing.splitlines()[0].replace("a.txt", "z é.txt") + "\n"
         written = subprocess.run(["git", "mktree"], cwd=repo.path, input=more.encode(), env={**os.environ, **env},
@@ -720,9 +721,9 @@ def test_a_merged_tree_is_read_from_the_scratch_store_as_git_lists_it(repo: GitR
         listed = subprocess.run(["git", "ls-tree", "-z", written], cwd=repo.path, env={**os.environ, **env},
                                 capture_output=True, check=True).stdout.decode()  # fmt: skip
         entries = {e.split("\t")[1]: e.split()[2] for e in listed.split("\0") if e}
-        assert gitops._loose_tree(env, written, "sha1") == entries and len(entries) == 3 and "z é.txt" in entries
+        assert git.merges._loose_tree(env, written, "sha1") == entries and len(entries) == 3 and "z é.txt" in entries
         # The repository's own tree was never written there: None, and the caller asks git.
-        assert gitops._loose_tree(env, tree, "sha1") is None
+        assert git.merges._loose_tree(env, tree, "sha1") is None
 
 
 @pytest.mark.parametrize("algo", ["sha1", "sha256"])
@@ -734,15 +735,15 @@ def test_objects_the_proof_writes_get_the_ids_git_gives_them(
     data = f"tree {zeros}\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\nm\n"
     by_git = subprocess.run(["git", "hash-object", "-t", "commit", "--literally", "--stdin"], cwd=tmp_path,
                             input=data.encode(), capture_output=True, check=True).stdout.decode().strip()  # fmt: skip
-    assert gitops._object_id(algo, "commit", data.encode()) == by_git
+    assert git.objects._object_id(algo, "commit", data.encode()) == by_git
     # Without Python's own implementation of the hash, hashlib's gives the same id.
-    real = gitops.importlib.import_module
+    real = git.objects.importlib.import_module
 
     def without_builtin(name: str) -> object:
         if name.startswith("_sha"):
             raise ImportError(name)
         return real(name)
 
-    monkeypatch.setattr(gitops.importlib, "import_module", without_builtin)
-    assert gitops._object_id(algo, "commit", data.encode()) == by_git
-    assert hashlib.new(algo, b"x").hexdigest() == gitops._hexdigest(algo, b"x")
+    monkeypatch.setattr(git.objects.importlib, "import_module", without_builtin)
+    assert git.objects._object_id(algo, "commit", data.encode()) == by_git
+    assert hashlib.new(algo, b"x").hexdigest() == git.objects._hexdigest(algo, b"x")

@@ -149,7 +149,7 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_report_command_records_results_in_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from revertbot.store.db import load_history
+    from revertbot.store.queries import load_history
 
     write_job(tmp_path / "s1", "graph-capture", 1, 1,
               [_run("before", {"t.py::fixed": "failed", "t.py::ok": "passed"}, [mem(1000)])],

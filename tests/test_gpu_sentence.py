@@ -7,8 +7,8 @@ from pathlib import Path
 
 from gpu_jobs.compare import RunData, Thresholds, compare_metrics, is_regression, spread_of
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown
-from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
 from revertbot.report.gpu_sentence import gpu_sentence, gpu_sentence_line, headline_metrics
+from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 FIXED = (GpuTestFlip("tests/t.py::a", "failed", "passed"), GpuTestFlip("tests/t.py::b", "failed", "passed"))
 

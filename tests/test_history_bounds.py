@@ -6,21 +6,22 @@ from typing import Any
 
 import pytest
 
+from revertbot import git
 from revertbot.analysis.history import find_backports
-from revertbot.git import gitops
 from revertbot.globs import match_glob
 from tests.gitrepo import GitRepo
+from tests.gitspy import patch_git
 
 
 def _count_git(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     calls = {"n": 0}
-    real = gitops.run_bytes
+    real = git.run_bytes
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gitops, "run_bytes", counting)
+    patch_git(monkeypatch, "run_bytes", counting)
     return calls
 
 
@@ -42,7 +43,7 @@ def test_backport_search_uses_a_constant_number_of_git_processes(
             picks[f"refs/heads/release/{n}"] = repo.head()
     repo.checkout("main")
     revert = repo.revert(original)
-    commits = {c.sha: c for c in gitops.log(repo.path, "HEAD")}
+    commits = {c.sha: c for c in git.log(repo.path, "HEAD")}
     calls = _count_git(monkeypatch)
     found = find_backports(repo.path, [commits[original]], commits[revert], repo.head(),
                            lambda name: match_glob(name, "release/*"))  # fmt: skip
@@ -70,23 +71,23 @@ def test_branch_containment_from_the_commits_in_hand_matches_git(repo: GitRepo, 
     repo.commit("Bump version", {"v.txt": "2\n"})  # its own commit on top
     repo.checkout("main")
     repo.commit("Later (#8)", {"c.py": "c = 1\n"})
-    history = gitops.log(repo.path, "HEAD")
+    history = git.log(repo.path, "HEAD")
     commits = {c.sha: c for c in history}
 
     def search(hist: list[Any]) -> tuple[list[Any], list[tuple[str, ...]]]:
         seen: list[tuple[str, ...]] = []
-        real = gitops.run_bytes
+        real = git.run_bytes
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             seen.append(args)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(gitops, "run_bytes", spy)
+        patch_git(monkeypatch, "run_bytes", spy)
         try:
             return find_backports(repo.path, [commits[original]], commits[revert], repo.head(),
                                   lambda name: match_glob(name, "release/*"), hist), seen  # fmt: skip
         finally:
-            monkeypatch.setattr(gitops, "run_bytes", real)
+            patch_git(monkeypatch, "run_bytes", real)
 
     by_git, git_calls = search([])
     in_hand, hand_calls = search(history)
@@ -97,5 +98,5 @@ def test_branch_containment_from_the_commits_in_hand_matches_git(repo: GitRepo, 
     assert sum(1 for c in git_calls if "--contains" in " ".join(c)) == 2
     assert not any("--contains" in " ".join(c) for c in hand_calls)
     # History that ends before where the branches leave the base: git answers, with the same result.
-    partial, partial_calls = search(gitops.log(repo.path, original))
+    partial, partial_calls = search(git.log(repo.path, original))
     assert partial == by_git and any("--contains" in " ".join(c) for c in partial_calls)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
-from revertbot.store import db as store
+from revertbot.store import queries, replay
 from revertbot.store.history_branch import Record
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
@@ -59,25 +59,25 @@ def put(repo: Path, files: dict[str, bytes]) -> None:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         lines = []
         for path, data in files.items():
-            blob = gitops.run_bytes("hash-object", "-w", "--stdin", cwd=repo, input=data).stdout.decode().strip()
+            blob = git.run_bytes("hash-object", "-w", "--stdin", cwd=repo, input=data).stdout.decode().strip()
             lines.append(f"100644 {blob}\t{path}\n")
-        gitops.run("update-index", "--add", "--index-info", cwd=repo, env=env, input="".join(lines))
-        tree = gitops.run("write-tree", cwd=repo, env=env).strip()
-    commit = gitops.run("commit-tree", tree, cwd=repo, input="records\n").strip()
-    gitops.run("update-ref", BRANCH, commit, cwd=repo)
+        git.run("update-index", "--add", "--index-info", cwd=repo, env=env, input="".join(lines))
+        tree = git.run("write-tree", cwd=repo, env=env).strip()
+    commit = git.run("commit-tree", tree, cwd=repo, input="records\n").strip()
+    git.run("update-ref", BRANCH, commit, cwd=repo)
 
 
 def files_of(*records: Record) -> dict[str, bytes]:
     return {r.path(): r.dumps().encode() for r in records}
 
 
-def rebuild(clone: Path, db: Path) -> store.RebuildResult:
-    return store.rebuild_from_branch(db, scan_repository(clone, relands_by_diff=True), clone, BRANCH, REPO)
+def rebuild(clone: Path, db: Path) -> replay.RebuildResult:
+    return replay.rebuild_from_branch(db, scan_repository(clone, relands_by_diff=True), clone, BRANCH, REPO)
 
 
 def everything(db: Path) -> tuple[Any, ...]:
     """What a store holds, for comparing two stores (no timestamps of when rows were written)."""
-    history = store.load_history(db)
+    history = queries.load_history(db)
     conn = sqlite3.connect(db)
     try:
         reports = conn.execute("SELECT revert_sha, risk_level, action, report_json, markdown, recorded_at, pr,"
@@ -116,7 +116,7 @@ def test_a_second_rebuild_replays_only_new_records_and_ends_as_a_full_one(
     full = tmp_path / "full.db"
     assert rebuild(clone_path, full).replayed == 5
     assert everything(incremental) == everything(full)
-    rows = {r.sha: r for r in store.load_history(full).reverts}
+    rows = {r.sha: r for r in queries.load_history(full).reverts}
     checked = rows[scanned]
     assert (checked.markdown, checked.purity, checked.gpu_status) == ("report of run 1", "partial", "pass")
     assert rows[x].markdown == "the newest report" and rows[y].pr == 111
@@ -131,7 +131,7 @@ def test_a_late_record_or_a_rewritten_file_replays_everything_again(demo: tuple[
                                                                     tmp_path: Path) -> None:  # fmt: skip
     demo_path, report = demo
     clone = tmp_path / "clone"
-    gitops.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
+    git.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
     x = "1" * 40
     records = [rec(report, 1, "2026-01-01T00:00:00Z"),
                rec(report, 3, "2026-01-03T00:00:00Z", pr=110, head="b" * 40, sha=x, markdown="run 3 on x")]  # fmt: skip
@@ -147,7 +147,7 @@ def test_a_late_record_or_a_rewritten_file_replays_everything_again(demo: tuple[
     full = tmp_path / "full.db"
     rebuild(clone, full)
     assert everything(incremental) == everything(full)
-    x_row = next(r for r in store.load_history(incremental).reverts if r.sha == x)
+    x_row = next(r for r in queries.load_history(incremental).reverts if r.sha == x)
     assert x_row.markdown == "run 3 on x"  # replayed in order: the newer record still wins
 
     # The branch is rewritten (against its append-only rule): an imported file has another content.
@@ -158,14 +158,14 @@ def test_a_late_record_or_a_rewritten_file_replays_everything_again(demo: tuple[
     fresh = tmp_path / "fresh.db"
     rebuild(clone, fresh)
     assert everything(incremental) == everything(fresh)
-    assert next(r for r in store.load_history(incremental).reverts if r.sha == x).markdown == "rewritten run 3"
+    assert next(r for r in queries.load_history(incremental).reverts if r.sha == x).markdown == "rewritten run 3"
 
 
 def test_the_cli_says_what_was_already_imported(demo: tuple[Path, dict[str, Any]], tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     demo_path, report = demo
     clone = tmp_path / "clone"
-    gitops.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
+    git.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
     one = rec(report, 1, "2026-01-01T00:00:00Z")
     put(clone, files_of(one))
     db = tmp_path / "h.db"

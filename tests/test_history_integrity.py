@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
 from revertbot.demo.repo import build_demo_repo
 from revertbot.errors import UsageError
-from revertbot.git import gitops
 from revertbot.pipeline.check import check_revert
 from revertbot.report import report_to_json
-from revertbot.store import db as store, history_branch as history
+from revertbot.store import history_branch as history, queries, replay
 from revertbot.store.history_branch import HistoryError, Record, RecordInvalid
 
 REPO = "demo-org/minisgl"
@@ -73,13 +73,13 @@ def _bare(tmp_path: Path, name: str = "remote.git") -> Path:
 
 
 def _branch_files(remote: Path) -> dict[str, bytes]:
-    out = gitops.run("ls-tree", "-r", "-z", "--name-only", BRANCH, cwd=remote, check=False)
-    return {p: gitops.run_bytes("cat-file", "blob", f"{BRANCH}:{p}", cwd=remote).stdout
+    out = git.run("ls-tree", "-r", "-z", "--name-only", BRANCH, cwd=remote, check=False)
+    return {p: git.run_bytes("cat-file", "blob", f"{BRANCH}:{p}", cwd=remote).stdout
             for p in out.split("\0") if p}  # fmt: skip
 
 
 def _commits(remote: Path) -> int:
-    return int(gitops.run("rev-list", "--count", BRANCH, cwd=remote, check=False).strip() or 0)
+    return int(git.run("rev-list", "--count", BRANCH, cwd=remote, check=False).strip() or 0)
 
 
 def _put_on_branch(repo: Path, files: dict[str, bytes]) -> None:
@@ -89,12 +89,12 @@ def _put_on_branch(repo: Path, files: dict[str, bytes]) -> None:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         lines = []
         for path, data in files.items():
-            blob = gitops.run_bytes("hash-object", "-w", "--stdin", cwd=repo, input=data).stdout.decode().strip()
+            blob = git.run_bytes("hash-object", "-w", "--stdin", cwd=repo, input=data).stdout.decode().strip()
             lines.append(f"100644 {blob}\t{path}\n")
-        gitops.run("update-index", "--add", "--index-info", cwd=repo, env=env, input="".join(lines))
-        tree = gitops.run("write-tree", cwd=repo, env=env).strip()
-    commit = gitops.run("commit-tree", tree, cwd=repo, input="records\n").strip()
-    gitops.run("update-ref", BRANCH, commit, cwd=repo)
+        git.run("update-index", "--add", "--index-info", cwd=repo, env=env, input="".join(lines))
+        tree = git.run("write-tree", cwd=repo, env=env).strip()
+    commit = git.run("commit-tree", tree, cwd=repo, input="records\n").strip()
+    git.run("update-ref", BRANCH, commit, cwd=repo)
 
 
 # --------------------------------------------------------------------------- Task 2: shape on rebuild
@@ -189,7 +189,7 @@ def test_malformed_records_are_skipped_and_reported_and_the_dashboard_builds(
 ) -> None:
     demo_path, report = demo
     clone = tmp_path / "clone"
-    gitops.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
+    git.run("clone", "-q", str(demo_path), str(clone), cwd=tmp_path)
     good = _record(report, markdown="the good report")
     bad = _malformed(report)
     _put_on_branch(clone, {good.path(): good.dumps().encode(), **{p: data for p, (data, _) in bad.items()}})
@@ -206,7 +206,7 @@ def test_malformed_records_are_skipped_and_reported_and_the_dashboard_builds(
         assert expect in line, line
     assert f"{len(bad)} file(s) skipped" in err and "1 record(s) of 1 checked revert(s)" in err
 
-    (checked,) = [r for r in store.load_history(db).reverts if r.report is not None]
+    (checked,) = [r for r in queries.load_history(db).reverts if r.report is not None]
     assert (checked.pr, checked.markdown, checked.unresolved) == (108, "the good report", ())
 
     assert run_cli(["dashboard", "build", "--db", str(db), "--out", str(site)]) == 0
@@ -222,11 +222,11 @@ def test_the_store_skips_a_bad_record_built_in_code_and_keeps_the_rest(demo: tup
     broken = copy.deepcopy(report)
     broken["unresolved"] = ["#1"]
     db = tmp_path / "h.db"
-    result = store.replay_records(db, [_record(report), _record(broken, pr=109)])
+    result = replay.replay_records(db, [_record(report), _record(broken, pr=109)])
     assert result.reverts == 1
     ((path, why),) = result.skipped
     assert "pr-109" in path and why == "report.unresolved[0]: expected an object, got a string"
-    (r,) = store.load_history(db).reverts
+    (r,) = queries.load_history(db).reverts
     assert r.pr == 108
 
 
@@ -484,22 +484,22 @@ def test_a_later_record_without_gpu_results_does_not_hide_them(demo: tuple[Path,
     later = dataclasses.replace(_record(report, run="11"), recorded_at="2026-01-03T03:04:05Z")
     other_head = dataclasses.replace(_record(report, run="12", head="b" * 40), recorded_at="2026-01-04T03:04:05Z")
     db = tmp_path / "h.db"
-    store.replay_records(db, [first, later])
+    replay.replay_records(db, [first, later])
     site = tmp_path / "site"
     assert run_cli(["dashboard", "build", "--db", str(db), "--out", str(site)]) == 0
     text = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
     assert "t.py::test_replay" in text and "GPU suites have not run yet" not in text
     # Positive control: with the old rule (the newest record of the head wins) the page says both.
     db_old = tmp_path / "old.db"
-    store.replay_records(db_old, [first])
-    store.replay_records(db_old, [later])  # a separate replay knows nothing of the first
+    replay.replay_records(db_old, [first])
+    replay.replay_records(db_old, [later])  # a separate replay knows nothing of the first
     site_old = tmp_path / "site-old"
     assert run_cli(["dashboard", "build", "--db", str(db_old), "--out", str(site_old)]) == 0
     old_text = "\n".join(p.read_text(encoding="utf-8") for p in site_old.rglob("*.html"))
     assert "t.py::test_replay" in old_text and "GPU suites have not run yet" in old_text
     # A record of another head (newer code) still replaces the report.
     db2 = tmp_path / "h2.db"
-    store.replay_records(db2, [first, other_head])
+    replay.replay_records(db2, [first, other_head])
     site2 = tmp_path / "site2"
     assert run_cli(["dashboard", "build", "--db", str(db2), "--out", str(site2)]) == 0
     assert "report of run 12" in "\n".join(p.read_text(encoding="utf-8") for p in site2.rglob("*.html"))

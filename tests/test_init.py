@@ -16,7 +16,8 @@ import yaml
 from revertbot.cli.main import run_cli
 from revertbot.config import DEFAULT_CONFIG_YAML, default_config, load_config, load_config_file
 from revertbot.errors import EXIT_GITHUB, EXIT_NOT_FOUND, EXIT_USAGE
-from revertbot.install.workflows import (
+from revertbot.install.config_file import example_suite_enabled, render_config
+from revertbot.install.files import (
     CONFIG_PATH,
     DEFAULT_RUNNER_LABELS,
     GPU_WORKFLOW_PATH,
@@ -25,12 +26,8 @@ from revertbot.install.workflows import (
     PUBLISH_WORKFLOW_PATH,
     RUNNERS_VALUES_PATH,
     WORKFLOW_PATH,
-    example_suite_enabled,
-    pin_wheel,
-    render_config,
-    render_workflow,
-    template_text,
 )
+from revertbot.install.pins import pin_wheel, render_workflow, template_text
 from tests.github_server import FakeGitHub, Repo
 from tests.gitrepo import GitRepo
 from tests.test_workflows import actionlint
@@ -329,7 +326,7 @@ def test_wheel_options_are_checked(repo: GitRepo, capsys: pytest.CaptureFixture[
 def test_no_default_pin_without_a_recorded_source(repo: GitRepo, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch, record: dict[str, Any] | None,
                                                   said: str) -> None:  # fmt: skip
-    monkeypatch.setattr("revertbot.install.workflows._direct_url", lambda: record)
+    monkeypatch.setattr("revertbot.install.pins._direct_url", lambda: record)
     code, _out, err = init(capsys, "--repo", str(repo.path))
     assert code == EXIT_USAGE, err
     assert said in err and "nothing was written" in err
@@ -348,7 +345,7 @@ def test_the_default_pin_is_the_source_this_revertbot_came_from(
     spec: str,
 ) -> None:
     # pip's direct_url.json records the commit a branch resolved to: that commit is pinned, not the branch.
-    monkeypatch.setattr("revertbot.install.workflows._direct_url", lambda: record)
+    monkeypatch.setattr("revertbot.install.pins._direct_url", lambda: record)
     code, out, err = init(capsys, "--repo", str(repo.path))
     assert code == 0, err
     assert _written_specs(repo.path) == [spec] * 3

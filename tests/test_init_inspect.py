@@ -7,8 +7,9 @@ import pytest
 from revertbot.cli.main import run_cli
 from revertbot.config import default_config, load_config, load_config_file
 from revertbot.globs import match_glob
+from revertbot.install.config_file import example_suite_enabled
+from revertbot.install.files import CONFIG_PATH
 from revertbot.install.repo_inspect import inspect_repository
-from revertbot.install.workflows import CONFIG_PATH, example_suite_enabled
 from tests.gitrepo import GitRepo
 from tests.test_critical import ATTN_V0, SETUP_PY, TRITON_V0
 

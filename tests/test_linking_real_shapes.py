@@ -8,21 +8,22 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
 from revertbot.models import Link, Unresolved
-from revertbot.verdict.detect import MAX_SUBJECT, link_reverts, parse_message, strip_pr_suffix
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import MAX_SUBJECT, parse_message, strip_pr_suffix
 from tests.gitrepo import GitRepo
 
 MAIN = "refs/heads/main"
 
 
 def links_on(repo: GitRepo, ref: str = MAIN, slug: str | None = None, off_ref: bool = False) -> dict[str, Link]:
-    commits = gitops.log(repo.path, repo.head(ref))
+    commits = git.log(repo.path, repo.head(ref))
     found = link_reverts(
         commits,
         ref_name=ref,
-        lookup_objects=lambda names: gitops.object_types(repo.path, names),
+        lookup_objects=lambda names: git.object_types(repo.path, names),
         link_off_ref=off_ref,
         repo_slug=slug,
     )

@@ -16,8 +16,9 @@ from revertbot.pipeline.check import check_revert
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.carried_gpu import gpu_block
 from revertbot.report.escape import ZWSP
-from revertbot.store.db import load_history, replay_records
 from revertbot.store.history_branch import load_record_files
+from revertbot.store.queries import load_history
+from revertbot.store.replay import replay_records
 from revertbot.verdict.overrides import override_block, parse_target, read_override_block, still_holds
 from tests.github_server import World
 from tests.test_action import act
@@ -174,7 +175,7 @@ def test_a_forged_override_in_the_pr_or_a_strangers_comment_counts_for_nothing(
 
 
 def gpu_block_like() -> str:
-    from revertbot.models import GpuSummary
+    from revertbot.report_data import GpuSummary
 
     return gpu_block(GpuSummary(suites=("graph-capture",), hardware="H100"), "c" * 40)
 

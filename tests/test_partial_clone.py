@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bench.synth_pytorch import build_pytorch, cached_pytorch
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.pipeline.check import check_revert
 from revertbot.report.jsonout import report_to_json
 
@@ -93,7 +93,7 @@ def test_partial_clone_gives_the_full_clone_verdicts_with_blobs_fetched_in_batch
     root = Path(origin["path"])
     full = _clone(root, tmp_path / "full.git")
     partial = _clone(root, tmp_path / "partial.git", "--filter=blob:none")
-    assert gitops.promisor_remote(partial) == "origin" and gitops.promisor_remote(full) is None
+    assert git.promisor_remote(partial) == "origin" and git.promisor_remote(full) is None
     picked = {p["of"] for b in origin["release_branches"].values() for p in b["picks"]}
     shas = [s for s, t in origin["reverts"].items() if set(t["originals"]) & picked][:1]
     # And two more: one that is not pure, one that names several originals or none by sha.
@@ -108,7 +108,7 @@ def test_partial_clone_gives_the_full_clone_verdicts_with_blobs_fetched_in_batch
         got = report_to_json(check_revert(partial, sha, base_ref="refs/heads/main"))
         monkeypatch.delenv("GIT_TRACE2_EVENT")
         want = report_to_json(check_revert(full, sha, base_ref="refs/heads/main"))
-        gitops.remove_kept_objects()
+        git.remove_kept_objects()
         assert _comparable(got) == _comparable(want), sha
         assert got["purity"] == origin["reverts"][sha]["purity"]
         reports.append(got)
@@ -133,19 +133,19 @@ def test_prefetch_fetches_only_what_is_missing_in_one_batch(origin: dict[str, An
     tree = subprocess.run(["git", "ls-tree", "-r", "refs/heads/main~10"], cwd=partial, capture_output=True, text=True,
                           check=True).stdout  # fmt: skip
     oids = [line.split()[2] for line in tree.splitlines()][:40]
-    assert len(oids) == 40 and gitops.missing_objects(partial, oids) == oids
+    assert len(oids) == 40 and git.missing_objects(partial, oids) == oids
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
-    assert gitops.prefetch_blobs(partial, oids[:25]) == 25
+    assert git.prefetch_blobs(partial, oids[:25]) == 25
     assert len(_fetches(trace)) == 1  # one request for the 25 blobs
-    assert gitops.missing_objects(partial, oids) == oids[25:]
+    assert git.missing_objects(partial, oids) == oids[25:]
     trace.unlink()
-    contents = gitops.blobs(partial, oids)  # the 15 still missing: one more batch
+    contents = git.blobs(partial, oids)  # the 15 still missing: one more batch
     assert all(contents[o] for o in oids) and len(_fetches(trace)) == 1
-    assert gitops.prefetch_blobs(partial, oids) == 0  # nothing missing: no fetch at all
-    assert gitops.prefetch_blobs(tmp_path / "partial.git", []) == 0
-    gitops.remove_kept_objects()
-    assert gitops.missing_objects(partial, oids[:3]) == oids[:3]  # the kept store went with the run
+    assert git.prefetch_blobs(partial, oids) == 0  # nothing missing: no fetch at all
+    assert git.prefetch_blobs(tmp_path / "partial.git", []) == 0
+    git.remove_kept_objects()
+    assert git.missing_objects(partial, oids[:3]) == oids[:3]  # the kept store went with the run
 
 
 def test_grep_over_a_tree_fetches_its_blobs_once(origin: dict[str, Any], tmp_path: Path,
@@ -154,12 +154,12 @@ def test_grep_over_a_tree_fetches_its_blobs_once(origin: dict[str, Any], tmp_pat
     partial = _clone(full, tmp_path / "partial.git", "--filter=blob:none")
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
-    hits = list(gitops.grep_fixed(partial, "refs/heads/main", ["torch.cuda.synchronize"], ["*.py"]))
+    hits = list(git.grep_fixed(partial, "refs/heads/main", ["torch.cuda.synchronize"], ["*.py"]))
     monkeypatch.delenv("GIT_TRACE2_EVENT")
-    assert hits == list(gitops.grep_fixed(full, "refs/heads/main", ["torch.cuda.synchronize"], ["*.py"]))
+    assert hits == list(git.grep_fixed(full, "refs/heads/main", ["torch.cuda.synchronize"], ["*.py"]))
     assert len(hits) > 20
     assert len(_fetches(trace)) == 1  # the .py files of the tree in one fetch (without it: one per file)
-    gitops.remove_kept_objects()
+    git.remove_kept_objects()
 
 
 def test_fetch_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -331,10 +331,28 @@ def test_propose_workflows_lint_clean_and_match_the_templates() -> None:
 
 def test_init_installs_the_propose_workflows_in_shadow_mode(tmp_path: Path) -> None:
     from revertbot.config import load_config
-    from revertbot.install.workflows import CONFIG_PATH, PROPOSE_RERUN_WORKFLOW_PATH, PROPOSE_WORKFLOW_PATH, plan_files
+    from revertbot.install.files import CONFIG_PATH, PROPOSE_RERUN_WORKFLOW_PATH, PROPOSE_WORKFLOW_PATH
+    from revertbot.install.workflows import plan_files
 
     pin = "revertbot @ git+https://github.com/example/revertbot@" + "0" * 40
     files = {f.path: f.text for f in plan_files(pin, ("self-hosted", "linux", "x64", "cuda"))}
     assert PROPOSE_WORKFLOW_PATH in files and PROPOSE_RERUN_WORKFLOW_PATH in files
     assert f'REVERTBOT_SPEC: "{pin}"' in files[PROPOSE_WORKFLOW_PATH]
     assert load_config(files[CONFIG_PATH]).propose.mode == "shadow"
+
+
+def test_the_record_times_the_culprit_and_the_pull_request_apart(gh: FakeGitHub, tmp_path: Path) -> None:
+    # Each reading of the clock is a minute later: the search ends before the pull request opens,
+    # and the record keeps both moments (time to culprit and time to PR are measured apart).
+    s = _scene(gh, tmp_path)
+    runner = FakeRunner(s.clone, s.culprit)
+    ticks = iter(range(NOW, NOW + 60 * 10_000, 60))
+    out = propose_on_github(
+        s.api, s.clone, 41, _config("propose"), lambda _incident: runner, lambda: float(next(ticks)),
+        default_branch="main", triage=lambda *_a, **_k: s.incident, head_green=lambda _i: False,
+        remote=f"file://{s.remote}", log=lambda _line: None,
+    )  # fmt: skip
+    assert out.action == "propose" and out.pull, out.reasons
+    found, opened = out.record["found_at"], out.record["opened_at"]
+    assert found and opened and found < opened
+    assert out.found_at is not None and out.opened_at is not None and out.opened_at - out.found_at >= 60

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from revertbot.propose.rails import Culprit, Limits, State, decide, opted_out
+from revertbot.propose.rails import Culprit, Limits, State, decide, opted_out, queue_pause
 
 FRESH = Culprit(sha="c" * 40, age_hours=3.0)
 READY = State(kill_switch=False, proven=True)
@@ -60,3 +60,26 @@ def test_opt_out_by_label_or_line() -> None:
     assert opted_out("fix\n\nrevertbot: no-auto-revert\n")
     assert opted_out("fix", ("revertbot:no-auto-revert",))
     assert not opted_out("fix: mention revertbot: no-auto-revert inline")
+
+
+def test_probes_pause_while_gpu_jobs_queue_above_the_limit() -> None:
+    assert queue_pause(0) == ""  # nothing queued: the probes may go
+    assert queue_pause(1).startswith("1 GPU job(s) are queued (limit 0)")  # the default: presubmit first
+    assert queue_pause(3, Limits(max_queued_gpu_jobs=3)) == ""
+    assert "4 GPU job(s)" in queue_pause(4, Limits(max_queued_gpu_jobs=3))
+    assert "could not be read: counted as full" in queue_pause(None, Limits(max_queued_gpu_jobs=100))
+
+
+def test_the_queue_gate_takes_the_watched_workflows_and_the_probe_labels_from_the_config() -> None:
+    from revertbot.config import Config, GpuConfig, GpuSuite, ProposeConfig, ProposeLimits
+    from revertbot.propose.github_runner import QueueGate
+
+    suite = GpuSuite(paths=("csrc/**",), command=("pytest",), runner_labels=("self-hosted", "h100"))
+    config = Config(gpu=GpuConfig(suites={"kernels": suite}),
+                    propose=ProposeConfig(workflows=(".github/workflows/nightly.yml",),
+                                          limits=ProposeLimits(max_queued_gpu_jobs=2, queue_wait_minutes=5)))
+    gate = QueueGate.from_config(config)
+    assert gate.workflows == ("nightly.yml", "revertbot-gpu.yml") and gate.labels == ("self-hosted", "h100")
+    assert gate.limits.max_queued_gpu_jobs == 2 and gate.limits.queue_wait_minutes == 5
+    own = Config(gpu=config.gpu, propose=ProposeConfig(runner_labels=("self-hosted", "b200")))
+    assert QueueGate.from_config(own).labels == ("self-hosted", "b200")

@@ -9,17 +9,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from revertbot.analysis.public_api import (
-    ApiSources,
-    _params as params_of,
-    compare_params,
-    find_api_breaks,
-    is_internal_path,
-)
+from revertbot.analysis.public_api import find_api_breaks
+from revertbot.analysis.public_api_model import ApiSources
+from revertbot.analysis.public_api_names import is_internal_path
+from revertbot.analysis.public_api_signatures import compare_params, params_of
 from revertbot.analysis.symbols import diff_symbols
-from revertbot.models import RevertReport
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
+from revertbot.report_data import RevertReport
 from tests.gitrepo import GitRepo
 from tests.test_report_zh import ALLOWED, _prose
 
@@ -362,7 +359,7 @@ def test_what_an_init_py_holds_that_is_no_api() -> None:
 
 
 def test_the_package_the_repository_root_is_installed_as() -> None:
-    from revertbot.analysis.public_api import root_package_candidates
+    from revertbot.analysis.public_api_names import root_package_candidates
 
     texts = ["from executorch.exir import to_edge\nimport executorch.exir.capture\nfrom torch import nn\n"]
     assert root_package_candidates(texts) == [("executorch", "exir")]

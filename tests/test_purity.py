@@ -8,7 +8,7 @@ from collections import Counter
 
 from hypothesis import given, settings, strategies as st
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Link, Unresolved
 from revertbot.verdict.purity import (
     EXISTS,
@@ -305,7 +305,7 @@ def _link(revert: str, *originals: str, unresolved: tuple[Unresolved, ...] = (),
     )
 
 
-# Patches as gitops.commit_patches returns them: the raw lines (modes and object ids), then the diff.
+# Patches as git.commit_patches returns them: the raw lines (modes and object ids), then the diff.
 ORIG = f":100644 100644 {BLOB_A} {BLOB_B} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n+X\n b\n"
 INVERSE = (
     f":100644 100644 {BLOB_B} {BLOB_A} M\tf\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-X\n b\n"
@@ -372,7 +372,7 @@ def test_patch_requests_dedupes_and_uses_first_parents() -> None:
 
 def purity(repo: GitRepo, revert: str, *originals: str, direction: int = 1):  # type: ignore[no-untyped-def]
     """Classify through the same path a scan takes: one batched diff-tree over the ref's history."""
-    commits = gitops.log(repo.path, repo.head())
+    commits = git.log(repo.path, repo.head())
     (entry,) = classify_links(repo.path, commits, [_link(revert, *originals, direction=direction)])
     return entry.purity
 
@@ -574,7 +574,7 @@ def test_special_paths_through_real_git(repo: GitRepo) -> None:
     repo.commit("init", {"my file.txt": "a\n", "café.txt": "b\n", "x b/y": "c\n"})
     orig = repo.commit("Edit all", {"my file.txt": "a\nA\n", "café.txt": "b\nB\n", "x b/y": "c\nC\n"})
     rev = repo.revert(orig)
-    patches, errors, _ = gitops.commit_patches(repo.path, [(orig, repo.head(f"{orig}^"))])
+    patches, errors, _ = git.commit_patches(repo.path, [(orig, repo.head(f"{orig}^"))])
     assert errors == {}
     assert {path for path, _ in change_vector(patches[orig])} == {"my file.txt", "café.txt", "x b/y"}
     assert purity(repo, rev, orig).verdict == "pure"

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from revertbot.models import Purity, ScanEntry
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
+from tests.gitspy import git_function, patch_git
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -250,18 +251,18 @@ def test_pure_iff_the_revert_tree_equals_the_tree_git_revert_produces(
 
 def test_batched_merges_equal_one_by_one_merges(repo: GitRepo) -> None:
     """Merges side by side in one composite tree give each merge's own result and conflicts."""
-    from revertbot.git import gitops
+    from revertbot import git
 
     repo.commit("base", {"a.txt": LINES, "b.txt": LINES})
     o1 = repo.commit("Change five", {"a.txt": LINES.replace("line 5\n", "five\n")})
     o2 = repo.commit("Change b", {"b.txt": LINES.replace("line 2\n", "two\n")})
     p1 = repo.commit("Drift far", {"a.txt": LINES.replace("line 5\n", "five\n").replace("line 19\n", "19\n")})
     p2 = repo.commit("Drift on the same line", {"b.txt": LINES.replace("line 2\n", "TWO\n")})
-    trees = gitops.trees_of(repo.path, [o1, f"{o1}~1", o2, f"{o2}~1", p1, p2])
+    trees = git.trees_of(repo.path, [o1, f"{o1}~1", o2, f"{o2}~1", p1, p2])
     merges = [(trees[o1], trees[p1], trees[f"{o1}~1"]), (trees[o2], trees[p2], trees[f"{o2}~1"])]
-    with gitops.scratch_objects(repo.path) as env:
-        batched = gitops.merge_trees_without_renames(repo.path, merges, env)
-        single = gitops.merge_trees(repo.path, merges, env)
+    with git.scratch_objects(repo.path) as env:
+        batched = git.merge_trees_without_renames(repo.path, merges, env)
+        single = git.merge_trees(repo.path, merges, env)
     assert [r.clean for r in batched] == [r.clean for r in single] == [True, False]
     assert batched[0].tree == single[0].tree  # a conflicted tree differs only in its markers' labels
     assert batched[1].conflicts == single[1].conflicts == (("b.txt", frozenset({1, 2, 3})),)
@@ -294,11 +295,10 @@ def test_rounds_of_one_or_two_merges_skip_the_composite(
 ) -> None:
     # A composite merge costs two processes (merge and listing): one or two merges are done with
     # renames detected instead, one process each; three or more go into one composite.
-    from revertbot.git import gitops
 
     calls: list[tuple[str, int]] = []
     for name in ("merge_trees", "merge_trees_without_renames", "object_names"):
-        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
+        patch_git(monkeypatch, name, _counting(git_function(name), name, calls))
     files = {f"f{i}.txt": LINES for i in range(reverts)}
     repo.commit("base", files)
     five = LINES.replace("line 5\n", "five\n")
@@ -315,7 +315,7 @@ def test_rounds_of_one_or_two_merges_skip_the_composite(
 
 
 def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
-    """``real`` (a function of gitops taking a list of merges or names), noting its name and the
+    """``real`` (a git function taking a list of merges or names), noting its name and the
     length of the list it is given."""
 
     def spy(root: Path, items: list[Any], env: dict[str, str] | None = None) -> Any:
@@ -329,19 +329,19 @@ def _counting(real: Any, name: str, calls: list[tuple[str, int]]) -> Any:
 def test_no_path_is_looked_up_for_a_first_merge_that_adds_one(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     # Undoing an original that deleted a file adds it back: renames can then matter whatever the
     # ours side did, so what it added or deleted is not asked; the merges run with renames detected.
-    from revertbot.git import gitops
+    from revertbot import git
 
     asked: list[str] = []
-    real = gitops.object_names
+    real = git.object_names
 
     def spy(root: Path, specs: list[str], env: dict[str, str] | None = None) -> Any:
         asked.extend(specs)
         return real(root, specs, env)
 
-    monkeypatch.setattr(gitops, "object_names", spy)
+    patch_git(monkeypatch, "object_names", spy)
     calls: list[tuple[str, int]] = []
     for name in ("merge_trees", "merge_trees_without_renames"):
-        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
+        patch_git(monkeypatch, name, _counting(git_function(name), name, calls))
     repo.commit("base", {**{f"f{i}.txt": LINES for i in range(3)}, **{f"g{i}.txt": "g\n" for i in range(3)}})
     five = LINES.replace("line 5\n", "five\n")
     originals = [repo.commit(f"Change f{i}, drop g{i}", {f"f{i}.txt": five, f"g{i}.txt": None}) for i in range(3)]
@@ -397,11 +397,10 @@ def test_a_later_round_of_one_merge_asks_git_nothing_before_merging(
 ) -> None:
     # Two originals undone on a file changed since: two rounds of one merge each. A round that
     # small runs with renames detected whatever ours did, so nothing is looked up for it.
-    from revertbot.git import gitops
 
     calls: list[tuple[str, int]] = []
     for name in ("merge_trees", "merge_trees_without_renames", "object_names"):
-        monkeypatch.setattr(gitops, name, _counting(getattr(gitops, name), name, calls))
+        patch_git(monkeypatch, name, _counting(git_function(name), name, calls))
     repo.commit("base", {"f.txt": LINES})
     first = repo.commit("Change 5", {"f.txt": LINES.replace("line 5\n", "five\n")})
     second = repo.commit("Change 9", {"f.txt": LINES.replace("line 5\n", "five\n").replace("line 9\n", "nine\n")})

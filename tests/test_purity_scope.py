@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from revertbot.models import RevertReport
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
+from revertbot.report_data import RevertReport
 from revertbot.verdict.purity_scope import match_paths, path_matches, stated_scope
 from tests.gitrepo import GitRepo
 

@@ -3,8 +3,8 @@ diff, and the action, on real git repositories."""
 
 from __future__ import annotations
 
-from revertbot.models import GpuSummary, GpuTestFlip, RelandTest
 from revertbot.pipeline.check import check_revert
+from revertbot.report_data import GpuSummary, GpuTestFlip, RelandTest
 from revertbot.verdict.reland import failure_gone, flipped_tests, reland_test_outcomes, valid_test_id
 from tests.gitrepo import GitRepo
 

@@ -18,8 +18,9 @@ from revertbot.report import report_to_json
 from revertbot.report.escape import inline
 from revertbot.report.i18n import TEXT
 from revertbot.report.reland_md import content_reland_line, reland_blocks
-from revertbot.store.db import load_history, record_scan
 from revertbot.store.history_branch import Record, parse_record, record_problems
+from revertbot.store.queries import load_history
+from revertbot.store.writes import record_scan
 from revertbot.verdict import reland_content as rc
 from revertbot.verdict.reland_stage import recorded_reland
 from revertbot.verdict.scan import scan_repository
@@ -214,22 +215,22 @@ def test_a_pull_request_that_says_nothing_is_matched_against_recorded_reverts(re
 
 
 def _log(repo: GitRepo) -> list:  # type: ignore[type-arg]
-    from revertbot.git import gitops
-    from revertbot.verdict.detect import index_message
+    from revertbot import git
+    from revertbot.verdict.grammar import index_message
 
-    return gitops.log(repo.path, "HEAD", keep=index_message)
+    return git.log(repo.path, "HEAD", keep=index_message)
 
 
 def scan_links(repo: GitRepo) -> list:  # type: ignore[type-arg]
     """The scan's entries for the reverts linked by message alone (no content relands yet)."""
-    from revertbot.git import gitops
+    from revertbot import git
     from revertbot.verdict.detect import link_reverts
 
     class E:
         def __init__(self, link: object) -> None:
             self.link = link
 
-    return [E(lk) for lk in link_reverts(_log(repo), lookup_objects=lambda n: gitops.object_types(repo.path, n))]
+    return [E(lk) for lk in link_reverts(_log(repo), lookup_objects=lambda n: git.object_types(repo.path, n))]
 
 
 def rc_time() -> float:

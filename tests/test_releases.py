@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from revertbot.models import Backport
 from revertbot.pipeline.check import check_revert
 from revertbot.report.i18n import TEXT
 from revertbot.report.releases_md import releases_line
+from revertbot.report_data import Backport
 from revertbot.verdict.releases import (
     find_releases,
     is_prerelease,

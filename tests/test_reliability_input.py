@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from revertbot.config import Config, load_config, schema_keys
 from revertbot.dashboard.build import esc
 from revertbot.errors import EXIT_CONFIG, EXIT_GIT, EXIT_GITHUB, EXIT_USAGE, ConfigError, RevertbotError
-from revertbot.github.action import ActionOptions, run_action
-from revertbot.models import RevertReport
+from revertbot.github.action import run_action
+from revertbot.github.action_io import ActionOptions
 from revertbot.report import MARKER, render_markdown
 from revertbot.report.escape import ZWSP, code, fenced, html_text, inline
-from revertbot.verdict.detect import parse_message
+from revertbot.report_data import RevertReport
+from revertbot.verdict.grammar import parse_message
 from tests.github_server import FakeGitHub, serve
 
 EXAMPLES = {"parser": 1000, "config_text": 500, "config_tree": 500, "payload": 300, "escape": 1000, "report": 200}

@@ -16,24 +16,23 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.analysis.dependents import Dependent
+from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.symbols import SymbolChange
 from revertbot.demo.repo import REPO_SLUG, build_demo_repo
-from revertbot.models import (
-    ApplyResult,
+from revertbot.models import ApplyResult, PurityResult
+from revertbot.pipeline.check import check_revert
+from revertbot.report import MARKER, render_markdown, report_to_json
+from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
+from revertbot.report_data import (
     Backport,
     CodeExcerpt,
     CommitRef,
     DriftCommit,
     FileChange,
-    PurityResult,
     RevertReport,
     Risk,
     RiskFactor,
 )
-from revertbot.pipeline.check import check_revert
-from revertbot.report import MARKER, render_markdown, report_to_json
-from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
 from tests.gitrepo import GitRepo
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -16,20 +16,11 @@ from revertbot.github.ci_facts import classify
 from revertbot.github.client import CiRun, RequiredChecks
 from revertbot.github.pr_check import REQUEST_BUDGET, merge_backports
 from revertbot.globs import branch_name
-from revertbot.models import (
-    ApplyResult,
-    Backport,
-    CiCheck,
-    CommitRef,
-    GitHubContext,
-    PurityResult,
-    RevertReport,
-    Risk,
-    RiskFactor,
-)
+from revertbot.models import ApplyResult, PurityResult
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.facts import human_message
 from revertbot.report.markdown import GITHUB_COMMENT_LIMIT
+from revertbot.report_data import Backport, CiCheck, CommitRef, GitHubContext, RevertReport, Risk, RiskFactor
 from tests.github_server import FakeGitHub, World
 from tests.test_report import _huge_report, assert_fences_balanced, section
 

@@ -14,13 +14,14 @@ import pytest
 
 from revertbot.analysis.symbols import diff_symbols
 from revertbot.demo.repo import REPO_SLUG, build_demo_repo
-from revertbot.models import Backport, GpuSummary, GpuTestFlip, PurityResult, RevertReport
+from revertbot.models import PurityResult
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report.facts import cut_at_token
+from revertbot.report.format_md import rich
 from revertbot.report.gpu_sentence import gpu_state
 from revertbot.report.i18n import translate_detail
-from revertbot.report.markdown import rich
+from revertbot.report_data import Backport, GpuSummary, GpuTestFlip, RevertReport
 from tests.gitrepo import GitRepo
 from tests.test_report import strip_code
 from tests.test_report_zh import ALLOWED, _data_strings

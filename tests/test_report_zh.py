@@ -13,25 +13,22 @@ import pytest
 from revertbot.analysis.risk import with_backports
 from revertbot.demo.repo import REPO_SLUG, build_demo_repo
 from revertbot.globs import branch_name
-from revertbot.models import (
-    ApplyResult,
+from revertbot.models import ApplyResult, ConflictFile, ConflictHunk, PurityResult
+from revertbot.pipeline.check import check_revert
+from revertbot.report import render_markdown
+from revertbot.report.escape import inline
+from revertbot.report.i18n import ZH, ZH_AVOID, ZH_TERMS
+from revertbot.report_data import (
     Backport,
     CiCheck,
-    ConflictFile,
-    ConflictHunk,
     DriftCommit,
     GitHubContext,
     GpuMetricDelta,
     GpuSummary,
     GpuTestFlip,
-    PurityResult,
     RevertReport,
     ReviewHighlight,
 )
-from revertbot.pipeline.check import check_revert
-from revertbot.report import render_markdown
-from revertbot.report.escape import inline
-from revertbot.report.i18n import ZH, ZH_AVOID, ZH_TERMS
 from tests.test_report import strip_code
 
 #: English words a Chinese maintainer's digest keeps as they are.

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from revertbot.analysis.risk import RiskInputs, RiskThresholds, assess, with_backports
-from revertbot.models import ApplyResult, Backport, FileChange, PurityResult
+from revertbot.models import ApplyResult, PurityResult
+from revertbot.report_data import Backport, FileChange
 
 
 def _inputs(critical: bool, backports: tuple[Backport, ...] = ()) -> RiskInputs:
@@ -50,7 +51,7 @@ def test_backports_learned_later_are_reassessed_with_the_same_rules() -> None:
 def test_green_suites_that_ran_without_a_gpu_do_not_clear_critical_paths() -> None:
     import dataclasses
 
-    from revertbot.models import GpuSummary, GpuTestFlip
+    from revertbot.report_data import GpuSummary, GpuTestFlip
 
     cpu = GpuSummary(suites=("graph",), hardware="no GPU (nvidia-smi is not on PATH)", passed_both=3,
                      fixed=(GpuTestFlip("t::fix", "failed", "passed"),), cpu_only=("graph",))  # fmt: skip

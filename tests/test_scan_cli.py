@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
-from revertbot.git import gitops
 from revertbot.verdict.scan import _SCAN_SETTINGS
 from tests.gitrepo import GitRepo
 
@@ -263,14 +263,14 @@ def test_settings_read_beside_the_history(repo: GitRepo, tmp_path: Path, capsys:
     code, out, _ = scan(capsys, "--repo", str(repo.path), "--format", "json")
     (entry,) = json.loads(out)
     assert code == 0 and entry["originals"] == [orig] and entry["purity"] == "modified"
-    assert gitops.config_values(repo.path, _SCAN_SETTINGS) == [
+    assert git.config_values(repo.path, _SCAN_SETTINGS) == [
         ("remote.origin.url", "https://github.com/other/fork.git"),
         ("remote.origin.url", "https://github.com/acme/engine.git"),
     ]
     repo.git("config", "remote.origin.url", str(tmp_path / "gone.git"), "^https://github.com/acme")
     repo.git("config", "remote.origin.promisor", "true")
     repo.git("config", "extensions.partialClone", "origin")
-    assert [key for key, _ in gitops.config_values(repo.path, _SCAN_SETTINGS)] == [
+    assert [key for key, _ in git.config_values(repo.path, _SCAN_SETTINGS)] == [
         "remote.origin.url", "remote.origin.url", "remote.origin.promisor", "extensions.partialclone"]  # fmt: skip
     # The blob the explanation needs is gone and cannot be fetched: never pure, and git says why.
     blob = repo.git("rev-parse", f"{orig}:f.py").strip()

@@ -8,8 +8,8 @@ import tracemalloc
 from collections.abc import Iterator
 
 from revertbot.models import Commit
-from revertbot.verdict.detect import _topological
-from revertbot.verdict.scan import StreamedHistory
+from revertbot.verdict.history_index import _topological
+from revertbot.verdict.history_stream import StreamedHistory
 
 REVERTS = 20
 

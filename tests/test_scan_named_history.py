@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from bench.synth import build_repo
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Commit
-from revertbot.verdict import scan
-from revertbot.verdict.detect import index_message
+from revertbot.verdict import history_stream, scan
+from revertbot.verdict.grammar import index_message
 from tests.gitrepo import GitRepo
 
 
 def _whole_history(root: Path) -> tuple[list[Commit], int, None]:
-    commits = gitops.log(root, "--all", keep=index_message)
+    commits = git.log(root, "--all", keep=index_message)
     return commits, len(commits), None
 
 
@@ -65,12 +65,12 @@ def _branchy_history(repo: GitRepo) -> None:
 
 def test_all_refs_links_as_the_whole_history_does(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     _branchy_history(repo)
-    kept, count, ancestry = scan.named_history(repo.path)
-    assert ancestry is not None and count == len(gitops.log(repo.path, "--all")) and len(kept) < count / 2
+    kept, count, ancestry = history_stream.named_history(repo.path)
+    assert ancestry is not None and count == len(git.log(repo.path, "--all")) and len(kept) < count / 2
     # Ancestry from the kept commits' parents, as git itself answers it.
     for a in kept[::3]:
         for b in kept[::4]:
-            assert ancestry(a.sha, b.sha) == (a.sha != b.sha and gitops.is_ancestor(repo.path, a.sha, b.sha))
+            assert ancestry(a.sha, b.sha) == (a.sha != b.sha and git.is_ancestor(repo.path, a.sha, b.sha))
     entries = _same_with_the_whole_history(repo.path, monkeypatch)
     assert len(entries) > 6  # the reverts and relands above, linked
 
@@ -89,10 +89,10 @@ def test_a_synthetic_history_with_a_skewed_branch(tmp_path: Path, monkeypatch: p
 def test_ordering_by_parents_matches_the_linker(repo: GitRepo) -> None:
     """Where git lists a parent before its child, the positions are those the linker's own
     reordering gives the whole history."""
-    from revertbot.verdict.detect import _topological
+    from revertbot.verdict.history_index import _topological
 
     _branchy_history(repo)
-    commits = gitops.log(repo.path, "--all")
+    commits = git.log(repo.path, "--all")
     index = {c.sha: i for i, c in enumerate(commits)}
     assert any(index.get(p, i + 1) < i for i, c in enumerate(commits) for p in c.parents)  # skewed indeed
     shas = bytearray(b"".join(bytes.fromhex(c.sha) for c in commits))
@@ -104,8 +104,8 @@ def test_ordering_by_parents_matches_the_linker(repo: GitRepo) -> None:
     for c in commits:
         total += len(c.parents)
         ends.append(total)
-    parent_index = scan._parent_indices(shas, parents, ends)
+    parent_index = history_stream._parent_indices(shas, parents, ends)
     assert parent_index is not None
-    position = scan._topological_positions(parent_index, array("I", [0]) + ends[:-1], ends)
+    position = history_stream._topological_positions(parent_index, array("I", [0]) + ends[:-1], ends)
     ordered = sorted(range(len(commits)), key=lambda i: position[i])
     assert [commits[i].sha for i in ordered] == [c.sha for c in _topological(commits)]

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from bench.synth import build_repo
-from revertbot.git import gitops
-from revertbot.verdict.detect import index_message, link_reverts
+from revertbot import git
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import index_message
 from revertbot.verdict.proof import renames_could_matter
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo, _env
+from tests.gitspy import patch_git
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -25,7 +27,7 @@ def _verdict(repo: GitRepo, revert: str) -> str:
 def test_raw_diffs_name_the_files_inside_directories(repo: GitRepo) -> None:
     repo.commit("base", {"pkg/sub/a.py": "x = 1\n", "top.txt": "t\n"})
     change = repo.commit("Change", {"pkg/sub/a.py": "x = 2\n"})
-    raws, errors = gitops.commit_raws(repo.path, [(change, None)])
+    raws, errors = git.commit_raws(repo.path, [(change, None)])
     assert not errors
     lines = [line for line in raws[change].splitlines() if line.startswith(":")]
     assert len(lines) == 1 and lines[0].endswith("\tpkg/sub/a.py"), raws[change]
@@ -41,14 +43,14 @@ def test_a_missing_blob_fails_only_its_own_commit_and_the_text_diff_runs_once(
     lost = repo.git("rev-parse", f"{second}:b.py").strip()
     (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
     calls: list[tuple[str, ...]] = []
-    real = gitops.run_bytes
+    real = git.run_bytes
 
     def counting(*args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
         calls.append(args)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gitops, "run_bytes", counting)
-    patches, errors, truncated = gitops.commit_patches(repo.path, [(first, None), (second, None), (third, None)])
+    patch_git(monkeypatch, "run_bytes", counting)
+    patches, errors, truncated = git.commit_patches(repo.path, [(first, None), (second, None), (third, None)])
     assert errors == {second: f"fatal: unable to read {lost}"}
     assert "+a = 2" in patches[first] and "+a = 3" in patches[third]
     assert not truncated
@@ -59,9 +61,9 @@ def test_a_missing_blob_fails_only_its_own_commit_and_the_text_diff_runs_once(
 def test_slimmed_messages_link_exactly_as_the_full_ones(tmp_path: Path) -> None:
     build_repo(tmp_path / "synth", commits=300, reverts=30, seed=3)
     root = tmp_path / "synth"
-    head = gitops.resolve_commit(root, "refs/heads/main")
-    full = link_reverts(gitops.log(root, head))
-    slim = link_reverts(gitops.log(root, head, keep=index_message))
+    head = git.resolve_commit(root, "refs/heads/main")
+    full = link_reverts(git.log(root, head))
+    slim = link_reverts(git.log(root, head, keep=index_message))
     assert full and slim == full
 
 
@@ -77,7 +79,7 @@ def test_slimmed_messages_link_exactly_as_the_full_ones(tmp_path: Path) -> None:
 )
 def test_slimmed_message_keeps_what_the_index_reads(message: str) -> None:
     from revertbot.models import Commit
-    from revertbot.verdict.detect import HistoryIndex
+    from revertbot.verdict.history_index import HistoryIndex
 
     def index(msg: str) -> HistoryIndex:
         return HistoryIndex.build([Commit("f" * 40, (), "a", "a@x", 0, 0, msg)])
@@ -188,7 +190,7 @@ def test_raw_diffs_begun_early_are_those_of_one_read_and_a_lost_tree_fails_only_
     lost = repo.git("rev-parse", f"{broken}:d").strip()
     (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
     pairs = [(s, shas[0]) for s in shas[1:]] + [(broken, shas[-1]), (after, None)]
-    finish = gitops.start_commit_raws(repo.path, pairs)
+    finish = git.start_commit_raws(repo.path, pairs)
     assert len(repo.git("log", "--format=%H").split()) == 13  # the caller works on while git diffs
     raws, errors = finish()
     assert list(errors) == [broken] and lost in errors[broken]
@@ -204,7 +206,7 @@ def test_raw_diffs_begun_early_are_those_of_one_read_and_a_lost_tree_fails_only_
 def test_a_git_begun_early_reads_input_larger_than_a_pipe_while_its_output_grows(repo: GitRepo) -> None:
     head = repo.commit("base", {"a.py": "a = 1\n"})
     names = "".join(f"{head}\n" if i % 2 else f"{i:040x}\n" for i in range(100_000))  # 4 MB in, 4 MB out
-    done = gitops.Started(["cat-file", "--batch-check"], repo.path, names.encode()).wait()
+    done = git.Started(["cat-file", "--batch-check"], repo.path, names.encode()).wait()
     lines = done.stdout.decode().splitlines()
     assert done.returncode == 0 and len(lines) == 100_000
     assert lines[1].startswith(f"{head} commit ")
@@ -213,7 +215,7 @@ def test_a_git_begun_early_reads_input_larger_than_a_pipe_while_its_output_grows
 
 def test_a_git_begun_early_that_stops_before_reading_its_input_reports_its_failure(repo: GitRepo) -> None:
     repo.commit("base", {"a.py": "a = 1\n"})
-    started = gitops.Started(["cat-file", "--no-such-option"], repo.path, b"x" * (4 << 20))
+    started = git.Started(["cat-file", "--no-such-option"], repo.path, b"x" * (4 << 20))
     done = started.wait()
     assert done.returncode != 0 and b"no-such-option" in done.stderr and done.stdout == b""
 
@@ -252,13 +254,13 @@ def test_verdicts_do_not_wait_for_the_missing_blob_check_yet_read_what_it_finds(
     second = repo.commit("Change g", {"g.py": "g2\n", "f.py": LINES + "extra\nmore\n"})
     second_rev = repo.commit(f'Revert "Change g"\n\nThis reverts commit {second}.', {"g.py": "g\n"})
     texts: list[int] = []
-    real = gitops.commit_texts
+    real = git.commit_texts
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         texts.append(len(args[1]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gitops, "commit_texts", counting)
+    patch_git(monkeypatch, "commit_texts", counting)
     healthy = {e.link.revert: e.purity for e in scan_repository(repo.path).entries}
     assert (healthy[first_rev].verdict, healthy[second_rev].verdict) == ("extra", "partial")
     assert len(texts) == 1

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from revertbot.errors import EXIT_CONFLICT, EXIT_GITHUB
-from revertbot.github import settings_check
 from revertbot.github.client import NotFoundOnGitHub
-from revertbot.github.settings_check import check_settings
-from revertbot.install.workflows import DEFAULT_RUNNER_GROUP, DEFAULT_RUNNER_LABELS, GPU_WORKFLOW_PATH
+from revertbot.install import settings_check
+from revertbot.install.files import DEFAULT_RUNNER_GROUP, DEFAULT_RUNNER_LABELS, GPU_WORKFLOW_PATH
+from revertbot.install.settings_check import check_settings
 from tests.github_server import FakeGitHub
 from tests.test_init import GPU_LABELS, GPU_WORKFLOW, SETTINGS, _check, _settings, init
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from revertbot import git
 from revertbot.cli.main import run_cli
 from revertbot.demo.repo import build_demo_repo
-from revertbot.errors import UsageError
-from revertbot.git import gitops
+from revertbot.errors import EXIT_STORE, UsageError
 from revertbot.pipeline.check import check_revert
-from revertbot.store import db as store, history_branch as history
-from revertbot.store.db import CommitInfo, RevertRow, StoreError
+from revertbot.store import history_branch as history, queries, replay, schema, writes
+from revertbot.store.schema import StoreError
+from revertbot.store.writes import CommitInfo, RevertRow
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
@@ -73,11 +74,11 @@ def test_scan_records_reverts_with_originals_dates_modules_and_relands(
     repo: GitRepo, story: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "history.db"
-    written = store.record_scan(db, scan_repository(repo.path))
+    written = writes.record_scan(db, scan_repository(repo.path))
     assert written == 3
-    hist = store.load_history(db)
+    hist = queries.load_history(db)
     assert hist.repositories == ("repo",)
-    assert hist.schema_version == store.SCHEMA_VERSION
+    assert hist.schema_version == schema.SCHEMA_VERSION
     by_sha = {r.sha: r for r in hist.reverts}
     assert set(by_sha) == {story["revert"], story["reland"], story["kernel_revert"]}
 
@@ -105,24 +106,24 @@ def test_scan_records_reverts_with_originals_dates_modules_and_relands(
 def test_scan_modules_follow_the_repository_config(repo: GitRepo, story: dict[str, str], tmp_path: Path) -> None:
     repo.commit("config", {".revertbot.yml": 'modules:\n  - pattern: "sgl-kernel/**"\n    name: kernels\n'})
     db = tmp_path / "h.db"
-    store.record_scan(db, scan_repository(repo.path))
-    modules = {r.sha: r.modules for r in store.load_history(db).reverts}
+    writes.record_scan(db, scan_repository(repo.path))
+    modules = {r.sha: r.modules for r in queries.load_history(db).reverts}
     assert modules[story["kernel_revert"]] == ("kernels",)
 
 
 def test_upserts_are_idempotent_and_update_in_place(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     rows = [_row("a" * 40), _row("b" * 40, purity="extra")]
-    store.record_rows(db, "org/eng", rows)
+    writes.record_rows(db, "org/eng", rows)
     before = {t: _count(db, t) for t in ("repositories", "reverts", "originals", "revert_modules")}
-    store.record_rows(db, "org/eng", rows)
+    writes.record_rows(db, "org/eng", rows)
     after = {t: _count(db, t) for t in ("repositories", "reverts", "originals", "revert_modules")}
     assert before == after == {"repositories": 1, "reverts": 2, "originals": 2, "revert_modules": 2}
 
     first_seen = sqlite3.connect(db).execute("SELECT first_seen FROM reverts WHERE sha = ?", ("a" * 40,)).fetchone()
     changed = dataclasses.replace(rows[0], purity="modified", modules={"pkg": 1, "other": 2})
-    store.record_rows(db, "org/eng", [changed])
-    hist = store.load_history(db)
+    writes.record_rows(db, "org/eng", [changed])
+    hist = queries.load_history(db)
     a = next(r for r in hist.reverts if r.sha == "a" * 40)
     assert a.purity == "modified"
     assert a.modules == ("other", "pkg")  # most files first
@@ -130,17 +131,17 @@ def test_upserts_are_idempotent_and_update_in_place(tmp_path: Path) -> None:
     again = sqlite3.connect(db).execute("SELECT first_seen FROM reverts WHERE sha = ?", ("a" * 40,)).fetchone()
     assert again == first_seen
     # The same sha in another repository is another row.
-    store.record_rows(db, "org/other", [rows[0]])
+    writes.record_rows(db, "org/other", [rows[0]])
     assert _count(db, "reverts") == 3
 
 
 def test_wal_mode_and_version(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    conn = store.open_store(db)
+    conn = schema.open_store(db)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert store.schema_version(conn) == store.SCHEMA_VERSION == len(store.MIGRATIONS)
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == store.APPLICATION_ID
+        assert schema.schema_version(conn) == schema.SCHEMA_VERSION == len(schema.MIGRATIONS)
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
     finally:
         conn.close()
     raw = sqlite3.connect(db)
@@ -150,18 +151,18 @@ def test_wal_mode_and_version(tmp_path: Path) -> None:
 @pytest.mark.parametrize("start", [1, 2])
 def test_migrates_an_older_file_and_keeps_its_data(tmp_path: Path, start: int) -> None:
     db = tmp_path / "old.db"
-    conn = store.open_store(db, upto=start)
-    assert store.schema_version(conn) == start
+    conn = schema.open_store(db, upto=start)
+    assert schema.schema_version(conn) == start
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "gpu_results" not in tables
-    store.record_rows(conn, "org/eng", [_row("a" * 40)])
+    writes.record_rows(conn, "org/eng", [_row("a" * 40)])
     conn.close()
 
-    store.record_gpu(db, "org/eng", "a" * 40, {"suites": ["graph"], "hardware": "H100", "passed_both": 4})
+    writes.record_gpu(db, "org/eng", "a" * 40, {"suites": ["graph"], "hardware": "H100", "passed_both": 4})
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     conn.close()
-    hist = store.load_history(db)
+    hist = queries.load_history(db)
     assert [(r.sha, r.purity, r.gpu_status) for r in hist.reverts] == [("a" * 40, "pure", "pass")]
     assert hist.reverts[0].originals[0].subject == "x"
 
@@ -170,17 +171,17 @@ def test_a_failing_migration_leaves_the_file_at_its_old_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "old.db"
-    conn = store.open_store(db, upto=1)
-    store.record_rows(conn, "org/eng", [_row("a" * 40)])
+    conn = schema.open_store(db, upto=1)
+    writes.record_rows(conn, "org/eng", [_row("a" * 40)])
     conn.close()
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(store, "MIGRATIONS", (store.MIGRATIONS[0], broken, store.MIGRATIONS[2]))
+    monkeypatch.setattr(schema, "MIGRATIONS", (schema.MIGRATIONS[0], broken, schema.MIGRATIONS[2]))
     with pytest.raises(StoreError, match="disk I/O error"):
-        store.open_store(db)
+        schema.open_store(db)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -190,18 +191,18 @@ def test_a_failing_migration_leaves_the_file_at_its_old_version(
 
 def test_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
-    store.record_rows(db, "org/eng", [_row("a" * 40)])
+    writes.record_rows(db, "org/eng", [_row("a" * 40)])
     conn = sqlite3.connect(db)
-    conn.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     digest = _digest(db)
-    newer = rf"schema version {store.SCHEMA_VERSION + 1}, newer than this revertbot knows \({store.SCHEMA_VERSION}\)"
+    newer = rf"schema version {schema.SCHEMA_VERSION + 1}, newer than this revertbot knows \({schema.SCHEMA_VERSION}\)"
     with pytest.raises(StoreError, match=newer) as exc:
-        store.open_store(db)
-    assert exc.value.exit_code == store.EXIT_STORE != 0
+        schema.open_store(db)
+    assert exc.value.exit_code == EXIT_STORE != 0
     with pytest.raises(StoreError, match="newer"):
-        store.load_history(db)
+        queries.load_history(db)
     assert _digest(db) == digest
 
 
@@ -210,13 +211,13 @@ def test_corrupt_file_is_an_error_and_is_never_replaced(tmp_path: Path) -> None:
     db.write_bytes(b"this is not an SQLite database\n" * 200)
     digest = _digest(db)
     with pytest.raises(StoreError, match="not a readable revertbot history store"):
-        store.record_rows(db, "org/eng", [_row("a" * 40)])
+        writes.record_rows(db, "org/eng", [_row("a" * 40)])
     assert _digest(db) == digest
 
 
 def test_damaged_pages_are_an_error(tmp_path: Path) -> None:
     db = tmp_path / "damaged.db"
-    store.record_rows(db, "org/eng", [_row(f"{i:040x}") for i in range(300)])
+    writes.record_rows(db, "org/eng", [_row(f"{i:040x}") for i in range(300)])
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -226,7 +227,7 @@ def test_damaged_pages_are_an_error(tmp_path: Path) -> None:
     data[2 * page : len(data)] = b"\xa5" * (len(data) - 2 * page)  # keep the header, wreck the rest
     db.write_bytes(bytes(data))
     with pytest.raises(StoreError):
-        store.load_history(db)
+        queries.load_history(db)
     assert db.read_bytes() == bytes(data)
 
 
@@ -238,13 +239,13 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with pytest.raises(StoreError, match="not a revertbot history store"):
-        store.open_store(db)
+        schema.open_store(db)
     assert sqlite3.connect(db).execute("SELECT name FROM users").fetchall() == [("ana",)]
 
 
 def test_readers_never_create_a_store(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no history store at"):
-        store.load_history(tmp_path / "missing.db")
+        queries.load_history(tmp_path / "missing.db")
     assert not (tmp_path / "missing.db").exists()
 
 
@@ -253,16 +254,16 @@ def _writer(db: str, worker: int, rows: int, start: multiprocessing.synchronize.
     for i in range(rows):
         # One transaction per row, interleaving with the other writers; every writer also
         # rewrites a shared row.
-        store.record_rows(db, "org/eng", [_row(f"{worker:08x}{i:032x}", date=1_700_000_000 + i)])
-        store.record_rows(db, "org/eng", [_row("e" * 40, subject=f"shared by {worker}")])
-    store.record_gpu(db, "org/eng", f"{worker:08x}{0:032x}", {"hardware": "H100", "passed_both": worker + 1})
+        writes.record_rows(db, "org/eng", [_row(f"{worker:08x}{i:032x}", date=1_700_000_000 + i)])
+        writes.record_rows(db, "org/eng", [_row("e" * 40, subject=f"shared by {worker}")])
+    writes.record_gpu(db, "org/eng", f"{worker:08x}{0:032x}", {"hardware": "H100", "passed_both": worker + 1})
 
 
 def _first_open(db: str, start: multiprocessing.synchronize.Event, errors: multiprocessing.Queue[str]) -> None:
     start.wait()
     try:
-        store.open_store(db).close()
-    except store.StoreError as exc:
+        schema.open_store(db).close()
+    except schema.StoreError as exc:
         errors.put(str(exc))
 
 
@@ -296,7 +297,7 @@ def test_concurrent_writers_do_not_lose_rows(tmp_path: Path) -> None:
     for p in workers:
         p.join(120)
     assert [p.exitcode for p in workers] == [0, 0, 0, 0]
-    hist = store.load_history(db)
+    hist = queries.load_history(db)
     shas = {r.sha for r in hist.reverts}
     assert len(shas) == 4 * 40 + 1
     assert all(f"{w:08x}{i:032x}" in shas for w in range(4) for i in range(40))
@@ -307,7 +308,7 @@ def test_concurrent_writers_do_not_lose_rows(tmp_path: Path) -> None:
 
 def test_record_gpu_accepts_text_and_validates(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    store.record_rows(db, "org/eng", [_row("a" * 40)])
+    writes.record_rows(db, "org/eng", [_row("a" * 40)])
     summary = {
         "suites": ["graph-capture"],
         "hardware": "NVIDIA H200",
@@ -315,18 +316,18 @@ def test_record_gpu_accepts_text_and_validates(tmp_path: Path) -> None:
         "metrics": [{"name": "peak memory", "before": 100.0, "after": 120.0, "unit": "MiB", "regressed": True}],
         "passed_both": 12,
     }
-    store.record_gpu(db, "org/eng", "a" * 40, json.dumps(summary))
-    store.record_gpu(db, "org/eng", "a" * 40, json.dumps(summary))  # idempotent
+    writes.record_gpu(db, "org/eng", "a" * 40, json.dumps(summary))
+    writes.record_gpu(db, "org/eng", "a" * 40, json.dumps(summary))  # idempotent
     assert _count(db, "gpu_results") == 1
-    r = store.load_history(db).reverts[0]
+    r = queries.load_history(db).reverts[0]
     assert r.gpu_status == "regressed"
     assert r.gpu is not None and r.gpu["metrics"][0]["after"] == 120.0
     with pytest.raises(StoreError, match="not valid JSON"):
-        store.record_gpu(db, "org/eng", "a" * 40, "{oops")
+        writes.record_gpu(db, "org/eng", "a" * 40, "{oops")
     with pytest.raises(StoreError, match="must be a JSON object"):
-        store.record_gpu(db, "org/eng", "a" * 40, "[1, 2]")
+        writes.record_gpu(db, "org/eng", "a" * 40, "[1, 2]")
     with pytest.raises(StoreError, match="'metrics' must be a list"):
-        store.record_gpu(db, "org/eng", "a" * 40, {"metrics": "fast"})
+        writes.record_gpu(db, "org/eng", "a" * 40, {"metrics": "fast"})
 
 
 @pytest.mark.parametrize(
@@ -339,7 +340,7 @@ def test_record_gpu_accepts_text_and_validates(tmp_path: Path) -> None:
     ],
 )
 def test_gpu_status(summary: dict[str, object], status: str) -> None:
-    assert store.gpu_status(summary) == status
+    assert writes.gpu_status(summary) == status
 
 
 def test_check_store_records_the_full_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -351,7 +352,7 @@ def test_check_store_records_the_full_report(tmp_path: Path, capsys: pytest.Capt
     assert code == 0, err
     assert f"recorded the report in {db}" in err
     printed = json.loads(out)
-    hist = store.load_history(db)
+    hist = queries.load_history(db)
     (r,) = hist.reverts
     assert r.sha == demo.revert
     assert r.risk_level == printed["risk"]["level"] == "medium"
@@ -369,12 +370,12 @@ def test_check_store_records_the_full_report(tmp_path: Path, capsys: pytest.Capt
     # A scan of the same history afterwards updates the row and keeps the report.
     assert run_cli(["scan", "--repo", str(demo.path), "--ref", demo.revert, "--store", str(db)]) == 0
     capsys.readouterr()
-    (r2,) = store.load_history(db).reverts
+    (r2,) = queries.load_history(db).reverts
     assert r2.sha == r.sha and r2.risk_level == "medium" and r2.modules == r.modules
 
 
 def test_record_report_with_gpu_section(tmp_path: Path) -> None:
-    from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+    from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
     demo = build_demo_repo(tmp_path / "minisgl")
     gpu = GpuSummary(
@@ -386,8 +387,8 @@ def test_record_report_with_gpu_section(tmp_path: Path) -> None:
     )
     report = check_revert(demo.path, demo.revert, base_ref="main", gpu=gpu)
     db = tmp_path / "h.db"
-    store.record_report(db, report)
-    (r,) = store.load_history(db).reverts
+    writes.record_report(db, report)
+    (r,) = queries.load_history(db).reverts
     assert r.gpu_status == "regressed"
     assert r.gpu is not None and r.gpu["fixed"][0]["name"] == "test_replay_sizes"
 
@@ -399,7 +400,7 @@ def test_cli_store_errors_exit_non_zero(
     junk.write_bytes(b"\x00garbage" * 100)
     code = run_cli(["scan", "--repo", str(repo.path), "--store", str(junk)])
     _, err = capsys.readouterr()
-    assert code == store.EXIT_STORE
+    assert code == EXIT_STORE
     assert "not a readable revertbot history store" in err and "Traceback" not in err
     assert junk.read_bytes() == b"\x00garbage" * 100
 
@@ -414,7 +415,7 @@ def test_cli_store_errors_exit_non_zero(
 
 HISTORY_KILL = """
 import os, signal, sys
-from revertbot.store import db as store, history_branch as history
+from revertbot.store import history_branch as history, replay
 recs = [history.record_from_json(__import__("json").loads(open(p).read())) for p in sys.argv[3:]]
 if sys.argv[1] == "push":
     def hook(step):
@@ -422,15 +423,15 @@ if sys.argv[1] == "push":
             os.kill(os.getpid(), signal.SIGKILL)  # the runner dies with the commit built, not pushed
     history.push_records(sys.argv[2], recs, hook=hook)
 else:
-    real = store._record_report_json
+    real = replay.record_report_json
     calls = []
     def dying(*a, **k):
         real(*a, **k)
         calls.append(1)
         if len(calls) == 1:
             os.kill(os.getpid(), signal.SIGKILL)  # half the records written inside the transaction
-    store._record_report_json = dying
-    store.import_records(sys.argv[2], recs)
+    replay.record_report_json = dying
+    replay.import_records(sys.argv[2], recs)
 """
 
 
@@ -449,12 +450,12 @@ def _record(report: dict[str, object], pr: int, head: str, run: str, gpu: dict[s
 
 
 def _branch_files(remote: Path) -> list[str]:
-    out = gitops.run("ls-tree", "-r", "--name-only", "refs/heads/revertbot-history", cwd=remote, check=False)
+    out = git.run("ls-tree", "-r", "--name-only", "refs/heads/revertbot-history", cwd=remote, check=False)
     return sorted(out.split())
 
 
 def _log_count(remote: Path) -> int:
-    out = gitops.run("rev-list", "--count", "refs/heads/revertbot-history", cwd=remote, check=False).strip()
+    out = git.run("rev-list", "--count", "refs/heads/revertbot-history", cwd=remote, check=False).strip()
     return int(out or 0)
 
 
@@ -522,17 +523,17 @@ def test_history_write_killed_half_way_loses_and_doubles_nothing(tmp_path: Path,
 
     # Rebuilding the store is killed after the first record, inside its transaction: nothing is kept.
     clone = tmp_path / "clone"
-    gitops.run("clone", "-q", "--bare", f"file://{remote}", str(clone), cwd=tmp_path)
+    git.run("clone", "-q", "--bare", f"file://{remote}", str(clone), cwd=tmp_path)
     records = history.read_records(clone, "revertbot-history")
     assert len(records) == 3
     db = tmp_path / "h.db"
-    store.open_store(db).close()
+    schema.open_store(db).close()
     killed = subprocess.run([sys.executable, "-c", HISTORY_KILL, "import", str(db), *paths], env=env)
     assert killed.returncode == -9
     assert _count(db, "reports") == 0 and _count(db, "reverts") == 0
     for _ in range(2):  # the rebuild, run twice: one row per revert, newest report and the GPU result kept
-        assert store.import_records(db, records) == 1
-    (r,) = store.load_history(db).reverts
+        assert replay.import_records(db, records) == 1
+    (r,) = queries.load_history(db).reverts
     assert r.repo == "demo-org/minisgl" and r.risk_level == "medium"
     assert (r.pr, r.head_sha) == (109, "d" * 40)  # the newest record of that revert
     assert r.gpu is not None and r.gpu["hardware"] == "NVIDIA H200" and r.gpu_status == "pass"
@@ -546,7 +547,7 @@ def test_history_files_that_lie_about_their_identity_are_ignored(tmp_path: Path,
     history.push_records(f"file://{remote}", [rec])
     forged = _record(demo_report, 999, "e" * 40, "3")
     # A file placed at PR 108's path whose content claims PR 999 (hand-edited branch) is skipped.
-    blob = gitops.run("hash-object", "-w", "--stdin", cwd=remote, input=forged.dumps()).strip()
+    blob = git.run("hash-object", "-w", "--stdin", cwd=remote, input=forged.dumps()).strip()
     assert history.read_records(remote, "revertbot-history") == [rec]
     assert blob
     with pytest.raises(UsageError):
@@ -559,29 +560,29 @@ def test_bare_and_owner_names_are_one_repository(tmp_path: Path, demo_report: di
     demo_path = tmp_path / "minisgl"
     db = tmp_path / "h.db"
     # An older scan recorded the directory name; the PR check records owner/name: one repository.
-    store.record_scan(db, scan_repository(demo_path))
-    assert store.load_history(db).repositories == ("minisgl",)
-    store.import_records(db, [_record(demo_report, 108, "a" * 40, "1")])
-    hist = store.load_history(db)
+    writes.record_scan(db, scan_repository(demo_path))
+    assert queries.load_history(db).repositories == ("minisgl",)
+    replay.import_records(db, [_record(demo_report, 108, "a" * 40, "1")])
+    hist = queries.load_history(db)
     assert hist.repositories == ("demo-org/minisgl",)
     shas = [r.sha for r in hist.reverts]
     assert len(shas) == len(set(shas))
     (checked,) = [r for r in hist.reverts if r.risk_level]
     assert checked.pr == 108 and checked.modules
     # A later scan under the bare name lands in owner/name as well.
-    store.record_scan(db, scan_repository(demo_path))
-    assert store.load_history(db).repositories == ("demo-org/minisgl",)
-    assert len(store.load_history(db).reverts) == len(shas)
+    writes.record_scan(db, scan_repository(demo_path))
+    assert queries.load_history(db).repositories == ("demo-org/minisgl",)
+    assert len(queries.load_history(db).reverts) == len(shas)
 
 
 def test_migration_merges_a_bare_name_into_its_owner_name(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    conn = store.open_store(db, upto=3)
-    store.record_rows(conn, "minisgl", [_row("1" * 40), _row("2" * 40)])
-    store.record_rows(conn, "https://github.com/demo-org/minisgl.git", [_row("2" * 40, purity="partial")])
+    conn = schema.open_store(db, upto=3)
+    writes.record_rows(conn, "minisgl", [_row("1" * 40), _row("2" * 40)])
+    writes.record_rows(conn, "https://github.com/demo-org/minisgl.git", [_row("2" * 40, purity="partial")])
     conn.close()
-    hist = store.load_history(db)
-    assert hist.schema_version == store.SCHEMA_VERSION
+    hist = queries.load_history(db)
+    assert hist.schema_version == schema.SCHEMA_VERSION
     assert hist.repositories == ("demo-org/minisgl",)
     assert sorted((r.sha[:1], r.purity) for r in hist.reverts) == [("1", "pure"), ("2", "partial")]
     assert _count(db, "originals") == 2
@@ -591,7 +592,7 @@ def test_a_release_branch_the_check_could_not_settle_is_stored_and_shown_as_not_
     import dataclasses
 
     from revertbot.dashboard.build import build_site
-    from revertbot.models import Backport
+    from revertbot.report_data import Backport
 
     demo = build_demo_repo(tmp_path / "minisgl")
     report = check_revert(demo.path, demo.revert, base_ref="main")
@@ -599,12 +600,12 @@ def test_a_release_branch_the_check_could_not_settle_is_stored_and_shown_as_not_
     report = dataclasses.replace(report, backports=(
         *report.backports, Backport("refs/heads/release/0.6", None, "not checked", None, unchecked=why)))  # fmt: skip
     db = tmp_path / "h.db"
-    store.record_report(db, report)
-    (r,) = store.load_history(db).reverts
+    writes.record_report(db, report)
+    (r,) = queries.load_history(db).reverts
     assert [(b.branch, b.unchecked) for b in r.backports] == [("refs/heads/release/0.5", ""),
                                                               ("refs/heads/release/0.6", why)]  # fmt: skip
     site = tmp_path / "site"
-    build_site(store.load_history(db), site)
+    build_site(queries.load_history(db), site)
     (page,) = (site / "reverts").glob("*.html")
     html = page.read_text(encoding="utf-8")
     html = html[html.index('id="backports"') :]  # the table (the recommended action names branches too)

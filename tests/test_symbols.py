@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from revertbot.analysis.symbols import SymbolChange, bare_name, diff_symbols, extract_symbols
+from revertbot.analysis.symbols import SymbolChange, bare_name, diff_symbols
+from revertbot.analysis.symbols_extract import extract_symbols
 
 # A miniature of the file the running example's revert touched, before and after the revert.
 RUNNER_BEFORE = '''\

@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
-from revertbot.analysis.symbols_cpp import (
-    MAX_SOURCE_BYTES,
-    CppSymbolChange,
-    diff_cpp_symbols,
-    extract_cpp_symbols,
-    fold_parse_notes,
-)
+from revertbot.analysis.symbols_cpp import MAX_SOURCE_BYTES, CppSymbolChange, diff_cpp_symbols, fold_parse_notes
+from revertbot.analysis.symbols_cpp_extract import extract_cpp_symbols
 from revertbot.pipeline.check import check_revert
 from revertbot.report import render_markdown, report_to_json
 from tests.gitrepo import GitRepo
@@ -783,7 +778,7 @@ def test_files_that_only_share_a_common_name_are_not_parsed(repo: GitRepo, monke
 def test_a_short_scope_or_member_inside_a_million_words_costs_one_scan() -> None:
     import re
 
-    from revertbot.analysis.dependents_cpp import _after_this, _writes
+    from revertbot.analysis.dependents_words import writes_after_this as _after_this, writes_word as _writes
 
     text = b"at::Tensor cat; " * 10 + b"cat " * 1_000_000 + b"at"
     members = b"xthis->run " * 500_000 + b"this->run"

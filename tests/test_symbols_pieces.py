@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from revertbot.analysis import symbols
+from revertbot.analysis import symbols_extract
 from revertbot.analysis.symbols import diff_symbols
 
 TRICKY = [
@@ -41,8 +41,8 @@ TRICKY = [
 
 
 def _completed(source: str, parsed: dict | None) -> tuple[list, list, str | None]:
-    syms, nodes, err = symbols._extract(source, parsed)
-    done = [(q, symbols._complete(s, nodes[q]) if q in nodes else s) for q, s in syms.items()]
+    syms, nodes, err = symbols_extract.extract_with_nodes(source, parsed)
+    done = [(q, symbols_extract.complete_symbol(s, nodes[q]) if q in nodes else s) for q, s in syms.items()]
     return done, list(nodes), err
 
 
@@ -67,14 +67,14 @@ def test_pieces_give_the_whole_file_symbols_on_the_standard_library() -> None:
 
 def test_pieces_are_cut_before_top_level_statements_only() -> None:
     source = TRICKY[0] + TRICKY[1]
-    pieces = symbols._pieces(source)
+    pieces = symbols_extract._pieces(source)
     assert pieces is not None
     assert "".join(p for _, p in pieces) == source
     starts = [p.split("\n", 1)[0] for _, p in pieces]
     assert starts == ["def f():", "def h():", "@a", "@c"]
     assert [line for line, _ in pieces] == [0, 9, 11, 16]
-    assert symbols._pieces("a = 1\rb = 2\n") is None  # lone CR: the whole file is parsed
-    assert symbols._pieces('x = """open\n') is None
+    assert symbols_extract._pieces("a = 1\rb = 2\n") is None  # lone CR: the whole file is parsed
+    assert symbols_extract._pieces('x = """open\n') is None
 
 
 def test_a_changed_file_is_parsed_once_where_its_versions_agree(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,7 +82,7 @@ def test_a_changed_file_is_parsed_once_where_its_versions_agree(monkeypatch: pyt
     before = body + "def last():\n    return 0\n"
     after = body.replace("return x + 7\n", "return x - 7\n") + "def last(y):\n    return y\n"
     parsed_texts: list[str] = []
-    real = symbols.parser
+    real = symbols_extract.parser
 
     def counting():  # type: ignore[no-untyped-def]
         cm = real()
@@ -101,7 +101,7 @@ def test_a_changed_file_is_parsed_once_where_its_versions_agree(monkeypatch: pyt
 
         return Wrapped()
 
-    monkeypatch.setattr(symbols, "parser", counting)
+    monkeypatch.setattr(symbols_extract, "parser", counting)
     changes, note = diff_symbols("m.py", before, after)
     assert note is None
     assert [(c.name, c.change, c.line) for c in changes] == [("f7", "modified", 29), ("last", "modified", 801)]

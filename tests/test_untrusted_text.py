@@ -12,8 +12,10 @@ import pytest
 
 from gpu_jobs.summary import render_gpu_markdown
 from revertbot.analysis.symbols import SymbolChange
-from revertbot.models import (
-    ApplyResult,
+from revertbot.models import ApplyResult, PurityResult, Unresolved
+from revertbot.report import render_markdown
+from revertbot.report.escape import code, inline, table_cell
+from revertbot.report_data import (
     Backport,
     CodeExcerpt,
     CommitRef,
@@ -23,15 +25,11 @@ from revertbot.models import (
     GpuMetricDelta,
     GpuSummary,
     GpuTestFlip,
-    PurityResult,
     RevertReport,
     ReviewHighlight,
     Risk,
     RiskFactor,
-    Unresolved,
 )
-from revertbot.report import render_markdown
-from revertbot.report.escape import code, inline, table_cell
 from tests.github_linker import Link, linked
 
 # Each line is one thing GitHub would link or render if it reached the comment unescaped.

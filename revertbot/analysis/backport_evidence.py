@@ -25,10 +25,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from revertbot import git
 from revertbot.analysis.history import patch_ids, title_key
 from revertbot.errors import GitError
-from revertbot.git import gitops
-from revertbot.models import Backport, Commit, Link
+from revertbot.models import Commit, Link
+from revertbot.report_data import Backport
 from revertbot.verdict.purity import change_vector, raw_entries
 
 #: Commits before a revert searched for the branch's copy of its original (newest first).
@@ -68,7 +69,7 @@ def is_generic_title(subject: str) -> bool:
 
 def _changed_paths(root: Path, shas: Sequence[str]) -> dict[str, list[str]]:
     """The paths each commit changes against its first parent (raw diffs: trees only, one process)."""
-    raws, _ = gitops.commit_raws(root, [(s, None) for s in dict.fromkeys(shas)])
+    raws, _ = git.commit_raws(root, [(s, None) for s in dict.fromkeys(shas)])
     return {sha: list(raw_entries(raw)) for sha, raw in raws.items()}
 
 
@@ -92,7 +93,7 @@ def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: 
         rest = [p for p in picks if p not in same_patch]
         shared = _shared_lines(root, orig.sha, rest, paths) if rest and paths else {}
     except GitError as exc:
-        if not gitops.is_missing_object(exc.stderr):
+        if not git.is_missing_object(exc.stderr):
             raise
         return list(backports)  # a clone without the files' contents: the titles stay as they were found
     out = []
@@ -111,7 +112,7 @@ def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: 
 def _shared_lines(root: Path, original: str, picks: Sequence[str], paths: Sequence[str]) -> dict[str, float]:
     """For each pick: the share of the original's changed lines (on its own paths) that the pick
     changes the same way (one text diff of all of them, limited to those paths)."""
-    texts, _, _ = gitops.commit_texts(root, [(s, None) for s in dict.fromkeys([original, *picks])], paths,
+    texts, _, _ = git.commit_texts(root, [(s, None) for s in dict.fromkeys([original, *picks])], paths,
                                       line_counts=False)  # fmt: skip
     if original not in texts:
         return {}
@@ -134,7 +135,7 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
     first). The copy is linked ``patch`` and a note says which commit it copies. A title the
     message names for that same original is resolved with it. Originals without such a copy stay
     unresolved (the verdict stays "cannot tell")."""
-    off = [u for u in link.unresolved if u.reason.startswith("on another branch") and gitops.HEX_RE.match(u.ref)]
+    off = [u for u in link.unresolved if u.reason.startswith("on another branch") and git.HEX_RE.match(u.ref)]
     if not off or link.direction != 1:
         return link
     named = {u.ref: c for u in off if (c := _commit(root, u.ref)) is not None}
@@ -150,7 +151,7 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
     try:
         pids = patch_ids(root, [*(c.sha for c in named.values()), *(c.sha for c in before)], paths)
     except GitError as exc:
-        if not gitops.is_missing_object(exc.stderr):
+        if not git.is_missing_object(exc.stderr):
             raise
         return link  # a clone without the files' contents: it stays "cannot tell"
     found: dict[str, Commit] = {}
@@ -179,7 +180,7 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
 
 def _commit(root: Path, sha: str) -> Commit | None:
     try:
-        found = gitops.commits_of(root, [sha])
+        found = git.commits_of(root, [sha])
     except GitError:
         return None
     return found[0] if found else None

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from revertbot.git import gitops
-from revertbot.models import ConflictFile, DriftCommit
+from revertbot import git
+from revertbot.models import ConflictFile
+from revertbot.report_data import DriftCommit
 
 #: Later commits tried per check (two merges each).
 MAX_COMMITS = 16
@@ -35,16 +36,16 @@ def conflict_causes(
     paths = sorted({c.path for c in conflicts})
     if not paths:
         return {}, 0
-    later = [c for c in gitops.log(repo, f"{start}..{base}", paths=paths) if c.parents]
+    later = [c for c in git.log(repo, f"{start}..{base}", paths=paths) if c.parents]
     tried, skipped = later[:MAX_COMMITS], max(0, len(later) - MAX_COMMITS)
     states = list(dict.fromkeys(s for c in tried for s in (c.sha, c.parents[0])))
-    with gitops.scratch_objects(repo) as env:
-        trees = gitops.trees_of(repo, [start, revert, *states], env)
+    with git.scratch_objects(repo) as env:
+        trees = git.trees_of(repo, [start, revert, *states], env)
         ancestor, theirs = trees.get(start), trees.get(revert)
         ours = {s: tree for s in states if (tree := trees.get(s)) is not None}
         if ancestor is None or theirs is None:
             return {}, len(later)
-        results = gitops.merge_trees(repo, [(ancestor, tree, theirs) for tree in ours.values()], env)
+        results = git.merge_trees(repo, [(ancestor, tree, theirs) for tree in ours.values()], env)
         hunks = _conflict_hunks(repo, dict(zip(ours, results, strict=True)), set(paths), env)
     causes: dict[str, tuple[str, ...]] = {}
     for c in tried:
@@ -58,7 +59,7 @@ def conflict_causes(
 
 
 def _conflict_hunks(
-    repo: Path, results: Mapping[str, gitops.MergeResult], paths: set[str], env: Mapping[str, str]
+    repo: Path, results: Mapping[str, git.MergeResult], paths: set[str], env: Mapping[str, str]
 ) -> dict[str, dict[str, Hunks]]:
     """Per state: the conflicting hunks of each of ``paths`` that conflicts there (None for a
     state whose merge failed)."""
@@ -69,7 +70,7 @@ def _conflict_hunks(
         for path, stages in result.conflicts:
             if path in paths and {2, 3} <= stages:
                 wanted[f"{result.tree}:{path}"] = path
-    contents = gitops.blobs(repo, list(wanted), env)
+    contents = git.blobs(repo, list(wanted), env)
     out: dict[str, dict[str, Hunks]] = {}
     for state, result in results.items():
         if result.tree is None or result.error:
@@ -83,7 +84,7 @@ def _conflict_hunks(
                 continue
             data = contents.get(f"{result.tree}:{path}")
             text = data.decode("utf-8", "replace") if data is not None else ""
-            found[path] = frozenset((h.ours, h.theirs) for h in gitops.parse_conflict_markers(text))
+            found[path] = frozenset((h.ours, h.theirs) for h in git.parse_conflict_markers(text))
         out[state] = found
     return out
 

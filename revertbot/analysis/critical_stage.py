@@ -20,7 +20,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from revertbot.analysis import critical as rules_of
+from revertbot import git
+from revertbot.analysis import critical as rules_of, critical_build
 from revertbot.analysis.critical import (
     MAX_BUILD_BYTES,
     MAX_BUILD_FILE_BYTES,
@@ -28,11 +29,10 @@ from revertbot.analysis.critical import (
     MAX_FILE_BYTES,
     MAX_SUITE_FILES,
     MAX_TOTAL_BYTES,
-    BuildRef,
 )
+from revertbot.analysis.critical_build import BuildRef
 from revertbot.config import Config
-from revertbot.git import gitops
-from revertbot.models import CriticalRule, FileChange
+from revertbot.report_data import CriticalRule, FileChange
 from revertbot.verdict.purity import Side
 
 __all__ = ["repository_rules", "with_repository_rules"]
@@ -90,7 +90,7 @@ def repository_rules(
             at[sides[1]] = [p for p in natives if raw.get(p, (True, None))[0]]
         refs = _build_refs(root, sides, natives, at, notes)
         for p in natives:
-            found[p] += rules_of.compiled_rules(p, refs)
+            found[p] += critical_build.compiled_rules(p, refs)
     suites = {name: rules_of.suite_roots(s.command) for name, s in config.gpu.suites.items()}
     suites = {name: roots for name, roots in suites.items() if roots}
     if suites and sides:
@@ -110,7 +110,7 @@ def _content_rules(root: Path, paths: Sequence[str], raw: Mapping[str, tuple[Sid
     if not readable:
         unread = {p: "its contents are missing from this clone" for p in code if ids[p]}
         code = []
-    sizes = gitops.blob_sizes(root, [oid for p in code for oid in ids[p]]) if code else {}
+    sizes = git.blob_sizes(root, [oid for p in code for oid in ids[p]]) if code else {}
     wanted: list[str] = []
     total = 0
     for p in code:
@@ -126,7 +126,7 @@ def _content_rules(root: Path, paths: Sequence[str], raw: Mapping[str, tuple[Sid
             wanted.append(p)
     for start in range(0, len(wanted), 500):
         batch = wanted[start : start + 500]
-        contents = gitops.blobs(root, [oid for p in batch for oid in ids[p]])
+        contents = git.blobs(root, [oid for p in batch for oid in ids[p]])
         for p in batch:
             texts = [contents.get(oid) for oid in ids[p]]
             if any(t is None for t in texts):
@@ -145,15 +145,15 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
                 notes: list[str]) -> list[BuildRef]:  # fmt: skip
     """What the build files at ``sides`` name: those above the changed native files, ``op_builder/*.py``,
     the in-tree build backend, and the Python/CMake files that mention a changed file by name."""
-    whole = rules_of.build_files_for(natives)
+    whole = critical_build.build_files_for(natives)
     named: dict[str, None] = {}
     for commit in sides:
-        listing = gitops.run("ls-tree", "-z", "--name-only", commit, "--", "op_builder/", cwd=root, check=False)
+        listing = git.run("ls-tree", "-z", "--name-only", commit, "--", "op_builder/", cwd=root, check=False)
         whole += [p for p in listing.split("\0") if p.endswith(".py")]
         named.update(dict.fromkeys(_files_naming(root, commit, at.get(commit, natives), notes)))
     whole = list(dict.fromkeys(whole))
     texts = _read_build_files(root, sides, [*whole, *(p for p in named if p not in whole)], notes)
-    backends = {rules_of.pyproject_backend(t) for (_, p), t in texts.items() if p == "pyproject.toml"} - {""}
+    backends = {critical_build.pyproject_backend(t) for (_, p), t in texts.items() if p == "pyproject.toml"} - {""}
     if backends:
         texts.update(_read_build_files(root, sides, sorted(backends), notes))
         whole += sorted(backends)
@@ -162,8 +162,8 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
     for (_commit, path), text in texts.items():
         key = (path, text)
         if key not in parsed:  # both sides alike: parsed once
-            is_whole = path in whole or rules_of.build_file_names(path)
-            parsed[key] = rules_of.build_refs(path, text, whole=is_whole)
+            is_whole = path in whole or critical_build.build_file_names(path)
+            parsed[key] = critical_build.build_refs(path, text, whole=is_whole)
             refs += parsed[key]
     return list(dict.fromkeys(refs))
 
@@ -177,7 +177,7 @@ def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[s
         notes.append(f"GPU-critical rules: build files searched for the names of {MAX_NAMED_FILES} of "
                      f"{len(natives)} changed C/C++/CUDA files")  # fmt: skip
     out: dict[str, None] = {}
-    found = gitops.grep_fixed(root, commit, names, ["*.py", "*CMakeLists.txt", "*.cmake"])
+    found = git.grep_fixed(root, commit, names, ["*.py", "*CMakeLists.txt", "*.cmake"])
     for lines, (path, _line, _text) in enumerate(found, 1):
         out.setdefault(path, None)
         if lines >= MAX_GREP_LINES or len(out) >= MAX_BUILD_FILES:
@@ -191,7 +191,7 @@ def _read_build_files(root: Path, sides: Sequence[str], paths: Sequence[str], no
                       ) -> dict[tuple[str, str], str]:  # fmt: skip
     """``(commit, path) -> text`` of the build files that exist, within the bounds."""
     specs = [(c, p) for p in paths for c in sides]
-    sizes = gitops.blob_sizes(root, [f"{c}:{p}" for c, p in specs])
+    sizes = git.blob_sizes(root, [f"{c}:{p}" for c, p in specs])
     take: list[tuple[str, str]] = []
     total = 0
     skipped: list[str] = []
@@ -208,7 +208,7 @@ def _read_build_files(root: Path, sides: Sequence[str], paths: Sequence[str], no
         notes.append(f"GPU-critical rules: {len(set(skipped))} build file(s) not read (over "
                      f"{MAX_BUILD_FILE_BYTES // 1_000_000} MB each or {MAX_BUILD_BYTES // 1_000_000} MB in all), "
                      f"e.g. {skipped[0]}")  # fmt: skip
-    contents = gitops.blobs(root, [f"{c}:{p}" for c, p in take])
+    contents = git.blobs(root, [f"{c}:{p}" for c, p in take])
     out = {}
     for c, p in take:
         data = contents.get(f"{c}:{p}")
@@ -227,7 +227,7 @@ def _suite_importers(root: Path, sides: Sequence[str], py_paths: Sequence[str], 
     roots = sorted({r for rs in suites.values() for r in rs})
     candidates: dict[tuple[str, str], None] = {}
     for commit in sides:
-        for path, _line, _text in gitops.grep_fixed(root, commit, needles, roots):
+        for path, _line, _text in git.grep_fixed(root, commit, needles, roots):
             if rules_of.is_python(path):
                 candidates.setdefault((commit, path), None)
             if len(candidates) >= MAX_SUITE_FILES:
@@ -236,9 +236,9 @@ def _suite_importers(root: Path, sides: Sequence[str], py_paths: Sequence[str], 
         notes.append(f"GPU-critical rules: imports read in the first {MAX_SUITE_FILES} GPU suite test files "
                      "that name a changed module")  # fmt: skip
     specs = [f"{c}:{p}" for c, p in candidates]
-    sizes = gitops.blob_sizes(root, specs)
+    sizes = git.blob_sizes(root, specs)
     specs = [s for s in specs if (sizes.get(s) or MAX_FILE_BYTES + 1) <= MAX_FILE_BYTES]
-    contents = gitops.blobs(root, specs)
+    contents = git.blobs(root, specs)
     out: dict[str, dict[str, set[str]]] = {}
     for commit, path in candidates:
         data = contents.get(f"{commit}:{path}")

@@ -6,11 +6,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from revertbot import git
 from revertbot.errors import GitError
-from revertbot.git import gitops
 from revertbot.globs import branch_name
-from revertbot.models import Backport, Commit, DriftCommit
-from revertbot.verdict.detect import parse_message, strip_pr_suffix
+from revertbot.models import Commit
+from revertbot.report_data import Backport, DriftCommit
+from revertbot.verdict.grammar import parse_message, strip_pr_suffix
 
 _PICK_TRAILER_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40,64})\)")
 # "[Cherry-pick to release/1.2] Title (#12)", "[release/1.2] Title", "[Backport 1.2] Title"
@@ -25,7 +26,7 @@ def find_drift(
         return []
     skip = set(exclude)
     out = []
-    commits = gitops.log(repo, f"{since}..{base}", paths=list(files))
+    commits = git.log(repo, f"{since}..{base}", paths=list(files))
     touched = _files_touched(repo, [c.sha for c in commits], files)
     for c in commits:
         if c.sha in skip:
@@ -40,7 +41,7 @@ def _files_touched(repo: Path, shas: Sequence[str], files: Sequence[str]) -> dic
     if not shas:
         return {}
     wanted = set(files)
-    out = gitops.run_bytes("diff-tree", "--stdin", "-r", "-z", "--name-only", "--no-renames", "--root", cwd=repo,
+    out = git.run_bytes("diff-tree", "--stdin", "-r", "-z", "--name-only", "--no-renames", "--root", cwd=repo,
                            input="".join(f"{s}\n" for s in shas).encode()).stdout  # fmt: skip
     result: dict[str, list[str]] = {}
     pending = list(reversed(shas))  # git prints each commit (with a non-empty diff) in input order
@@ -73,8 +74,8 @@ def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dic
         return {}
     # Revisions and paths go through stdin (any number of them); the patches go straight from git
     # log to git patch-id.
-    stdin, odd = gitops.stdin_revisions(shas, paths)
-    out = gitops.run_pipeline(
+    stdin, odd = git.stdin_revisions(shas, paths)
+    out = git.run_pipeline(
         ["--literal-pathspecs", "log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin",
          "--", *odd],
         ["patch-id", "--stable"],
@@ -92,8 +93,8 @@ def commits_touching(repo: Path, shas: Sequence[str], paths: Sequence[str]) -> s
     """Those of ``shas`` that change any of ``paths`` (from trees alone: no file contents needed)."""
     if not shas or not paths:
         return set()
-    stdin, odd = gitops.stdin_revisions(shas, paths)
-    out = gitops.run_bytes("--literal-pathspecs", "log", "--no-walk=unsorted", "--format=%H", "--stdin", "--", *odd,
+    stdin, odd = git.stdin_revisions(shas, paths)
+    out = git.run_bytes("--literal-pathspecs", "log", "--no-walk=unsorted", "--format=%H", "--stdin", "--", *odd,
                            cwd=repo, input=stdin).stdout  # fmt: skip
     return set(out.decode().split())
 
@@ -119,7 +120,7 @@ def find_backports(
         return []
     refs = [
         (name, sha)
-        for name, sha in gitops.list_refs(repo, "refs/heads/") + gitops.list_refs(repo, "refs/remotes/")
+        for name, sha in git.list_refs(repo, "refs/heads/") + git.list_refs(repo, "refs/remotes/")
         if branch_matches(branch_name(name)) and not name.endswith("/HEAD")
     ]
     if not refs:
@@ -129,13 +130,13 @@ def find_backports(
     orig_titles = {title_key(o.subject) for o in originals}
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
-    by_sha = {c.sha: c for c in gitops.log_revs(repo, [*tips, f"^{base}"])}
+    by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
     contains = _containing(refs, by_sha, history)
     with_original, with_revert = contains(orig.sha), contains(revert.sha)
     missing = [sha for sha, found in ((orig.sha, with_original), (revert.sha, with_revert)) if found is None]
     if missing:
         # Git walks the history for what the commits in hand cannot tell: side by side.
-        found = gitops.two_at_a_time(lambda sha: set(gitops.branches_containing(repo, sha, *names)), missing)
+        found = git.two_at_a_time(lambda sha: set(git.branches_containing(repo, sha, *names)), missing)
         walked = dict(zip(missing, found, strict=True))
         with_original = walked.get(orig.sha, with_original)
         with_revert = walked.get(revert.sha, with_revert)
@@ -149,13 +150,13 @@ def find_backports(
         if pids is None:
             # A copy of the original (or of the revert) changes the original's files and no other.
             span = [orig.parents[0], orig.sha] if orig.parents else ["--root", orig.sha]
-            names = gitops.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
+            names = git.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
                                cwd=repo)  # fmt: skip
             paths = [p for p in names.split("\0") if p]
             try:
                 pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], paths)
             except GitError as exc:
-                if not gitops.is_missing_object(exc.stderr):
+                if not git.is_missing_object(exc.stderr):
                     raise
                 # A partial clone that cannot fetch the files' contents: a branch commit that changes
                 # the original's files may be an unmarked copy, so where one exists the answer stays

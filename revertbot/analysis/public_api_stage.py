@@ -1,27 +1,26 @@
 """The git side of the public API check (see :mod:`revertbot.analysis.public_api` for the rules):
 reading both versions of the files whose public names may change, the package ``__init__.py``
-files above them and the docs lines that mention their modules, all through :mod:`gitops`."""
+files above them and the docs lines that mention their modules, all through :mod:`revertbot.git`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from revertbot.analysis.public_api import (
+from revertbot import git
+from revertbot.analysis.public_api import find_api_breaks
+from revertbot.analysis.public_api_model import ApiFinding, ApiSources
+from revertbot.analysis.public_api_names import (
     DOCS_DIRS,
     MAX_DOC_LINES,
-    ApiFinding,
-    ApiSources,
     candidate_changes,
     docs_patterns,
-    find_api_breaks,
     is_internal_path,
     package_dirs,
     removed_option_files,
     root_package_candidates,
 )
 from revertbot.analysis.symbols import SymbolChange
-from revertbot.git import gitops
 from revertbot.verdict.purity import Side, hunks
 
 #: Changed files read for the check (both versions); more are skipped, and the report says so.
@@ -56,7 +55,7 @@ def public_api_stage(
     dirs = sorted({d for p in files for d in package_dirs(p)})
     specs = [s[1] for pair in sides.values() for s in pair if s is not None]
     specs += [f"{parent}:{d}/__init__.py" for d in dirs]
-    contents = gitops.blobs(root, specs)
+    contents = git.blobs(root, specs)
 
     def text(side: Side) -> str | None:
         data = contents.get(side[1]) if side is not None else None
@@ -74,7 +73,7 @@ def public_api_stage(
     def docs() -> list[tuple[str, int, str]]:
         # Read only when some name is not public by a cheaper rule (see ApiSources.docs).
         lines: list[tuple[str, int, str]] = []
-        for hit in gitops.grep_fixed(root, parent, patterns, [f"{d}/" for d in DOCS_DIRS]) if patterns else ():
+        for hit in git.grep_fixed(root, parent, patterns, [f"{d}/" for d in DOCS_DIRS]) if patterns else ():
             if len(lines) >= MAX_DOC_LINES:
                 notes.append(f"docs read up to {MAX_DOC_LINES:,} matching lines; the rest not searched")
                 break
@@ -93,7 +92,7 @@ def _root_package(root: Path, parent: str, texts: Sequence[str | None]) -> str:
     pairs = root_package_candidates(texts)
     if not pairs:
         return ""
-    types = gitops.object_types(root, sorted({f"{parent}:{n}" for pair in pairs for n in pair}))
+    types = git.object_types(root, sorted({f"{parent}:{n}" for pair in pairs for n in pair}))
     for a, b in pairs:
         if types.get(f"{parent}:{a}") is None and (types.get(f"{parent}:{b}") or "").endswith(" tree"):
             return a

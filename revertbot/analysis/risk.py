@@ -13,18 +13,8 @@ from typing import Any
 
 from revertbot.analysis.critical import KIND_ORDER, rule_text
 from revertbot.analysis.public_api import evidence_lines as public_api_evidence
-from revertbot.models import (
-    RISK_ORDER,
-    ApplyResult,
-    Backport,
-    DriftCommit,
-    FileChange,
-    GpuSummary,
-    PurityResult,
-    Risk,
-    RiskFactor,
-    RiskLevel,
-)
+from revertbot.models import ApplyResult, PurityResult
+from revertbot.report_data import RISK_ORDER, Backport, DriftCommit, FileChange, GpuSummary, Risk, RiskFactor, RiskLevel
 from revertbot.verdict.purity_scope import scoped_level
 
 EVIDENCE_CAP = 20

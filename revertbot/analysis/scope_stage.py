@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Link, PurityResult, ScopedPath
 from revertbot.verdict.proof import prove_paths
 from revertbot.verdict.purity import Side, hunks, raw_entries, strip_raw
@@ -84,7 +84,7 @@ def _failing_tests(root: Path, revert: str, patch: str, reverted: Collection[str
     tests = [p.path for p in kept if p.path.endswith(".py") and "\n" not in p.path]
     if not names or not tests:
         return ()
-    found = gitops.blobs(root, [f"{revert}:{path}" for path in tests])
+    found = git.blobs(root, [f"{revert}:{path}" for path in tests])
     out = []
     for path in tests:
         blob = found.get(f"{revert}:{path}")

@@ -13,44 +13,31 @@ Pure functions over source text: no git, no file system. Naming of symbols:
 Definitions inside ``if``/``try``/``with`` blocks at module or class level are included
 (``if TYPE_CHECKING:``, ``try: import triton``). When a name is defined twice in one scope the
 last definition wins, as it does at run time.
+
+The symbols of one version come from :mod:`~revertbot.analysis.symbols_extract`; this module
+compares two versions and tells the story of each change.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import itertools
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from revertbot.analysis.code_story import changed_lines, comment_above, excerpt, first_paragraph
-from revertbot.analysis.pyparse import parse_python, parser
+from revertbot.analysis.symbols_extract import (
+    MAX_SOURCE_CHARS,
+    TOO_DEEP,
+    DefNode,
+    Symbol,
+    complete_symbol,
+    extract_with_nodes,
+    too_large,
+)
 
-SymbolKind = Literal["function", "async function", "method", "async method", "class", "variable", "import"]
 ChangeKind = Literal["added", "removed", "modified"]
 CALLABLE_KINDS: frozenset[str] = frozenset({"function", "async function", "method", "async method"})
-MAX_SOURCE_CHARS = 1_000_000  # per version of a file: parsing costs about 200 MB and seconds per MB
-
-_Scope = Literal["module", "class", "function"]
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """One definition in a Python file."""
-
-    qualname: str
-    bound_name: str  # the name code uses to refer to it: "_capture_one", "Any", "np"
-    kind: SymbolKind
-    lineno: int
-    end_lineno: int
-    signature: str = ""  # "(self, x=None) -> int" for callables, bases for classes, annotation for variables
-    params: tuple[str, ...] = ()
-    param_kinds: tuple[str, ...] = ()  # one per param: "positional" | "vararg" | "keyword" | "varkw"
-    decorators: tuple[str, ...] = ()  # source text without "@", e.g. "torch.no_grad()"
-    body_hash: str = ""  # of the normalized AST: formatting, comments and docstrings do not count
-    source_hash: str = ""  # of its source lines, decorators included: equal text, equal symbol
 
 
 @dataclass(frozen=True)
@@ -93,356 +80,6 @@ def bare_name(change: SymbolChange) -> str:
     return change.bound_name or change.name.rsplit(".", 1)[-1]
 
 
-# --------------------------------------------------------------------------- extraction
-
-
-def extract_symbols(source: str) -> tuple[dict[str, Symbol], str | None]:
-    """All symbols of ``source`` by qualname, and an error note when it cannot be parsed.
-
-    Never raises: a syntax error gives ``({}, "syntax error at line N: msg")``, a source nested
-    too deeply for the parser or for the walk over its tree gives ``({}, "cannot analyse: ...")``,
-    and a source larger than ``MAX_SOURCE_CHARS`` is not parsed at all (bounded work).
-    """
-    if len(source) > MAX_SOURCE_CHARS:
-        return {}, _too_large(len(source))
-    symbols, nodes, err = _extract(source)
-    try:
-        return {q: _complete(sym, nodes[q]) if q in nodes else sym for q, sym in symbols.items()}, err
-    except RecursionError:  # a signature or body nested deeper than the interpreter's recursion limit
-        return {}, _TOO_DEEP
-
-
-_TOO_DEEP = "cannot analyse: code nested too deeply"
-
-
-def _too_large(chars: int) -> str:
-    # Generated code: parsing it would cost seconds and hundreds of MB for nothing a reviewer reads.
-    limit = MAX_SOURCE_CHARS // 1_000_000
-    return f"{chars / 1e6:.1f} MB of source: symbols not analysed (limit {limit} MB)"
-
-
-#: A function or class node, and whether its body hash leaves out its own assignments (classes).
-_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-
-
-def _extract(
-    source: str, parsed: dict[str, list[ast.stmt]] | None = None
-) -> tuple[dict[str, Symbol], dict[str, _Def], str | None]:
-    """Symbols with only their names, places and source hashes for functions and classes (the
-    rest is filled in by :func:`_complete`, only for those whose source differs), their nodes,
-    and an error note.
-
-    ``parsed`` holds the statements of top-level pieces already parsed (see :func:`_pieces`):
-    the two versions of a changed file share most of their text, which is then parsed once.
-    """
-    text = source.removeprefix("\ufeff")
-    lines = text.split("\n")
-    symbols: dict[str, Symbol] = {}
-    nodes: dict[str, _Def] = {}
-    pieces = _parse_pieces(text, parsed) if parsed is not None else None
-    try:
-        if pieces is None:
-            try:
-                pieces = [(0, parse_python(text).body)]
-            except SyntaxError as exc:
-                where = f" at line {exc.lineno}" if exc.lineno else ""
-                return {}, {}, f"syntax error{where}: {exc.msg}"
-            except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
-                return {}, {}, f"cannot parse: {exc}"
-        for offset, body in pieces:
-            _collect(body, "", "module", symbols, nodes, lines, offset)
-    except RecursionError:
-        return {}, {}, _TOO_DEEP
-    return symbols, nodes, None
-
-
-_TRIPLE_QUOTE_RE = re.compile("'''|\"\"\"")
-_CODE_AT_COLUMN_0_RE = re.compile(r"^[^\s#)\]}]", re.MULTILINE)
-_CONTINUATION_RE = re.compile(r"(?:else|elif|except|finally)\b")
-
-
-def _pieces(text: str) -> list[tuple[int, str]] | None:
-    """``text`` cut before top-level statements into ``(lines before it, piece)``; None when it
-    cannot be cut cheaply. Cuts are only likely statement starts (code at column 0, outside
-    triple-quoted strings, not continuing a line, a decorator or an ``if``/``try``): a wrong cut
-    leaves a piece that does not parse (an open string, bracket or decorator), and then the whole
-    file is parsed instead. Pieces that all parse are the module's statements, in order."""
-    if "\r" in text and re.search(r"\r(?!\n)", text):
-        return None  # a lone CR ends a line for Python, not for these line numbers
-    inside: list[tuple[int, int]] = []  # spans of triple-quoted strings
-    opened, quote = -1, ""
-    for m in _TRIPLE_QUOTE_RE.finditer(text):
-        if not quote:
-            opened, quote = m.start(), m.group()
-        elif m.group() == quote:
-            inside.append((opened, m.end()))
-            quote = ""
-    if quote:
-        return None
-    cuts = [0]
-    span = 0
-    after_decorator = False
-    for m in _CODE_AT_COLUMN_0_RE.finditer(text):
-        pos = m.start()
-        while span < len(inside) and inside[span][1] <= pos:
-            span += 1
-        if span < len(inside) and inside[span][0] < pos:
-            continue
-        if pos == 0:
-            after_decorator = text[pos] == "@"
-            continue
-        end = pos - 1 if pos >= 2 and text[pos - 2] != "\r" else pos - 2
-        if text[end - 1 : end] == "\\" or after_decorator or _CONTINUATION_RE.match(text, pos):
-            after_decorator = text[pos] == "@"
-            continue
-        after_decorator = text[pos] == "@"
-        cuts.append(pos)
-    cuts.append(len(text))
-    out = []
-    line = 0
-    for start, end in itertools.pairwise(cuts):
-        out.append((line, text[start:end]))
-        line += text.count("\n", start, end)
-    return out
-
-
-def _parse_pieces(text: str, parsed: dict[str, list[ast.stmt]]) -> list[tuple[int, list[ast.stmt]]] | None:
-    """The statements of each piece of ``text`` with its line offset, parsing only pieces not in
-    ``parsed``; None when the text cannot be cut or a piece does not parse."""
-    pieces = _pieces(text)
-    if pieces is None:
-        return None
-    out = []
-    with parser() as parse:
-        for offset, piece in pieces:
-            body = parsed.get(piece)
-            if body is None:
-                try:
-                    body = parse(piece).body
-                except (SyntaxError, ValueError, RecursionError):
-                    return None
-                parsed[piece] = body
-            out.append((offset, body))
-    return out
-
-
-def _complete(sym: Symbol, node: _Def) -> Symbol:
-    """The symbol with its signature, parameters, decorators and body hash."""
-    decorators = tuple(ast.unparse(d) for d in node.decorator_list)
-    if isinstance(node, ast.ClassDef):
-        bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
-        return replace(sym, signature=f"({', '.join(bases)})" if bases else "", decorators=decorators,
-                       body_hash=_body_hash(node.body, drop_assignments=True))  # fmt: skip
-    return replace(sym, signature=_signature(node), params=_params(node.args), param_kinds=_param_kinds(node.args),
-                   decorators=decorators, body_hash=_body_hash(node.body))  # fmt: skip
-
-
-def _collect(
-    stmts: Iterable[ast.stmt],
-    prefix: str,
-    scope: _Scope,
-    out: dict[str, Symbol],
-    nodes: dict[str, _Def],
-    lines: list[str],
-    offset: int = 0,
-) -> None:
-    """Symbols of ``stmts`` into ``out`` (and definitions' nodes into ``nodes``); ``offset`` is the
-    count of lines before the piece of the file the statements were parsed from."""
-    for node in stmts:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            qual = prefix + node.name
-            is_async = isinstance(node, ast.AsyncFunctionDef)
-            if scope == "class":
-                kind: SymbolKind = "async method" if is_async else "method"
-            else:
-                kind = "async function" if is_async else "function"
-            _put(
-                out,
-                Symbol(
-                    qualname=qual,
-                    bound_name=node.name,
-                    kind=kind,
-                    lineno=node.lineno + offset,
-                    end_lineno=(node.end_lineno or node.lineno) + offset,
-                    source_hash=_source_hash(node, lines, offset),
-                ),
-            )
-            nodes[qual] = node
-            _collect(node.body, qual + ".<locals>.", "function", out, nodes, lines, offset)
-        elif isinstance(node, ast.ClassDef):
-            qual = prefix + node.name
-            _put(
-                out,
-                Symbol(
-                    qualname=qual,
-                    bound_name=node.name,
-                    kind="class",
-                    lineno=node.lineno + offset,
-                    end_lineno=(node.end_lineno or node.lineno) + offset,
-                    source_hash=_source_hash(node, lines, offset),
-                ),
-            )
-            nodes[qual] = node
-            _collect(node.body, qual + ".", "class", out, nodes, lines, offset)
-        elif scope != "function" and isinstance(node, (ast.Assign, ast.AnnAssign)):
-            _collect_assignment(node, prefix, out, offset)
-            for name in _assigned_names(node):
-                nodes.pop(prefix + name, None)  # an assignment replaced a definition of that name
-        elif scope == "module" and isinstance(node, (ast.Import, ast.ImportFrom)):
-            _collect_import(node, out, offset)
-        else:
-            for block in _child_blocks(node):
-                _collect(block, prefix, scope, out, nodes, lines, offset)
-
-
-def _source_hash(node: _Def, lines: list[str], offset: int) -> str:
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) + offset
-    return _hash_text("\n".join(lines[first - 1 : (node.end_lineno or node.lineno) + offset]))
-
-
-def _put(out: dict[str, Symbol], sym: Symbol) -> None:
-    out.pop(sym.qualname, None)  # a redefinition replaces the earlier one
-    out[sym.qualname] = sym
-
-
-def _child_blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
-    """Statement lists nested in a compound statement that does not open a new scope."""
-    if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-        yield node.body
-        yield node.orelse
-    elif isinstance(node, (ast.With, ast.AsyncWith)):
-        yield node.body
-    elif isinstance(node, (ast.Try, ast.TryStar)):
-        yield node.body
-        for handler in node.handlers:
-            yield handler.body
-        yield node.orelse
-        yield node.finalbody
-    elif isinstance(node, ast.Match):
-        for case in node.cases:
-            yield case.body
-
-
-def _collect_assignment(node: ast.Assign | ast.AnnAssign, prefix: str, out: dict[str, Symbol], offset: int) -> None:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    annotation = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else ""
-    value_hash = _hash_text(ast.dump(node.value)) if node.value is not None else ""
-    for target in targets:
-        for name in _target_names(target):
-            _put(out, Symbol(
-                qualname=prefix + name, bound_name=name, kind="variable", lineno=node.lineno + offset,
-                end_lineno=(node.end_lineno or node.lineno) + offset, signature=annotation, body_hash=value_hash,
-            ))  # fmt: skip
-
-
-def _assigned_names(node: ast.Assign | ast.AnnAssign) -> list[str]:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return [name for target in targets for name in _target_names(target)]
-
-
-def _target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _target_names(elt)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    return []  # attributes and subscripts do not bind a name
-
-
-def _collect_import(node: ast.Import | ast.ImportFrom, out: dict[str, Symbol], offset: int) -> None:
-    for alias in node.names:
-        if isinstance(node, ast.Import):
-            what = alias.name
-            bound = alias.asname or alias.name.split(".", 1)[0]  # "import os.path" binds "os"
-        else:
-            module = "." * node.level + (node.module or "")
-            what = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
-            bound = alias.asname or alias.name
-        if alias.asname:
-            what += f" as {alias.asname}"
-        end = (node.end_lineno or node.lineno) + offset
-        _put(out, Symbol(qualname=f"import:{what}", bound_name=bound, kind="import", lineno=node.lineno + offset,
-                         end_lineno=end))  # fmt: skip
-
-
-def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    sig = f"({ast.unparse(node.args)})"
-    return f"{sig} -> {ast.unparse(node.returns)}" if node.returns is not None else sig
-
-
-def _params(args: ast.arguments) -> tuple[str, ...]:
-    names = [a.arg for a in (*args.posonlyargs, *args.args)]
-    if args.vararg:
-        names.append(args.vararg.arg)
-    names += [a.arg for a in args.kwonlyargs]
-    if args.kwarg:
-        names.append(args.kwarg.arg)
-    return tuple(names)
-
-
-def _param_kinds(args: ast.arguments) -> tuple[str, ...]:
-    """One kind per name of :func:`_params`, in the same order."""
-    kinds = ["positional"] * (len(args.posonlyargs) + len(args.args))
-    if args.vararg:
-        kinds.append("vararg")
-    kinds += ["keyword"] * len(args.kwonlyargs)
-    if args.kwarg:
-        kinds.append("varkw")
-    return tuple(kinds)
-
-
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _body_hash(body: list[ast.stmt], drop_assignments: bool = False) -> str:
-    stmts = body[1:] if body and _is_docstring(body[0]) else body
-    if drop_assignments:  # methods and class attributes are symbols of their own
-        own = (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-        stmts = [s for s in stmts if not isinstance(s, own)]
-    out: list[str] = []
-    for s in stmts:
-        _dump(s, out)
-        out.append("\n")
-    return _hash_text("".join(out))
-
-
-def _dump(node: object, out: list[str]) -> None:
-    """Append a structural dump of ``node`` to ``out``: like ``ast.dump`` without positions (so
-    formatting and comments do not count), except that nested functions and classes appear as a
-    ``<def name>`` marker only. They are symbols of their own, so a change inside a method must not
-    also count as a change of its class or enclosing function. Reading the tree as it is, instead
-    of transforming a deep copy of it, keeps hashing linear and cheap on files with thousands of
-    functions."""
-    if isinstance(node, _DEFS):
-        out.append(f"<def {node.name}>")
-    elif isinstance(node, ast.AST):
-        out.append(type(node).__name__)
-        out.append("(")
-        for field in node._fields:
-            out.append(field)
-            out.append("=")
-            _dump(getattr(node, field, None), out)
-            out.append(",")
-        out.append(")")
-    elif isinstance(node, list):
-        out.append("[")
-        for item in node:
-            _dump(item, out)
-            out.append(",")
-        out.append("]")
-    else:
-        out.append(repr(node))
-
-
-def _is_docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
-
-
-def _hash_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 # --------------------------------------------------------------------------- comparison
 
 
@@ -458,10 +95,10 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
         return (), None
     largest = max(len(before or ""), len(after or ""))
     if largest > MAX_SOURCE_CHARS:
-        return (), f"{_too_large(largest)}; file-level change only"
+        return (), f"{too_large(largest)}; file-level change only"
     parsed: dict[str, list[ast.stmt]] = {}  # pieces of text both versions share are parsed once
-    old, old_nodes, old_err = _extract(before, parsed) if before is not None else ({}, {}, None)
-    new, new_nodes, new_err = _extract(after, parsed) if after is not None else ({}, {}, None)
+    old, old_nodes, old_err = extract_with_nodes(before, parsed) if before is not None else ({}, {}, None)
+    new, new_nodes, new_err = extract_with_nodes(after, parsed) if after is not None else ({}, {}, None)
     del parsed
     if old_err or new_err:
         problems = [f"{label} version: {err}" for label, err in (("before", old_err), ("after", new_err)) if err]
@@ -471,10 +108,10 @@ def diff_symbols(path: str, before: str | None, after: str | None) -> tuple[tupl
     for qual in [q for q in new_nodes if q in old_nodes and old[q].source_hash == new[q].source_hash]:
         del old_nodes[qual], new_nodes[qual], old[qual], new[qual]
     try:
-        old = {q: _complete(sym, old_nodes[q]) if q in old_nodes else sym for q, sym in old.items()}
-        new = {q: _complete(sym, new_nodes[q]) if q in new_nodes else sym for q, sym in new.items()}
+        old = {q: complete_symbol(sym, old_nodes[q]) if q in old_nodes else sym for q, sym in old.items()}
+        new = {q: complete_symbol(sym, new_nodes[q]) if q in new_nodes else sym for q, sym in new.items()}
     except RecursionError:  # a signature or body nested deeper than the interpreter's recursion limit
-        return (), f"{_TOO_DEEP}; only the file-level change is known"
+        return (), f"{TOO_DEEP}; only the file-level change is known"
 
     changes: list[SymbolChange] = []
     gone = [sym for qual, sym in old.items() if qual not in new]
@@ -515,14 +152,14 @@ def _fold_locals(
     return list(out.values())
 
 
-def _first_line(sym: Symbol, node: _Def | None) -> int:
+def _first_line(sym: Symbol, node: DefNode | None) -> int:
     """The first line of a definition, its decorators included."""
     if node is None or not node.decorator_list:
         return sym.lineno
     return min(d.lineno for d in node.decorator_list) + sym.lineno - node.lineno
 
 
-def _doc(sym: Symbol, node: _Def | None, lines: list[str]) -> tuple[str, str]:
+def _doc(sym: Symbol, node: DefNode | None, lines: list[str]) -> tuple[str, str]:
     """The first paragraph of the docstring, else of the comments above the definition, else of
     those opening its body; and which it was."""
     if node is not None:
@@ -545,8 +182,8 @@ def _with_story(
     c: SymbolChange,
     old: dict[str, Symbol],
     new: dict[str, Symbol],
-    old_nodes: dict[str, _Def],
-    new_nodes: dict[str, _Def],
+    old_nodes: dict[str, DefNode],
+    new_nodes: dict[str, DefNode],
     old_lines: list[str],
     new_lines: list[str],
 ) -> SymbolChange:

@@ -12,24 +12,16 @@ from pathlib import Path
 import click
 
 from revertbot.cli.gpu import load_gpu_summary
-from revertbot.cli.main import PR_SPEC
+from revertbot.cli.pr_spec import PR_SPEC
 from revertbot.config import load_config_file
 from revertbot.errors import ConflictError, NotFoundError, UsageError
-from revertbot.github.action import (
-    ActionOptions,
-    bot_login,
-    carried_gpu,
-    carried_override,
-    log_safe,
-    policy_from_env,
-    publish,
-    run_action,
-    status_for,
-    wanted_labels,
-)
+from revertbot.github.action import run_action
+from revertbot.github.action_io import ActionOptions, policy_from_env
 from revertbot.github.approval import is_full_sha
 from revertbot.github.client import GitHubClient, GitHubError
+from revertbot.github.comments import bot_login, carried_gpu, carried_override, log_safe
 from revertbot.github.pr_check import REQUEST_BUDGET, RepoSource, cache_root, check_pull, revert_intent
+from revertbot.github.publish import publish, status_for, wanted_labels
 from revertbot.report import render_markdown, report_to_json
 
 

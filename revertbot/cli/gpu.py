@@ -13,10 +13,10 @@ import click
 from gpu_jobs.plan import build_matrix, load_durations
 from gpu_jobs.runner import run_from_args
 from gpu_jobs.summary import merge_dirs, render_gpu_markdown, summary_from_json
+from revertbot import git
 from revertbot.config import load_config_file
 from revertbot.errors import UsageError
-from revertbot.git import gitops
-from revertbot.models import GpuSummary
+from revertbot.report_data import GpuSummary
 from revertbot.verdict.purity import patch_stats
 
 
@@ -32,8 +32,8 @@ def gpu() -> None:
 
 
 def _changed_paths(repo: Path, revert: str) -> list[str]:
-    sha = gitops.resolve_commit(repo, revert)
-    patches, errors, _ = gitops.commit_patches(repo, [(sha, None)])
+    sha = git.resolve_commit(repo, revert)
+    patches, errors, _ = git.commit_patches(repo, [(sha, None)])
     if sha in errors:
         raise UsageError(f"cannot read the change of {revert}: {errors[sha]}")
     return sorted(patch_stats(patches.get(sha, "")))
@@ -81,7 +81,7 @@ def plan(
     if (revert is None) == (not paths):
         raise UsageError("pass either --revert REF or --paths P...")
     if revert is not None:
-        root = gitops.repo_root(repo)
+        root = git.repo_root(repo)
         changed = _changed_paths(root, revert)
         config = load_config_file(Path(config_path) if config_path else root / ".revertbot.yml")
     else:
@@ -207,7 +207,7 @@ def report(inputs: tuple[str, ...], fmt: str, lang: str, summary_json: str | Non
     merged = merge_dirs([Path(p) for p in inputs])
     data = merged.to_json()
     if store_path and repo_name:
-        from revertbot.store.db import record_gpu
+        from revertbot.store.writes import record_gpu
 
         reverts = sorted({str(s["revert"]) for s in merged.shards if s.get("revert")})
         if len(reverts) != 1:
@@ -247,7 +247,7 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     import os
 
     from revertbot.errors import ConflictError
-    from revertbot.github.action import policy_from_env
+    from revertbot.github.action_io import policy_from_env
     from revertbot.github.approval import definition_is_default, gate as gate_gpu_run
     from revertbot.github.client import GitHubClient
 

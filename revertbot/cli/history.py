@@ -1,4 +1,4 @@
-"""`revertbot history push|rebuild`: the durable check history on a data branch."""
+"""`revertbot history push|rebuild`: the durable check history (checks and propose incidents) on a data branch."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def history() -> None:
     "records_dir",
     required=True,
     type=click.Path(file_okay=False),
-    help="Directory of record files written by `revertbot action` (REVERTBOT_RECORD_DIR).",
+    help="Directory of record files written by `revertbot action` (REVERTBOT_RECORD_DIR) or by "
+    "`revertbot propose --github --record-dir` (incident records).",
 )
 @click.option(
     "--digests",
@@ -42,7 +43,9 @@ def history() -> None:
 def push(records_dir: str, digests: str | None, remote: str | None, branch: str) -> None:
     """Append the records to the data branch (fetch, re-apply, retry when another run got there first),
     then say what is on the branch: written, already there, or not written and why."""
-    outcome = push_directory(records_dir, digests, dict(os.environ), remote=remote, branch=branch)
+    from revertbot.store.incident_record import parse_any  # check records and propose's incident records
+
+    outcome = push_directory(records_dir, digests, dict(os.environ), remote=remote, branch=branch, parse=parse_any)
     for line in outcome.lines():
         click.echo(line, err=True)
     if not outcome.ok:
@@ -77,7 +80,7 @@ def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
 
     Incremental: records an earlier rebuild of the same store imported are neither read nor
     replayed again (the result is the same as a rebuild into a new store)."""
-    from revertbot.store.db import rebuild_from_branch
+    from revertbot.store.replay import rebuild_from_branch
     from revertbot.verdict.scan import scan_repository
 
     owner_name = normalise_repo(name)
@@ -93,3 +96,11 @@ def rebuild(repo: str, name: str, branch: str, store_path: str) -> None:
                f"{done.reverts} checked revert(s) from {branch}"
                + (f", {done.already} already in the store" if done.already else "")
                + (f", {len(done.skipped)} file(s) skipped" if done.skipped else ""), err=True)  # fmt: skip
+    inc = done.incidents
+    if inc is not None:
+        for path, why in inc.skipped:
+            click.echo(f"history: skipped {shown(path)}: {why}", err=True)
+        if inc.full:
+            click.echo(f"history: every incident replayed again: {inc.full}", err=True)
+        click.echo(f"history: {inc.replayed} incident record(s) from {branch}"
+                   + (f", {inc.already} already in the store" if inc.already else ""), err=True)  # fmt: skip

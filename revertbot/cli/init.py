@@ -9,26 +9,18 @@ from pathlib import Path
 import click
 
 from revertbot.errors import ConflictError, UsageError
+from revertbot.install.files import CONFIG_PATH, DEFAULT_RUNNER_GROUP, DEFAULT_RUNNER_LABELS, REQUIRED_SETTINGS
+from revertbot.install.pins import parse_runner_labels, pin_git_source, pin_wheel, pinned_spec
+from revertbot.install.propose_setup import propose_summary
 from revertbot.install.repo_inspect import describe
-from revertbot.install.workflows import (
-    CONFIG_PATH,
-    DEFAULT_RUNNER_GROUP,
-    DEFAULT_RUNNER_LABELS,
-    REQUIRED_SETTINGS,
-    init_repository,
-    next_steps,
-    parse_runner_labels,
-    pin_git_source,
-    pin_wheel,
-    pinned_spec,
-)
+from revertbot.install.workflows import init_repository, next_steps
 
 
 def _check_settings(slug: str, repo: str, labels: tuple[str, ...], token_env: str, runner_group: str) -> None:
     from revertbot.config import load_config_file
-    from revertbot.github.action import policy_from_env
+    from revertbot.github.action_io import policy_from_env
     from revertbot.github.client import GitHubClient, GitHubError
-    from revertbot.github.settings_check import bounded_policy, check_settings
+    from revertbot.install.settings_check import bounded_policy, check_settings
 
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", slug):
         raise UsageError(f"--check-settings needs OWNER/REPO, got {slug!r}")
@@ -87,11 +79,17 @@ def _pin(source: str | None, wheel: str | None, sha256: str | None, install_spec
 )
 @click.option(
     "--runner-labels",
-    default=",".join(DEFAULT_RUNNER_LABELS),
-    show_default=True,
+    default=None,
     metavar="L1,L2,...",
-    help="Labels of the self-hosted CUDA runners, for the gpu.suites example in .revertbot.yml.",
+    help=f"Labels of the self-hosted CUDA runners, for the gpu.suites example in .revertbot.yml and the propose "
+         f"probes (default: {','.join(DEFAULT_RUNNER_LABELS)}; the probes first take propose.runner_labels or the "
+         "suites' runner_labels of an existing .revertbot.yml, then this, then the watched workflow's GPU job).",
 )
+@click.option("--watch", "watch", multiple=True, metavar="FILE",
+              help="A GPU workflow of .github/workflows/ (by file, e.g. gpu-tests.yml) whose red runs on the default "
+                   "branch `revertbot propose` takes (repeatable). Default: propose.workflows of an existing "
+                   ".revertbot.yml, else the workflows found that run on self-hosted GPU runners, upload JUnit and "
+                   "run on the default branch; with none, the propose workflow watches nothing.")  # fmt: skip
 @click.option("--source", default=None, metavar="git+https://HOST/OWNER/REPO@COMMIT",
               help="Pin what the workflows pip install to this commit of revertbot's repository (the full commit "
                    "id: a branch, a tag or an abbreviated id moves). Default: the commit or wheel this revertbot "
@@ -120,9 +118,9 @@ def _pin(source: str | None, wheel: str | None, sha256: str | None, install_spec
 @click.option("--runner-group", default=DEFAULT_RUNNER_GROUP, show_default=True, metavar="NAME",
               help="With --check-settings: the organisation runner group of the GPU runners, checked even while "
                    "it has no runner (an idle scale set).")  # fmt: skip
-def init_command(repo: str, runner_labels: str, source: str | None, wheel: str | None, sha256: str | None,
-                 install_spec: str | None, force: bool, pages: str | None, check_slug: str | None, token_env: str,
-                 runner_group: str) -> None:  # fmt: skip
+def init_command(repo: str, runner_labels: str | None, watch: tuple[str, ...], source: str | None, wheel: str | None,
+                 sha256: str | None, install_spec: str | None, force: bool, pages: str | None,
+                 check_slug: str | None, token_env: str, runner_group: str) -> None:  # fmt: skip
     """Install revertbot into a repository: the workflows (.github/workflows/revertbot.yml, the GPU
     workflow revertbot-gpu.yml and the fork follow-up revertbot-publish.yml), helm values for
     ephemeral GPU runners and a commented .revertbot.yml.
@@ -135,15 +133,17 @@ def init_command(repo: str, runner_labels: str, source: str | None, wheel: str |
     found are added to critical_paths, and a GPU suite (the test directories that use CUDA, or
     what the GPU CI jobs run) becomes the gpu.suites example; init prints what it found and why.
     The gpu.suites example in .revertbot.yml is written commented out, with the runner labels given.
+    The propose workflows (shadow mode) watch the GPU workflows named by --watch, by propose.workflows,
+    or found in the repository, and their probes run on the GPU runners' labels; init says which and why.
     The settings the GPU path relies on are printed; --check-settings checks them (exit 4 when one is
     wrong, 7 when one could not be verified).
     """
-    labels = parse_runner_labels(runner_labels)
+    labels = parse_runner_labels(runner_labels) if runner_labels is not None else None
     if check_slug is not None:
-        _check_settings(check_slug, repo, labels, token_env, runner_group)
+        _check_settings(check_slug, repo, labels or DEFAULT_RUNNER_LABELS, token_env, runner_group)
         return
     spec, origin = _pin(source, wheel, sha256, install_spec)
-    result = init_repository(repo, runner_labels=labels, install_spec=spec, force=force, pages=pages)
+    result = init_repository(repo, runner_labels=labels, install_spec=spec, force=force, pages=pages, watch=watch)
     click.echo(f"pinned: {result.install_spec} ({origin or result.install_origin})")
     for f in result.files:
         verb = "replaced" if f.path in result.replaced else "wrote"
@@ -151,6 +151,7 @@ def init_command(repo: str, runner_labels: str, source: str | None, wheel: str |
     click.echo("")
     if result.proposal is not None:
         click.echo(describe(result.proposal))
+    click.echo(propose_summary(result.propose))
     click.echo(next_steps(result), nl=False)
 
 

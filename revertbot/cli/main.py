@@ -6,7 +6,6 @@ import contextlib
 import importlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -16,12 +15,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from revertbot import __version__
+from revertbot import __version__, git
+from revertbot.cli.pr_spec import PR_SPEC
 from revertbot.errors import RevertbotError, UsageError
-from revertbot.git import gitops
 
 if TYPE_CHECKING:
-    from revertbot.models import RevertReport
+    from revertbot.report_data import RevertReport
     from revertbot.verdict.scan import ScanResult
 
 
@@ -48,10 +47,6 @@ class _Progress:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
-
-
-#: A pull request named on the command line: ``owner/repo#N``.
-PR_SPEC = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<n>\d+)$")
 
 
 class _LazyGroup(click.Group):
@@ -155,7 +150,7 @@ def scan(
     started = time.monotonic()
     # git reads the history while the analysis modules load (a scan of a small repository is
     # mostly start-up); the scan uses that read when it is of the commit it resolves the ref to.
-    with gitops.StartedLog(repo, ref or "HEAD") if not (all_refs or since) else contextlib.nullcontext() as history:
+    with git.StartedLog(repo, ref or "HEAD") if not (all_refs or since) else contextlib.nullcontext() as history:
         from revertbot.verdict.scan import entry_to_json, scan_repository
 
         try:
@@ -168,7 +163,7 @@ def scan(
         click.echo(f"scanned {result.commits_scanned:,} commits in {time.monotonic() - started:.2f}s", err=True)
         _speed_hints(result.repo)
     if store_path:
-        from revertbot.store.db import record_scan
+        from revertbot.store.writes import record_scan
 
         count = record_scan(store_path, result)
         click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
@@ -185,8 +180,8 @@ def scan(
 
 def _shallow_warning(result: ScanResult) -> dict[str, object]:
     """Warn on stderr that a shallow clone was scanned; what the JSON output says about it."""
-    depth = gitops.shallow_depth(result.repo, result.head or "HEAD")
-    hint = gitops.deepen_hint(depth)
+    depth = git.shallow_depth(result.repo, result.head or "HEAD")
+    hint = git.deepen_hint(depth)
     click.echo(f"warning: {result.repo} is a shallow clone (depth {depth}): only {result.commits_scanned} commit(s) "
                f"were scanned, reverts and originals beyond its shallow boundary are not seen; {hint}",
                err=True)  # fmt: skip
@@ -305,15 +300,13 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     started = time.monotonic()
     # git reads the base's history while the analysis modules load; the check uses that read
     # when it is the history it needs (a revert merged on the base).
-    with gitops.StartedLog(repo, base or "HEAD") as history:
+    with git.StartedLog(repo, base or "HEAD") as history:
         from revertbot.pipeline.check import check_revert
 
         override = None
         if original:
             from revertbot.models import Override
-            from revertbot.verdict.overrides import resolve_local
-
-            sha = resolve_local(gitops.repo_root(repo), original, base or "HEAD")
+            sha = git.resolve_named_commit(git.repo_root(repo), original, base or "HEAD")
             override = Override("link", original=sha, named=original.strip())
         report = check_revert(repo, revert, base_ref=base, config=cfg, language=lang, gpu=gpu, started=history,
                               override=override)  # fmt: skip
@@ -321,7 +314,7 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
         click.echo(f"checked {report.revert.sha[:12]} in {time.monotonic() - started:.2f}s", err=True)
         _speed_hints(Path(repo))
     if store_path:
-        from revertbot.store.db import record_report, repo_identity
+        from revertbot.store.writes import record_report, repo_identity
 
         record_report(store_path, report, repo_name=repo_identity(Path(repo)))
         click.echo(f"recorded the report in {store_path}", err=True)
@@ -330,10 +323,10 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
 
 def _speed_hints(repo: Path) -> None:
     """Advice for --verbose runs; revertbot itself never writes into the user's repository."""
-    from revertbot.git import gitops
+    from revertbot import git
 
-    root = gitops.repo_root(repo)
-    if not gitops.has_commit_graph(root):
+    root = git.repo_root(repo)
+    if not git.has_commit_graph(root):
         click.echo("hint: this repository has no commit-graph; 'git commit-graph write --reachable' "
                    f"(run in {root}) makes history walks about twice as fast", err=True)  # fmt: skip
 
@@ -368,7 +361,7 @@ def demo(directory: str | None, fmt: str, lang: str, propose: bool) -> None:
     from revertbot.demo.repo import REPO_SLUG, REVERT_BRANCH, build_demo_repo
     from revertbot.pipeline.check import check_revert
     from revertbot.report import render_markdown
-    from revertbot.store.db import record_report
+    from revertbot.store.writes import record_report
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="revertbot-demo-"))
     started = time.monotonic()
@@ -462,7 +455,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     finally:
         # Merge results kept for the run are read by every git command while they exist: a later
         # command of this process on another repository must not find its new objects there.
-        gitops.remove_kept_objects()
+        git.remove_kept_objects()
 
 
 def _run_cli(argv: Sequence[str] | None) -> int:

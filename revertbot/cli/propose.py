@@ -44,7 +44,8 @@ from revertbot.errors import UsageError
               help="with --github: the default branch (default: from the event payload, else main)")
 @click.option("--dry-run", is_flag=True, help="with --github: print what would be posted, write nothing")
 @click.option("--record-dir", type=click.Path(path_type=Path), default=None,
-              help="with --github: write the incident record (JSON) into this directory")
+              help="with --github: write the incident record into this directory, for `revertbot history push` "
+                   "(its sha256 goes to the step output record_digests)")
 def propose_command(repo: Path, range_: str | None, tests: tuple[str, ...], runner: str, parallel: int,
                     max_runs: int, confidence: float, history: tuple[str, ...], timeout_minutes: float, fmt: str,
                     lang: str, on_github: bool, run_id: int | None, default_branch: str | None, dry_run: bool,
@@ -58,8 +59,8 @@ def propose_command(repo: Path, range_: str | None, tests: tuple[str, ...], runn
     environment, infrastructure, budget spent). See docs/propose.md.
     """
     from revertbot.propose.local import propose_local
+    from revertbot.propose.markdown import proposal_json, proposal_markdown
     from revertbot.propose.search import SearchConfig
-    from revertbot.report.propose_md import proposal_json, proposal_markdown
 
     if on_github:
         if run_id is None:
@@ -98,8 +99,8 @@ def _propose_github(repo: Path, run_id: int, default_branch: str | None, dry_run
     import os
     from importlib import import_module
 
+    from revertbot import git
     from revertbot.config import load_config_file
-    from revertbot.git import gitops
     from revertbot.github.client import GitHubClient
     from revertbot.github.pr_check import RepoSource, cache_root
     from revertbot.propose.flow import propose_on_github
@@ -108,7 +109,7 @@ def _propose_github(repo: Path, run_id: int, default_branch: str | None, dry_run
     slug = env.get("GITHUB_REPOSITORY", "")
     if "/" not in slug:
         raise UsageError("GITHUB_REPOSITORY (owner/name) is not set", hint="the propose workflow sets it")
-    root = gitops.repo_root(repo)
+    root = git.repo_root(repo)
     config = load_config_file(root / ".revertbot.yml")
     branch = default_branch or _event_default_branch(env) or "main"
 
@@ -121,21 +122,19 @@ def _propose_github(repo: Path, run_id: int, default_branch: str | None, dry_run
     read_side: Any = import_module("revertbot.propose.github_runner")  # the read side: GPU reruns by dispatch
 
     def runner_factory(incident: Any) -> Any:
-        return read_side.GitHubRunner(api, incident, default_branch=branch, runners=config.propose.runners)
+        return read_side.GitHubRunner(api, incident, default_branch=branch, runners=config.propose.runners,
+                                      progress=echo, queue=read_side.QueueGate.from_config(config))  # fmt: skip
 
-    def head_green(incident: Any) -> bool | None:
-        runs = api.workflow_runs(incident.workflow, branch, "completed", 1)
-        if not runs or str(runs[0].id) == str(incident.run_id):
-            return None if not runs else False
-        return bool(runs[0].conclusion == "success")
-
-    out = propose_on_github(api, root, run_id, config, runner_factory, default_branch=branch, head_green=head_green,
+    # The head re-check is the flow's own (revertbot.propose.head_check): same workflow, a commit
+    # containing the first red one, the failing tests passed.
+    out = propose_on_github(api, root, run_id, config, runner_factory, default_branch=branch,
                             remote=url, git_env=source.git_env(url), log=echo, dry_run=dry_run)  # fmt: skip
     click.echo(out.text or "; ".join(out.reasons))
     if record_dir is not None and out.record:
-        record_dir.mkdir(parents=True, exist_ok=True)
-        name = f"incident-{out.record.get('run_id') or run_id}.json"
-        (record_dir / name).write_text(json.dumps(out.record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        from revertbot.propose.incident_file import write_incident
+
+        record = {**out.record, "run_id": out.record.get("run_id") or str(run_id)}
+        write_incident(record_dir, record, env, api, config.propose.labels.wrong_culprit, echo)
 
 
 def _event_default_branch(env: dict[str, str]) -> str:

@@ -18,7 +18,8 @@ from revertbot.dashboard.report_html import render_inline
 from revertbot.globs import branch_name
 from revertbot.report.escape import html_text
 from revertbot.report.i18n import TEXT
-from revertbot.store.db import NOT_A_REVERT, History, StoredRevert
+from revertbot.store.queries import History, StoredRevert
+from revertbot.store.writes import NOT_A_REVERT
 
 __all__ = ["display_branch", "link_source", "never_checked", "pr_of", "recommended_html", "visible"]
 
@@ -31,10 +32,10 @@ def display_branch(ref: str) -> str:
 
 def pr_of(r: StoredRevert) -> int:
     """The row's pull request: the one its recorded check was for, else the subject's trailing
-    ``(#N)`` (a squash merge's own PR, as :func:`revertbot.verdict.detect.parse_message` reads it); 0 if none."""
+    ``(#N)`` (a squash merge's own PR, as :func:`revertbot.verdict.grammar.parse_message` reads it); 0 if none."""
     if r.pr:
         return r.pr
-    from revertbot.verdict.detect import parse_message
+    from revertbot.verdict.grammar import parse_message
 
     return parse_message(r.subject).own_pr or 0
 

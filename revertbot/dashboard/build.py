@@ -9,6 +9,10 @@ All text from the store (subjects, names, paths, reports) is untrusted: it goes 
 :func:`revertbot.report.escape.html_text`, attributes are always quoted, the report Markdown is
 shown as preformatted text, and JSON inside ``<script>`` has ``<``, ``>`` and ``&`` escaped.
 A Content-Security-Policy that only allows the site's own script is a second line of defence.
+
+Size: one job, the site's pages about reverts (the overview's figures, the table and its script
+data, a revert's page) and writing them; the HTML pieces they share are in :mod:`.html` and the
+incidents of ``revertbot propose`` in :mod:`.incidents`.
 """
 
 from __future__ import annotations
@@ -27,14 +31,33 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from revertbot import __version__
 from revertbot.dashboard.agree import display_branch, link_source, never_checked, pr_of, recommended_html, visible
 from revertbot.dashboard.charts import Bar, Pair, bar_chart, column_chart, pair_chart
+from revertbot.dashboard.html import (
+    DAY,
+    HOUR,
+    WEEK,
+    badge as _badge,
+    commit_link,
+    day,
+    duration,
+    esc,
+    figure as _figure,
+    json_for_script,
+    nowrap as _nowrap,
+    page as _page,
+    pr_link,
+    repo_url,
+    stat as _stat,
+    words,
+)
+from revertbot.dashboard.incidents import PAGE, render_page, render_tile
 from revertbot.dashboard.report_html import render_report_html
 from revertbot.errors import UsageError
 from revertbot.models import PURITY_VALUES
-from revertbot.report.escape import clean, html_text
-from revertbot.store.db import GPU_STATUSES, History, StoredBackport, StoredRevert, load_history, merge_histories
+from revertbot.report.escape import clean
+from revertbot.store.queries import History, StoredBackport, StoredRevert, load_history, merge_histories
+from revertbot.store.writes import GPU_STATUSES
 
 MARKER_FILE = ".revertbot-dashboard"
 RISK_LEVELS = ("high", "medium", "low")
@@ -47,7 +70,6 @@ MAX_WEEKS = 104
 TABLE_LIMIT = 100
 #: Changed files per revert that the table's search covers (the revert page lists them all).
 SEARCH_FILES = 50
-HOUR, DAY, WEEK = 3600, 86_400, 7 * 86_400
 #: Buckets of the time from the original's commit to its revert (upper bound in seconds, label).
 TTR_BUCKETS: tuple[tuple[float, str], ...] = (
     (HOUR, "< 1 h"),
@@ -58,42 +80,15 @@ TTR_BUCKETS: tuple[tuple[float, str], ...] = (
     (365 * DAY, "3–12 mo"),
     (float("inf"), "> 1 y"),
 )
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "base-uri 'none'; form-action 'none'; object-src 'none'"
-)
 _HEX = re.compile(r"[^0-9a-f]")
 
 
-def esc(text: object, limit: int | None = None) -> str:
-    return html_text(str(text), limit)
 
 
-def json_for_script(value: Any) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: no ``</script>``, ``<!--``
-    or other markup can appear, and the JavaScript line separators are escaped too."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    for ch, rep in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                    ("\u2029", "\\u2029")):  # fmt: skip
-        text = text.replace(ch, rep)
-    return text
 
 
-def day(ts: int) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d") if ts else ""
 
 
-def duration(seconds: float) -> str:
-    """A short human duration: 45 min, 5 h, 3 d, 7 wk, 14 mo, 2.1 y."""
-    if seconds < HOUR:
-        return f"{max(seconds, 0) / 60:.0f} min"
-    if seconds < DAY:
-        return f"{seconds / HOUR:.0f} h"
-    if seconds < 8 * WEEK:
-        return f"{seconds / DAY:.0f} d" if seconds < 2 * WEEK else f"{seconds / WEEK:.0f} wk"
-    if seconds < 365 * DAY:
-        return f"{seconds / (30.4 * DAY):.0f} mo"
-    return f"{seconds / (365 * DAY):.1f} y"
 
 
 def page_name(r: StoredRevert) -> str:
@@ -298,33 +293,6 @@ def _week_start(ts: int) -> int:
 # --------------------------------------------------------------------------- page frame
 
 
-def _page(title: str, body: str, root: str, description: str) -> str:
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="referrer" content="no-referrer">
-<meta name="generator" content="revertbot {esc(__version__)}">
-<meta name="description" content="{esc(description)}">
-<title>{esc(title)}</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="{root}assets/dashboard.css">
-</head>
-<body>
-<header class="site"><a class="brand" href="{root}index.html">revertbot</a>
-<nav aria-label="Site"><a href="{root}index.html#overview">Overview</a>
-<a href="{root}index.html#reverts-table">Reverts</a>
-<a href="{root}index.html#backport-gaps">Backport gaps</a></nav></header>
-<main>
-{body}
-</main>
-<footer class="site">Generated by revertbot {esc(__version__)} from the history store.</footer>
-<script src="{root}assets/dashboard.js"></script>
-</body>
-</html>
-"""
 
 
 def _revert_there(r: StoredRevert, b: StoredBackport) -> str:
@@ -335,81 +303,31 @@ def _revert_there(r: StoredRevert, b: StoredBackport) -> str:
     return _badge("gap", "revert needed")
 
 
-def _badge(kind: str, value: str) -> str:
-    css = re.sub(r"[^a-z0-9-]", "-", value.lower())
-    return f'<span class="badge {kind}-{css}">{esc(value)}</span>'
 
 
 def _sha_link(r: StoredRevert, root: str) -> str:
     return f'<a href="{root}reverts/{page_name(r)}"><code class="sha">{esc(r.sha[:10])}</code></a>'
 
 
-_REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_FULL_SHA = re.compile(r"^[0-9a-f]{7,64}$")
-GITHUB = "https://github.com"
 
 
-def repo_url(repo: str) -> str | None:
-    """The repository's GitHub page, when its identity is ``owner/name`` (else nothing to link)."""
-    return f"{GITHUB}/{repo}" if _REPO_NAME.match(repo) and ".." not in repo else None
 
 
-def commit_link(repo: str, sha: str | None, length: int = 10) -> str:
-    """A sha as code, linked to its GitHub commit page when the repository is known; never split."""
-    if not sha:
-        return "–"
-    text = f'<code class="sha">{esc(sha[:length])}</code>'
-    base = repo_url(repo)
-    if base and _FULL_SHA.match(sha):
-        return f'<a class="ext" href="{esc(base)}/commit/{esc(sha)}" rel="noopener noreferrer">{text}</a>'
-    return text
 
 
-def pr_link(repo: str, number: int) -> str:
-    if number <= 0:
-        return "–"
-    base = repo_url(repo)
-    text = f'<span class="nowrap">#{number}</span>'
-    return f'<a class="ext" href="{esc(base)}/pull/{number}" rel="noopener noreferrer">{text}</a>' if base else text
 
 
-def _nowrap(text: str) -> str:
-    return f'<span class="nowrap">{esc(text)}</span>'
 
 
-def words(key: object) -> str:
-    """Internal keys as words for people: ``critical_paths`` -> ``critical paths``."""
-    return str(key).replace("_", " ").replace("-", " ").strip()
 
 
 # --------------------------------------------------------------------------- overview page
 
 
-def _stat(label: str, value: str, stat_id: str, note: str = "") -> str:
-    extra = f'<span class="note">{esc(note)}</span>' if note else ""
-    return f'<div class="stat" id="stat-{stat_id}"><span class="value">{esc(value)}</span>' \
-           f'<span class="label">{esc(label)}</span>{extra}</div>'  # fmt: skip
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") -> str:
-    """A small table; cells are HTML already escaped by the caller."""
-    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _figure(fig_id: str, caption: str, svg: str, note: str = "", wide: bool = False,
-            table: tuple[Sequence[str], Sequence[Sequence[str]]] | None = None) -> str:  # fmt: skip
-    """A chart with the table of its numbers behind it, for people who would rather read."""
-    css = "chart-card wide" if wide else "chart-card"
-    extra = f'<p class="note">{esc(note)}</p>' if note else ""
-    behind = ""
-    if table is not None:
-        headers, rows = table
-        inner = _table(headers, rows) if rows else "<p>No data.</p>"
-        behind = f'<details class="table-behind" id="table-{fig_id}"><summary>table</summary>{inner}</details>'
-    return f'<figure class="{css}" id="fig-{fig_id}"><figcaption>{esc(caption)}</figcaption>{svg}{extra}' \
-           f'{behind}</figure>'  # fmt: skip
 
 
 def _bars_table(label: str, bars: Sequence[Bar], value: str = "reverts") -> tuple[list[str], list[list[str]]]:
@@ -527,6 +445,7 @@ def render_index(history: History, generated_at: int | None = None, table_limit:
 <div class="stats">{stats}</div>
 <div class="charts">{"".join(charts)}</div>
 </section>
+{render_tile(history)}
 <section id="backport-gaps"><h2>Open backport gaps</h2>{gaps_html}</section>
 {render_table(history, table_limit, data_src)}"""
     return _page("revertbot — reverts", body, "", f"{ov.reverts} reverts, {ov.relands} relands")
@@ -1076,6 +995,7 @@ def build_site(history: History, out: str | os.PathLike[str], generated_at: int 
                             encoding="utf-8")  # fmt: skip
     else:
         all_page.unlink(missing_ok=True)
+    (root / PAGE).write_text(render_page(history), encoding="utf-8")
     (root / ".nojekyll").write_text("")  # GitHub Pages: serve the files as they are
     reverts = sum(1 for r in history.reverts if _is_revert(r))
     return SiteSummary(root, len(written) + 1, reverts, len(history.reverts) - reverts)

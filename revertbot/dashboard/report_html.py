@@ -9,7 +9,7 @@ The report writes two kinds of raw HTML of its own, and only those are honoured,
 in the parsed document rather than by their text:
 
 * the collapsed lists, ``<details><summary>…</summary>`` and ``</details>``, each a paragraph of
-  its own as :func:`revertbot.report.markdown.folded` writes them. The parser keeps a paragraph's
+  its own as :func:`revertbot.report.sections_md.folded` writes them. The parser keeps a paragraph's
   source: untrusted text is escaped in it (``\\</details\\>``), so only the bot's own tag is a
   paragraph that *is* ``</details>``; a close without an open is text, and what is open at the end
   is closed, so nothing can end the page's own ``<details>`` early;

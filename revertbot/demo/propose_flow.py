@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from revertbot import git
 from revertbot.demo.propose_repo import FLAKY_TEST, GRAPH_TEST, Incident, build_incident_repo
-from revertbot.git import gitops
-from revertbot.models import RevertReport
-from revertbot.propose.local import LocalRunner, Proposal, propose_local
+from revertbot.propose.local import LocalRunner, propose_local
+from revertbot.propose.proposal import Proposal
 from revertbot.propose.search import SearchConfig, Verdict
 from revertbot.report.escape import code, inline
+from revertbot.report_data import RevertReport
 
 __all__ = ["HISTORY", "ProposeDemo", "demo_propose_command", "propose_demo_json", "render_propose_demo",
            "run_propose_demo"]
@@ -124,7 +125,7 @@ def _plain_verdict(p: Proposal) -> str:
 
 def _revert_message(p: Proposal) -> tuple[str, str]:
     """The revert pull request's title and its commit's message, as the GitHub flow writes them."""
-    from revertbot.report.propose_md import revert_pull_title
+    from revertbot.propose.markdown import revert_pull_title
 
     suspect = p.result.suspect or ""
     subject = p.subjects.get(suspect, "")
@@ -135,16 +136,16 @@ def _revert_message(p: Proposal) -> tuple[str, str]:
 
 def _write_revert(repo: Path, culprit: str, head: str, message: str) -> str:
     """The revert of ``culprit`` on ``head`` as a commit object: merged in memory, no checkout, no ref."""
-    applied = gitops.apply_revert(repo, head, originals=[culprit])
+    applied = git.apply_revert(repo, head, originals=[culprit])
     if not applied.clean or applied.tree is None:
         from revertbot.errors import ConflictError
 
         raise ConflictError(f"the revert of {culprit[:12]} does not apply to {head[:12]}")
-    when = int(gitops.run("log", "-1", "--format=%ct", head, "--", cwd=repo).strip()) + 3600  # fixed: same sha
+    when = int(git.run("log", "-1", "--format=%ct", head, "--", cwd=repo).strip()) + 3600  # fixed: same sha
     date = f"{when} +0000"
     env = {"GIT_AUTHOR_NAME": BOT[0], "GIT_AUTHOR_EMAIL": BOT[1], "GIT_AUTHOR_DATE": date,
            "GIT_COMMITTER_NAME": BOT[0], "GIT_COMMITTER_EMAIL": BOT[1], "GIT_COMMITTER_DATE": date}  # fmt: skip
-    return gitops.commit_tree(repo, applied.tree, [head], message, env)
+    return git.commit_tree(repo, applied.tree, [head], message, env)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -229,8 +230,8 @@ def pr_body(demo: ProposeDemo, lang: str = "en") -> list[str]:
     by line; revertbot's report on the revert is folded into it."""
     from revertbot.config import ProposeLabels
     from revertbot.demo.repo import REPO_SLUG
+    from revertbot.propose.markdown import IncidentView, revert_pull_body
     from revertbot.report import render_markdown
-    from revertbot.report.propose_md import IncidentView, revert_pull_body
 
     culprit = next((p for p in demo.proposals if p.proven), None)
     if culprit is None or demo.report is None:
@@ -261,7 +262,7 @@ def check_verdict(report: RevertReport, lang: str = "en") -> str:
 
 def render_propose_demo(demo: ProposeDemo, lang: str = "en") -> str:
     """The demo's Markdown: the tests and their verdicts, each search's evidence and trace, the next steps."""
-    from revertbot.report.propose_md import proposal_markdown
+    from revertbot.propose.markdown import proposal_markdown
 
     t = _TEXT["zh" if lang == "zh" else "en"]
     inc = demo.incident
@@ -291,8 +292,8 @@ def render_propose_demo(demo: ProposeDemo, lang: str = "en") -> str:
 
 
 def propose_demo_json(demo: ProposeDemo) -> dict[str, Any]:
+    from revertbot.propose.markdown import proposal_json
     from revertbot.report import report_to_json
-    from revertbot.report.propose_md import proposal_json
 
     return {
         "incident": {"green": demo.incident.green, "red": demo.incident.red, "commits": list(demo.incident.commits)},

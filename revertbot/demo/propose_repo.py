@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from revertbot import git
 from revertbot.demo.repo import LIN, PRIYA, RUNNER_PATH, SAM, _Builder, _copy_tree, _data
-from revertbot.git import gitops
 
 __all__ = ["FLAKY_TEST", "GRAPH_TEST", "Incident", "build_incident_repo"]
 
@@ -68,7 +68,7 @@ def build_incident_repo(path: Path) -> Incident:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     b = _Builder(path)
-    gitops.run("init", "-q", "-b", "main", cwd=path, env=b.env(LIN))
+    git.run("init", "-q", "-b", "main", cwd=path, env=b.env(LIN))
     _copy_tree(resources.files("revertbot").joinpath("demo_data", "engine"), path)
     (path / "revertbot.yml").rename(path / ".revertbot.yml")
     b.write(RUNNER_PATH, _data("versions/runner_v0.py"))

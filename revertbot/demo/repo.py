@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from revertbot.git import gitops
+from revertbot import git
 
 if TYPE_CHECKING:
     # importlib.abc.Traversable is deprecated since 3.12 and goes away in 3.14.
@@ -65,7 +65,7 @@ class _Builder:
         author: tuple[str, str] = ("minisgl-merge-bot", "merge-bot@example.com"),
         input: str | None = None,
     ) -> str:
-        return gitops.run(*args, cwd=self.path, env=self.env(author), input=input)
+        return git.run(*args, cwd=self.path, env=self.env(author), input=input)
 
     def commit(self, message: str, author: tuple[str, str], days: float = 1.0) -> str:
         self.clock += int(days * _DAY)
@@ -94,7 +94,7 @@ def build_demo_repo(path: Path) -> DemoRepo:
         shutil.rmtree(path)
     path.mkdir(parents=True, exist_ok=True)
     b = _Builder(path)
-    gitops.run("init", "-q", "-b", "main", cwd=path, env=b.env(LIN))
+    git.run("init", "-q", "-b", "main", cwd=path, env=b.env(LIN))
     engine = resources.files("revertbot").joinpath("demo_data", "engine")
     _copy_tree(engine, path)
     (path / "revertbot.yml").rename(path / ".revertbot.yml")

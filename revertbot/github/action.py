@@ -16,6 +16,10 @@ while the analysed commit is still the PR's head.
 Who may start GPU runs, and for which commit, is decided in :mod:`revertbot.github.approval`.
 ``workflow_run`` is the trusted follow-up of a fork's read-only run: the PR comes from GitHub's
 payload (the run's own head), never from the fork's artifacts.
+
+Size: one job, the event handlers of one Action run, which share its state (API, options, outputs,
+approvals). Publishing (github/publish.py), the report comment (github/comments.py) and the Action's
+input and output (github/action_io.py) live apart.
 """
 
 from __future__ import annotations
@@ -27,14 +31,13 @@ import functools
 import hashlib
 import json
 import re
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from revertbot.config import Config
 from revertbot.errors import EXIT_GITHUB, RevertbotError, UsageError
+from revertbot.github.action_io import EMPTY_MATRIX, ActionOptions, Outputs, check_payload, policy_from_env
 from revertbot.github.approval import COMMAND, COMMAND_PREFIX, Approvals, definition_is_default, is_full_sha
 from revertbot.github.client import (
     CommentInfo,
@@ -43,332 +46,36 @@ from revertbot.github.client import (
     GitHubError,
     NotFoundOnGitHub,
     PullInfo,
-    RetryPolicy,
     pull_from_payload,
 )
-from revertbot.github.pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
-from revertbot.models import GpuSummary, Override, RevertReport
-from revertbot.report import MARKER, render_markdown, report_to_json
-from revertbot.report.carried_gpu import read_gpu_block
-from revertbot.report.escape import clean, code
-from revertbot.store.history_branch import Record, normalise_repo, now_iso, write_record_file
-from revertbot.verdict.overrides import (
-    LINK,
-    NOT_A_REVERT,
-    not_a_revert_note,
-    parse_target,
-    read_override_block,
-    statement_digest,
-    still_holds,
+from revertbot.github.comments import (
+    Echo,
+    bot_login,
+    carried_gpu,
+    carried_override,
+    log_safe,
+    upsert_comment,
 )
+from revertbot.github.pr_check import REQUEST_BUDGET, PrCheck, RepoSource, cache_root, check_pull, is_bot, revert_intent
+from revertbot.github.publish import (
+    GPU_RUN_ACTIONS,
+    build_gpu_matrix,
+    publish,
+    status_for,
+    wanted_labels,
+)
+from revertbot.models import Override
+from revertbot.report import render_markdown, report_to_json
+from revertbot.report.escape import clean, code
+from revertbot.report.overrides_md import not_a_revert_note
+from revertbot.report_data import GpuSummary
+from revertbot.store.history_branch import Record, normalise_repo, now_iso, write_record_file
+from revertbot.verdict.overrides import LINK, NOT_A_REVERT, parse_target, statement_digest
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "edited", "ready_for_review", "labeled"})
-#: The identity whose comments the bot owns. GITHUB_TOKEN acts as github-actions[bot]; a GitHub
-#: App or a personal token acts as someone else, named in this variable.
-BOT_LOGIN_ENV = "REVERTBOT_BOT_LOGIN"
-DEFAULT_BOT_LOGIN = "github-actions[bot]"
 #: Opens the one reply per PR to an unauthorised /revertbot check.
 DENIED_MARKER = "<!-- revertbot:denied -->"
-EMPTY_MATRIX: dict[str, list[dict[str, Any]]] = {"include": []}
-LABEL_COLORS = {"low": "0e8a16", "medium": "fbca04", "high": "b60205"}
 
-Echo = Callable[[str], None]
-
-
-# --------------------------------------------------------------------------- small pure pieces
-
-
-def build_gpu_matrix(changed_paths: Sequence[str], config: Config,
-                     rerun: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
-    """The ``strategy.matrix`` for the GPU jobs: one entry per shard of each selected suite (and of
-    the suites of a reland's flipped tests, ``rerun``)."""
-    from gpu_jobs.plan import build_matrix
-
-    matrix: dict[str, list[dict[str, Any]]] = build_matrix(config, list(changed_paths), rerun=rerun)
-    return matrix
-
-
-#: The pull request actions on which the GPU workflow starts a run by itself (see revertbot-gpu.yml);
-#: any other event publishes without starting one, so it must not say "GPU jobs running".
-GPU_RUN_ACTIONS = frozenset({"opened", "synchronize", "reopened"})
-
-
-def is_green(report: RevertReport) -> bool:
-    """May the bot's status read "success"? Only when the advice is to merge, with the GPU proof it
-    needs: "merge" (which already requires the GPU suites where a critical path changed), a reland
-    whose original failure is shown gone on a GPU with nothing else open on the GPU side, or a
-    merged revert whose remaining work is follow-ups. "Needs review", a no-op, missing or
-    unvalidated GPU runs are never green."""
-    gpu = next((f for f in report.risk.factors if f.name == "gpu"), None)
-    if report.risk.action == "reland_ok":
-        return gpu is None or gpu.level == "low"
-    return report.risk.action in ("merge", "follow_up")
-
-
-def status_for(check: PrCheck, gpu_pending: bool) -> tuple[str, str]:
-    """(state, description) of the ``revertbot`` commit status.
-
-    ``failure``: the analysis failed, the risk is high (GPU suites broken, conflicts, ...) or a
-    reland still fails; ``success``: :func:`is_green`; ``pending`` otherwise: GPU jobs running,
-    GPU validation still needed, or a person must review. Branch protection that requires the
-    status thus holds the merge until the bot has the proof or a maintainer decides.
-    """
-    report = check.report
-    if report is None:
-        return "failure", clean(f"revertbot could not analyse this revert: {check.reason}", 140)
-    level = report.risk.level
-    if level == "high" or report.risk.action == "reland_fails":
-        state = "failure"
-    elif gpu_pending:
-        state = "pending"
-    else:
-        state = "success" if is_green(report) else "pending"
-    what = {
-        "merge": "merge",
-        "merge_after_gpu": "merge after GPU validation",
-        "review": "needs review",
-        "no_op": "changes nothing on the base",
-        "follow_up": "merged; follow-ups left",
-    }
-    what.update({"reland_ok": "original failure gone", "reland_fails": "original failure still there",
-                 "reland_unproven": "original failure not shown gone yet"})  # fmt: skip
-    verdict = "reland" if report.reland is not None else report.purity.verdict  # a reland is no inverse
-    desc = f"risk {level}, {verdict}: {what.get(report.risk.action, report.risk.action)}"
-    gpu = next((f for f in report.risk.factors if f.name == "gpu"), None)
-    if gpu_pending:
-        desc += " (GPU jobs running)"
-    elif gpu is not None and gpu.code in ("not-validated", "cpu-only", "incomplete", "flaky", "regressed"):
-        desc += f" (GPU {gpu.code})"
-    return state, desc[:140]
-
-
-def wanted_labels(check: PrCheck) -> list[str]:
-    report = check.report
-    labels = check.config.labels
-    if report is None or not labels.enabled:
-        return []
-    if report.reland is not None:  # a reland is no inverse of anything: no purity label
-        return [labels.revert, f"{labels.risk_prefix}{report.risk.level}"]
-    return [labels.revert, f"{labels.purity_prefix}{report.purity.verdict}", f"{labels.risk_prefix}{report.risk.level}"]
-
-
-def bot_login(env: Mapping[str, str]) -> str:
-    """The login the bot's token writes as (see :data:`BOT_LOGIN_ENV`)."""
-    return env.get(BOT_LOGIN_ENV) or DEFAULT_BOT_LOGIN
-
-
-def _is_report_comment(c: CommentInfo, owner: str) -> bool:
-    # The marker opens every report, but anyone (another bot, a maintainer) can write it: only a
-    # comment by the bot's own identity is the report, so nobody else's comment is ever edited.
-    return c.body.startswith(MARKER) and c.author == owner
-
-
-def carried_override(pr: PullInfo, comments: Sequence[CommentInfo], owner: str = DEFAULT_BOT_LOGIN
-                     ) -> tuple[Override | None, bool]:  # fmt: skip
-    """What a maintainer said earlier (``/revertbot link`` or ``not-a-revert``), as the bot's own
-    report comment carries it, and whether a not-a-revert was overtaken by a new revert statement
-    in the title or description (then nothing holds)."""
-    mine = [c for c in comments if _is_report_comment(c, owner)]
-    found = read_override_block(min(mine, key=lambda c: c.id).body) if mine else None
-    if found is not None and not still_holds(found, pr.title, pr.body):
-        return None, True
-    return found, False
-
-
-def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN,
-                comments: Sequence[CommentInfo] | None = None) -> GpuSummary | None:  # fmt: skip
-    """The GPU results the bot's own report comment carries for ``pr``'s current head (see
-    report/carried_gpu.py); None when it carries none. Raises :class:`GitHubError` when the
-    comments cannot be read: a caller must not publish without knowing. ``comments``: the PR's
-    comments when they were just read."""
-    comments = [c for c in (api.comments(pr.number) if comments is None else comments) if _is_report_comment(c, owner)]
-    for comment in sorted(comments, key=lambda c: c.id):
-        found = read_gpu_block(comment.body, pr.head_sha)
-        if found is not None:
-            return found
-    return None
-
-
-def log_safe(text: str, limit: int = 300) -> str:
-    """Untrusted text for a log line: one line, no control characters, cannot start a workflow command."""
-    one = " ".join(clean(text, limit).split())
-    return one.replace("::", ": :")
-
-
-# --------------------------------------------------------------------------- publishing
-
-
-@dataclass
-class Published:
-    comment_id: int | None = None
-    comment_action: str = ""  # created | edited | unchanged
-    labels_added: list[str] = field(default_factory=list)
-    labels_removed: list[str] = field(default_factory=list)
-    status: str = ""
-
-
-def upsert_comment(api: GitHubAPI, number: int, body: str, log: Echo, owner: str = DEFAULT_BOT_LOGIN
-                   ) -> tuple[CommentInfo, str]:  # fmt: skip
-    """Edit the one report comment (the marker, written by ``owner``), or create it; never leave two."""
-    mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
-    if not mine:
-        # Re-read right before creating: narrows the window in which a concurrent run posts too.
-        mine = [c for c in api.comments(number) if _is_report_comment(c, owner)]
-    if mine:
-        keep = min(mine, key=lambda c: c.id)
-        for extra in mine:
-            if extra.id != keep.id:
-                log(f"deleting duplicate report comment {extra.id}")
-                api.delete_comment(extra)
-        if keep.body == body:
-            return keep, "unchanged"
-        try:
-            api.edit_comment(keep, body)
-            return dataclasses.replace(keep, body=body), "edited"
-        except NotFoundOnGitHub:  # deleted since the list was read: post the report again
-            log(f"report comment {keep.id} was deleted while it was being edited; posting a new one")
-    try:
-        created = api.create_comment(number, body)
-    except GitHubError as exc:
-        if exc.status is not None and exc.status < 500:
-            raise
-        # The POST may have landed, or may still land (a slow answer that timed out here): a second
-        # POST could make two comments. Take the one that landed; if none is seen yet, post nothing
-        # more: the run fails with the report kept, and the next run edits whichever comment exists.
-        again = [c for c in api.comments(number) if _is_report_comment(c, owner)]
-        if not again:
-            raise GitHubError(f"{exc.message.splitlines()[0]}; the report comment may still appear, so no second "
-                              "one is posted (the next run updates it)", status=exc.status) from exc  # fmt: skip
-        created = min(again, key=lambda c: c.id)
-    if created.author != owner:
-        log(f"::warning::the report comment was posted as {log_safe(created.author, 60)}, not {owner}: set "
-            f"{BOT_LOGIN_ENV} to the token's login, or every run posts a new comment")  # fmt: skip
-    # Converge when another run created one at the same time: the oldest survives.
-    after = [c for c in api.comments(number) if _is_report_comment(c, owner)]
-    if not after:
-        return created, "created"
-    keep = min(after, key=lambda c: c.id)
-    for extra in after:
-        if extra.id != keep.id:
-            log(f"another run posted a report comment at the same time; deleting duplicate {extra.id}")
-            api.delete_comment(extra)
-    if keep.id != created.id and keep.body != body:
-        api.edit_comment(keep, body)
-    return dataclasses.replace(keep, body=body), "created" if keep.id == created.id else "edited"
-
-
-def sync_labels(api: GitHubAPI, pr: PullInfo, check: PrCheck) -> tuple[list[str], list[str]]:
-    """Add the revert/purity/risk labels (creating them if missing) and drop stale ones."""
-    want = wanted_labels(check)
-    if not want:
-        return [], []
-    cfg = check.config.labels
-    have = set(pr.labels)
-    stale = [lb for lb in pr.labels if lb.startswith((cfg.risk_prefix, cfg.purity_prefix)) and lb not in want]
-    for lb in stale:
-        api.remove_label(pr.number, lb)
-    missing = [lb for lb in want if lb not in have]
-    level = check.report.risk.level if check.report else "low"
-    for lb in missing:
-        color = LABEL_COLORS[level] if lb.startswith(cfg.risk_prefix) else "5319e7" if lb == cfg.revert else "c5def5"
-        api.create_label(lb, color, "set by revertbot")
-    if missing:
-        api.add_labels(pr.number, missing)
-    return missing, stale
-
-
-def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_pending: bool, target_url: str,
-            log: Echo, owner: str = DEFAULT_BOT_LOGIN) -> Published:  # fmt: skip
-    """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails.
-
-    The status goes on ``pr.head_sha``, the commit that was analysed. The comment and the labels
-    belong to the PR, so they are written only while that commit is still its head: a run that
-    finishes after a newer push leaves them to the run of the newer head.
-    """
-    out = Published()
-    if api.pull(pr.number).head_sha != pr.head_sha:
-        log(f"#{pr.number} has a newer head than {pr.head_sha[:12]}; only the commit status of "
-            f"{pr.head_sha[:12]} is written, the comment and labels are left to the newer run")  # fmt: skip
-        state, desc = status_for(check, gpu_pending)
-        api.create_status(pr.head_sha, state, desc, target_url)
-        out.status, out.comment_action = state, "skipped (head moved)"
-        return out
-    comment, out.comment_action = upsert_comment(api, pr.number, markdown, log, owner)
-    out.comment_id = comment.id
-    out.labels_added, out.labels_removed = sync_labels(api, pr, check)
-    state, desc = status_for(check, gpu_pending)
-    api.create_status(pr.head_sha, state, desc, target_url or comment.html_url)
-    out.status = state
-    return out
-
-
-# --------------------------------------------------------------------------- Actions I/O
-
-
-class Outputs:
-    """Step outputs for ``$GITHUB_OUTPUT``, written with a random heredoc delimiter (multiline-safe)."""
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.values: dict[str, str] = {"is_revert": "false", "risk": "", "gpu_matrix": json.dumps(EMPTY_MATRIX),
-                                       "record_digests": ""}  # fmt: skip
-
-    def set(self, name: str, value: str) -> None:
-        self.values[name] = value
-
-    def render(self) -> str:
-        lines = []
-        for name, value in self.values.items():
-            delimiter = f"ghadelimiter_{uuid.uuid4().hex}"
-            while delimiter in value:
-                delimiter = f"ghadelimiter_{uuid.uuid4().hex}"
-            lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-        return "".join(lines)
-
-    def write(self) -> None:
-        if self.path:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(self.render())
-
-
-@dataclass
-class ActionOptions:
-    dry_run: bool = False
-    repo_path: Path | None = None
-    report_file: str | None = None  # default: $REVERTBOT_REPORT_FILE, else revertbot-report.md
-    results_file: str | None = None  # schedule: default $REVERTBOT_RESULTS_FILE, else revertbot-results.json
-    token_env: str = "GITHUB_TOKEN"
-    schedule_limit: int = 10
-    verbose: bool = False
-    gpu: GpuSummary | None = None  # merged GPU results (the workflow's report job)
-    gpu_head: str | None = None  # the PR head those GPU results ran on (full sha; required with gpu)
-    authorize_only: bool = False  # the GPU workflow's first job: decide and write outputs, publish nothing
-
-
-def policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Retry settings, overridable through REVERTBOT_* variables (bounded waits, see the README's GitHub section)."""
-    d = RetryPolicy()
-
-    def num(name: str, default: float) -> float:
-        raw = env.get(name)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageError(f"{name} must be a number of seconds, got {raw!r}") from None
-        if value < 0:
-            raise UsageError(f"{name} must not be negative, got {raw!r}")
-        return value
-
-    return RetryPolicy(
-        attempts=max(1, int(num("REVERTBOT_RETRY_ATTEMPTS", d.attempts))),
-        backoff=num("REVERTBOT_RETRY_BACKOFF", d.backoff),
-        backoff_max=num("REVERTBOT_RETRY_BACKOFF_MAX", d.backoff_max),
-        max_rate_wait=num("REVERTBOT_MAX_RATE_WAIT", d.max_rate_wait),
-        deadline=num("REVERTBOT_RETRY_DEADLINE", d.deadline),
-        timeout=num("REVERTBOT_HTTP_TIMEOUT", d.timeout),
-    )
 
 
 class _Run:
@@ -602,10 +309,10 @@ class _Run:
         if target and not problem:
             try:
                 with self.source.open(pr) as prep:
-                    from revertbot.git import gitops
+                    from revertbot import git
 
-                    original = gitops.resolve_commit(prep.root, original or named)
-                    if not gitops.is_ancestor(prep.root, original, prep.base_sha):
+                    original = git.resolve_commit(prep.root, original or named)
+                    if not git.is_ancestor(prep.root, original, prep.base_sha):
                         problem = f"`{LINK} {named}`: {original[:12]} is not on the base branch `{pr.base_ref}`"
             except RevertbotError as exc:
                 problem = f"`{LINK} {named}`: no such commit here ({exc.message.splitlines()[0]})"
@@ -667,7 +374,7 @@ class _Run:
             return EXIT_GITHUB
         self.echo(f"#{pr.number}: {desc}")
         directory = self.env.get("REVERTBOT_RECORD_DIR")
-        if directory:  # the dashboard drops the PR (see revertbot.store.db)
+        if directory:  # the dashboard drops the PR (see revertbot.store.writes)
             # The mark has a name no commit has: the PR's rows stay in the store, the dashboard hides them.
             report = {"revert": {"sha": f"not-a-revert/{pr.number}", "subject": pr.title}, "kind": "not-a-revert",
                       "override": dataclasses.asdict(o)}  # fmt: skip
@@ -961,55 +668,6 @@ class _Run:
                                    ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
         self.echo(f"results written to {path}")
         return code_
-
-
-def check_payload(name: str, event: Any) -> None:
-    """Refuse a payload without the shape GitHub sends, with the field that is wrong (exit 2).
-
-    Only the fields the handlers read are checked; once this passes, nothing deeper can fail on
-    the payload's shape.
-    """
-
-    def fail(path: str, want: str, value: Any) -> UsageError:
-        got = "nothing" if value is None else "object" if isinstance(value, Mapping) else type(value).__name__
-        where = "the payload" if not path else repr(path)
-        return UsageError(f"malformed {name} event payload: {where} must be {want}, got {got}")
-
-    def obj(value: Any, path: str, required: bool = False) -> Mapping[str, Any]:
-        if value is None and not required:
-            return {}
-        if not isinstance(value, Mapping):
-            raise fail(path, "an object", value)
-        return value
-
-    def number(value: Any, path: str) -> None:
-        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
-            isinstance(value, str) and value.isascii() and value.isdigit()
-        )
-        if not ok:
-            raise fail(path, "a positive integer", value)
-
-    root = obj(event, "", required=True)
-    if name in ("pull_request", "pull_request_target"):
-        pr = obj(root.get("pull_request"), "pull_request", required=True)
-        number(pr.get("number"), "pull_request.number")
-        for side in ("head", "base"):
-            obj(obj(pr.get(side), f"pull_request.{side}").get("repo"), f"pull_request.{side}.repo")
-        obj(pr.get("user"), "pull_request.user")
-        if pr.get("labels") is not None and not isinstance(pr.get("labels"), list):
-            raise fail("pull_request.labels", "a list", pr.get("labels"))
-        obj(root.get("label"), "label")
-        obj(root.get("sender"), "sender")
-    elif name == "issue_comment":
-        obj(obj(root.get("comment"), "comment").get("user"), "comment.user")
-        issue = obj(root.get("issue"), "issue")
-        if issue.get("pull_request"):
-            number(issue.get("number"), "issue.number")
-    elif name == "workflow_dispatch":
-        obj(root.get("inputs"), "inputs")
-    elif name == "workflow_run":
-        obj(obj(root.get("workflow_run"), "workflow_run", required=True).get("head_repository"),
-            "workflow_run.head_repository")  # fmt: skip
 
 
 def run_action(env: Mapping[str, str], opts: ActionOptions, echo: Echo, api: GitHubAPI | None = None) -> int:

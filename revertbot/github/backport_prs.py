@@ -29,15 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from revertbot import git
 from revertbot.errors import NotFoundError, RevertbotError, UsageError
-from revertbot.git import gitops
 from revertbot.github.client import CommentInfo, GitHubAPI, GitHubError, PullInfo
 from revertbot.github.pr_check import REQUEST_BUDGET, RepoSource, check_pull
-from revertbot.models import GitHubContext, RevertReport
-from revertbot.pipeline.backport import READY, BackportPlan, create_backports, plan_backports, push_backports, title_of
+from revertbot.pipeline.backport import create_backports, plan_backports, push_backports, title_of
 from revertbot.report import render_markdown
 from revertbot.report.backport import BACKPORT_MARKER, PullRef, render_plan_markdown, render_pull_body, render_reply
 from revertbot.report.escape import code, inline
+from revertbot.report_data import READY, BackportPlan, GitHubContext, RevertReport
 
 Log = Callable[[str], None]
 
@@ -67,9 +67,9 @@ def upsert_reply(api: GitHubAPI, number: int, body: str, owner: str) -> tuple[Co
 
 def _merged_on_base(root: Path, pr: PullInfo, base_ref: str) -> bool:
     """Whether the PR's merge commit is part of its base branch (as fetched)."""
-    tips = [gitops.ref_sha(root, ref) for ref in (base_ref, f"refs/heads/{pr.base_ref}",
+    tips = [git.ref_sha(root, ref) for ref in (base_ref, f"refs/heads/{pr.base_ref}",
                                                   f"refs/remotes/origin/{pr.base_ref}")]  # fmt: skip
-    return any(t and gitops.is_ancestor(root, pr.merge_commit_sha, t) for t in tips)
+    return any(t and git.is_ancestor(root, pr.merge_commit_sha, t) for t in tips)
 
 
 def merged_change_start(root: Path, pr: PullInfo, report: RevertReport) -> str | None:
@@ -77,14 +77,14 @@ def merged_change_start(root: Path, pr: PullInfo, report: RevertReport) -> str |
     for a PR of several commits merged by rebase, the commit before the first rebased one (the
     last commit alone would backport only part of the revert)."""
     merge = pr.merge_commit_sha
-    parents = gitops.run("rev-list", "--parents", "-n", "1", merge, "--", cwd=root).split()[1:]
+    parents = git.run("rev-list", "--parents", "-n", "1", merge, "--", cwd=root).split()[1:]
     first = parents[0] if parents else None
     n = len(report.scope)
     if n < 2 or len(parents) != 1:
         return first
     try:
-        rebased = gitops.log(root, f"{merge}~{n}..{merge}")
-        start = gitops.resolve_commit(root, f"{merge}~{n}")
+        rebased = git.log(root, f"{merge}~{n}..{merge}")
+        start = git.resolve_commit(root, f"{merge}~{n}")
     except RevertbotError:
         return first  # shorter history than the PR: a squash (its single commit is the whole change)
     if [c.subject for c in rebased] == [c.subject for c in report.scope]:
@@ -109,7 +109,7 @@ def run_backport(api: GitHubAPI, pr: PullInfo, source: RepoSource, branches: Seq
         out.requests = api.requests - before
         return out
 
-    if not pr.merged or not gitops.HEX_RE.match(pr.merge_commit_sha or ""):
+    if not pr.merged or not git.HEX_RE.match(pr.merge_commit_sha or ""):
         out.problem = (
             f"#{pr.number} is not merged yet. Backporting a revert before it lands is premature (it may "
             "still change, or not land at all); comment `/revertbot backport` again once it is merged."
@@ -195,7 +195,7 @@ def _open_or_find(api: GitHubAPI, base: str, head: str, text: tuple[str, str]) -
 def _refresh_report(api: GitHubAPI, pr: PullInfo, report: RevertReport, pulls: dict[str, PullRef], owner: str,
                     log: Log) -> None:  # fmt: skip
     """Re-render the sticky report comment with the backport pull requests of the revert."""
-    from revertbot.github.action import upsert_comment  # the action module imports this one
+    from revertbot.github.comments import upsert_comment
 
     if not pulls:
         return

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from revertbot.github.client import CiRun, RequiredChecks
-from revertbot.models import CiCheck
+from revertbot.report_data import CiCheck
 
 #: Conclusions that count as "did not pass" (check runs and commit statuses).
 FAILED = frozenset({"failure", "timed_out", "cancelled", "action_required", "startup_failure", "error", "stale"})

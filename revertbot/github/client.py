@@ -16,6 +16,10 @@ Faults are handled here, in one place:
 PyGithub's own urllib3 retries are switched off (``retry=None``) so that every attempt passes
 through the wrapper and is counted: :attr:`GitHubClient.requests` is the number of REST requests
 this client sent, pagination and retries included.
+
+Size: one job on purpose: every request to GitHub goes through this module and its one retry
+wrapper, so the whole API surface and its fault handling are read and tested in one place (the trust
+rules depend on it).
 """
 
 from __future__ import annotations

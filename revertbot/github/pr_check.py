@@ -19,6 +19,9 @@ The flow, and the REST requests each step costs (a revert PR check stays within
 7. review highlights of the original: review comments, reviews, issue comments (3);
 8. backport PRs on release branches: one search, then the base branch of a few candidates
    (1 + up to 3, only while the budget allows).
+
+Size: one job, the check of one pull request step by step with the REST requests each step costs;
+the steps share the request budget and the prepared repository.
 """
 
 from __future__ import annotations
@@ -35,28 +38,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from revertbot import git
 from revertbot.analysis.risk import with_backports, with_revert_ci
 from revertbot.config import Config, load_config, select_suites
 from revertbot.errors import GitError, NotFoundError
-from revertbot.git import gitops
 from revertbot.github import ci_facts
 from revertbot.github.client import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from revertbot.globs import branch_name, match_branch
-from revertbot.models import (
-    Backport,
-    CiCheck,
-    GitHubContext,
-    GpuSummary,
-    Override,
-    ParsedMessage,
-    RevertReport,
-    ReviewHighlight,
-    Unresolved,
-)
+from revertbot.models import Override, ParsedMessage, Unresolved
 from revertbot.pipeline.check import CONFIG_FILE, check_revert
 from revertbot.report import MARKER
+from revertbot.report_data import Backport, CiCheck, GitHubContext, GpuSummary, RevertReport, ReviewHighlight
 from revertbot.store.history_branch import HISTORY_REFS, HistoryError, normalise_repo, read_records, recorded_gpu
-from revertbot.verdict.detect import parse_message, strip_pr_suffix
+from revertbot.verdict.grammar import parse_message, strip_pr_suffix
 from revertbot.verdict.reason import classify_revert, decide_reason
 from revertbot.verdict.reland import flipped_tests, rerun_tests, with_gpu_facts
 from revertbot.verdict.reland_content import recorded_reverts
@@ -256,32 +250,32 @@ class RepoSource:
             self._log(f"cloning {_safe_url(pr.clone_url)} (partial, --filter=blob:none) into {path}")
             tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", dir=path.parent))
             try:
-                gitops.run("clone", "--bare", "--quiet", "--filter=blob:none", "--", pr.clone_url, str(tmp),
+                git.run("clone", "--bare", "--quiet", "--filter=blob:none", "--", pr.clone_url, str(tmp),
                            cwd=path.parent, env=env)  # fmt: skip
                 tmp.rename(path)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
         base = f"refs/heads/{pr.base_ref}"
-        gitops.run("fetch", "--quiet", "--force", "--update-head-ok", "--filter=blob:none", pr.clone_url,
+        git.run("fetch", "--quiet", "--force", "--update-head-ok", "--filter=blob:none", pr.clone_url,
                    "+refs/heads/*:refs/heads/*", f"+refs/pull/{pr.number}/head:refs/pull/{pr.number}/head",
                    cwd=path, env=env)  # fmt: skip
-        head = gitops.resolve_commit(path, f"refs/pull/{pr.number}/head")
-        return Prepared(path, base, gitops.resolve_commit(path, base), head)
+        head = git.resolve_commit(path, f"refs/pull/{pr.number}/head")
+        return Prepared(path, base, git.resolve_commit(path, base), head)
 
     def _local(self, pr: PullInfo) -> Prepared:
         assert self.repo_path is not None
-        root = gitops.repo_root(self.repo_path)
-        have = gitops.object_types(root, [pr.head_sha, pr.base_sha])
+        root = git.repo_root(self.repo_path)
+        have = git.object_types(root, [pr.head_sha, pr.base_sha])
         present = {k for k, v in have.items() if v and v.endswith(" commit")}
         if pr.head_sha not in present or pr.base_sha not in present:
             # Fetched into a private namespace: the user's branches and working tree stay as they are.
             self._log(f"fetching #{pr.number} and {pr.base_ref} from {_safe_url(pr.clone_url)} into {root}")
-            gitops.run("fetch", "--quiet", "--force", pr.clone_url,
+            git.run("fetch", "--quiet", "--force", pr.clone_url,
                        f"+refs/pull/{pr.number}/head:refs/revertbot/pull/{pr.number}",
                        f"+refs/heads/{pr.base_ref}:refs/revertbot/base/{pr.base_ref}",
                        cwd=root, env=self._auth_env(pr.clone_url))  # fmt: skip
-            base_sha = gitops.resolve_commit(root, f"refs/revertbot/base/{pr.base_ref}")
-            head_sha = gitops.resolve_commit(root, f"refs/revertbot/pull/{pr.number}")
+            base_sha = git.resolve_commit(root, f"refs/revertbot/base/{pr.base_ref}")
+            head_sha = git.resolve_commit(root, f"refs/revertbot/pull/{pr.number}")
         else:
             base_sha, head_sha = pr.base_sha, pr.head_sha
         return Prepared(root, base_sha, base_sha, head_sha)
@@ -296,14 +290,14 @@ def _safe_url(url: str) -> str:
 
 def load_base_config(root: Path, base_sha: str) -> Config:
     """``.revertbot.yml`` as it is on the base commit (a PR cannot change its own checks)."""
-    text = gitops.show_file(root, base_sha, CONFIG_FILE)
+    text = git.show_file(root, base_sha, CONFIG_FILE)
     return load_config(text, source=f"{CONFIG_FILE} (base {base_sha[:10]})")
 
 
 def pick_revert_commit(root: Path, base_sha: str, head_sha: str) -> str:
     """The newest revert-like commit of the PR (base..head), else its head."""
     try:
-        commits = gitops.log(root, f"{base_sha}..{head_sha}")
+        commits = git.log(root, f"{base_sha}..{head_sha}")
     except GitError:
         return head_sha
     for c in commits:
@@ -316,7 +310,7 @@ def pr_change_start(root: Path, base_sha: str, head_sha: str) -> str | None:
     """Where the PR's whole change starts: the merge base of its head with the base branch.
     None when the head is already part of the base (merged without a squash): then there is no
     range left to judge, only its commits."""
-    start = gitops.merge_base(root, base_sha, head_sha)
+    start = git.merge_base(root, base_sha, head_sha)
     return None if start in (None, head_sha) else start
 
 
@@ -469,7 +463,7 @@ def _recorded_reland(pr: PullInfo, source: RepoSource, say: Log) -> str | None:
         return None
     try:
         # The records first: without a recent revert to match, the PR's head is never fetched.
-        reverts = recorded_reverts(gitops.repo_root(source.repo_path), pr.base_repo)
+        reverts = recorded_reverts(git.repo_root(source.repo_path), pr.base_repo)
         if not reverts:
             return None
         with source.open(pr) as prep:

@@ -2,7 +2,7 @@
 GPU suite to propose, each with the rule that found it.
 
 Everything is read from git objects at ``HEAD`` (never the work tree: a checkout may lack files,
-and nothing in it runs), through :mod:`revertbot.git.gitops`, with the rules of
+and nothing in it runs), through :mod:`revertbot.git`, with the rules of
 :mod:`revertbot.analysis.critical`:
 
 * **compiled extension sources**: the directories of the C/C++/CUDA sources that build files
@@ -14,7 +14,10 @@ and nothing in it runs), through :mod:`revertbot.git.gitops`, with the rules of
 * **GPU tests**: test directories whose tests use CUDA (``torch.cuda``, ``.cuda()``,
   ``device="cuda"``, a skip without CUDA);
 * **GPU CI jobs**: ``.github/workflows/*.yml`` jobs on self-hosted or GPU runners, and the pytest
-  commands they run.
+  commands they run;
+* **workflows to watch** (:func:`watch_candidates`, for ``revertbot propose``): each workflow's name
+  (what a ``workflow_run`` trigger matches), its triggers, its jobs on self-hosted or GPU runners
+  and whether they upload JUnit results.
 
 Vendored code (``third_party/``, ``3rdparty/``, ``vendor/``, ``external/``, submodules) is left out:
 it is GPU code, but not this project's to validate. Bounds: the listing (:data:`MAX_PATHS`), the
@@ -35,28 +38,46 @@ from typing import Any
 
 import yaml
 
-from revertbot.analysis import critical
-from revertbot.analysis.critical import MARKERS, MAX_BUILD_BYTES, MAX_BUILD_FILE_BYTES, MAX_BUILD_FILES, BuildRef
+from revertbot import git
+from revertbot.analysis import critical, critical_build
+from revertbot.analysis.critical import MARKERS, MAX_BUILD_BYTES, MAX_BUILD_FILE_BYTES, MAX_BUILD_FILES
+from revertbot.analysis.critical_build import BuildRef
 from revertbot.config import categorize, default_config
-from revertbot.git import gitops
 from revertbot.globs import first_match
-from revertbot.models import CriticalRule
+from revertbot.report_data import CriticalRule
 
 MAX_PATHS = 500_000
+
+
 MAX_GREP_LINES = 200_000
+
+
 MAX_WORKFLOWS = 100
+
+
 MAX_WORKFLOW_BYTES = 1_000_000
+
+
 #: Critical-path entries proposed at most (the repository's rules still apply at check time).
 MAX_PROPOSED = 60
+
+
 #: Test directories named for the GPU suite at most.
 MAX_SUITE_DIRS = 3
 
+
 _VENDORED = re.compile(r"(?:^|/)(?:third[_-]?party|3rdparty|vendor|vendored|external|extern|deps)/", re.I)
+
+
 _GPU_LABEL = re.compile(
     r"gpu|cuda|nvidia|\b[ahvl]\d{2,3}\b|\bh[12]00|\bb[23]00|a10g|\bt4\b|\bl4\b|rocm|\bmi[23]\d\d", re.I
 )
+
+
 _CUDA_TEST = re.compile(r"torch\.cuda\b|\.cuda\(|device\s*=\s*[\"']cuda|[\"']cuda(?::\d+)?[\"']|"
                         r"skip\w*\(.*cuda|cuda.*\bskip|requires_cuda|TEST_CUDA|HAS_CUDA", re.I)  # fmt: skip
+
+
 _TEST_DIR = re.compile(r"^(?:.*/)?tests?$")
 
 
@@ -113,9 +134,9 @@ class RepositoryProposal:
 
 def inspect_repository(root: Path) -> RepositoryProposal | None:
     """The proposal for the repository at ``root`` (at ``HEAD``); None without commits."""
-    if not gitops.has_commits(root):
+    if not git.has_commits(root):
         return None
-    commit = gitops.resolve_commit(root, "HEAD")
+    commit = git.resolve_commit(root, "HEAD")
     notes: list[str] = []
     files, vendored = _listing(root, commit, notes)
     own = [p for p in files if not _VENDORED.search(p)]
@@ -165,7 +186,7 @@ def inspect_repository(root: Path) -> RepositoryProposal | None:
 
 def _listing(root: Path, commit: str, notes: list[str]) -> tuple[list[str], int]:
     """Every blob path at ``commit`` (submodules counted as vendored), within :data:`MAX_PATHS`."""
-    out = gitops.run_bytes("ls-tree", "-r", "-z", "--full-tree", commit, cwd=root).stdout
+    out = git.run_bytes("ls-tree", "-r", "-z", "--full-tree", commit, cwd=root).stdout
     files: list[str] = []
     vendored = 0
     for entry in out.split(b"\0"):
@@ -186,21 +207,21 @@ def _listing(root: Path, commit: str, notes: list[str]) -> tuple[list[str], int]
 
 
 def _build_refs(root: Path, commit: str, files: Sequence[str], notes: list[str]) -> list[BuildRef]:
-    wanted = [p for p in files if critical.build_file_names(p)]
+    wanted = [p for p in files if critical_build.build_file_names(p)]
     # The root's files first, then the shallow ones: the bound keeps the most telling.
     wanted.sort(key=lambda p: (p.count("/"), p))
     texts = _read(root, commit, wanted, notes)
-    backend = critical.pyproject_backend(texts.get("pyproject.toml", ""))
+    backend = critical_build.pyproject_backend(texts.get("pyproject.toml", ""))
     if backend and backend in set(files):
         texts.update(_read(root, commit, [backend], notes))
     refs: list[BuildRef] = []
     for path, text in texts.items():
-        refs += critical.build_refs(path, text, whole=True)
+        refs += critical_build.build_refs(path, text, whole=True)
     return refs
 
 
 def _read(root: Path, commit: str, paths: Sequence[str], notes: list[str]) -> dict[str, str]:
-    sizes = gitops.blob_sizes(root, [f"{commit}:{p}" for p in paths])
+    sizes = git.blob_sizes(root, [f"{commit}:{p}" for p in paths])
     take: list[str] = []
     total = skipped = 0
     for p in paths:
@@ -216,7 +237,7 @@ def _read(root: Path, commit: str, paths: Sequence[str], notes: list[str]) -> di
         notes.append(f"{skipped} build file(s) not read (limits: {MAX_BUILD_FILES} files, "
                      f"{MAX_BUILD_FILE_BYTES // 1_000_000} MB each, "
                      f"{MAX_BUILD_BYTES // 1_000_000} MB in all)")  # fmt: skip
-    blobs = gitops.blobs(root, [f"{commit}:{p}" for p in take])
+    blobs = git.blobs(root, [f"{commit}:{p}" for p in take])
     return {p: data.decode("utf-8", "replace") for p in take if (data := blobs.get(f"{commit}:{p}")) is not None}
 
 
@@ -227,9 +248,9 @@ def _compiled_dirs(refs: Sequence[BuildRef], native_dirs: set[str]) -> list[tupl
     ancestors = {"/".join(d.split("/")[:i]) for d in native_dirs for i in range(1, d.count("/") + 2)}
     out: dict[tuple[str, str], None] = {}
     for ref in refs:
-        for candidate, loose in critical._candidates(ref):
-            directory = critical._source_dir(candidate) if ref.role == "source" else candidate
-            if not directory or critical._GLOB_CHARS.search(directory):
+        for candidate, loose in critical_build.ref_candidates(ref):
+            directory = critical_build.source_dir(candidate) if ref.role == "source" else candidate
+            if not directory or critical_build.GLOB_CHARS.search(directory):
                 continue
             if directory in ancestors:
                 out.setdefault((directory, ref.where), None)
@@ -248,7 +269,7 @@ def _marked_files(root: Path, commit: str, notes: list[str]) -> dict[str, dict[t
     needles = sorted({n for m in MARKERS for n in m.needles})
     specs = [f"*{s}" for s in (*critical.PYTHON_SUFFIXES, *critical.NATIVE_SUFFIXES)]
     found: dict[str, dict[tuple[str, str], None]] = defaultdict(dict)
-    for lines, (path, _line, text) in enumerate(gitops.grep_fixed(root, commit, needles, specs), 1):
+    for lines, (path, _line, text) in enumerate(git.grep_fixed(root, commit, needles, specs), 1):
         if lines > MAX_GREP_LINES:
             notes.append(f"the search for GPU markers stopped after {MAX_GREP_LINES:,} lines")
             break
@@ -321,7 +342,7 @@ def _gpu_test_dirs(root: Path, commit: str, files: Sequence[str], notes: list[st
     lines = 0
     specs = [":(glob)**/test/**/*.py", ":(glob)**/tests/**/*.py", ":(glob)**/test_*.py", ":(glob)**/*_test.py"]
     test_set = set(tests)
-    for path, _line, text in gitops.grep_fixed(root, commit, ["cuda", "CUDA"], specs):
+    for path, _line, text in git.grep_fixed(root, commit, ["cuda", "CUDA"], specs):
         lines += 1
         if lines > MAX_GREP_LINES:
             notes.append(f"the search for tests using CUDA stopped after {MAX_GREP_LINES:,} lines")
@@ -366,9 +387,9 @@ def _gpu_ci_jobs(root: Path, commit: str, files: set[str], notes: list[str]) -> 
     if len(paths) > MAX_WORKFLOWS:
         notes.append(f"{len(paths) - MAX_WORKFLOWS} workflow file(s) not read (at most {MAX_WORKFLOWS})")
         paths = paths[:MAX_WORKFLOWS]
-    sizes = gitops.blob_sizes(root, [f"{commit}:{p}" for p in paths])
+    sizes = git.blob_sizes(root, [f"{commit}:{p}" for p in paths])
     paths = [p for p in paths if (sizes.get(f"{commit}:{p}") or MAX_WORKFLOW_BYTES + 1) <= MAX_WORKFLOW_BYTES]
-    blobs = gitops.blobs(root, [f"{commit}:{p}" for p in paths])
+    blobs = git.blobs(root, [f"{commit}:{p}" for p in paths])
     out = []
     for p in paths:
         try:

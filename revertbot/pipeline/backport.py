@@ -13,7 +13,7 @@ by hand:
    extended or modified revert carries more than the inverse of the original, and a revert of
    several originals may have only one pick found on the branch).
 
-Both are three-way merges of trees done by :func:`revertbot.git.gitops.apply_revert` (no worktree,
+Both are three-way merges of trees done by :func:`revertbot.git.apply_revert` (no worktree,
 no index; the merged trees are written into the object store as ``git revert`` would, nothing
 else). When neither applies, the branch gets a conflict report (files and hunks) and nothing is
 created. :func:`create_backports` then writes one commit per branch (``commit-tree``) and a
@@ -37,74 +37,24 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from revertbot import git
 from revertbot.config import Config, load_config_file
 from revertbot.errors import NotFoundError, UsageError
-from revertbot.git import gitops
 from revertbot.globs import branch_name, match_branch
-from revertbot.models import ApplyResult, Backport, CommitRef, ConflictFile, RevertReport
+from revertbot.models import ApplyResult
 from revertbot.pipeline.check import CONFIG_FILE, check_revert
+from revertbot.report_data import (
+    READY,
+    Backport,
+    BackportPlan,
+    BackportTarget,
+    Method,
+    RevertReport,
+)
 
 BRANCH_PREFIX = "revertbot/backport/"
-
-TargetStatus = Literal[
-    "applies",  # the backport commit can be made (dry run)
-    "created",  # the commit and branch were created now
-    "exists",  # the backport branch exists with the same tree: reused
-    "conflicts",  # neither method applies: conflict report, nothing created
-    "already-reverted",  # the branch has the revert already
-    "no-op",  # the change applies but changes nothing on the branch
-    "branch-differs",  # the backport branch exists with another tree: left alone
-    "no-original",  # a named branch that does not carry the original
-    "missing",  # a branch known only from a pull request, not in this repository
-]
-#: Statuses whose backport branch exists (or would exist) and can be pushed and proposed.
-READY: frozenset[str] = frozenset({"created", "exists"})
-
-Method = Literal["revert of the pick", "revert of the originals", "cherry-pick of the revert", ""]
-
-
-@dataclass(frozen=True)
-class BackportTarget:
-    """One release branch and what backporting the revert to it does."""
-
-    branch: str  # short name: release/0.5
-    ref: str  # full ref name the tip was read from
-    tip: str | None
-    original_pick: str | None  # the branch's copy of the original (the original itself when branched after it)
-    how: str  # how the original got there (cherry-pick trailer, same patch, title, branched after original)
-    status: TargetStatus
-    method: Method = ""
-    revert_pick: str | None = None  # the revert already on the branch
-    tree: str | None = None  # the backport's tree
-    commit: str | None = None  # the backport commit, once created (or found)
-    backport_branch: str = ""  # revertbot/backport/<short>-<slug>
-    message: str = ""
-    conflicts: tuple[ConflictFile, ...] = ()
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class BackportPlan:
-    """The backport of one revert to each release branch that needs it."""
-
-    revert: CommitRef  # the revert as the check names it (trailers point at it)
-    source: str  # the commit whose change is backported (the merged revert)
-    source_start: str | None  # ... from this commit (its first parent)
-    originals: tuple[CommitRef, ...]
-    purity: str
-    targets: tuple[BackportTarget, ...]
-    notes: tuple[str, ...] = ()
-    created: bool = False
-    pushed_to: str = ""
-
-    @property
-    def conflicted(self) -> tuple[BackportTarget, ...]:
-        return tuple(t for t in self.targets if t.status == "conflicts")
-
 
 # --------------------------------------------------------------------------- names and messages
 
@@ -172,7 +122,7 @@ def plan_backports(
     release branch, :class:`NotFoundError` when the revert, its originals or a named branch
     cannot be found or no release branch carries the original.
     """
-    root = gitops.repo_root(repo)
+    root = git.repo_root(repo)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     if report is None:
         if revert_ref is None:
@@ -190,8 +140,8 @@ def plan_backports(
             raise UsageError(f"{name!r} is not a release branch",
                              hint="release branches match release_branches in .revertbot.yml: "
                              + ", ".join(cfg.release_branches))  # fmt: skip
-    head = gitops.resolve_commit(root, source or report.revert.sha)
-    start = gitops.resolve_commit(root, source_start) if source_start else _first_parent(root, head)
+    head = git.resolve_commit(root, source or report.revert.sha)
+    start = git.resolve_commit(root, source_start) if source_start else _first_parent(root, head)
 
     by_branch: dict[str, Backport] = {}
     for bp in report.backports:
@@ -205,7 +155,7 @@ def plan_backports(
         notes += [f"{n}: {by_branch[n].unchecked}; not planned (name it to try)" for n in unknown]
         names = [n for n in names if n not in unknown]
     targets: list[BackportTarget] = []
-    existing = dict(gitops.list_refs(root, f"refs/heads/{BRANCH_PREFIX}"))
+    existing = dict(git.list_refs(root, f"refs/heads/{BRANCH_PREFIX}"))
     for name in names:
         found = by_branch.get(name)
         if found is None:
@@ -229,27 +179,27 @@ def plan_backports(
 
 def _normalise_branch(name: str) -> str:
     name = name.strip()
-    why = gitops.invalid_ref_name(name) if name not in ("", "@") else "it is empty or '@'"
+    why = git.invalid_ref_name(name) if name not in ("", "@") else "it is empty or '@'"
     if why or name.startswith("-"):
         raise UsageError(f"invalid branch name: {name!r} ({why or 'it starts with -'})")
     return branch_name(name)
 
 
 def _branch_exists(root: Path, name: str) -> bool:
-    if gitops.ref_sha(root, f"refs/heads/{name}"):
+    if git.ref_sha(root, f"refs/heads/{name}"):
         return True
-    return any(branch_name(ref) == name for ref, _ in gitops.list_refs(root, "refs/remotes/"))
+    return any(branch_name(ref) == name for ref, _ in git.list_refs(root, "refs/remotes/"))
 
 
 def _first_parent(root: Path, sha: str) -> str | None:
-    parents = gitops.run("rev-list", "--parents", "-n", "1", sha, "--", cwd=root).split()[1:]
+    parents = git.run("rev-list", "--parents", "-n", "1", sha, "--", cwd=root).split()[1:]
     return parents[0] if parents else None
 
 
 def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: str, start: str | None,
               existing: Mapping[str, str]) -> BackportTarget:  # fmt: skip
     base = BackportTarget(name, bp.branch, None, bp.original_pick, bp.how, "missing", revert_pick=bp.revert_pick)
-    tip = gitops.ref_sha(root, bp.branch)
+    tip = git.ref_sha(root, bp.branch)
     if tip is None:
         return dataclasses.replace(base, note="known from a pull request only; fetch the branch to backport to it")
     base = dataclasses.replace(base, tip=tip)
@@ -258,7 +208,7 @@ def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: s
     originals = [o.sha for o in report.originals]
     preferred: tuple[Method, list[str]] | None = None
     if report.purity.verdict == "pure":
-        if bp.how == "branched after original" and all(gitops.is_ancestor(root, o, tip) for o in originals):
+        if bp.how == "branched after original" and all(git.is_ancestor(root, o, tip) for o in originals):
             preferred = ("revert of the originals", originals)
         elif len(originals) == 1 and bp.original_pick:
             preferred = ("revert of the pick", [bp.original_pick])
@@ -268,9 +218,9 @@ def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: s
     chosen: tuple[Method, ApplyResult] | None = None
     for method, reverts in tries:
         if reverts:
-            result = gitops.apply_revert(root, tip, originals=reverts)
+            result = git.apply_revert(root, tip, originals=reverts)
         else:
-            result = gitops.apply_revert(root, tip, revert=head, since=start)
+            result = git.apply_revert(root, tip, revert=head, since=start)
         first = first or (method, result)
         if result.clean:
             chosen = (method, result)
@@ -283,13 +233,13 @@ def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: s
     method, result = chosen
     if first[0] != method:
         note = f"{first[0]} conflicts ({len(first[1].conflicts)} file(s)); {method} applies"
-    tip_tree = gitops.trees_of(root, [tip]).get(tip)
+    tip_tree = git.trees_of(root, [tip]).get(tip)
     if result.tree == tip_tree:
         return dataclasses.replace(base, status="no-op", method=method,
                                    note="the change is already undone on this branch")  # fmt: skip
     pick_subject = ""
     if method == "revert of the pick" and bp.original_pick:
-        pick_subject = gitops.run("log", "-1", "--format=%s", bp.original_pick, "--", cwd=root).strip()
+        pick_subject = git.run("log", "-1", "--format=%s", bp.original_pick, "--", cwd=root).strip()
     if pick_subject:
         subject = f'Revert "{pick_subject}"'
         reverts = [bp.original_pick or ""]
@@ -305,7 +255,7 @@ def _plan_one(root: Path, report: RevertReport, bp: Backport, name: str, head: s
                                  backport_branch=branch_name, note=note)  # fmt: skip
     have = existing.get(f"refs/heads/{branch_name}")
     if have is not None:
-        if gitops.trees_of(root, [have]).get(have) == result.tree:
+        if git.trees_of(root, [have]).get(have) == result.tree:
             return dataclasses.replace(target, status="exists", commit=have)
         return dataclasses.replace(
             target,
@@ -325,7 +275,7 @@ def create_backports(repo: str | Path, plan: BackportPlan, author: tuple[str, st
     commits. Idempotent: a branch already there with the same tree is reused (see
     :func:`plan_backports`), never duplicated or overwritten. ``author`` (name, email, unix
     time) defaults to the revert's author, as a cherry-pick keeps it."""
-    root = gitops.repo_root(repo)
+    root = git.repo_root(repo)
     if author is None:
         author = (plan.revert.author, "", plan.revert.date)
     env = _author_env(root, plan, author)
@@ -334,8 +284,8 @@ def create_backports(repo: str | Path, plan: BackportPlan, author: tuple[str, st
         if t.status != "applies" or t.tree is None or t.tip is None:
             targets.append(t)
             continue
-        sha = gitops.commit_tree(root, t.tree, [t.tip], t.message, env)
-        gitops.create_ref(root, f"refs/heads/{t.backport_branch}", sha)
+        sha = git.commit_tree(root, t.tree, [t.tip], t.message, env)
+        git.create_ref(root, f"refs/heads/{t.backport_branch}", sha)
         targets.append(dataclasses.replace(t, status="created", commit=sha))
     return dataclasses.replace(plan, targets=tuple(targets), created=True)
 
@@ -343,7 +293,7 @@ def create_backports(repo: str | Path, plan: BackportPlan, author: tuple[str, st
 def _author_env(root: Path, plan: BackportPlan, author: tuple[str, str, int]) -> dict[str, str]:
     name, email, when = author
     if not email:
-        email = gitops.run("log", "-1", "--format=%ae", plan.revert.sha, "--", cwd=root).strip()
+        email = git.run("log", "-1", "--format=%ae", plan.revert.sha, "--", cwd=root).strip()
     if not name or not email:
         return {}
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
@@ -356,10 +306,10 @@ def push_backports(repo: str | Path, plan: BackportPlan, remote: str, env: Mappi
                    ) -> BackportPlan:  # fmt: skip
     """Push every created or reused backport branch to ``remote`` (a remote name or URL), in one
     ``git push``, without force."""
-    root = gitops.repo_root(repo)
+    root = git.repo_root(repo)
     refspecs = [f"refs/heads/{t.backport_branch}:refs/heads/{t.backport_branch}"
                 for t in plan.targets if t.status in READY]  # fmt: skip
-    gitops.push_refs(root, remote, refspecs, env)
+    git.push_refs(root, remote, refspecs, env)
     return dataclasses.replace(plan, pushed_to=remote if refspecs else "")
 
 

@@ -1,5 +1,9 @@
 """The analysis pipeline for one revert: link, purity, apply to base, files, symbols, dependents,
-drift, backports and risk, as one :class:`RevertReport`."""
+drift, backports and risk, as one :class:`RevertReport`.
+
+Size: one job, the order of a check's stages and what runs beside what (the parts started early on
+the second core, the fallbacks when history is partial); each stage's work lives in its own module.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,14 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from revertbot import git
 from revertbot.analysis.backport_evidence import MAX_COPY_SEARCH, confirm_title_matches, relink_branch_copies
 from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
 from revertbot.analysis.critical_stage import critical_first, with_repository_rules
 from revertbot.analysis.dependents import search_dependents, string_lookups
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
 from revertbot.analysis.history import find_backports, find_drift
-from revertbot.analysis.public_api import ApiFinding
+from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
 from revertbot.analysis.pyparse import collector_paused
 from revertbot.analysis.risk import RiskInputs, RiskThresholds, assess
@@ -33,24 +38,12 @@ from revertbot.analysis.symbols_cpp import (
 )
 from revertbot.config import Config, categorize, load_config_file, module_for
 from revertbot.errors import GitError, NotFoundError
-from revertbot.git import gitops
 from revertbot.globs import match_branch, match_glob
-from revertbot.models import (
-    ApplyResult,
-    CodeExcerpt,
-    Commit,
-    CommitRef,
-    FileChange,
-    GitHubContext,
-    GpuSummary,
-    Link,
-    LinkMethod,
-    Override,
-    RevertReport,
-    Unresolved,
-)
+from revertbot.models import ApplyResult, Commit, Link, LinkMethod, Override, Unresolved
+from revertbot.report_data import CodeExcerpt, CommitRef, FileChange, GitHubContext, GpuSummary, RevertReport
 from revertbot.verdict import history_cache
-from revertbot.verdict.detect import index_message, link_reverts, parse_message
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
 from revertbot.verdict.proof import choose_mainlines, judge, with_mainlines
 from revertbot.verdict.purity import Side, Vector, hunks, patch_stats, raw_entries, strip_raw
 from revertbot.verdict.reason import classify_revert, linked_issues
@@ -75,13 +68,13 @@ def find_links(root: Path, commits: Sequence[Commit], in_scope: Collection[str],
     commits are in scope: ``bench/agree.py`` asks for every commit at once and compares with the scan.
     As the scan does, a reference that several commits match equally is settled by their diffs
     (the one commit whose change this one exactly inverts or redoes)."""
-    links = link_reverts(commits, ref_name=ref_name, lookup_objects=lambda names: gitops.object_types(root, names),
+    links = link_reverts(commits, ref_name=ref_name, lookup_objects=lambda names: git.object_types(root, names),
                          select=lambda c: c.sha in in_scope, repo_slug=slug, is_ancestor=is_ancestor)  # fmt: skip
     if not any(link.candidates for link in links):
         return links
     parent = {c.sha: (c.parents or (None,))[0] for c in commits}
     wanted = dict.fromkeys(s for link in links if link.candidates for s in (link.revert, *link.candidates))
-    patches, _errors, _cut = gitops.commit_patches(root, [(s, parent.get(s)) for s in wanted])
+    patches, _errors, _cut = git.commit_patches(root, [(s, parent.get(s)) for s in wanted])
     vectors: dict[str, Vector] = {}
     return [choose_by_diff(link, patches, vectors) if link.candidates else link for link in links]
 
@@ -101,7 +94,7 @@ def check_revert(
     since: str | None = None,
     message: str | None = None,
     detect_relands: bool = True,
-    started: gitops.StartedLog | None = None,
+    started: git.StartedLog | None = None,
     override: Override | None = None,
 ) -> RevertReport:
     """Analyse one revert against a base branch and assess its risk.
@@ -113,16 +106,16 @@ def check_revert(
     (the PR's title and body) is read as the head's message. When nothing says revert or
     reland and ``detect_relands`` holds, a change whose diff redoes a recently reverted original
     is checked as its reland (see :func:`find_reland_by_patch`). ``started`` is a read of the
-    base's history begun earlier (see :class:`gitops.StartedLog`), used when it is the history
+    base's history begun earlier (see :class:`git.StartedLog`), used when it is the history
     the check reads. A link ``override`` (a maintainer's ``/revertbot link``, ``--original``) names
     the original instead of the messages; the report carries it.
     """
-    root = gitops.repo_root(repo, started)
+    root = git.repo_root(repo, started)
     cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = _resolve_in_clone(root, revert_ref)
-    head_ref, base_sha = gitops.head_ref_and_commit(root, started) if base_ref is None else (None, None)
+    head_ref, base_sha = git.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
-        base_sha = gitops.resolve_commit(root, base_ref or "HEAD")
+        base_sha = git.resolve_commit(root, base_ref or "HEAD")
     # Only what linking and the story need is read, through the repository's history index (see
     # history_cache); it also says whether the revert is merged, without a walk of the history.
     base_index = _history_index(root, base_sha, started)
@@ -131,18 +124,18 @@ def check_revert(
         if started is not None:
             started.close()  # the whole read begun earlier is not needed: stop it
     else:
-        merged = gitops.is_ancestor(root, head_sha, base_sha)
+        merged = git.is_ancestor(root, head_sha, base_sha)
     # A merged revert is read in the base's history, so that later relands of it are seen too.
     history_tip = base_sha if merged else head_sha
-    since_sha = gitops.resolve_commit(root, since) if since else None
-    scope = [c.sha for c in gitops.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
+    since_sha = git.resolve_commit(root, since) if since else None
+    scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     in_scope = set(scope)
     tip_index = base_index if merged or base_index is None else _history_index(root, head_sha, None)
     targeted = _targeted_history(root, tip_index, head_sha, scope, override)
     if targeted is not None:
         commits = targeted.commits()
     else:
-        commits = gitops.log(root, history_tip, keep=index_message, started=started)
+        commits = git.log(root, history_tip, keep=index_message, started=started)
     by_sha = {c.sha: c for c in commits}
     head = by_sha[head_sha]
 
@@ -160,7 +153,7 @@ def check_revert(
         # A hand-made revert PR: its commits say nothing, its title and body do.
         if targeted is not None:  # the index knows the commit's own message: the whole history then
             targeted, ancestry = None, None
-            commits = gitops.log(root, history_tip, keep=index_message, started=started)
+            commits = git.log(root, history_tip, keep=index_message, started=started)
             by_sha = {c.sha: c for c in commits}
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
@@ -186,6 +179,10 @@ def check_revert(
     # Relands that say nothing, found by their diff: a later one of this revert, an earlier one of its original.
     if targeted is not None and link.direction == 1:  # the reverts in the days before each original too
         commits = targeted.with_reverts_before(link.originals, int(WINDOW_DAYS * 86400))
+        if merged and link.kind in UNDO_KINDS:  # and the commits of the days after it that share a file with it
+            raws, _ = git.commit_raws(root, [(link.revert, None)])
+            touched = raw_entries(raws.get(link.revert, ""))
+            commits = targeted.with_later_touching(link.revert, int(WINDOW_DAYS * 86400), touched)
         by_sha = {c.sha: c for c in commits}
     link, content_relands = content_story(root, commits, link, merged)
     revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
@@ -202,14 +199,14 @@ def check_revert(
     )  # fmt: skip
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
-    releases_job = gitops.Background(find_releases, root, link.originals, head_sha)
+    releases_job = git.Background(find_releases, root, link.originals, head_sha)
     try:
         # A merge original is undone against the mainline the revert used (git revert -m N).
         mainlines = choose_mainlines(root, link, revert.message, {o: by_sha[o].parents for o in link.originals}, parent)
         wanted = [(head_sha, parent)] + [
             (o, mainlines[o].parent if o in mainlines else (by_sha[o].parents or (None,))[0]) for o in link.originals
         ]
-        patches, errors, truncated = gitops.commit_patches(root, wanted)
+        patches, errors, truncated = git.commit_patches(root, wanted)
         purity = with_mainlines(judge(root, [link], patches, errors, dict(wanted), truncated)[head_sha], mainlines)
         # A revert whose message limits it to part of the original is judged on that part.
         named_by = {commit_ref(o).pr for o in originals} | set(parse_message(revert.message).prs)
@@ -219,7 +216,7 @@ def check_revert(
 
         # Base: the branch the revert is meant for. A revert that is already part of it is judged as
         # of its own time: at its parent, not at today's branch.
-        base_name = base_ref or (head_ref or gitops.current_branch_ref(root)).removeprefix("refs/heads/")
+        base_name = base_ref or (head_ref or git.current_branch_ref(root)).removeprefix("refs/heads/")
         apply_params: tuple[tuple[str, str], ...] = ()
         if merged:
             apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
@@ -227,9 +224,9 @@ def check_revert(
         else:
             apply_note, drift_end = "", base_sha
             try:
-                apply = gitops.apply_revert(root, base_sha, revert=head_sha, since=parent)
+                apply = git.apply_revert(root, base_sha, revert=head_sha, since=parent)
             except GitError as exc:
-                if not gitops.is_missing_object(exc.stderr):
+                if not git.is_missing_object(exc.stderr):
                     raise
                 # A clone without objects the merge reads (a partial clone that cannot fetch, a damaged
                 # one): whether it applies stays unknown, and the report says why, instead of no report.
@@ -237,10 +234,10 @@ def check_revert(
                 apply_note = f"this clone lacks objects the merge needs ({exc.stderr.splitlines()[-1].strip()})"
             clean_tree = apply.tree if apply is not None and apply.clean else None
             after_tree = clean_tree or base_sha
-            if clean_tree is not None and clean_tree == gitops.trees_of(root, [base_sha]).get(base_sha):
+            if clean_tree is not None and clean_tree == git.trees_of(root, [base_sha]).get(base_sha):
                 # Nothing changes on the base: the revert is already there, or the base never had the original.
                 apply_note = "no-op"
-                had = any(gitops.is_ancestor(root, o, base_sha) for o in link.originals)
+                had = any(git.is_ancestor(root, o, base_sha) for o in link.originals)
                 apply_params = (("why", "already-undone" if had else "never-had"),)
 
         reland_info = None
@@ -253,7 +250,7 @@ def check_revert(
         if head_sha in errors:
             # The diff text could not be made (file contents missing from this clone): the files still
             # come from the trees, so critical paths and the drift search see them; the line counts stay unknown.
-            raws, _ = gitops.commit_raws(root, [(head_sha, parent)])
+            raws, _ = git.commit_raws(root, [(head_sha, parent)])
             files = _file_changes(raws.get(head_sha, ""), cfg)
             head_raw = raws.get(head_sha, "")
             if files:
@@ -263,7 +260,7 @@ def check_revert(
         # What the repository itself shows is GPU code, at the change's own commits (trust rule 9).
         files, critical_notes = with_repository_rules(root, (head_sha, parent), files, raw_entries(head_raw), cfg,
                                                       readable=head_sha not in errors)  # fmt: skip
-        drift_job = gitops.Background(
+        drift_job = git.Background(
             find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
         ) if originals else None  # fmt: skip
         symbols: list[SymbolChange] = []
@@ -377,11 +374,11 @@ def check_revert(
     )
 
 
-def _history_index(root: Path, tip: str, started: gitops.StartedLog | None) -> history_cache.HistoryIndex | None:
+def _history_index(root: Path, tip: str, started: git.StartedLog | None) -> history_cache.HistoryIndex | None:
     """The history index of ``tip`` (see :mod:`history_cache`), or None where the whole history is
     read: a shallow clone, or when the environment asks for it (``REVERTBOT_FULL_HISTORY=1``, to
     compare with the whole read)."""
-    if os.environ.get(history_cache.FULL_HISTORY_ENV) == "1" or gitops.shallow_commits(root):
+    if os.environ.get(history_cache.FULL_HISTORY_ENV) == "1" or git.shallow_commits(root):
         return None
     return history_cache.history_index(root, tip, started)
 
@@ -395,14 +392,13 @@ def _targeted_history(root: Path, idx: history_cache.HistoryIndex | None, head_s
         return None
     extra = list(scope)
     if override is not None and override.kind == "link":
-        if not gitops.HEX_RE.fullmatch(override.original) or len(override.original) != len(head_sha):
+        if not git.HEX_RE.fullmatch(override.original) or len(override.original) != len(head_sha):
             return None
         extra.append(override.original)
     pos = idx.position(head_sha)
     if pos is None:
         return None
-    # Besides what linking needs: the relands by content in the days after the change.
-    return history_cache.linking_history(root, idx, pos, int(WINDOW_DAYS * 86400), extra)
+    return history_cache.linking_history(root, idx, pos, extra)
 
 
 def _widened(part: history_cache.PartialHistory, sha: str, before: int) -> list[Commit]:
@@ -416,7 +412,7 @@ def _git_ancestry(root: Path) -> Callable[[str, str], bool]:
 
     def ancestry(a: str, b: str) -> bool:
         try:
-            return a.lower() != b.lower() and gitops.is_ancestor(root, a, b)
+            return a.lower() != b.lower() and git.is_ancestor(root, a, b)
         except GitError:
             return False
 
@@ -446,18 +442,18 @@ def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Com
 
 def _refuse_cut_history(root: Path, link: Link) -> None:
     """A shallow clone that lacks the revert's parent or an original cannot be checked: say how to deepen."""
-    boundary = gitops.shallow_commits(root)
+    boundary = git.shallow_commits(root)
     if not boundary:
         return
     cut = cut_by_shallow_history([link], boundary)
     if link.revert in boundary:
         cut.append(f"{link.revert[:10]} is at the clone's depth limit")
     if cut:
-        depth = gitops.shallow_depth(root)
+        depth = git.shallow_depth(root)
         raise NotFoundError(
             f"{root} is a shallow clone (depth {depth}) and the check needs history it does not have ({cut[0]}): "
             "the original may be beyond its shallow boundary",
-            hint=gitops.deepen_hint(depth),
+            hint=git.deepen_hint(depth),
         )
 
 
@@ -465,24 +461,24 @@ def _resolve_in_clone(root: Path, ref: str) -> str:
     """``ref``'s commit; in a shallow clone, a ref that is not there is said to be maybe beyond
     the clone's shallow boundary, with the command to deepen it (not "check the spelling")."""
     try:
-        return gitops.resolve_commit(root, ref)
+        return git.resolve_commit(root, ref)
     except NotFoundError as exc:
-        if not gitops.shallow_commits(root) or "unknown ref" not in str(exc.message):
+        if not git.shallow_commits(root) or "unknown ref" not in str(exc.message):
             raise
-        depth = gitops.shallow_depth(root)
+        depth = git.shallow_depth(root)
         raise NotFoundError(
             f"{ref!r} is not in this clone: it may be beyond the shallow boundary of this clone (depth {depth})",
-            hint=gitops.deepen_hint(depth),
+            hint=git.deepen_hint(depth),
         ) from exc
 
 
 def _shallow_note(root: Path) -> str:
     """For a shallow clone: the original may be beyond its boundary (read as not a revert)."""
-    if not gitops.shallow_commits(root):
+    if not git.shallow_commits(root):
         return ""
-    depth = gitops.shallow_depth(root)
+    depth = git.shallow_depth(root)
     return (f"; the original may be beyond the shallow boundary of this clone (depth {depth}): "
-            f"{gitops.deepen_hint(depth)}")  # fmt: skip
+            f"{git.deepen_hint(depth)}")  # fmt: skip
 
 
 def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
@@ -524,7 +520,7 @@ def _symbol_changes(
     skipped = py[MAX_SYMBOL_FILES:]
     py = py[:MAX_SYMBOL_FILES]  # files come critical first, then by the size of their change
     ids = {p: tuple(side[1] if side else None for side in raw.get(p, (None, None))) for p in py}
-    contents = gitops.blobs(root, [i for pair in ids.values() for i in pair if i])
+    contents = git.blobs(root, [i for pair in ids.values() for i in pair if i])
     changes: list[SymbolChange] = []
     notes: list[str] = []
 
@@ -561,7 +557,7 @@ def _cpp_symbol_changes(
     if not paths:
         return [], []
     ids = {p: tuple(side[1] if side else None for side in raw.get(p, (None, None))) for p in paths}
-    sizes = gitops.blob_sizes(root, [i for pair in ids.values() for i in pair if i])
+    sizes = git.blob_sizes(root, [i for pair in ids.values() for i in pair if i])
     changes: list[SymbolChange] = []
     notes: list[str] = []
     total = 0
@@ -580,7 +576,7 @@ def _cpp_symbol_changes(
         wanted.append(p)
     for start in range(0, len(wanted), 100):
         batch = wanted[start : start + 100]
-        contents = gitops.blobs(root, [oid for p in batch for oid in ids[p] if oid])
+        contents = git.blobs(root, [oid for p in batch for oid in ids[p] if oid])
         versions = [(p, contents.get(before) if before else None, contents.get(after) if after else None)
                     for p, (before, after) in ((p, ids[p]) for p in batch)]  # fmt: skip
         # tree-sitter holds the interpreter lock: large changes are parsed on two cores, as the Python ones.

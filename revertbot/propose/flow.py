@@ -29,15 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from revertbot import git
 from revertbot.config import Config
 from revertbot.errors import RevertbotError
-from revertbot.git import gitops
 from revertbot.github.client import GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
 from revertbot.propose import rails
-from revertbot.propose.local import HeadProof, Proposal
-from revertbot.propose.search import FailingTest, SearchConfig, SearchRange, SearchResult, Verdict, find_culprit
-from revertbot.report.escape import clean
-from revertbot.report.propose_md import (
+from revertbot.propose.markdown import (
     CULPRIT_MARKER,
     TRACKING_MARKER,
     IncidentView,
@@ -48,7 +45,10 @@ from revertbot.report.propose_md import (
     tracking_comment,
     tracking_issue_body,
 )
-from revertbot.verdict.detect import parse_message
+from revertbot.propose.proposal import HeadProof, Proposal
+from revertbot.propose.search import FailingTest, SearchConfig, SearchRange, SearchResult, Verdict, find_culprit
+from revertbot.report.escape import clean
+from revertbot.verdict.grammar import parse_message
 
 __all__ = ["ProposeAPI", "ProposeOutcome", "propose_on_github", "revert_branch"]
 
@@ -93,6 +93,8 @@ class ProposeOutcome:
     merged: bool = False
     text: str = ""  # what was posted or printed
     record: dict[str, Any] = field(default_factory=dict)  # the incident, for the history
+    found_at: float | None = None  # when the search ended (clock time)
+    opened_at: float | None = None  # when the revert pull request was opened
 
 
 def revert_branch(sha: str) -> str:
@@ -148,10 +150,10 @@ def kill_switch(api: ProposeAPI, label: str) -> tuple[bool | None, str]:
 def _reverted_by(root: Path, suspect: str, head: str) -> str | None:
     """A commit after ``suspect`` on the default branch whose message says it reverts it."""
     try:
-        later = gitops.first_parent_range(root, suspect, head)
+        later = git.first_parent_range(root, suspect, head)
     except RevertbotError:
         return None
-    for c in gitops.commits_of(root, later[-2000:]):
+    for c in git.commits_of(root, later[-2000:]):
         parsed = parse_message(c.message)
         if parsed.kind in ("revert", "backout", "partial") and any(suspect.startswith(s) for s in parsed.shas
                                                                    if len(s) >= 7):  # fmt: skip
@@ -230,14 +232,16 @@ def propose_on_github(
     rails and act by ``config.propose.mode``.
 
     ``triage`` defaults to :func:`revertbot.propose.triage.triage_red_run`; ``head_green(incident)``
-    says whether the watched workflow's newest run on the default branch passed again (None: unknown);
+    says whether the failing tests pass again on the default branch (None: unknown); it defaults to
+    :func:`revertbot.propose.head_check.head_green_again` (a later run of the same workflow, at a commit
+    containing the first red one, that passed those tests; anything else, errors included, is not green);
     ``runner_factory(incident)`` gives the runner (``GitHubRunner`` in CI). ``remote`` and ``git_env``
     are where the revert branch is pushed and the environment that authenticates git.
     """
     say: Log = log or (lambda _line: None)
     started = clock()
     p = config.propose
-    root = gitops.repo_root(repo_path)
+    root = git.repo_root(repo_path)
     if p.mode == "off":
         return ProposeOutcome("nothing", ("proposing is off",))
     if triage is None:
@@ -252,17 +256,20 @@ def propose_on_github(
         say(f"not an incident: {why}")
         return ProposeOutcome("refused", (why,))
     incident = found
+    if head_green is None:
+        head_green = _head_check(api, root, default_branch, p.artifacts, say)
     view = _view(incident)
     out = ProposeOutcome("nothing", slug=view.slug)
-    last_green = gitops.resolve_commit(root, str(incident.last_green))
-    first_red = gitops.resolve_commit(root, str(incident.first_red))
-    commits = gitops.first_parent_range(root, last_green, first_red)
+    last_green = git.resolve_commit(root, str(incident.last_green))
+    first_red = git.resolve_commit(root, str(incident.first_red))
+    commits = git.first_parent_range(root, last_green, first_red)
     tests = _failing_tests(incident)
     runner = runner_factory(incident)
     search_cfg = SearchConfig(runners=p.runners, max_runs=p.max_runs, confidence=p.confidence,
                               max_minutes=p.limits.gpu_minutes_per_incident)  # fmt: skip
     result = find_culprit(tests, SearchRange(last_green, tuple(commits)), runner, search_cfg)
     out.result = result
+    out.found_at = clock()
     say(f"search: {result.verdict.value} ({result.runs} runs, {result.minutes:.0f} GPU-minutes)")
 
     # The head + revert proof, at the current head of the default branch.
@@ -271,7 +278,7 @@ def propose_on_github(
     suspect = result.suspect if result.verdict is Verdict.CULPRIT else None
     tree: str | None = None
     if suspect and result.ready:
-        applied = gitops.apply_revert(root, head, originals=[suspect])
+        applied = git.apply_revert(root, head, originals=[suspect])
         if not applied.clean:
             files = ", ".join(f.path for f in applied.conflicts[:5])
             head_proof = HeadProof(head, 0, 0, 0, conflict=f"conflicts in {files}")
@@ -282,7 +289,7 @@ def propose_on_github(
             outs = [r["outcomes"].get(result.test, "infra") for r in doc.get("runs", [])]
             head_proof = HeadProof(head, len(outs), outs.count("passed"), outs.count("infra"))
     minutes = result.minutes
-    subjects = {c.sha: c.subject for c in gitops.commits_of(root, list(dict.fromkeys([last_green, *commits,
+    subjects = {c.sha: c.subject for c in git.commits_of(root, list(dict.fromkeys([last_green, *commits,
                                                                                       head])))}  # fmt: skip
     proposal = Proposal(root, last_green, first_red, tuple(commits), subjects, tuple(t.name for t in tests), result,
                         head_proof, clock() - started, view.hardware)  # fmt: skip
@@ -297,7 +304,7 @@ def propose_on_github(
         say(f"cannot list the issues labelled {p.labels.proposed!r}: {exc}")
     proposals_today, minutes_today = _usage_today(labelled, _today(clock))
     switch, switch_by = kill_switch(api, p.labels.kill_switch)
-    still_red = head_green(incident) if head_green else None
+    still_red = head_green(incident)
     state = rails.State(kill_switch=switch, kill_switch_by=switch_by, proposals_today=proposals_today,
                         gpu_minutes_today=minutes_today + minutes, gpu_minutes_incident=minutes,
                         head_still_fails=None if still_red is None else not still_red,
@@ -306,7 +313,7 @@ def propose_on_github(
     analysis, revert_sha = "", ""
     culprit: rails.Culprit | None = None
     if suspect:
-        [c] = gitops.commits_of(root, [suspect])
+        [c] = git.commits_of(root, [suspect])
         culprit_pulls = _culprit_pulls(api, suspect)
         labels = tuple(x for pr in culprit_pulls for x in pr.labels)
         bot = c.author_name.endswith("[bot]") or "[bot]@" in c.author_email or any(
@@ -316,7 +323,7 @@ def propose_on_github(
             message = (f'Revert "{c.subject}"\n\nThis reverts commit {suspect}.\n\n'
                        f"It broke {', '.join(t.name for t in tests[:5])} on {default_branch} "
                        f"(found and proven by revertbot).\n")  # fmt: skip
-            revert_sha = gitops.commit_tree(root, tree, [head], message)
+            revert_sha = git.commit_tree(root, tree, [head], message)
             analysis, dependents = _analysis(root, revert_sha, head, config)
         opt_out = p.labels.opt_out in labels or rails.opted_out(c.message)
         culprit = rails.Culprit(
@@ -361,7 +368,7 @@ def propose_on_github(
         assert suspect and revert_sha and head_proof is not None
         out.action = decision.action
         # Re-read just before opening: a head that is green again needs no revert.
-        if head_green is not None and head_green(incident):
+        if head_green(incident):
             out.action, out.reasons = "nothing", ("the default branch passes again: nothing to revert",)
             say(out.reasons[0])
             out.record = _record(out, incident, view, started, clock, config)
@@ -377,6 +384,7 @@ def propose_on_github(
         else:
             out.pull, out.pull_url = _open_pull(api, root, remote, git_env, default_branch, branch, revert_sha,
                                                 title, body)  # fmt: skip
+            out.opened_at = clock()
             api.add_labels(out.pull, [p.labels.proposed])
             say(f"revert pull request #{out.pull}: {out.pull_url}")
             _note_culprit(api, culprit_pulls, suspect, view, tests, config, dry_run, say, pull_url=out.pull_url)
@@ -387,6 +395,18 @@ def propose_on_github(
                     say(f"merge of #{out.pull} not done: {exc}")
     out.record = _record(out, incident, view, started, clock, config)
     return out
+
+
+def _head_check(api: ProposeAPI, root: Path, branch: str, artifacts: str, say: Log) -> Callable[[Any], bool]:
+    """The default re-check: :func:`revertbot.propose.head_check.head_green_again`, its reason logged."""
+    from revertbot.propose.head_check import head_green_again
+
+    def check(incident: Any) -> bool:
+        answer = head_green_again(api, incident, repo_path=root, default_branch=branch, artifact_pattern=artifacts)
+        say(f"head re-check: {'green again' if answer.green else 'not green'}: {answer.reason}")
+        return answer.green
+
+    return check
 
 
 def _probe_urls(runner: Any) -> list[str]:
@@ -419,9 +439,9 @@ def _would_reasons(culprit: rails.Culprit | None, state: rails.State, config: Co
 def _current_head(root: Path, remote: str, branch: str, env: Mapping[str, str] | None) -> str | None:
     """The default branch's head as the remote has it now (fetched), else the local branch."""
     with contextlib.suppress(RevertbotError):  # offline or no such remote: the local view
-        gitops.run("fetch", "--quiet", "--no-tags", "--", remote,
+        git.run("fetch", "--quiet", "--no-tags", "--", remote,
                    f"+refs/heads/{branch}:refs/remotes/origin/{branch}", cwd=root, env=env)  # fmt: skip
-    return gitops.ref_sha(root, f"refs/remotes/origin/{branch}") or gitops.ref_sha(root, f"refs/heads/{branch}")
+    return git.ref_sha(root, f"refs/remotes/origin/{branch}") or git.ref_sha(root, f"refs/heads/{branch}")
 
 
 def _analysis(root: Path, revert_sha: str, head: str, config: Config) -> tuple[str, tuple[str, ...]]:
@@ -443,7 +463,7 @@ def _open_pull(api: ProposeAPI, root: Path, remote: str, env: Mapping[str, str] 
     from revertbot.github.backport_prs import _find_open, _open_or_find
 
     try:
-        gitops.push_refs(root, remote, [f"{sha}:refs/heads/{branch}"], env)
+        git.push_refs(root, remote, [f"{sha}:refs/heads/{branch}"], env)
     except RevertbotError:
         have = _find_open(api, base, branch)  # an earlier run pushed it (the branch is never forced)
         if have is None:
@@ -478,15 +498,18 @@ def _record(out: ProposeOutcome, incident: Any, view: IncidentView, started: flo
     """The incident for the history (kind ``incident``): times, runs, GPU-minutes, verdict, what was done."""
     r = out.result
     created = str(_attr(incident, "created_at", default="") or "")
-    found_at = _dt.datetime.fromtimestamp(clock(), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def iso(at: float | None) -> str:
+        return "" if at is None else _dt.datetime.fromtimestamp(at, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
     return {
         "kind": "incident",
         "slug": view.slug,
         "run_id": str(_attr(incident, "run_id", default="")),
         "workflow": view.workflow,
         "red_at": created,
-        "found_at": found_at if r is not None else "",
-        "opened_at": found_at if out.pull else "",
+        "found_at": iso(out.found_at) if r is not None else "",
+        "opened_at": iso(out.opened_at) if out.pull else "",
         "verdict": r.verdict.value if r is not None else "",
         "culprit": (r.suspect or "") if r is not None and r.verdict is Verdict.CULPRIT else "",
         "proven": bool(out.proposal and out.proposal.proven),

@@ -16,6 +16,12 @@ be the ones asked for, one entry per requested run with an outcome for the test 
 time. An artifact that says otherwise is infrastructure trouble, never evidence. Minutes come
 from each run's ``wall_s``.
 
+Before each wave of dispatches the runner consults its :class:`QueueGate` (when given one): while more
+GPU jobs than the configured limit queue for the GPU runners (jobs of the watched workflows and of the
+pull requests' GPU validation, read through the client: runs ``queued`` or ``in_progress`` and their
+queued jobs), nothing is dispatched and the runner waits (:func:`revertbot.propose.rails.queue_pause`);
+past ``queue_wait_minutes`` the wave is given up, each probe an ``infra`` answer that says why.
+
 Trust: only the default branch's definition of the workflow is dispatched (``ref`` is the default
 branch), and every input is validated here first (40-hex commits, pytest node ids through
 :func:`gpu_jobs.rerun.check_node_ids`, a plain incident id). A run is matched to a probe only when
@@ -35,12 +41,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from revertbot.config import Config
 from revertbot.errors import UsageError
 from revertbot.github.client import ArtifactTooLarge, GitHubAPI, GitHubError, WorkflowRunInfo
+from revertbot.propose import rails
 from revertbot.propose.search import Outcome, Run
 from revertbot.propose.triage import Incident, UnsafeArtifact, read_zip_member
 
-__all__ = ["ARTIFACT_PREFIX", "RERUN_WORKFLOW", "RUN_NAME_PREFIX", "GitHubRunner", "PollPolicy", "ProbeRecord",
+__all__ = ["ARTIFACT_PREFIX", "PRESUBMIT_GPU_WORKFLOW", "RERUN_WORKFLOW", "RUN_NAME_PREFIX", "GitHubRunner",
+           "PollPolicy", "ProbeRecord", "QueueGate", "probe_runner_labels", "queued_gpu_jobs",
            "validate_rerun"]  # fmt: skip
 
 RERUN_WORKFLOW = "revertbot-propose-rerun.yml"
@@ -50,6 +59,76 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _OUTCOME = {"passed": Outcome.PASS, "failed": Outcome.FAIL, "infra": Outcome.INFRA}
 MAX_RUNS_PER_PROBE = 100
+#: The pull requests' GPU validation (installed by ``revertbot init``): its queued jobs go first too.
+PRESUBMIT_GPU_WORKFLOW = "revertbot-gpu.yml"
+#: Labels every self-hosted runner may carry: they do not tell one GPU class from another.
+_GENERIC_LABELS = frozenset({"self-hosted", "linux", "windows", "macos", "x64", "arm64", "arm"})
+_WAITING = ("queued", "waiting", "pending", "requested")
+
+
+def probe_runner_labels(config: Config) -> tuple[str, ...]:
+    """The GPU runners' labels the probes run on: ``propose.runner_labels``, else the GPU suites'
+    ``runner_labels`` (the first suite's), else the default GPU suite labels."""
+    if config.propose.runner_labels:
+        return tuple(config.propose.runner_labels)
+    for suite in config.gpu.suites.values():
+        return tuple(suite.runner_labels)
+    return ("self-hosted", "linux", "x64", "cuda")
+
+
+def _competes(job_labels: Sequence[str], ours: Sequence[str]) -> bool:
+    """Whether a queued job waits for the same runners as the probes: it asks for one of our specific
+    labels (``h100``, ``cuda``), or, when ours are all generic, for a self-hosted runner. A job whose
+    labels are not shown counts."""
+    asks = {label.lower() for label in job_labels}
+    if not asks:
+        return True
+    specific = {label.lower() for label in ours} - _GENERIC_LABELS
+    return bool(specific & asks) if specific else "self-hosted" in asks
+
+
+def queued_gpu_jobs(api: GitHubAPI, workflows: Sequence[str], labels: Sequence[str], max_runs: int = 20) -> int:
+    """Jobs of ``workflows`` (file names) that wait for a runner with our ``labels``: the queued jobs of
+    their runs that are ``queued`` or ``in_progress`` (a queued run whose jobs are not listed yet counts
+    as one). At most ``max_runs`` runs per workflow and status are read. Raises :class:`GitHubError`."""
+    total = 0
+    for workflow in dict.fromkeys(workflows):
+        for status in ("queued", "in_progress"):
+            for run in api.workflow_runs(workflow, status=status, limit=max_runs):
+                if run.status != status:  # a filter that also matches conclusions
+                    continue
+                jobs = api.run_jobs(run.id)
+                if not jobs and status == "queued":
+                    total += 1
+                total += sum(1 for j in jobs if j.status in _WAITING and _competes(j.labels, labels))
+    return total
+
+
+@dataclass(frozen=True)
+class QueueGate:
+    """When GPU probes may be dispatched: not while more than ``limits.max_queued_gpu_jobs`` jobs of
+    ``workflows`` wait for the probes' runners (``labels``), for at most ``limits.queue_wait_minutes``."""
+
+    workflows: tuple[str, ...]
+    labels: tuple[str, ...]
+    limits: rails.Limits = field(default_factory=rails.Limits)
+    max_runs: int = 20
+
+    @classmethod
+    def from_config(cls, config: Config) -> QueueGate:
+        """The watched workflows and the pull requests' GPU validation, the probes' labels, the limits."""
+        lim = config.propose.limits
+        limits = rails.Limits(max_queued_gpu_jobs=lim.max_queued_gpu_jobs, queue_wait_minutes=lim.queue_wait_minutes)
+        watched = tuple(w.rsplit("/", 1)[-1] for w in config.propose.workflows)
+        return cls((*watched, PRESUBMIT_GPU_WORKFLOW), probe_runner_labels(config), limits)
+
+    def pause(self, api: GitHubAPI) -> str:
+        """Why probes must wait now ("" when they may go); a queue that cannot be read counts as full."""
+        try:
+            queued: int | None = queued_gpu_jobs(api, self.workflows, self.labels, self.max_runs)
+        except GitHubError:
+            queued = None
+        return rails.queue_pause(queued, self.limits)
 
 
 @dataclass(frozen=True)
@@ -148,6 +227,7 @@ class GitHubRunner:
         sleep: Callable[[float], None] = time.sleep,
         nonce: Callable[[], str] | None = None,
         progress: Callable[[str], None] | None = None,
+        queue: QueueGate | None = None,
     ) -> None:
         incident = incident if isinstance(incident, str) else incident.id
         if not _TOKEN.fullmatch(incident):
@@ -164,6 +244,7 @@ class GitHubRunner:
         self._sleep = sleep
         self._nonce = nonce or (lambda: secrets.token_hex(8))
         self.progress = progress or (lambda line: None)
+        self.queue = queue
         self.documents: list[dict[str, Any]] = []
         self.probes: list[ProbeRecord] = []
 
@@ -245,6 +326,13 @@ class GitHubRunner:
 
     def _wave(self, test: str, requests: Sequence[tuple[str, int, str | None]]) -> list[ProbeRecord]:
         """Dispatch ``requests`` together and wait until each has its answer or is lost."""
+        blocked = self._wait_for_queue()
+        if blocked:
+            records = [ProbeRecord(self._nonce(), c, test, n, r, self._clock()) for c, n, r in requests]
+            for record in records:
+                self._end(record, f"not dispatched: {blocked}")
+            self.probes += records
+            return records
         records = [self._dispatch(test, c, n, r) for c, n, r in requests]
         pending = [r for r in records if r.status == "dispatched"]
         rounds = 0
@@ -255,6 +343,24 @@ class GitHubRunner:
             self._poll_round(pending)
             pending = [r for r in pending if r.status in ("dispatched", "running")]
         return records
+
+    def _wait_for_queue(self) -> str:
+        """Wait while the GPU queue is above the limit: "" once probes may go, else why they never did."""
+        if self.queue is None:
+            return ""
+        started = self._clock()
+        interval = self.poll.interval
+        while True:
+            why = self.queue.pause(self.api)
+            if not why:
+                return ""
+            waited = self._clock() - started
+            limit = self.queue.limits.queue_wait_minutes * 60.0
+            if waited >= limit:
+                return f"{why}, still after {waited / 60.0:.0f} minutes of waiting"
+            self.progress(f"paused, nothing dispatched: {why}")
+            self._sleep(max(0.0, min(interval, limit - waited)))
+            interval = min(interval * self.poll.backoff, self.poll.max_interval)
 
     def _poll_round(self, pending: list[ProbeRecord]) -> None:
         listed: dict[int, WorkflowRunInfo] = {}

@@ -4,7 +4,7 @@ The same search as on GPU runners (:func:`revertbot.propose.search.find_culprit`
 being :func:`gpu_jobs.rerun.rerun` here: the commit's tree exported to a scratch directory, the
 failing tests run with pytest, pass / fail / infra read from JUnit. When the search proves a
 culprit, the last proof is run too: the head with the culprit reverted on top, x runs, all must
-pass. The result is plain data for the Markdown / JSON renderers (``report/propose_md.py``).
+pass. The result is plain data for the Markdown / JSON renderers (``propose/markdown.py``).
 """
 
 from __future__ import annotations
@@ -18,18 +18,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from revertbot.git import gitops
+from revertbot import git
+from revertbot.propose.proposal import HeadProof, Proposal
 from revertbot.propose.search import (
     FailingTest,
     Outcome,
     Run,
     SearchConfig,
     SearchRange,
-    SearchResult,
     Verdict,
     find_culprit,
 )
@@ -173,41 +172,6 @@ def _marks(outcomes: Iterable[Outcome]) -> str:
 _OUTCOME = {"passed": Outcome.PASS, "failed": Outcome.FAIL, "infra": Outcome.INFRA}
 
 
-@dataclass(frozen=True)
-class HeadProof:
-    """x runs of the searched test at the head with the culprit reverted on top."""
-
-    head: str
-    runs: int
-    passes: int
-    infra: int
-    conflict: str = ""  # why the revert could not be applied
-
-    @property
-    def passed(self) -> bool:
-        return not self.conflict and self.runs - self.infra > 0 and self.passes == self.runs - self.infra
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """What the search found, and the proof at the head."""
-
-    repo: Path
-    good: str
-    bad: str
-    commits: tuple[str, ...]
-    subjects: dict[str, str]
-    tests: tuple[str, ...]
-    result: SearchResult
-    head_proof: HeadProof | None
-    seconds: float
-    hardware: str
-
-    @property
-    def proven(self) -> bool:
-        return self.result.ready and self.head_proof is not None and self.head_proof.passed
-
-
 def propose_local(
     repo: Path,
     good: str,
@@ -226,13 +190,13 @@ def propose_local(
     ``runner``: a runner shared by several searches (its runs of other tests carried along serve
     the later ones); its owner closes it. By default a fresh one, closed here."""
     started = time.monotonic()
-    root = gitops.repo_root(repo)
-    commits = gitops.first_parent_range(root, good, bad)
+    root = git.repo_root(repo)
+    commits = git.first_parent_range(root, good, bad)
     if not commits:
         from revertbot.errors import UsageError
 
         raise UsageError(f"{good}..{bad} has no commits", hint="the range is last green..first red")
-    good_sha = gitops.resolve_commit(root, good)
+    good_sha = git.resolve_commit(root, good)
     cfg = config or SearchConfig()
     own = runner is None
     if runner is None:
@@ -257,6 +221,6 @@ def propose_local(
         if own:
             runner.close()
     hardware = next((d["hardware"] for d in runner.documents if d["hardware"]), "")
-    subjects = {c.sha: c.subject for c in gitops.commits_of(root, [good_sha, *commits])}
+    subjects = {c.sha: c.subject for c in git.commits_of(root, [good_sha, *commits])}
     return Proposal(root, good_sha, commits[-1], tuple(commits), subjects, tuple(tests), result, head_proof,
                     time.monotonic() - started, hardware)  # fmt: skip

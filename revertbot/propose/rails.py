@@ -19,6 +19,12 @@ checked after the search and before anything is written, from plain facts gather
   the age limit, or has merged dependents (later commits that use what it added): the maintainers
   are notified instead.
 * **Caps:** proposals per day and GPU-minutes per incident and per day.
+* **Presubmit goes first:** GitHub Actions has no job priorities, so the search yields instead: no GPU
+  probe is dispatched while more than ``max_queued_gpu_jobs`` jobs of the GPU workflows (the watched
+  ones and the pull requests' GPU validation) wait for a GPU runner (:func:`queue_pause`; the count is
+  read by :class:`revertbot.propose.github_runner.QueueGate`). A queue that cannot be read counts as
+  full. After ``queue_wait_minutes`` of waiting, that round of probes is given up (its runs count as
+  infrastructure, never as evidence).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["MODES", "Culprit", "Decision", "Limits", "Mode", "State", "decide"]
+__all__ = ["MODES", "Culprit", "Decision", "Limits", "Mode", "State", "decide", "queue_pause"]
 
 Mode = Literal["off", "log", "shadow", "propose", "auto-merge"]
 MODES: tuple[Mode, ...] = ("off", "log", "shadow", "propose", "auto-merge")
@@ -45,6 +51,8 @@ class Limits:
     proposals_per_day: int = 4
     gpu_minutes_per_incident: float = 240.0
     gpu_minutes_per_day: float = 960.0
+    max_queued_gpu_jobs: int = 0
+    queue_wait_minutes: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,17 @@ def decide(mode: Mode, culprit: Culprit, state: State, limits: Limits = Limits()
     if notify:
         return Decision("notify", tuple(notify))
     return Decision(mode)
+
+
+def queue_pause(queued: int | None, limits: Limits = Limits()) -> str:
+    """Why GPU probes must not be dispatched now ("" when they may): ``queued`` jobs of the GPU
+    workflows wait for a GPU runner (None: the queue could not be read, counted as full)."""
+    if queued is None:
+        return "the GPU queue could not be read: counted as full"
+    if queued > limits.max_queued_gpu_jobs:
+        return (f"{queued} GPU job(s) are queued (limit {limits.max_queued_gpu_jobs}): "
+                "presubmit and the watched workflows go first")  # fmt: skip
+    return ""
 
 
 def opted_out(message: str, labels: tuple[str, ...] = ()) -> bool:

@@ -54,6 +54,9 @@ proven for its own test, but reverting it may not be the first fix). With two cu
 the same test, the step model finds the first (the later one changes nothing for that test).
 
 Everything here is pure: plain frozen data in and out, randomness and I/O only in the runner.
+
+Size: one algorithm. The model, the posterior and the steps of the search are read together; the
+data types at the top are its whole interface, and nothing here does I/O.
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from revertbot import git
 from revertbot.errors import GitError, RevertbotError
-from revertbot.git import gitops
 from revertbot.github.client import ArtifactInfo, ArtifactTooLarge, GitHubAPI, GitHubError, JobInfo, WorkflowRunInfo
 from revertbot.propose.search import FailingTest
 
@@ -397,7 +397,7 @@ def _local_modules(repo: Path, sha: str) -> frozenset[str]:
     these is the code's own failure, not a missing dependency."""
     names: set[str] = set()
     for where in (sha, f"{sha}:src", f"{sha}:python"):
-        proc = gitops.run_bytes("ls-tree", "-z", where, cwd=repo, check=False)
+        proc = git.run_bytes("ls-tree", "-z", where, cwd=repo, check=False)
         if proc.returncode != 0:
             continue
         for entry in proc.stdout.decode("utf-8", "replace").split("\0"):
@@ -480,13 +480,13 @@ def triage_red_run(
         return _refuse(red, "same_commit", f"run {green.id} passed at the same commit {red.head_sha[:12]}: "
                                            "the failure does not come from a commit (flaky, or the environment)")
     try:
-        last_green = gitops.resolve_commit(repo_path, green.head_sha)
-        first_red = gitops.resolve_commit(repo_path, red.head_sha)
+        last_green = git.resolve_commit(repo_path, green.head_sha)
+        first_red = git.resolve_commit(repo_path, red.head_sha)
     except RevertbotError:
         return _refuse(red, "missing_commit", f"the local clone lacks {green.head_sha[:12]} or {red.head_sha[:12]}: "
                                               f"fetch {default_branch} first")  # fmt: skip
     try:
-        ancestor = gitops.is_ancestor(repo_path, last_green, first_red)
+        ancestor = git.is_ancestor(repo_path, last_green, first_red)
     except GitError:
         ancestor = False
     if not ancestor:

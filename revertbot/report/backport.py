@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from revertbot.globs import branch_name
-from revertbot.models import Backport, ConflictFile
+from revertbot.models import ConflictFile
 from revertbot.report.escape import code, fenced, inline, table_cell
 from revertbot.report.facts import backport_state, same_branch
+from revertbot.report_data import Backport
 
 if TYPE_CHECKING:  # the planner imports the whole check; the report's lines need none of it
-    from revertbot.pipeline.backport import BackportPlan, BackportTarget
+    from revertbot.report_data import BackportPlan, BackportTarget
 
 #: Opens the bot's one reply to ``/revertbot backport`` on a pull request (edited in place).
 BACKPORT_MARKER = "<!-- revertbot:backport -->"

@@ -30,7 +30,7 @@ import re
 import zlib
 from typing import Any
 
-from revertbot.models import GpuMetricDelta, GpuSummary, GpuTestFlip
+from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 __all__ = ["BLOCK_LIMIT", "BLOCK_PREFIX", "gpu_block", "read_gpu_block"]
 

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from revertbot.globs import branch_name
-from revertbot.models import Backport, RevertReport
+from revertbot.report_data import Backport, RevertReport
 
 #: Characters of a revert message shown in the report.
 MESSAGE_LIMIT = 600

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from revertbot.models import GpuMetricDelta, GpuSummary
 from revertbot.report.i18n import EnglishTemplate
+from revertbot.report_data import GpuMetricDelta, GpuSummary
 
 __all__ = ["gpu_sentence", "gpu_sentence_line", "gpu_state", "hardware_text", "headline_metrics"]
 

@@ -1,4 +1,8 @@
-"""Report wording in English and Chinese. Both languages render the same data and facts."""
+"""Report wording in English and Chinese. Both languages render the same data and facts.
+
+Size: the string tables of both languages, side by side so that a message and its translation stay
+together, and the few functions that fill them.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ from collections.abc import Callable
 
 from revertbot.analysis.critical import KIND_LABEL_EN, RULE_TEXT_EN
 from revertbot.globs import branch_name
-from revertbot.models import RiskFactor
 from revertbot.report.escape import code, inline, table_cell
 from revertbot.report.facts import around_change
+from revertbot.report_data import RiskFactor
 
 #: The Chinese word for each concept the report names: one word per concept, used by the Chinese
 #: strings below (a native maintainer should never meet two words for one thing). docs/report.md
@@ -755,7 +759,7 @@ _DETAIL_RULES_EN: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], 
 
 def translate_detail(detail: str, lang: str) -> str:
     """A symbol-change detail (generated in English by the analysis) in the report language, with
-    signatures as backticked code (for :func:`revertbot.report.markdown.rich`)."""
+    signatures as backticked code (for :func:`revertbot.report.format_md.rich`)."""
     rules = _DETAIL_RULES_ZH if lang == "zh" else _DETAIL_RULES_EN
     out = []
     for piece in detail.split("; "):

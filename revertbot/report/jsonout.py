@@ -6,9 +6,9 @@ import dataclasses
 from typing import Any
 
 from revertbot import __version__
-from revertbot.models import RevertReport
 from revertbot.report.facts import backport_branches, follow_up_branches, story_symbols
 from revertbot.report.i18n import factor_summary_en
+from revertbot.report_data import RevertReport
 
 SCHEMA_VERSION = 1
 

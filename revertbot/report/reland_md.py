@@ -6,8 +6,9 @@ names from stored results, logins) goes through :mod:`.escape`.
 
 from __future__ import annotations
 
-from revertbot.models import CommitRef, ContentReland, RelandInfo, RevertReason
+from revertbot.models import ContentReland, RevertReason
 from revertbot.report.escape import code, fenced, inline
+from revertbot.report_data import CommitRef, RelandInfo
 from revertbot.verdict.reason import REASON_LABEL_PREFIX
 
 #: Files whose diff of diffs is shown; the JSON report has them all.

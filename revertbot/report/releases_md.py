@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from revertbot.models import RevertReason
 from revertbot.report.escape import code, inline
+from revertbot.report_data import ReleaseInfo
 from revertbot.verdict.reason import MAX_QUOTE_CHARS
-from revertbot.verdict.releases import ReleaseInfo
 
 _OWN_ISSUE_RE = re.compile(r"#\d{1,9}")
 #: Affected versions named one by one; more are said as a range.

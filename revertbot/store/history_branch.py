@@ -36,8 +36,12 @@ the dashboard read and its type. A record is checked against it when it is pushe
 it is read back; one that does not fit is skipped and reported (file, key path, what was wrong),
 so one bad file on the append-only branch never takes the dashboard down.
 
+Size: one job, kept whole: the record's shape, its path, the append-only writer and the reader are
+one contract with the data branch, read and changed together (incident records, which follow the
+same contract, are in :mod:`revertbot.store.incident_record`).
+
 The records are read back by :func:`read_records` (:func:`scan_records` also says what it
-skipped) and replayed into a SQLite store by :func:`revertbot.store.db.import_records`; the store
+skipped) and replayed into a SQLite store by :func:`revertbot.store.replay.import_records`; the store
 stays a cache that can always be rebuilt.
 """
 
@@ -55,10 +59,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from revertbot import git
 from revertbot.errors import EXIT_STORE, RevertbotError, UsageError
-from revertbot.git import gitops
 
 DEFAULT_BRANCH = "revertbot-history"
 RECORD_SCHEMA = 1
@@ -85,6 +89,20 @@ class HistoryError(RevertbotError):
     """The data branch could not be written or read."""
 
     exit_code = EXIT_STORE
+
+
+class AnyRecord(Protocol):
+    """What the data branch's writer needs of a record: a check (:class:`Record`) or an incident
+    (:class:`revertbot.store.incident_record.IncidentRecord`)."""
+
+    @property
+    def repo(self) -> str: ...
+
+    def path(self) -> str: ...
+
+    def dumps(self) -> str: ...
+
+    def problems(self) -> list[str]: ...
 
 
 def normalise_repo(name: str) -> str:
@@ -136,6 +154,10 @@ class Record:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True, indent=1) + "\n"
 
+    def problems(self) -> list[str]:
+        """:func:`record_problems`."""
+        return record_problems(self)
+
 
 def validate(rec: Record) -> Record:
     """Refuse a record whose identity could not name a file safely (it becomes a path), or names
@@ -174,6 +196,11 @@ def record_from_json(data: Any) -> Record:
 def parse_record(raw: bytes) -> Record:
     """A record from the bytes of its file: bounded in size and nesting, UTF-8, one JSON object of
     :data:`RECORD_SHAPE`. Raises :class:`RecordInvalid`; never anything else for any input."""
+    return record_from_json(load_json(raw))
+
+
+def load_json(raw: bytes) -> Any:
+    """The JSON value of a record file's bytes, bounded in size and nesting; raises :class:`RecordInvalid`."""
     if len(raw) > MAX_RECORD_BYTES:
         raise RecordInvalid([f"{len(raw):,} bytes, larger than a record can be ({MAX_RECORD_BYTES:,})"])
     try:
@@ -189,7 +216,7 @@ def parse_record(raw: bytes) -> Record:
         raise RecordInvalid([f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]) from None
     except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4,300 digits
         raise RecordInvalid([f"not valid JSON: {str(exc)[:120]}"]) from None
-    return record_from_json(data)
+    return data
 
 
 class RecordInvalid(UsageError):
@@ -528,7 +555,7 @@ def parse_digests(text: str) -> tuple[str, ...]:
 class RecordSelection:
     """What :func:`select_record_files` made of a record directory. Names are relative to it."""
 
-    accepted: tuple[tuple[str, Record], ...] = ()  # listed digest, and a valid record of this repository
+    accepted: tuple[tuple[str, AnyRecord], ...] = ()  # listed digest, a valid record of this repository
     refused: tuple[tuple[str, str], ...] = ()  # (name, why): not the producer's; never pushed
     invalid: tuple[tuple[str, str], ...] = ()  # (name, why): the producer's digest, but not a valid record
     missing: tuple[str, ...] = ()  # listed digests that no file has
@@ -551,7 +578,8 @@ def _entries(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 def select_record_files(directory: str | os.PathLike[str], digests: Sequence[str] | None, *,
-                        repo: str | None = None) -> RecordSelection:  # fmt: skip
+                        repo: str | None = None,
+                        parse: Callable[[bytes], AnyRecord] = parse_record) -> RecordSelection:  # fmt: skip
     """The record files of ``directory`` that may be pushed.
 
     ``digests``: the sha256 of each record file as the job that wrote it computed them (a step
@@ -559,12 +587,13 @@ def select_record_files(directory: str | os.PathLike[str], digests: Sequence[str
     name, whatever it contains: a job where PR code ran can upload an artifact of the same name. A
     listed digest that no file has is reported missing (another upload may have replaced the
     producer's file). ``None`` accepts every ``*.json`` file (manual use outside CI). Each accepted
-    file must be a valid record (:func:`parse_record`) of ``repo`` when given (``owner/name``).
+    file must be a valid record (``parse``: :func:`parse_record`, or one that takes incident records
+    too) of ``repo`` when given (``owner/name``).
     Work is bounded: at most :data:`MAX_RECORD_FILES` files of at most :data:`MAX_RECORD_BYTES` are read.
     """
     root = Path(directory)
     wanted = None if digests is None else set(digests)
-    accepted: list[tuple[str, Record]] = []
+    accepted: list[tuple[str, AnyRecord]] = []
     refused: list[tuple[str, str]] = []
     invalid: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -590,7 +619,7 @@ def select_record_files(directory: str | os.PathLike[str], digests: Sequence[str
             continue
         seen.add(digest)
         try:
-            rec = parse_record(raw)
+            rec = parse(raw)
         except RecordInvalid as exc:
             invalid.append((name, str(exc.message)))
             continue
@@ -633,7 +662,8 @@ class DirectoryPush:
 
 
 def push_directory(directory: str | os.PathLike[str], digests: str | None, env: Mapping[str, str], *,
-                   remote: str | None = None, branch: str = DEFAULT_BRANCH) -> DirectoryPush:  # fmt: skip
+                   remote: str | None = None, branch: str = DEFAULT_BRANCH,
+                   parse: Callable[[bytes], AnyRecord] = parse_record) -> DirectoryPush:  # fmt: skip
     """``revertbot history push``: choose the files of ``directory`` (:func:`select_record_files`)
     and append their records to ``branch``. ``digests`` is the ``--digests`` text (None: not given,
     refused inside GitHub Actions, where the artifact may not be the producer's)."""
@@ -644,7 +674,7 @@ def push_directory(directory: str | os.PathLike[str], digests: str | None, env: 
             "of the same name could add records",
         )
     wanted = None if digests is None else parse_digests(digests)
-    selection = select_record_files(directory, wanted, repo=env.get("GITHUB_REPOSITORY") or None)
+    selection = select_record_files(directory, wanted, repo=env.get("GITHUB_REPOSITORY") or None, parse=parse)
     records = [rec for _, rec in selection.accepted]
     if not records:
         why = ("--digests is empty: the producing job wrote no record; nothing to push" if wanted == ()
@@ -691,7 +721,7 @@ _PORCELAIN_REJECT = re.compile(r"^!\t[^\t]*\t\[(remote rejected|rejected)\] \(([
 
 def push_records(
     remote: str,
-    records: Sequence[Record],
+    records: Sequence[AnyRecord],
     *,
     branch: str = DEFAULT_BRANCH,
     token: str | None = None,
@@ -702,10 +732,10 @@ def push_records(
 ) -> PushResult:
     """Add ``records`` to ``branch`` of ``remote`` (created when missing); fetch, re-apply, retry
     when another writer moved the branch first. Each record must be valid (identity and
-    :data:`RECORD_SHAPE`; :class:`UsageError` otherwise). The result says what is on the branch
-    afterwards, read back from it, and what is not and why."""
+    :data:`RECORD_SHAPE`, or an incident's; :class:`UsageError` otherwise). The result says what is on
+    the branch afterwards, read back from it, and what is not and why."""
     for r in records:
-        problems = record_problems(r)
+        problems = r.problems()
         if problems:
             raise RecordInvalid(problems)
     files: dict[str, str] = {}
@@ -730,7 +760,7 @@ def push_records(
 
     with tempfile.TemporaryDirectory(prefix="revertbot-history-") as tmp:
         git_dir = Path(tmp) / "repo.git"
-        gitops.run("init", "-q", "--bare", str(git_dir), cwd=tmp)
+        git.run("init", "-q", "--bare", str(git_dir), cwd=tmp)
         blobs = {path: _hash_blob(git_dir, text) for path, text in files.items()}
         for attempt in range(1, attempts + 1):
             tip = _fetch_tip(git_dir, remote, ref, env)
@@ -755,7 +785,7 @@ def push_records(
                 hook("before-push")
             # Moves the branch only from the tip we built on: a writer that got there first makes this fail.
             lease = f"--force-with-lease={ref}:{tip or ''}"
-            proc = gitops.run_bytes("push", "--porcelain", lease, remote, f"{commit}:{ref}", cwd=git_dir,
+            proc = git.run_bytes("push", "--porcelain", lease, remote, f"{commit}:{ref}", cwd=git_dir,
                                     env=env, check=False)  # fmt: skip
             if proc.returncode == 0:
                 landed, missing = _verify(git_dir, remote, ref, env, todo)
@@ -776,23 +806,23 @@ def push_records(
 
 
 def _hash_blob(git_dir: Path, text: str) -> str:
-    return gitops.run("hash-object", "-w", "--stdin", cwd=git_dir, input=text).strip()
+    return git.run("hash-object", "-w", "--stdin", cwd=git_dir, input=text).strip()
 
 
 def _fetch_tip(git_dir: Path, remote: str, ref: str, env: Mapping[str, str]) -> str | None:
-    out = gitops.run("ls-remote", remote, ref, cwd=git_dir, env=env)
+    out = git.run("ls-remote", remote, ref, cwd=git_dir, env=env)
     # ls-remote matches the pattern at the end of each name: refs/heads/x/refs/heads/<branch> too.
     found = [line.split("\t", 1)[0] for line in out.splitlines() if line.partition("\t")[2] == ref]
     if not found:
         return None
-    gitops.run("fetch", "-q", "--no-tags", remote, f"+{ref}:refs/history/tip", cwd=git_dir, env=env)
-    return gitops.run("rev-parse", "--verify", "refs/history/tip^{commit}", cwd=git_dir).strip()
+    git.run("fetch", "-q", "--no-tags", remote, f"+{ref}:refs/history/tip", cwd=git_dir, env=env)
+    return git.run("rev-parse", "--verify", "refs/history/tip^{commit}", cwd=git_dir).strip()
 
 
 def _blobs_at(git_dir: Path, tip: str, paths: Iterable[str]) -> dict[str, str]:
     """What ``tip`` holds at each of ``paths`` (blob id), for those it holds as files."""
     wanted = set(paths)
-    out = gitops.run("ls-tree", "-r", "-z", "--full-tree", tip, "--", *sorted(wanted), cwd=git_dir)
+    out = git.run("ls-tree", "-r", "-z", "--full-tree", tip, "--", *sorted(wanted), cwd=git_dir)
     found = {}
     for item in out.split("\0"):
         if "\t" in item:
@@ -806,18 +836,18 @@ def _tree(git_dir: Path, tip: str | None, blobs: Mapping[str, str]) -> str:
     with tempfile.TemporaryDirectory(prefix="revertbot-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         if tip:
-            gitops.run("read-tree", tip, cwd=git_dir, env=env)
-        gitops.run("update-index", "--add", "--index-info", cwd=git_dir, env=env,
+            git.run("read-tree", tip, cwd=git_dir, env=env)
+        git.run("update-index", "--add", "--index-info", cwd=git_dir, env=env,
                    input="".join(f"100644 {b}\t{p}\n" for p, b in sorted(blobs.items())))  # fmt: skip
-        return gitops.run("write-tree", cwd=git_dir, env=env).strip()
+        return git.run("write-tree", cwd=git_dir, env=env).strip()
 
 
 def _additions(git_dir: Path, tip: str | None, tree: str, branch: str) -> dict[str, str]:
     """The files ``tree`` adds to ``tip``'s tree (path -> blob). Raises :class:`HistoryError` when it
     would also change or remove anything (e.g. a file where a record's folder goes): the branch is
     append-only, so such a commit is never pushed."""
-    base = f"{tip}^{{tree}}" if tip else gitops.run("mktree", cwd=git_dir, input="").strip()
-    out = gitops.run("diff-tree", "-r", "-z", "--no-renames", "--raw", base, tree, cwd=git_dir)
+    base = f"{tip}^{{tree}}" if tip else git.run("mktree", cwd=git_dir, input="").strip()
+    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", base, tree, cwd=git_dir)
     fields = out.split("\0")
     added: dict[str, str] = {}
     changed: list[str] = []
@@ -840,7 +870,7 @@ def _additions(git_dir: Path, tip: str | None, tree: str, branch: str) -> dict[s
 def _commit(git_dir: Path, tip: str | None, tree: str, count: int) -> str:
     parents = ["-p", tip] if tip else []
     msg = f"revertbot: record {count} check(s)\n"
-    return gitops.run(*_IDENT, "commit-tree", tree, *parents, cwd=git_dir, input=msg).strip()
+    return git.run(*_IDENT, "commit-tree", tree, *parents, cwd=git_dir, input=msg).strip()
 
 
 def _verify(git_dir: Path, remote: str, ref: str, env: Mapping[str, str],
@@ -900,10 +930,10 @@ def list_record_files(repo: str | os.PathLike[str], rev: str, under: str = "reco
     """The files below ``under`` on ``rev``, without reading them (one ``git ls-tree``): what an
     incremental rebuild compares with the records it has already imported."""
     root = Path(repo)
-    probe = gitops.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=root, check=False).strip()
+    probe = git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=root, check=False).strip()
     if not probe:
         return RecordFiles()
-    listing = gitops.run_bytes("ls-tree", "-r", "-z", "--long", probe, "--", under, cwd=root).stdout
+    listing = git.run_bytes("ls-tree", "-r", "-z", "--long", probe, "--", under, cwd=root).stdout
     entries: list[tuple[str, str]] = []
     skipped: list[tuple[str, str]] = []
     for item in listing.split(b"\0"):
@@ -943,7 +973,7 @@ def _cat_blobs(root: Path, shas: Iterable[str]) -> list[bytes]:
     wanted = list(shas)
     if not wanted:
         return []
-    raw = gitops.run_bytes(
+    raw = git.run_bytes(
         "cat-file", "--batch", "--buffer", cwd=root, input="".join(f"{s}\n" for s in wanted).encode()
     ).stdout
     out, pos = [], 0
@@ -986,8 +1016,32 @@ def remote_from_env(env: Mapping[str, str]) -> str:
     return f"{server}/{repo}.git"
 
 
-__all__ = ["DEFAULT_BRANCH", "GPU_SHAPE", "RECORD_SHAPE", "REPORT_SHAPE", "DirectoryPush", "HistoryError",
-           "PushResult", "Record", "RecordInvalid", "RecordScan", "RecordSelection", "load_record_files",
-           "normalise_repo", "parse_digests", "parse_record", "push_directory", "push_records", "read_records",
-           "record_from_json", "record_problems", "recorded_gpu", "remote_from_env", "scan_records",
-           "select_record_files", "shape_problems", "write_record_file"]  # fmt: skip
+__all__ = [
+    "DEFAULT_BRANCH",
+    "GPU_SHAPE",
+    "RECORD_SHAPE",
+    "REPORT_SHAPE",
+    "AnyRecord",
+    "DirectoryPush",
+    "HistoryError",
+    "PushResult",
+    "Record",
+    "RecordInvalid",
+    "RecordScan",
+    "RecordSelection",
+    "load_record_files",
+    "normalise_repo",
+    "parse_digests",
+    "parse_record",
+    "push_directory",
+    "push_records",
+    "read_records",
+    "record_from_json",
+    "record_problems",
+    "recorded_gpu",
+    "remote_from_env",
+    "scan_records",
+    "select_record_files",
+    "shape_problems",
+    "write_record_file",
+]  # fmt: skip

@@ -1,11 +1,11 @@
 """What one check reads of a long history: the commits linking needs, found through a per-repository index.
 
 Linking one revert needs the revert-like commits of the history and the commits their messages
-name (see :class:`detect.NamedCommits`: linking those, in the history's order, gives the links of
+name (see :class:`history_index.NamedCommits`: linking those, in the history's order, gives the links of
 the whole history), plus a few windows of commits around the revert (relands by content in the
 90 days after it, copies of an original among the commits before it). The index says, for every
 commit of a history, its position in the order :func:`detect.link_reverts` gives it, its commit
-time, 32-bit hashes of its :func:`detect.lookup_keys` and whether it is revert-like. A check then
+time, 32-bit hashes of its :func:`history_index.lookup_keys` and whether it is revert-like. A check then
 reads whole only the commits it needs, by sha, in one git process.
 
 The index is kept per repository under ``$XDG_CACHE_HOME/revertbot/index/<repo-id>/`` (never in the
@@ -13,6 +13,11 @@ repository), one file per tip it was made for. A tip whose history is a known ti
 one parent each on top of it is indexed by reading only those commits; otherwise the history is
 read once, as a check without an index reads it. A file whose tip is no longer in the repository
 (a rewritten branch) is never used and goes with the oldest ones.
+
+Beside the index, a commit-graph of the repository is kept in the cache (``revertbot/commit-graph/
+<repo-id>/``) and read by git as an alternate object directory: the walks a check still asks of
+git read it instead of every commit. A scan of a history a check indexed reads through the index
+too (:func:`reverts_history`).
 """
 
 from __future__ import annotations
@@ -25,21 +30,15 @@ import os
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from revertbot import git
 from revertbot.errors import GitError
-from revertbot.git import gitops
 from revertbot.models import Commit
-from revertbot.verdict.detect import (
-    NamedCommits,
-    _topological,
-    index_message,
-    lookup_keys,
-    might_be_revert,
-    parse_message,
-)
+from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
+from revertbot.verdict.history_index import NamedCommits, _topological, lookup_keys
 
 _MAGIC = b"revertbot-history-index 2\n"
 _SHA_BYTES = 20
@@ -47,6 +46,9 @@ _SHA_BYTES = 20
 KEEP_TIPS = 4
 #: An environment variable that, set to 1, makes the check read the whole history (as before the index).
 FULL_HISTORY_ENV = "REVERTBOT_FULL_HISTORY"
+#: Files of a revert up to which :meth:`PartialHistory.with_later_touching` asks git which later
+#: commits change one of them (a pathspec of more costs git more than reading those commits).
+MAX_TOUCH_PATHS = 1_000
 _ARRAYS = ("times", "keys", "key_end", "revlike", "wants", "want_end", "pairs", "recent", "want_pairs")
 _CODES = {"times": "q", "pairs": "Q", "recent": "Q", "want_pairs": "Q"}
 
@@ -73,7 +75,7 @@ def _wanted_hashes(c: Commit) -> tuple[list[int], bool] | None:
 class HistoryIndex:
     """The index of the history of ``tip``. Rows are kept oldest first (a tip on top of a known
     one only adds rows); :meth:`sha`, :meth:`position` and the rest speak of positions counted
-    from the newest commit, 0, as :func:`gitops.log` lists the history.
+    from the newest commit, 0, as :func:`git.log` lists the history.
 
     Per row: its commit time, the hashes of its lookup keys (``keys[key_end[r-1]:key_end[r]]``).
     Per revert-like row (``revlike``, increasing): the hashes its message wants (``wants``, cut by
@@ -263,28 +265,58 @@ def _read(path: Path) -> HistoryIndex | None:
     return idx
 
 
-def history_index(root: Path, tip: str, started: gitops.StartedLog | None = None) -> HistoryIndex | None:
+def history_index(root: Path, tip: str, started: git.StartedLog | None = None,
+                  whole: bool = True) -> HistoryIndex | None:  # fmt: skip
     """The index of ``tip``'s history: from the cache, made from a cached tip below it, or read
-    whole (and cached). None where the index cannot serve (a SHA-256 repository)."""
+    whole (and cached; not when ``whole`` is False: None then). None where the index cannot serve
+    (a SHA-256 repository)."""
     if len(tip) != 2 * _SHA_BYTES:
         return None
     where = _repo_dir(root)
+    _commit_graph(root, where, fresh=False, write=whole)
     found = _read(where / tip)
     if found is not None:
         _touch(where / tip)
         return found
     idx = _on_top_of_cached(root, tip, where)
     if idx is None:
-        commits = gitops.log(root, tip, keep=index_message, started=started)
+        if not whole:
+            return None
+        commits = git.log(root, tip, keep=index_message, started=started)
         if any(len(c.sha) != 2 * _SHA_BYTES for c in commits):
             return None
         idx = _build(tip, _topological(commits))
+        _commit_graph(root, where, fresh=True)
     try:
         _write(where / tip, idx)
         _prune(where)
     except OSError:
         pass  # a read-only cache: the index still serves this check
     return idx
+
+
+def _commit_graph(root: Path, where: Path, fresh: bool, write: bool = True) -> None:
+    """Let this process's git commands read a commit-graph of the repository kept beside its index
+    (``revertbot/commit-graph/<repo-id>/info/commit-graph``, see :func:`git.use_commit_graph`): the walks a check
+    still asks of git (which release branches and tags hold a commit, a branch's own commits,
+    ancestry) then read parents and generation numbers from it instead of parsing every commit of
+    a long history. Written from every ref when missing, and again when the whole history was just
+    indexed (``fresh``): like the index, once per repository and rewritten history (only read
+    where ``write`` is False). A repository with a commit-graph of its own is served by that one
+    (git prefers it)."""
+    graph = (where.parent.parent / "commit-graph" / where.name).absolute()  # beside revertbot/index/<repo-id>
+    if not fresh and (graph / "info" / "commit-graph").is_file():
+        git.use_commit_graph(graph)
+        return
+    if not write:
+        return
+    try:
+        (graph / "info").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # a read-only cache: git walks without it
+    if git.use_commit_graph(graph):  # git writes a graph only into one of the repository's object directories
+        with contextlib.suppress(GitError):  # e.g. another check writing it at the same time
+            git.run("commit-graph", "write", "--reachable", f"--object-dir={graph}", "--no-progress", cwd=root)
 
 
 def _touch(path: Path) -> None:
@@ -311,12 +343,12 @@ def _on_top_of_cached(root: Path, tip: str, where: Path) -> HistoryIndex | None:
     history: the order is known without reading the rest)."""
     for path in _cached_tips(where)[:KEEP_TIPS]:
         try:
-            if not gitops.is_ancestor(root, path.name, tip):
+            if not git.is_ancestor(root, path.name, tip):
                 continue
         except GitError:
             path.unlink(missing_ok=True)  # its tip is gone from the repository
             continue
-        new = gitops.log_revs(root, [tip, f"^{path.name}"])
+        new = git.log_revs(root, [tip, f"^{path.name}"])
         line = [c.sha for c in new]
         if [c.parents for c in new] != [(s,) for s in (*line[1:], path.name)]:
             continue
@@ -331,7 +363,7 @@ def _on_top_of_cached(root: Path, tip: str, where: Path) -> HistoryIndex | None:
 @dataclass
 class PartialHistory:
     """Some commits of an indexed history, by their positions; :meth:`commits` lists them as
-    :func:`gitops.log` would (newest first, in linking order) with the others left out."""
+    :func:`git.log` would (newest first, in linking order) with the others left out."""
 
     root: Path
     idx: HistoryIndex
@@ -357,6 +389,24 @@ class PartialHistory:
             self.add(self.idx.related(near))
         return self.commits()
 
+    def with_later_touching(self, sha: str, seconds: int, paths: Collection[str]) -> list[Commit]:
+        """:meth:`commits` with the commits at most ``seconds`` after ``sha`` (and not before it) that
+        change one of ``paths`` against their first parent: a change re-lands ``sha``'s by content
+        only if it shares a file with it, so the others of those days (thousands in a busy
+        repository) are neither read nor linked. One ``diff-tree`` limited to ``paths`` tells which;
+        past ``MAX_TOUCH_PATHS`` paths every commit of those days is read."""
+        pos = self.idx.position(sha)
+        if pos is None:
+            return self.commits()
+        window = [p for p in self.idx.after(pos, seconds) if p not in self.by_pos]
+        if window and len(paths) <= MAX_TOUCH_PATHS:
+            shas = {p: self.idx.sha(p) for p in window}
+            raws, errors = git.commit_raws(self.root, [(s, None) for s in shas.values()], sorted(paths)) if paths \
+                else ({}, {})  # fmt: skip
+            window = [p for p in window if raws.get(shas[p]) or shas[p] in errors]
+        self.add(window)
+        return self.commits()
+
     @property
     def _revlike(self) -> set[int]:
         return set(self.idx.revlike)
@@ -364,19 +414,76 @@ class PartialHistory:
     def add(self, positions: Iterable[int]) -> None:
         missing = sorted(set(positions).difference(self.by_pos))
         if missing:
-            read = gitops.commits_of(self.root, [self.idx.sha(p) for p in missing], keep=index_message)
+            read = git.commits_of(self.root, [self.idx.sha(p) for p in missing], keep=index_message)
             self.by_pos.update(zip(missing, read, strict=True))
 
 
-def linking_history(root: Path, idx: HistoryIndex, pos: int, after_seconds: int,
-                    extra: Sequence[str] = ()) -> PartialHistory | None:  # fmt: skip
-    """The commits of ``idx``'s history that linking the commit at ``pos`` and telling its story
-    need: those :meth:`HistoryIndex.related` to it, those at most ``after_seconds`` after it and
-    ``extra`` shas. None when a message names something the keys cannot find (read the whole
-    history then)."""
+#: Proof outcomes kept per repository (the newest); a few hundred KB for 3,000 reverts.
+MAX_PROOFS = 100_000
+#: The modules whose code decides a proof's outcome: a change of one of them drops the kept outcomes.
+_PROOF_CODE = ("verdict/proof.py", "verdict/purity.py", "git/merges.py", "git/scratch.py", "git/objects.py",
+               "git/process.py")  # fmt: skip
+
+
+def _proofs_file(root: Path) -> Path:
+    return cache_root().parent / "proofs" / f"{_repo_dir(root).name}.json"
+
+
+def _proof_salt(root: Path) -> str:
+    """What the outcomes were worked out with: git's version and the proving code."""
+    digest = hashlib.sha256(git.run("version", cwd=root).encode())
+    package = Path(__file__).resolve().parents[1]
+    for rel in _PROOF_CODE:
+        with contextlib.suppress(OSError):
+            digest.update((package / rel).read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def kept_proofs(root: Path) -> tuple[str, dict[str, str]]:
+    """The merge proof outcomes earlier scans of this repository worked out (see
+    :func:`keep_proofs`), by key, and the salt they are valid for. A proof is about commits,
+    which never change: its outcome is worked out once per repository, unless git or the proving
+    code changed since (nothing is kept then)."""
+    salt = _proof_salt(root)
+    try:
+        data = json.loads(_proofs_file(root).read_text())
+    except (OSError, ValueError):
+        return salt, {}
+    if not isinstance(data, dict) or data.get("salt") != salt or not isinstance(data.get("proofs"), dict):
+        return salt, {}
+    return salt, {str(k): str(v) for k, v in data["proofs"].items()}
+
+
+def keep_proofs(root: Path, salt: str, proofs: dict[str, str]) -> None:
+    """Keep ``proofs`` (key -> outcome, the newest last) for later scans; the newest ``MAX_PROOFS``."""
+    path = _proofs_file(root)
+    kept = dict(list(proofs.items())[-MAX_PROOFS:])
+    with contextlib.suppress(OSError):  # a read-only cache: the next scan proves them again
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"salt": salt, "proofs": kept}))
+        os.replace(tmp, path)
+
+
+def reverts_history(root: Path, idx: HistoryIndex) -> PartialHistory | None:
+    """The commits of ``idx``'s history that linking every revert-like commit in it reads (what a
+    scan links): those commits and the ones :meth:`HistoryIndex.related` to them. None when a
+    message names something the keys cannot find (read the whole history then)."""
+    if not idx.exact:
+        return None
+    part = PartialHistory(root, idx, {})
+    part.add(idx.related(len(idx) - 1 - r for r in idx.revlike))
+    return part
+
+
+def linking_history(root: Path, idx: HistoryIndex, pos: int, extra: Sequence[str] = ()) -> PartialHistory | None:
+    """The commits of ``idx``'s history that linking the commit at ``pos`` needs: those
+    :meth:`HistoryIndex.related` to it and ``extra`` shas (the days after it, for relands by
+    content, are added by :meth:`PartialHistory.with_later_touching` when the story needs them).
+    None when a message names something the keys cannot find (read the whole history then)."""
     if not idx.exact:
         return None
     wanted = {pos, *(p for sha in extra if (p := idx.position(sha)) is not None)}
     part = PartialHistory(root, idx, {})
-    part.add(idx.related(wanted) | set(idx.after(pos, after_seconds)))
+    part.add(idx.related(wanted))
     return part

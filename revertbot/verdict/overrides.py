@@ -31,7 +31,6 @@ import dataclasses
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from revertbot.models import Override
@@ -40,13 +39,10 @@ __all__ = [
     "BLOCK_PREFIX",
     "LINK",
     "NOT_A_REVERT",
-    "linked_phrase",
-    "not_a_revert_note",
     "override_block",
     "override_from_json",
     "parse_target",
     "read_override_block",
-    "resolve_local",
     "statement_digest",
     "still_holds",
 ]  # fmt: skip
@@ -115,7 +111,7 @@ def parse_target(word: str) -> tuple[str, str] | None:
 def statement_digest(title: str, body: str) -> str:
     """What the title and body say about reverting, as a short digest ("" when they say nothing):
     the kind and the references, not the wording around them."""
-    from revertbot.verdict.detect import parse_message
+    from revertbot.verdict.grammar import parse_message
 
     pm = parse_message(f"{title}\n\n{body}")
     if not pm.is_revert_like:
@@ -131,57 +127,3 @@ def still_holds(o: Override, title: str, body: str) -> bool:
         return True
     now = statement_digest(title, body)
     return not now or now == o.statement
-
-
-def resolve_local(root: Path, named: str, default_ref: str) -> str:
-    """The full sha ``--original`` names: a sha or ref, or ``#N`` when exactly one commit on the
-    default branch (``origin/HEAD``, else ``default_ref``) has a subject ending in ``(#N)`` (the
-    squash-merge convention; offline there is no other way to map a PR to its commit)."""
-    from revertbot.errors import NotFoundError, UsageError
-    from revertbot.git import gitops
-
-    m = re.fullmatch(r"#([1-9][0-9]{0,9})", named.strip())
-    if m is None:
-        return gitops.resolve_commit(root, named.strip())
-    number = m.group(1)
-    ref = gitops.run("symbolic-ref", "-q", "refs/remotes/origin/HEAD", cwd=root, check=False).strip() or default_ref
-    out = gitops.run("log", "-E", f"--grep=\\(#{number}\\)", "--format=%H%x09%s", gitops.resolve_commit(root, ref),
-                     cwd=root)  # fmt: skip
-    found = [line.split("\t", 1)[0] for line in out.splitlines()
-             if "\t" in line and re.search(rf"\(#{number}\)\s*$", line.split("\t", 1)[1])]  # fmt: skip
-    if not found:
-        raise NotFoundError(f"--original #{number}: no commit on {ref} has a subject ending in (#{number})",
-                            hint="name the original's commit id instead")  # fmt: skip
-    if len(found) > 1:
-        raise UsageError(f"--original #{number}: {len(found)} commits on {ref} end in (#{number}) "
-                         f"({', '.join(s[:10] for s in found[:5])}); name one by its commit id")  # fmt: skip
-    return found[0]
-
-
-def _who(o: Override, t: dict[str, str]) -> str:
-    from revertbot.report.escape import inline
-
-    when = o.at[:10] if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", o.at) else ""
-    facts = t["list_sep"].join(x for x in (inline(o.permission, 20), when) if x)
-    return inline("@" + o.login, 60) + (t["paren"].format(text=facts) if facts else "")
-
-
-def linked_phrase(o: Override, t: dict[str, str]) -> str:
-    """How the report says the original was linked by hand ("by @alice (write, 2026-12-05) with ...")."""
-    from revertbot.report.escape import code
-
-    if not o.login:
-        return t["by_override_local"].format(named=code(o.named or o.original[:12], 80))
-    return t["by_override"].format(who=_who(o, t), named=code(o.named or o.original[:12], 80))
-
-
-def not_a_revert_note(o: Override, lang: str = "en") -> str:
-    """The comment that replaces the report of a PR a maintainer said is not a revert (it carries
-    the override, so the next run finds it)."""
-    from revertbot import __version__
-    from revertbot.report import MARKER
-    from revertbot.report.i18n import TEXT
-
-    t = TEXT["zh" if lang == "zh" else "en"]
-    return (f"{MARKER}\n## revertbot: {t['nar_title']}\n\n{t['nar_note'].format(who=_who(o, t))}\n\n---\n"
-            f"_revertbot {__version__}_\n{override_block(o)}\n")  # fmt: skip

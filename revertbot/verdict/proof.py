@@ -8,7 +8,7 @@ three-way merge with the original as base, the tree so far as ours and the origi
 theirs; redoing (a reland) swaps the two. Merges run in a scratch object store, round by round:
 round *k* does the *k*-th merge of every link that needs one. Where rename detection cannot
 change a merge (see :func:`renames_could_matter`, decided from one raw diff of each side), all of
-a round's merges run as one (:func:`gitops.merge_trees_without_renames`): a constant number of
+a round's merges run as one (:func:`git.merge_trees_without_renames`): a constant number of
 git processes per round (from :data:`MIN_COMPOSITE` merges on; fewer are cheaper one by one). The
 others run one by one with rename detection, as ``git revert`` would.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Commit, Link, PurityResult
 from revertbot.verdict.purity import Raws, Side, classify, expected_sides, fast_proof, raw_entries
 
@@ -46,7 +46,7 @@ def judge(
     truncated: Collection[str] = (),
 ) -> dict[str, PurityResult]:
     """Purity of each link (keyed by its revert sha). ``patches``, ``errors`` and ``truncated``
-    come from :func:`gitops.commit_patches`; ``parents[sha]`` is the commit each patch was taken
+    come from :func:`git.commit_patches`; ``parents[sha]`` is the commit each patch was taken
     against (None: a root commit)."""
     proofs = prove(root, links, patches, errors, parents)
     return {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated) for link in links}
@@ -62,7 +62,7 @@ def prove(
 ) -> dict[str, str]:
     """Proof outcomes (``equal``, ``differs``, ``conflict: …``, ``error: …``) keyed by revert sha,
     for the links that can be proven. Only the raw lines of ``raws`` are read (patches from
-    :func:`gitops.commit_patches` or raw diffs from :func:`gitops.commit_raws`): the text of a
+    :func:`git.commit_patches` or raw diffs from :func:`git.commit_raws`): the text of a
     diff is needed only to explain a link that is not ``equal``. ``entries``: the
     :func:`purity.raw_entries` of ``raws``, by sha, where they were read already."""
     proofs: dict[str, str] = {}
@@ -95,7 +95,7 @@ def prove(
                               if r))  # fmt: skip
     first = {link.revert: _first_merge(link, parents, entries_of) for link in maybe}
     specs = [f"{spec}:{path}" for base, ours, paths in first.values() for path in paths for spec in (base, ours)]
-    answers = gitops.object_names(root, [*queries, *(f"{r}^{{tree}}" for r in revs), *specs], {})
+    answers = git.object_names(root, [*queries, *(f"{r}^{{tree}}" for r in revs), *specs], {})
     present = iter(answers[: len(queries)])
     for link in links:
         if link.revert in checks and not all([(next(present) is not None) == held for _, held in checks[link.revert]]):
@@ -127,7 +127,7 @@ def _first_merge(link: Link, parents: Mapping[str, str | None], raws: Raws) -> t
     first = _undo_order(link)[0]
     base = _base_and_theirs(first, link.direction, parents)[0]
     theirs = _theirs_side(raws[first], link.direction)
-    return base or gitops.EMPTY_TREE, parents.get(link.revert) or gitops.EMPTY_TREE, _asked_paths(theirs)
+    return base or git.EMPTY_TREE, parents.get(link.revert) or git.EMPTY_TREE, _asked_paths(theirs)
 
 
 def _asked_paths(theirs: Mapping[str, str]) -> list[str]:
@@ -162,7 +162,7 @@ def _directory_checks(link: Link, entries: Raws, parents: Mapping[str, str | Non
     put_back = [p for p, sides in expected.items() if sides is not None and sides[0] is None and sides[1] is not None]
     if not put_back:
         return []
-    parent = parents.get(link.revert) or gitops.EMPTY_TREE
+    parent = parents.get(link.revert) or git.EMPTY_TREE
     checks = [(f"{parent}:{d}", True) for d in sorted({p.rpartition("/")[0] for p in put_back if "/" in p})]
     taken = [p for p, sides in expected.items() if sides is not None and sides[0] is not None and sides[1] is None]
     left = sorted({p[:i] for p in taken for i, ch in enumerate(p) if ch == "/"})
@@ -197,7 +197,7 @@ def _added_deleted(
     asked = [_asked_paths(undone[sha][round_no]) for sha in shas]
     specs = [f"{merges[sha][side]}:{path}"
              for sha, paths in zip(shas, asked, strict=True) for path in paths for side in (0, 1)]  # fmt: skip
-    found = iter(gitops.object_names(root, specs, env))
+    found = iter(git.object_names(root, specs, env))
     return [_added_or_deleted(paths, found) for paths in asked]
 
 
@@ -226,10 +226,10 @@ def _merge_proofs(
     """Merge outcomes keyed by revert sha; ``raws`` has the raw entries of every original,
     ``trees`` the tree of every revert, original and parent, ``first`` what the ours side of each
     link's first merge added or deleted (see :func:`_first_merge`)."""
-    with gitops.scratch_objects(root) as env:
+    with git.scratch_objects(root) as env:
 
         def tree(rev: str | None) -> str | None:
-            return gitops.EMPTY_TREE if rev is None else trees.get(rev)
+            return git.EMPTY_TREE if rev is None else trees.get(rev)
 
         outcome: dict[str, str] = {}
         current: dict[str, str] = {}
@@ -250,7 +250,7 @@ def _merge_proofs(
             active = [sha for sha, s in steps.items() if sha not in outcome and round_no < len(s)]
             merges = {sha: (steps[sha][round_no][0], current[sha], steps[sha][round_no][1]) for sha in active}
             # Where renames cannot matter, all merges of the round run as one; the rest one by one.
-            plain = [sha for sha in active if gitops.EMPTY_TREE not in merges[sha]]
+            plain = [sha for sha in active if git.EMPTY_TREE not in merges[sha]]
             batch: list[str] = []
             if len(plain) >= MIN_COMPOSITE:  # else one or two merges: done with renames at once
                 ours_changes = ([first[sha] for sha in plain] if round_no == 0
@@ -260,12 +260,12 @@ def _merge_proofs(
                 if len(batch) < MIN_COMPOSITE:
                     batch = []  # fewer left: cheaper one by one (see MIN_COMPOSITE)
             single = [sha for sha in active if sha not in batch]
-            results = dict(zip(batch, gitops.merge_trees_without_renames(root, [merges[s] for s in batch], env),
+            results = dict(zip(batch, git.merge_trees_without_renames(root, [merges[s] for s in batch], env),
                                strict=True))  # fmt: skip
             # A file deleted on one side and changed on the other may have been renamed since:
             # those merges are done again with rename detection, as git revert would.
             single += [sha for sha in batch if any(len(st & {2, 3}) < 2 for _, st in results[sha].conflicts)]
-            results.update(zip(single, gitops.merge_trees(root, [merges[s] for s in single], env), strict=True))
+            results.update(zip(single, git.merge_trees(root, [merges[s] for s in single], env), strict=True))
             for sha, result in results.items():
                 if result.error or result.tree is None:
                     outcome[sha] = f"error: {result.error or 'merge failed'}"
@@ -294,12 +294,12 @@ def prove_paths(root: Path, link: Link, parents: Mapping[str, str | None], paths
         return {}
     conflicted: set[str] = set()
     differing: set[str] | None = None
-    with gitops.scratch_objects(root) as env:
+    with git.scratch_objects(root) as env:
         revs = [link.revert, parents.get(link.revert)] + [r for o in link.originals for r in (o, parents.get(o))]
-        trees = gitops.trees_of(root, [r for r in revs if r], env)
+        trees = git.trees_of(root, [r for r in revs if r], env)
 
         def tree(rev: str | None) -> str | None:
-            return gitops.EMPTY_TREE if rev is None else trees.get(rev)
+            return git.EMPTY_TREE if rev is None else trees.get(rev)
 
         current, want = tree(parents.get(link.revert)), tree(link.revert)
         for original in _undo_order(link):
@@ -307,12 +307,12 @@ def prove_paths(root: Path, link: Link, parents: Mapping[str, str | None], paths
             if current is None or base is None or theirs is None:
                 current = None
                 break
-            result = gitops.merge_trees(root, [(base, current, theirs)], env)[0]
+            result = git.merge_trees(root, [(base, current, theirs)], env)[0]
             # A conflicted merge still writes a tree (with conflict markers): the other paths go on.
             current = None if result.error else result.tree
             conflicted.update(path for path, _ in result.conflicts)
         if current is not None and want is not None:
-            differing = gitops.tree_differences(root, current, want, env)
+            differing = git.tree_differences(root, current, want, env)
     if differing is None:
         return {path: "error" for path in wanted}
     return {p: "conflict" if p in conflicted else "differs" if p in differing else "exact" for p in wanted}
@@ -393,7 +393,7 @@ def choose_mainlines(
 def _outcome_against(root: Path, link: Link, original: str, parent: str, revert_parent: str | None) -> str:
     """The proof's outcome for ``link`` with ``original`` taken against ``parent``."""
     pairs = [(original, parent), (link.revert, revert_parent)]
-    raws, errors = gitops.commit_raws(root, pairs)
+    raws, errors = git.commit_raws(root, pairs)
     return prove(root, [link], raws, errors, dict(pairs)).get(link.revert, "error")
 
 

@@ -26,6 +26,10 @@ For several originals the expected change is undoing them newest first.
 
 A revert whose message limits it to part of its original ("Revert changes to X from #N") gets
 this verdict first, then is judged on that part (:mod:`revertbot.verdict.purity_scope`).
+
+Size: one job, comparing a revert's changes with the inverse of its originals'. The fast proof and
+the hunk comparison share the raw-diff and patch bookkeeping below; the merge proof lives in
+verdict/proof.py.
 """
 
 from __future__ import annotations
@@ -193,7 +197,7 @@ _REMOVED_RE = re.compile(r"\n-([^\n]*)")
 
 
 def change_vector(patch: str) -> Vector:
-    """The change vector of a unified diff produced by :func:`gitops.commit_patches`.
+    """The change vector of a unified diff produced by :func:`git.commit_patches`.
 
     The sum of :func:`_changes`, worked out file by file: where every hunk of a file holds exactly
     the lines its header counts, each marked ``+``, ``-`` or a space, those lines are picked out
@@ -263,7 +267,7 @@ def patch_stats(patch: str) -> dict[str, PatchStats]:
     """Lines added/removed per file, as git counts them: a moved line is one added and one removed.
 
     Files with only binary, mode or existence changes are listed with zero lines. When the patch
-    starts with ``--raw`` and ``--numstat`` lines (as :func:`gitops.commit_patches` gives it), those
+    starts with ``--raw`` and ``--numstat`` lines (as :func:`git.commit_patches` gives it), those
     decide: they are complete even when the diff text was cut.
     """
     raw = raw_entries(patch)

@@ -47,7 +47,7 @@ import re
 from collections.abc import Sequence
 
 from revertbot.models import ReasonCategory, RevertReason
-from revertbot.verdict.detect import parse_message
+from revertbot.verdict.grammar import parse_message
 
 #: In order of precedence.
 REASON_CATEGORIES: tuple[ReasonCategory, ...] = ("gpu-regression", "correctness", "performance", "ci-failure", "other")

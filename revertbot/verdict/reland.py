@@ -21,7 +21,7 @@ are not those of a revert ("is it exact?") but:
 Bounds: at most :data:`MAX_FILES` files and :data:`MAX_FILE_LINES` patch lines per file are
 compared (what is skipped is listed); each file's diff of diffs is cut at
 :data:`MAX_DELTA_LINES` lines. Binary files have no hunks and are compared by presence only.
-Pure functions over plain data; the caller brings the patches (from :mod:`revertbot.git.gitops`).
+Pure functions over plain data; the caller brings the patches (from :mod:`revertbot.git`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,20 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
-from revertbot.models import (
+from revertbot.models import Commit, RevertReason
+from revertbot.report_data import (
     RISK_ORDER,
-    Commit,
     CommitRef,
     GpuSummary,
     PatchDelta,
     RelandInfo,
     RelandTest,
-    RevertReason,
     RevertReport,
     Risk,
     RiskFactor,
     RiskLevel,
 )
-from revertbot.verdict.detect import UNDO_KINDS
+from revertbot.verdict.grammar import UNDO_KINDS
 from revertbot.verdict.purity import hunks
 
 MAX_FILES = 100

@@ -20,7 +20,7 @@ bounded :class:`Fingerprint` (hashes of at most :data:`MAX_FINGERPRINT_LINES` no
 its files and its patch key), small enough for a history record, so that a pull request's diff
 can be matched against recent reverts without reading their history again.
 
-Work is batched: the reverts' patches in one :func:`gitops.similarity_diffs`, the files of every
+Work is batched: the reverts' patches in one :func:`git.similarity_diffs`, the files of every
 commit in the reverts' windows in one raw ``diff-tree --stdin`` (trees only), and the text of the
 candidates that share enough files in one more, limited to the reverts' files; never one git
 process per commit.
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.models import Commit, ContentReland, Link, LinkMethod
-from revertbot.verdict.detect import UNDO_KINDS, might_be_revert, parse_message
+from revertbot.verdict.grammar import UNDO_KINDS, might_be_revert, parse_message
 from revertbot.verdict.purity import raw_entries, strip_raw
 from revertbot.verdict.reland import file_hunks
 
@@ -244,7 +244,7 @@ def find_content_relands(
     if not todo:
         return []
     wanted = set(only) if only is not None else None
-    patches, _errors, _cut = gitops.similarity_diffs(root, [(lk.revert, _first_parent(commits[pos[lk.revert]]))
+    patches, _errors, _cut = git.similarity_diffs(root, [(lk.revert, _first_parent(commits[pos[lk.revert]]))
                                                             for lk in todo])  # fmt: skip
     prints: dict[str, Fingerprint] = {}
     for lk in todo:
@@ -279,7 +279,7 @@ def find_content_relands(
         return []
     # Which of them share enough of each revert's files: their tree diffs (trees only, no text; a
     # diff limited to thousands of paths would cost more than the whole trees).
-    raws, _ = gitops.commit_raws(root, [(s, _first_parent(commits[pos[s]])) for s in needed])
+    raws, _ = git.commit_raws(root, [(s, _first_parent(commits[pos[s]])) for s in needed])
     files = {s: set(raw_entries(raw)) for s, raw in raws.items()}
     chosen: dict[str, list[Commit]] = {}
     for r, window in windows.items():
@@ -291,7 +291,7 @@ def find_content_relands(
     pairs = list(dict.fromkeys((c.sha, _first_parent(c)) for cs in chosen.values() for c in cs))
     if not pairs:
         return []
-    texts, _errors, _cut = gitops.similarity_diffs(root, pairs, paths)
+    texts, _errors, _cut = git.similarity_diffs(root, pairs, paths)
     out: list[ContentReland] = []
     for lk in todo:
         fp = prints.get(lk.revert)
@@ -437,10 +437,10 @@ def recorded_reverts(root: Path, repo_name: str, limit: int = MAX_RECORD_PRS, no
     if not owner or not name:
         return []
     for ref in HISTORY_REFS:
-        tip = gitops.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=root, check=False).strip()
+        tip = git.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=root, check=False).strip()
         if not tip:
             continue
-        listing = gitops.run_bytes("ls-tree", "-r", "-z", "--long", tip, "--", f"records/{owner}/{name}",
+        listing = git.run_bytes("ls-tree", "-r", "-z", "--long", tip, "--", f"records/{owner}/{name}",
                                    cwd=root).stdout  # fmt: skip
         newest: dict[int, tuple[tuple[int, str], str]] = {}  # pr -> (order key, blob)
         for item in listing.split(b"\0"):
@@ -457,7 +457,7 @@ def recorded_reverts(root: Path, repo_name: str, limit: int = MAX_RECORD_PRS, no
             if pr not in newest or key > newest[pr][0]:
                 newest[pr] = (key, parts[2])
         chosen = sorted(newest.items(), reverse=True)[:limit]
-        contents = gitops.blobs(root, [blob for _, (_, blob) in chosen])
+        contents = git.blobs(root, [blob for _, (_, blob) in chosen])
         out = []
         for pr, (_, blob) in chosen:
             raw = contents.get(blob)

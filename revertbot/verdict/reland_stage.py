@@ -8,9 +8,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from revertbot.git import gitops
-from revertbot.models import Commit, CommitRef, ContentReland, Link, RelandInfo
-from revertbot.verdict.detect import UNDO_KINDS, link_reverts, might_be_revert, parse_message
+from revertbot import git
+from revertbot.models import Commit, ContentReland, Link
+from revertbot.report_data import CommitRef, RelandInfo
+from revertbot.verdict.detect import link_reverts
+from revertbot.verdict.grammar import UNDO_KINDS, might_be_revert, parse_message
 from revertbot.verdict.purity import strip_raw
 from revertbot.verdict.reason import classify_revert
 from revertbot.verdict.reland import (
@@ -47,7 +49,7 @@ def reland_stage(root: Path, link: Link, by_sha: Mapping[str, Commit], head_sha:
     original_patch = patches.get(original.sha)
     cut = original.sha in truncated or head_sha in truncated
     if original_patch is None:
-        more, _errors, more_cut = gitops.commit_patches(root, [(original.sha, (original.parents or (None,))[0])])
+        more, _errors, more_cut = git.commit_patches(root, [(original.sha, (original.parents or (None,))[0])])
         original_patch, cut = more.get(original.sha, ""), cut or bool(more_cut)
     return analyse_reland(
         ref(original),
@@ -74,7 +76,7 @@ def find_reland_by_patch(root: Path, commits: Sequence[Commit], head_sha: str, p
     at = next((i for i, c in enumerate(commits) if c.sha == head_sha), 0)
     recent = commits[at : at + RELAND_SCAN_COMMITS]
     recent_shas = {c.sha for c in recent} - {head_sha}
-    links = link_reverts(commits, lookup_objects=lambda names: gitops.object_types(root, names),
+    links = link_reverts(commits, lookup_objects=lambda names: git.object_types(root, names),
                          select=lambda c: c.sha in recent_shas)  # fmt: skip
     by_sha = {c.sha: c for c in commits}
     pairs: list[tuple[str, str]] = []  # (original, revert)
@@ -86,7 +88,7 @@ def find_reland_by_patch(root: Path, commits: Sequence[Commit], head_sha: str, p
         return None
     wanted = [(head_sha, parent)] + [(s, (by_sha[s].parents or (None,))[0]) for s in dict.fromkeys(
         s for pair in pairs for s in pair)]  # fmt: skip
-    patches, _errors, _cut = gitops.commit_patches(root, wanted)
+    patches, _errors, _cut = git.commit_patches(root, wanted)
     mine = strip_raw(patches.get(head_sha, ""))
 
     def score(original: str, revert: str) -> float:
@@ -148,7 +150,7 @@ def content_story(root: Path, commits: Sequence[Commit], link: Link, merged: boo
     chain = link.chain
     if earlier:
         wanted = set().union(*earlier.values())
-        before = link_reverts(commits, lookup_objects=lambda names: gitops.object_types(root, names),
+        before = link_reverts(commits, lookup_objects=lambda names: git.object_types(root, names),
                               select=lambda c: c.sha in wanted)  # fmt: skip
         for o, reverts in earlier.items():
             hit = find_content_relands(root, commits, [lk for lk in before if lk.revert in reverts], only=[o],
@@ -176,10 +178,10 @@ def recorded_reland(root: Path, repo_name: str, base_sha: str, head_sha: str,
     reverts = recorded_reverts(root, repo_name) if reverts is None else reverts
     if not reverts:
         return None
-    start = gitops.merge_base(root, base_sha, head_sha)
+    start = git.merge_base(root, base_sha, head_sha)
     if start is None or start == head_sha:
         return None
-    patches, _errors, _cut = gitops.commit_patches(root, [(head_sha, start)])
+    patches, _errors, _cut = git.commit_patches(root, [(head_sha, start)])
     hit = match_recorded(reverts, patches.get(head_sha, ""))
     if hit is None:
         return None

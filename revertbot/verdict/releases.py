@@ -16,7 +16,7 @@ What it means for users: every final version that carries the original and not t
 change (``affected``); the revert ships from ``revert_first``, or is not released yet. Release
 branches are what the backport stage already found (see :mod:`revertbot.analysis.history`); they
 are listed with the tags, by whether the revert reached them. Pure except :func:`find_releases`,
-which reads the tags through :mod:`revertbot.git.gitops`.
+which reads the tags through :mod:`revertbot.git`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from revertbot.git import gitops
+from revertbot import git
 from revertbot.globs import branch_name
-from revertbot.models import Backport
+from revertbot.report_data import Backport, ReleaseInfo
 
 #: Tags whose names may be versions (``for-each-ref`` patterns): the rest are never read.
 TAG_PATTERNS = ("refs/tags/v[0-9]*", "refs/tags/V[0-9]*", "refs/tags/[0-9]*")
@@ -73,41 +72,8 @@ def sort_versions(tags: Iterable[str]) -> list[str]:
     return [t for _, t in sorted(keyed)]
 
 
-@dataclass(frozen=True)
-class ReleaseInfo:
-    """The released versions that carry the original(s) and the revert (see the module docstring)."""
-
-    original_first: str | None = None  # the lowest final version carrying every original
-    original_first_pre: str | None = None  # a pre-release that carried them before that
-    revert_first: str | None = None  # the lowest final version carrying the revert (None: not released)
-    revert_first_pre: str | None = None
-    #: Final versions carrying the original(s) but not the revert, oldest first: their users have the change.
-    affected: tuple[str, ...] = ()
-    affected_count: int = 0
-    original_releases: int = 0  # final versions carrying the original(s)
-    revert_releases: int = 0  # final versions carrying the revert
-    #: Release branches (short names) that carry the original, by whether the revert reached them.
-    branches_reverted: tuple[str, ...] = ()
-    branches_without_revert: tuple[str, ...] = ()
-    version_tags: int = 0  # version-like tags in the repository (0: it tags no releases)
-    notes: tuple[str, ...] = ()
-
-    @property
-    def state(self) -> str:
-        """none (no version tags) | unreleased (the original is in no release) | same (the original
-        and the revert first ship together) | pending (the original shipped, the revert did not) |
-        shipped (the revert ships after the original did)."""
-        if not self.version_tags:
-            return "none"
-        if self.original_first is None:
-            return "unreleased"
-        if self.revert_first is None:
-            return "pending"
-        return "same" if not self.affected_count else "shipped"
-
-
 def _containing(root: Path, sha: str) -> list[str]:
-    out = gitops.run("for-each-ref", "--contains", sha, "--format=%(refname:strip=2)", *TAG_PATTERNS, cwd=root)
+    out = git.run("for-each-ref", "--contains", sha, "--format=%(refname:strip=2)", *TAG_PATTERNS, cwd=root)
     return [t for t in out.splitlines() if version_key(t) is not None]
 
 
@@ -164,7 +130,7 @@ def find_releases(root: Path, originals: Sequence[str], revert: str | None, back
     """Which released versions of the repository at ``root`` carry every one of ``originals`` and
     which carry ``revert`` (None: a revert not committed yet, which no release carries)."""
     notes: list[str] = []
-    tags = gitops.run("for-each-ref", "--format=%(refname:strip=2)", *TAG_PATTERNS, cwd=root).splitlines()
+    tags = git.run("for-each-ref", "--format=%(refname:strip=2)", *TAG_PATTERNS, cwd=root).splitlines()
     count = sum(version_key(t) is not None for t in tags)
     if not count or not originals:
         return summarize((), (), count, backports)

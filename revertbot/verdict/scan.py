@@ -9,26 +9,19 @@ explaining, whatever the size of the history (plus a few constant-cost checks, s
 
 from __future__ import annotations
 
-import heapq
+import os
 import re
-from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from revertbot import git
 from revertbot.errors import GitError, NotFoundError, UsageError
-from revertbot.git import gitops
 from revertbot.models import Commit, Link, PurityResult, RevertReason, ScanEntry
-from revertbot.verdict.detect import (
-    UNDO_KINDS,
-    NamedCommits,
-    choose_candidate,
-    index_message,
-    link_reverts,
-    lookup_keys,
-    might_be_revert,
-    parse_message,
-)
+from revertbot.verdict import history_cache
+from revertbot.verdict.detect import choose_candidate, link_reverts
+from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
+from revertbot.verdict.history_stream import Ancestry, named_history
 from revertbot.verdict.proof import mainline_parents, prove
 from revertbot.verdict.purity import (
     Raws,
@@ -43,8 +36,10 @@ from revertbot.verdict.purity import (
 )
 from revertbot.verdict.reason import classify_revert
 from revertbot.verdict.reland_content import add_content_relands
+from revertbot.verdict.scan_texts import MAX_EXPLAINED_BYTES, MAX_EXPLAINED_PATHS, limited_texts
 
 _SHA_LIKE = re.compile(r"[0-9a-fA-F]{7,64}")
+
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -71,19 +66,19 @@ def scan_repository(
     allow_shallow: bool = False,
     progress: Progress = _no_progress,
     all_refs: bool = False,
-    started: gitops.StartedLog | None = None,
+    started: git.StartedLog | None = None,
     relands_by_diff: bool = False,
 ) -> ScanResult:
     """All reverts (and relands) on ``ref`` with their originals and purity; with ``all_refs``,
     on every branch, tag and remote-tracking ref at once. ``started`` is the history's read begun
-    earlier (see :class:`gitops.StartedLog`), used when it is of the commit ``ref`` names. With
+    earlier (see :class:`git.StartedLog`), used when it is of the commit ``ref`` names. With
     ``relands_by_diff``, relands that say nothing are found by their diff too (see
     :mod:`revertbot.verdict.reland_content`; three more git processes, not on all refs)."""
-    root = gitops.repo_root(repo, started)
-    settings = gitops.Background(gitops.config_values, root, _SCAN_SETTINGS)
-    head_ref, head_commit = gitops.head_ref_and_commit(root, started)
+    root = git.repo_root(repo, started)
+    settings = git.Background(git.config_values, root, _SCAN_SETTINGS)
+    head_ref, head_commit = git.head_ref_and_commit(root, started)
     head_exists = head_commit is not None
-    if not head_exists and not gitops.has_commits(root):
+    if not head_exists and not git.has_commits(root):
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
     if all_refs and ref is not None:
         raise UsageError("give either a ref or all refs, not both")
@@ -95,22 +90,26 @@ def scan_repository(
     if ref is None and head_commit is not None:
         head = head_commit  # what resolving HEAD's own ref gives
     else:
-        head = gitops.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
-    cutoff = gitops.approxidate(root, since) if since else None
+        head = git.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
+    cutoff = git.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
     ancestry: Callable[[str, str], bool] | None = None
     if all_refs:
         ref_name = "any ref"
         commits, count, ancestry = named_history(root)
     else:
-        commits = gitops.log(root, head, keep=index_message, started=started)
-        count = len(commits)
+        indexed = None if relands_by_diff else _indexed_history(root, head, started)
+        if indexed is not None:  # part of the history is at hand: git answers ancestry (squashed reverts ask)
+            (commits, count), ancestry = indexed, _git_ancestry(root)
+        else:
+            commits = git.log(root, head, keep=index_message, started=started)
+            count = len(commits)
     progress("reading history", 1, 1)
     origin = [value for key, value in settings.result() if key == "remote.origin.url"]  # git --get: the last
     links = link_reverts(
         commits,
         ref_name=ref_name,
-        lookup_objects=lambda names: gitops.object_types(root, names),
+        lookup_objects=lambda names: git.object_types(root, names),
         # An original that is in the object store but not on the ref can still be diffed exactly.
         link_off_ref=True,
         repo_slug=slug_of_url(origin[-1]) if origin else None,
@@ -118,14 +117,14 @@ def scan_repository(
         select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
         is_ancestor=ancestry,
     )
-    boundary = gitops.shallow_commits(root)
+    boundary = git.shallow_commits(root)
     shallow = bool(boundary)
     if shallow and not allow_shallow:
         cut = cut_by_shallow_history(links, boundary)
         if cut:
             raise NotFoundError(
                 f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
-                hint=f"{gitops.deepen_hint(gitops.shallow_depth(root, head or 'HEAD'))}; "
+                hint=f"{git.deepen_hint(git.shallow_depth(root, head or 'HEAD'))}; "
                 "or pass --allow-shallow to report them as unverifiable",
             )
     partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
@@ -141,185 +140,35 @@ def scan_repository(
     return ScanResult(root, ref_name, head, count, entries, shallow)
 
 
-_SHA_BYTES = 20  # SHA-1; a SHA-256 repository reads its whole history instead
-
-
-Ancestry = Callable[[str, str], bool]
-
-
-def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
-    """The commits of every ref that linking can reach, in the order :func:`link_reverts` gives
-    the whole history, the count of all commits, and what answers whether one of them is in the
-    history of another (None: the commits are the whole history, whose parents answer it).
-
-    Every ref's history can be long (101,343 commits on executorch; a commit object with its
-    message and index entries is about 1 KB), so it is read twice as git writes it, and what is
-    kept does not grow with it (see :class:`StreamedHistory`): the first read keeps the revert-like
-    commits whole and learns the keys their messages want (see :class:`detect.NamedCommits`); the
-    second keeps the commits with one of those keys, at the place linking gives them. Whether one
-    commit is in the history of another is asked of git (only squashed reverts ask)."""
-
-    def whole_history() -> tuple[list[Commit], int, None]:
-        commits = gitops.log(root, "--all", keep=index_message)
-        return commits, len(commits), None
-
-    streamed = StreamedHistory()
-    for c in gitops.iter_log(root, "--all", keep=index_message):
-        if len(c.sha) != 2 * _SHA_BYTES:
-            return whole_history()
-        streamed.first_pass(c)
-    if not streamed.named.exact:
-        return whole_history()
-    kept = streamed.second_pass(gitops.iter_log(root, "--all", keep=index_message))
-    if kept is None:  # the refs moved between the reads
-        return whole_history()
+def _git_ancestry(root: Path) -> Ancestry:
+    """Whether ``a`` is in ``b``'s history (not ``b`` itself), asked of git."""
 
     def ancestry(a: str, b: str) -> bool:
         try:
-            return a.lower() != b.lower() and gitops.is_ancestor(root, a, b)
+            return a.lower() != b.lower() and git.is_ancestor(root, a, b)
         except GitError:
             return False
 
-    return kept, streamed.count, ancestry
+    return ancestry
 
 
-class StreamedHistory:
-    """What :func:`named_history` keeps of two reads of a history (git's order, the same twice).
-
-    First read (:meth:`first_pass`, one commit at a time): the revert-like commits, the keys they
-    want, and the commits a parent of which git may have listed before it (a clock that ran
-    ahead), found with a Bloom filter of the shas seen (a fixed :data:`BLOOM_BITS` bits: a false
-    hit only costs one entry). Second read (:meth:`second_pass`): the commits with a wanted key,
-    and the position of each kept commit in the order :func:`detect._topological` gives the whole
-    history (git's own where no parent comes before a child), worked out as the commits come: only
-    the commits waiting for a child and the parents not reached yet are held (the width of the
-    history, not its length)."""
-
-    BLOOM_BITS = 1 << 25  # 4 MiB: a false hit in about 1 of 500 lookups at a million commits
-
-    def __init__(self) -> None:
-        self.named = NamedCommits()
-        self.reverts: dict[int, Commit] = {}
-        self.count = 0
-        self._bloom = bytearray(self.BLOOM_BITS // 8)
-        self.late: dict[str, list[int]] = {}  # parent -> indices of children git may list after it
-
-    def _bits(self, sha: str) -> list[int]:
-        return [int(sha[k : k + 8], 16) & (self.BLOOM_BITS - 1) for k in (0, 8, 16, 24)]
-
-    def first_pass(self, c: Commit) -> None:
-        bloom = self._bloom
-        for p in c.parents:
-            if all(bloom[b >> 3] & (1 << (b & 7)) for b in self._bits(p)):
-                self.late.setdefault(p, []).append(self.count)
-        for b in self._bits(c.sha):
-            bloom[b >> 3] |= 1 << (b & 7)
-        if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
-            self.named.want(pm)
-            self.reverts[self.count] = c
-        self.count += 1
-
-    def second_pass(self, commits: Iterable[Commit]) -> list[Commit] | None:
-        """The kept commits in linking order; None when the commits are not those of the first read."""
-        self._bloom = bytearray()
-        wanted = {hash(k) & 0xFFFFFFFF for k in self.named.wanted}
-        heap: list[tuple[int, str]] = []  # (index, sha) of reached commits whose children are all placed
-        waiting: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # sha -> (index, children left, parents)
-        parents_of: dict[str, tuple[str, ...]] = {}  # of the commits in the heap
-        seen_children: dict[str, int] = {}  # parent not reached yet -> children reached
-        placed_children: dict[str, int] = {}  # parent not placed yet -> children placed
-        kept: dict[str, Commit] = {}
-        out: list[tuple[int, Commit]] = []
-        position = 0
-        index = 0
-
-        def place() -> None:
-            nonlocal position
-            _, sha = heapq.heappop(heap)
-            if sha in kept:
-                out.append((position, kept.pop(sha)))
-            position += 1
-            for p in parents_of.pop(sha):
-                if p in waiting:
-                    i, left, ps = waiting[p]
-                    if left == 1:
-                        del waiting[p]
-                        heapq.heappush(heap, (i, p))
-                        parents_of[p] = ps
-                    else:
-                        waiting[p] = (i, left - 1, ps)
-                else:
-                    placed_children[p] = placed_children.get(p, 0) + 1
-
-        for c in commits:
-            while heap:  # what is ready comes before any commit not reached yet
-                place()
-            if index >= self.count or (index in self.reverts and self.reverts[index].sha != c.sha):
-                return None
-            if index in self.reverts:
-                kept[c.sha] = self.reverts.pop(index)
-            elif any(hash(k) & 0xFFFFFFFF in wanted for k in lookup_keys(c)):
-                kept[c.sha] = c
-            for p in c.parents:
-                seen_children[p] = seen_children.get(p, 0) + 1
-            later = sum(1 for i in self.late.pop(c.sha, ()) if i > index)  # children listed after it
-            left = seen_children.pop(c.sha, 0) + later - placed_children.pop(c.sha, 0)
-            if left == 0:
-                heapq.heappush(heap, (index, c.sha))
-                parents_of[c.sha] = c.parents
-            else:
-                waiting[c.sha] = (index, left, c.parents)
-            index += 1
-        while heap:
-            place()
-        if index != self.count or waiting or kept:
-            return None
-        return [c for _, c in out]
-
-
-def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:
-    """For each parent of each commit (in the order of ``parents``), the index of the parent among
-    the commits, or -1 when it is not one of them (looked up by the first 8 bytes of its sha, and
-    checked on the whole sha). None if two commits share those 8 bytes."""
-    size = _SHA_BYTES
-    count = len(parent_end)
-    by_head = {int.from_bytes(shas[i * size : i * size + 8], "big"): i for i in range(count)}
-    if len(by_head) != count:
+def _indexed_history(root: Path, head: str, started: git.StartedLog | None) -> tuple[list[Commit], int] | None:
+    """What linking every revert of ``head``'s history reads, through the repository's history
+    index (see :mod:`history_cache`) where a check made one (kept in the user's cache, for this
+    history or one that ``head`` extends by a line of commits): the revert-like commits and the
+    commits their messages can name, read by sha (a few thousand of a history of 100,000), and
+    the number of commits of the history. None where the whole history is read instead: no such
+    index (a scan reads the whole history anyway: it does not build one), a shallow clone, a
+    message that names something the index's keys cannot find, or ``REVERTBOT_FULL_HISTORY=1``."""
+    if os.environ.get(history_cache.FULL_HISTORY_ENV) == "1" or not head or git.shallow_commits(root):
         return None
-    index = array("i", [-1]) * (len(parents) // size)
-    for k in range(len(index)):
-        j = by_head.get(int.from_bytes(parents[k * size : k * size + 8], "big"))
-        if j is not None and shas[j * size : (j + 1) * size] == parents[k * size : (k + 1) * size]:
-            index[k] = j
-    return index
-
-
-def _topological_positions(parent_index: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Sequence[int]:
-    """The position of each commit (by its index in git's order) in the order
-    :func:`detect._topological` gives: git's own when no parent comes before a child, else the
-    same heap on git's indices, over the same edges (``parent_index`` as :func:`_parent_indices`
-    gives it, commit ``i``'s parents in ``parent_index[starts[i]:ends[i]]``)."""
-    n = len(ends)
-    if all(j < 0 or j > i for i in range(n) for j in parent_index[starts[i] : ends[i]]):
-        return range(n)
-    children = array("I", [0]) * n
-    for j in parent_index:
-        if j >= 0:
-            children[j] += 1
-    ready = [i for i in range(n) if children[i] == 0]
-    heapq.heapify(ready)
-    position = array("I", [0]) * n
-    placed = 0
-    while ready:
-        i = heapq.heappop(ready)
-        position[i] = placed
-        placed += 1
-        for j in parent_index[starts[i] : ends[i]]:
-            if j >= 0:
-                children[j] -= 1
-                if children[j] == 0:
-                    heapq.heappush(ready, j)
-    return position if placed == n else range(n)
+    idx = history_cache.history_index(root, head, started, whole=False)
+    part = history_cache.reverts_history(root, idx) if idx is not None else None
+    if idx is None or part is None:
+        return None
+    if started is not None:
+        started.close()  # the whole read begun earlier is not needed: stop it
+    return part.commits(), len(idx)
 
 
 _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$", re.IGNORECASE)
@@ -328,7 +177,7 @@ _GITHUB_URL_RE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)
 def github_slug(root: Path) -> str | None:
     """``owner/name`` of the ``origin`` remote when it is on GitHub: "Reverts owner/name#N" in a
     message means this repository's PR N only when the names agree."""
-    return slug_of_url(gitops.run("config", "--get", "remote.origin.url", cwd=root, check=False))
+    return slug_of_url(git.run("config", "--get", "remote.origin.url", cwd=root, check=False))
 
 
 def slug_of_url(url: str) -> str | None:
@@ -338,8 +187,8 @@ def slug_of_url(url: str) -> str | None:
 
 
 #: What a scan reads of the repository's settings, in one process beside the history: the origin's
-#: URL (see :func:`github_slug`) and whether it is a partial clone (see :func:`gitops.is_partial_clone`).
-_SCAN_SETTINGS = rf"^(remote\.origin\.url|{gitops.PARTIAL_CLONE_KEYS})$"
+#: URL (see :func:`github_slug`) and whether it is a partial clone (see :func:`git.is_partial_clone`).
+_SCAN_SETTINGS = rf"^(remote\.origin\.url|{git.PARTIAL_CLONE_KEYS})$"
 
 
 def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[str]:
@@ -368,9 +217,9 @@ def classify_links(
     """Purity for many links from batched diffs: raw diffs of all reverts and originals (one
     process), then diff text only for the links that are not proven pure (one more).
 
-    Commits in ``shallow_boundary`` (see :func:`gitops.shallow_commits`) have lost their parents,
+    Commits in ``shallow_boundary`` (see :func:`git.shallow_commits`) have lost their parents,
     so git would diff them as root commits; they are reported as unverifiable instead.
-    ``partial_clone``: what :func:`gitops.is_partial_clone` says, when the caller knows it.
+    ``partial_clone``: what :func:`git.is_partial_clone` says, when the caller knows it.
     """
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
@@ -378,7 +227,7 @@ def classify_links(
     if off_ref:
         # Originals that are not on the ref: their parents, in one process, so that every patch
         # (and the proof) is taken against the commit's real parent, never the empty tree.
-        for line in gitops.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
+        for line in git.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
             sha, *parents = line.split()
             first_parent[sha] = parents[0] if parents else None
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
@@ -393,7 +242,7 @@ def classify_links(
     parent_of = dict(requests)
     progress("diffing reverts and originals", 0, len(requests))
     # Raw diffs (trees only) of everything; diff text only where a verdict needs explaining.
-    finish_raws = gitops.start_commit_raws(root, requests)
+    finish_raws = git.start_commit_raws(root, requests)
     try:
         # Why each change was reverted needs only messages: worked out while git diffs.
         reasons = {link.revert: (link, scan_reason(link, by_sha)) for link in links}
@@ -402,7 +251,7 @@ def classify_links(
     # Blobs missing from the object store (a damaged clone) leave a commit's text unreadable. They
     # are looked for beside what follows, which assumes there are none (the usual case) and is
     # done again, knowing them, when there are; a choice by diff reads texts first, so it waits.
-    missing: Callable[[], dict[str, str]] | None = gitops.start_unreadable_blobs(root, raws, partial_clone)
+    missing: Callable[[], dict[str, str]] | None = git.start_unreadable_blobs(root, raws, partial_clone)
     if missing is not None and any(link.candidates for link in links):
         errors.update(missing())
         missing = None
@@ -457,7 +306,7 @@ def _texts_and_proofs(
     # stays apart: the verdicts below must read every commit's text limited to the same paths (a
     # whole text beside a limited one would leave lines without the lines that cancel them).
     if chosen := wanted(s for link in links if link.candidates for s in (link.revert, *link.candidates)):
-        whole, more_errors, _cut = gitops.commit_texts(root, chosen)
+        whole, more_errors, _cut = git.commit_texts(root, chosen)
         errors.update(more_errors)
         whole = {sha: _with_raws(raws[sha], text) for sha, text in whole.items()}
         whole_vectors: dict[str, Vector] = {}
@@ -468,7 +317,9 @@ def _texts_and_proofs(
 
     def read_texts(commits: Sequence[tuple[str, str | None]]) -> tuple[dict[str, str], dict[str, str], set[str]]:
         # The verdicts read no numstat lines: the raw ones say which files changed.
-        return gitops.commit_texts(root, commits, paths, line_counts=False)
+        if not paths or git.promisor_remote(root) is not None:  # a partial clone fetches only the paths' blobs
+            return git.commit_texts(root, commits, paths, line_counts=False)
+        return limited_texts(root, commits, paths, entries)
 
     def add_texts(found: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
         more_texts, more_errors, cut_text = found
@@ -482,9 +333,9 @@ def _texts_and_proofs(
     likely = wanted(s for link in links if link.originals and not link.unresolved
                     and _fast_outcome(link, entries, errors) != "equal"
                     for s in (link.revert, *link.originals))  # fmt: skip
-    early = gitops.Background(read_texts, likely) if likely else None
+    early = git.Background(read_texts, likely) if likely else None
     try:
-        proofs = prove(root, links, raws, errors, parent_of, entries)
+        proofs = _kept_or_proven(root, links, raws, errors, parent_of, entries)
     finally:
         if early is not None:
             early.wait()
@@ -497,8 +348,31 @@ def _texts_and_proofs(
     return links, texts, errors, truncated, proofs
 
 
-#: Beyond this many paths (or bytes of them) the text diff covers every path: a command line is limited.
-MAX_EXPLAINED_PATHS, MAX_EXPLAINED_BYTES = 4000, 100_000
+def _kept_or_proven(
+    root: Path,
+    links: Sequence[Link],
+    raws: Mapping[str, str],
+    errors: Mapping[str, str],
+    parent_of: Mapping[str, str | None],
+    entries: Raws,
+) -> dict[str, str]:
+    """:func:`prove`'s outcomes, those of links an earlier scan of the repository proved taken from
+    the cache (see :func:`history_cache.kept_proofs`): an outcome depends only on the commits (the
+    revert, its originals, the parents each is diffed against and the direction), which never
+    change. Only links whose commits were all read are looked up, and only outcomes that are not
+    errors are kept (an error may not happen again)."""
+    salt, kept = history_cache.kept_proofs(root)
+    keys: dict[str, str] = {}
+    for link in links:
+        shas = (link.revert, *link.originals)
+        if link.originals and all(s in raws and s not in errors for s in shas):
+            keys[link.revert] = "|".join([str(link.direction), *(f"{s}:{parent_of.get(s) or '-'}" for s in shas)])
+    known = {revert: kept[key] for revert, key in keys.items() if key in kept}
+    proofs = prove(root, [link for link in links if link.revert not in known], raws, errors, parent_of, entries)
+    new = {keys[r]: outcome for r, outcome in proofs.items() if r in keys and not outcome.startswith("error")}
+    if new:
+        history_cache.keep_proofs(root, salt, {**kept, **new})
+    return {**known, **proofs}
 
 
 def explained_paths(links: Sequence[Link], entries: Raws, errors: Mapping[str, str]) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from revertbot.propose.local import Proposal
+from revertbot.propose.proposal import Proposal
 from revertbot.propose.search import Outcome, Verdict
 from revertbot.report.escape import clean, code, inline
 from revertbot.report.gpu_sentence import hardware_text

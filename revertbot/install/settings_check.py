@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from revertbot.github.client import GitHubError, NotFoundOnGitHub, RetryPolicy
-from revertbot.install.workflows import DEFAULT_RUNNER_GROUP, GPU_WORKFLOW_PATH, RUNNERS_VALUES_PATH
+from revertbot.install.files import DEFAULT_RUNNER_GROUP, GPU_WORKFLOW_PATH, RUNNERS_VALUES_PATH
 
 __all__ = [
     "DEFAULT_RUNNER_GROUP",

@@ -1,0 +1,3 @@
+"""The hidden first line of every report comment: how the bot finds its own comment again."""
+
+MARKER = "<!-- revertbot:report -->"
