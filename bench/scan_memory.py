@@ -12,7 +12,9 @@ truth of :func:`bench.synth.build_repo`). Also printed: the peak of the history 
 
 Synthetic histories are built once into ``--cache`` (``synth-<commits>-<reverts>``, with its
 truth beside it) and reused; building one takes about 4 ms a commit. ``--max-growth`` fails when
-the largest history's scan peak exceeds the smallest one's by more than that factor.
+the largest history's scan peak exceeds the smallest one's by more than that factor. ``--stages``
+scans once more under ``tracemalloc`` and prints the Python heap at the end of each stage of the
+scan (reading history, diffing, classifying, the entries as JSON): what grows with the history.
 """
 
 from __future__ import annotations
@@ -33,17 +35,27 @@ from bench.scan import accuracy, bench_env
 from bench.synth import build_repo
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, resource, sys, time, tracemalloc
 from pathlib import Path
 from revertbot.verdict.scan import named_history, scan_repository, entry_to_json
 root, what = Path(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()
+stages = {}
+def progress(stage, done, total):  # traced memory (MiB) when each stage ends: now, and the peak so far
+    if done == total:
+        now, peak = tracemalloc.get_traced_memory()
+        stages[stage] = [round(now / 2**20, 1), round(peak / 2**20, 1)]
 if what == "history":
     kept, count, _ = named_history(root)
     out = {"kept": len(kept), "commits": count}
 else:
-    result = scan_repository(root, all_refs=True)
+    if what == "stages":
+        tracemalloc.start()
+    result = scan_repository(root, all_refs=True, progress=progress)
     out = {"commits": result.commits_scanned, "entries": [entry_to_json(e) for e in result.entries]}
+    if what == "stages":
+        progress("entries to JSON", 1, 1)
+        out["stages"] = stages
 out["seconds"] = time.perf_counter() - start
 out["self_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["git_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -52,7 +64,8 @@ print(json.dumps(out))
 
 
 def measure(repo: Path, what: str) -> dict[str, Any]:
-    """One scan (``what`` = "scan") or history read ("history") of ``repo`` in a fresh child process."""
+    """One scan (``what`` = "scan"), one traced by stage ("stages", slower) or history read
+    ("history") of ``repo`` in a fresh child process."""
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(repo), what], capture_output=True, text=True,
                           env=bench_env(), check=True)  # fmt: skip
     result: dict[str, Any] = json.loads(proc.stdout)
@@ -72,7 +85,7 @@ def synthetic(cache: Path, commits: int, reverts: int) -> tuple[Path, dict[str, 
     return repo, json.loads(truth_file.read_text())
 
 
-def report(name: str, repo: Path, truth: dict[str, Any] | None) -> float:
+def report(name: str, repo: Path, truth: dict[str, Any] | None, stages: bool = False) -> float:
     history = measure(repo, "history")
     scan = measure(repo, "scan")
     line = (f"{name}: {scan['commits']:,} commits, {len(scan['entries'])} reverts; scan --all-refs peak "
@@ -83,6 +96,10 @@ def report(name: str, repo: Path, truth: dict[str, Any] | None) -> float:
         line += (f"; found {acc['found']:.1%}, linked {acc['linked']:.1%}, purity {acc['purity']:.1%}, "
                  f"false positives {acc['false_positives']}")  # fmt: skip
     print(line, flush=True)
+    if stages:
+        traced = measure(repo, "stages")["stages"]
+        print("  traced MiB at the end of each stage (now / peak so far): "
+              + "; ".join(f"{stage} {now} / {peak}" for stage, (now, peak) in traced.items()), flush=True)  # fmt: skip
     return float(scan["self_mib"])
 
 
@@ -92,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reverts-per-1000", type=float, default=30.0, help="reverts per 1,000 commits (default 30)")
     parser.add_argument("--cache", type=Path, default=None, help="where synthetic histories are built and kept")
     parser.add_argument("--repo", type=Path, action="append", default=[], help="an existing repository")
+    parser.add_argument("--stages", action="store_true", help="also trace the Python heap by stage (tracemalloc)")
     parser.add_argument("--max-growth", type=float, default=None, help="fail above this largest/smallest peak ratio")
     args = parser.parse_args(argv)
     if not args.sizes and not args.repo:
@@ -100,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     peaks = []
     for commits in sorted(args.sizes):
         repo, truth = synthetic(cache, commits, int(commits * args.reverts_per_1000 / 1000))
-        peaks.append(report(f"synthetic {commits:,}", repo, truth))
+        peaks.append(report(f"synthetic {commits:,}", repo, truth, args.stages))
     for repo in args.repo:
-        report(repo.name, repo, None)
+        report(repo.name, repo, None, args.stages)
     if args.max_growth is not None and len(peaks) > 1 and peaks[-1] > args.max_growth * peaks[0]:
         print(f"FAIL: the peak grew {peaks[-1] / peaks[0]:.2f}x (at most {args.max_growth:g}x)")
         return 1

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from revertbot.config import Config, ProposeConfig
+from revertbot.errors import ConflictError
 from revertbot.github.client import GitHubClient, RetryPolicy
 from revertbot.propose.flow import ProposeOutcome, propose_on_github, revert_branch
 from revertbot.propose.search import FailingTest, Outcome, Run
@@ -356,3 +357,20 @@ def test_the_record_times_the_culprit_and_the_pull_request_apart(gh: FakeGitHub,
     found, opened = out.record["found_at"], out.record["opened_at"]
     assert found and opened and found < opened
     assert out.found_at is not None and out.opened_at is not None and out.opened_at - out.found_at >= 60
+
+
+def test_a_stale_revert_branch_without_a_pull_request_stops_with_what_to_do(gh: FakeGitHub, tmp_path: Path) -> None:
+    # An earlier revert branch of the culprit, holding another commit, with no pull request open from
+    # it: the branch is never overwritten, and the run ends with a sentence saying what to do.
+    s = _scene(gh, tmp_path)
+    branch = revert_branch(s.culprit)
+    stale = subprocess.run(["git", "-c", "user.name=x", "-c", "user.email=x@example.com", "commit-tree",
+                            f"{s.culprit}^{{tree}}", "-m", "an older attempt"], cwd=s.remote, capture_output=True,
+                           text=True, check=True).stdout.strip()  # fmt: skip
+    subprocess.run(["git", "update-ref", f"refs/heads/{branch}", stale], cwd=s.remote, check=True)
+    with pytest.raises(ConflictError) as info:
+        _run(s, "propose")
+    assert branch in info.value.format_message() and "never overwritten" in info.value.format_message()
+    assert f"delete the branch {branch}" in (info.value.hint or "")
+    tip = subprocess.run(["git", "rev-parse", f"refs/heads/{branch}"], cwd=s.remote, capture_output=True, text=True)
+    assert tip.stdout.strip() == stale  # untouched

@@ -1,15 +1,23 @@
 """`scan --all-refs` reads the history twice as git writes it and keeps only the revert-like
-commits and the commits their messages name: what it holds does not grow with the history."""
+commits and the commits their messages name: what it holds does not grow with the history; it then
+classifies the reverts a batch at a time."""
 
 from __future__ import annotations
 
 import hashlib
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
+
+from bench.synth import build_repo
 from revertbot.models import Commit
+from revertbot.verdict import history_cache, scan
 from revertbot.verdict.history_index import _topological
 from revertbot.verdict.history_stream import StreamedHistory
+from revertbot.verdict.scan import entry_to_json, scan_repository
+from tests.gitspy import patch_git
 
 REVERTS = 20
 
@@ -82,3 +90,27 @@ def test_a_changed_history_between_the_reads_is_refused() -> None:
     for c in _history(1_000):
         streamed.first_pass(c)
     assert streamed.second_pass(_history(900)) is None
+
+
+def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan classifies its reverts a batch at a time and drops what each batch read: the
+    verdicts (diff texts limited to the paths each batch explains) are those of one batch of every
+    revert, and the merge proofs worked out are kept for later scans once."""
+    root = tmp_path / "synth"
+    build_repo(root, commits=120, reverts=16, seed=3)
+    whole = [entry_to_json(e) for e in scan_repository(root, all_refs=True).entries]
+    raw_diffs: list[int] = []
+    kept: list[int] = []
+    real_raws = patch_git(monkeypatch, "start_commit_raws", lambda *a, **k: raw_diffs.append(1) or real_raws(*a, **k))
+    real_keep = history_cache.keep_proofs
+    monkeypatch.setattr(history_cache, "keep_proofs", lambda *a: kept.append(1) or real_keep(*a))
+    (tmp_path / "cache").mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no proof kept by the first scan
+    monkeypatch.setattr(scan, "BATCH_LINKS", 5)
+    batched = [entry_to_json(e) for e in scan_repository(root, all_refs=True).entries]
+    assert len(whole) >= 12 and {e["purity"] for e in whole} >= {"pure", "partial"}
+    assert batched == whole
+    assert len(raw_diffs) == -(-len(whole) // 5)  # one raw diff per batch of 5
+    assert len(kept) == 1  # the proofs are kept once, after the last batch

@@ -194,7 +194,9 @@ def _with_propose(config_text: str, setup: ProposeSetup, suite_labels: Sequence[
     """The configuration with ``propose.workflows`` set, and ``propose.runner_labels`` when the probes' labels
     are not those of the GPU suites (``suite_labels``: the suite example's)."""
     if setup.watched:
-        files = "[" + ", ".join(_yaml_scalar(w.file) for w in setup.watched) + "]"
+        # A file name can be a plain scalar alone but not inside [...] ("gpu, cpu.yml", "gpu]x.yml"), or
+        # no scalar at all ("&gpu.yml"): a JSON string is one YAML string whatever it holds.
+        files = "[" + ", ".join(_file_scalar(w.file) for w in setup.watched) + "]"
         config_text, count = _CONFIG_WORKFLOWS.subn(lambda m: f"{m.group(1)}{files}{m.group(2)}", config_text)
         if count != 1:
             raise RevertbotError("internal error: the default configuration has no propose.workflows line")
@@ -204,6 +206,11 @@ def _with_propose(config_text: str, setup: ProposeSetup, suite_labels: Sequence[
         if count != 1:
             raise RevertbotError("internal error: the default configuration has no propose.runner_labels line")
     return config_text
+
+
+def _file_scalar(file: str) -> str:
+    plain = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", file) is not None and _yaml_scalar(file) == file
+    return file if plain else json.dumps(file, ensure_ascii=False)
 
 
 def propose_summary(setup: ProposeSetup) -> str:

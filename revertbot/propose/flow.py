@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,8 +32,9 @@ from typing import Any, Protocol
 
 from revertbot import git
 from revertbot.config import Config
-from revertbot.errors import RevertbotError
+from revertbot.errors import ConflictError, RevertbotError
 from revertbot.github.client import GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
+from revertbot.github.comments import DEFAULT_BOT_LOGIN, bot_login
 from revertbot.propose import rails
 from revertbot.propose.markdown import (
     CULPRIT_MARKER,
@@ -135,10 +137,16 @@ def _failing_tests(incident: Any) -> list[FailingTest]:
 
 def kill_switch(api: ProposeAPI, label: str) -> tuple[bool | None, str]:
     """Whether an open issue carries ``label`` added by someone with write access (and who).
-    Any error reading it: (None, "") — the rails count it as on."""
+    A closed issue still carrying it counts too unless someone with write access closed it last (an
+    issue's author can close their own issue). Any error reading it: (None, "") — the rails count it as on."""
     try:
-        for issue in api.issues_with_label(label, "open"):
-            adders = [e.actor for e in api.label_events(issue.number) if e.event == "labeled" and e.label == label]
+        for issue in api.issues_with_label(label, "all"):
+            events = api.label_events(issue.number)
+            if issue.state != "open":
+                closers = [e.actor for e in events if e.event == "closed"]
+                if closers and api.permission(closers[-1]) in _WRITERS:
+                    continue
+            adders = [e.actor for e in events if e.event == "labeled" and e.label == label]
             for actor in reversed(adders):
                 if api.permission(actor) in _WRITERS:
                     return True, actor
@@ -188,9 +196,10 @@ def _tracking_issue(api: ProposeAPI, config: Config, labelled: Sequence[IssueInf
                             [p.labels.proposed])  # fmt: skip
 
 
-def _upsert(api: ProposeAPI, number: int, marker: str, body: str) -> str:
-    """The one comment on ``number`` that starts with ``marker``: edited in place, else created."""
-    mine = [c for c in api.comments(number) if c.body.startswith(marker)]
+def _upsert(api: ProposeAPI, number: int, marker: str, body: str, owner: str = DEFAULT_BOT_LOGIN) -> str:
+    """The one comment on ``number`` by the bot (``owner``) that starts with ``marker``: edited in place,
+    else created. Anyone can write the marker; nobody else's comment is ever edited."""
+    mine = [c for c in api.comments(number) if c.author == owner and c.body.startswith(marker)]
     if mine:
         keep = min(mine, key=lambda c: c.id)
         if keep.body == body:
@@ -201,11 +210,25 @@ def _upsert(api: ProposeAPI, number: int, marker: str, body: str) -> str:
     return "created"
 
 
-def _culprit_pulls(api: ProposeAPI, suspect: str) -> list[PullInfo]:
+def _marked_wrong(api: ProposeAPI, label: str, suspect: str) -> tuple[int | None, bool]:
+    """An earlier revert pull request of ``suspect`` (from the bot's branch of this repository) that
+    carries the wrong-culprit ``label``, and whether the labels could be read."""
+    try:
+        for issue in [i for i in api.issues_with_label(label, "all") if i.is_pull][:50]:
+            pr = api.pull(issue.number)
+            if pr.head_ref == revert_branch(suspect) and not pr.is_fork:
+                return pr.number, True
+    except GitHubError:
+        return None, False
+    return None, True
+
+
+def _culprit_pulls(api: ProposeAPI, suspect: str) -> list[PullInfo] | None:
+    """The pull requests of the culprit; None when GitHub could not say (the rails then notify)."""
     try:
         return api.pulls_for_commit(suspect)
     except GitHubError:
-        return []
+        return None
 
 
 # --------------------------------------------------------------------------- the flow
@@ -227,6 +250,7 @@ def propose_on_github(
     run_urls: Callable[[Any], Sequence[str]] | None = None,
     log: Log | None = None,
     dry_run: bool = False,
+    bot_identity: str | None = None,
 ) -> ProposeOutcome:
     """Triage the red run ``run_id``, search its culprit, prove the revert at the head, apply the
     rails and act by ``config.propose.mode``.
@@ -236,9 +260,12 @@ def propose_on_github(
     :func:`revertbot.propose.head_check.head_green_again` (a later run of the same workflow, at a commit
     containing the first red one, that passed those tests; anything else, errors included, is not green);
     ``runner_factory(incident)`` gives the runner (``GitHubRunner`` in CI). ``remote`` and ``git_env``
-    are where the revert branch is pushed and the environment that authenticates git.
+    are where the revert branch is pushed and the environment that authenticates git. ``bot_identity``:
+    the login the token writes as (default: ``REVERTBOT_BOT_LOGIN``, else ``github-actions[bot]``); only
+    its comments are edited.
     """
     say: Log = log or (lambda _line: None)
+    owner = bot_identity or bot_login(os.environ)
     started = clock()
     p = config.propose
     root = git.repo_root(repo_path)
@@ -314,7 +341,8 @@ def propose_on_github(
     culprit: rails.Culprit | None = None
     if suspect:
         [c] = git.commits_of(root, [suspect])
-        culprit_pulls = _culprit_pulls(api, suspect)
+        read_pulls = _culprit_pulls(api, suspect)
+        culprit_pulls = read_pulls or []
         labels = tuple(x for pr in culprit_pulls for x in pr.labels)
         bot = c.author_name.endswith("[bot]") or "[bot]@" in c.author_email or any(
             pr.author_type == "Bot" for pr in culprit_pulls if pr.merged)  # fmt: skip
@@ -325,12 +353,14 @@ def propose_on_github(
                        f"(found and proven by revertbot).\n")  # fmt: skip
             revert_sha = git.commit_tree(root, tree, [head], message)
             analysis, dependents = _analysis(root, revert_sha, head, config)
-        opt_out = p.labels.opt_out in labels or rails.opted_out(c.message)
+        opt_out = rails.opted_out(c.message, labels, p.labels.opt_out)
+        wrong, wrong_read = _marked_wrong(api, p.labels.wrong_culprit, suspect)
         culprit = rails.Culprit(
             sha=suspect, age_hours=max(0.0, (clock() - c.commit_time) / 3600.0),
             is_revert=parse_message(c.message).kind is not None, reverted_by=_reverted_by(root, suspect, head),
             open_pull=next((pr.number for pr in culprit_pulls if pr.state == "open"), None), author_is_bot=bot,
-            opted_out=opt_out, merged_dependents=dependents,
+            opted_out=opt_out, merged_dependents=dependents, pulls_unknown=read_pulls is None,
+            marked_wrong=wrong, marked_wrong_unknown=not wrong_read,
         )  # fmt: skip
         decision = rails.decide(p.mode, culprit, state, _limits(config))
     else:
@@ -359,11 +389,11 @@ def propose_on_github(
             if dry_run:
                 say(f"dry run: would comment on #{issue.number}:\n{out.text}")
             else:
-                done = _upsert(api, issue.number, incident_marker(view.slug), out.text)
+                done = _upsert(api, issue.number, incident_marker(view.slug), out.text, owner)
                 say(f"tracking issue #{issue.number}: comment {done}")
         if decision.action == "notify" and suspect:
             _note_culprit(api, culprit_pulls, suspect, view, tests, config, dry_run, say, why=decision.reasons,
-                          issue_url=issue.html_url if issue else "")  # fmt: skip
+                          issue_url=issue.html_url if issue else "", owner=owner)  # fmt: skip
     else:  # propose | auto-merge
         assert suspect and revert_sha and head_proof is not None
         out.action = decision.action
@@ -387,7 +417,8 @@ def propose_on_github(
             out.opened_at = clock()
             api.add_labels(out.pull, [p.labels.proposed])
             say(f"revert pull request #{out.pull}: {out.pull_url}")
-            _note_culprit(api, culprit_pulls, suspect, view, tests, config, dry_run, say, pull_url=out.pull_url)
+            _note_culprit(api, culprit_pulls, suspect, view, tests, config, dry_run, say, pull_url=out.pull_url,
+                          owner=owner)  # fmt: skip
             if merge:
                 try:
                     out.merged = api.merge_pull(out.pull, revert_sha, "squash")
@@ -467,7 +498,9 @@ def _open_pull(api: ProposeAPI, root: Path, remote: str, env: Mapping[str, str] 
     except RevertbotError:
         have = _find_open(api, base, branch)  # an earlier run pushed it (the branch is never forced)
         if have is None:
-            raise
+            raise ConflictError(f"the branch {branch} already exists on the remote with another commit and no "
+                                "pull request is open from it; it is never overwritten",
+                                hint=f"delete the branch {branch} (or open its pull request) and rerun") from None
         return have[0], have[1]
     n, url, _opened = _open_or_find(api, base, branch, (title, body))
     return n, url
@@ -475,7 +508,7 @@ def _open_pull(api: ProposeAPI, root: Path, remote: str, env: Mapping[str, str] 
 
 def _note_culprit(api: ProposeAPI, pulls: Sequence[PullInfo], suspect: str, view: IncidentView,
                   tests: Sequence[FailingTest], config: Config, dry_run: bool, say: Log, *, pull_url: str = "",
-                  why: Sequence[str] = (), issue_url: str = "") -> None:  # fmt: skip
+                  why: Sequence[str] = (), issue_url: str = "", owner: str = DEFAULT_BOT_LOGIN) -> None:  # fmt: skip
     """One note on each merged pull request that brought the culprit in, for its author."""
     for pr in pulls:
         if not pr.merged:
@@ -488,7 +521,7 @@ def _note_culprit(api: ProposeAPI, pulls: Sequence[PullInfo], suspect: str, view
             say(f"dry run: would comment on #{pr.number}:\n{body}")
             continue
         try:
-            say(f"culprit's PR #{pr.number}: note {_upsert(api, pr.number, CULPRIT_MARKER, body)}")
+            say(f"culprit's PR #{pr.number}: note {_upsert(api, pr.number, CULPRIT_MARKER, body, owner)}")
         except GitHubError as exc:
             say(f"cannot comment on #{pr.number}: {exc}")
 

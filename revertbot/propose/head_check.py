@@ -67,6 +67,8 @@ def head_green_again(api: GitHubAPI, incident: Any, *, repo_path: Path, default_
     red_at = str(getattr(incident, "created_at", "") or "")
     if not tests or not workflow or not _SHA.fullmatch(first_red):
         return HeadCheck(False, "nothing to re-check (no failing test, workflow or first red commit)")
+    if not red_at:  # every run would look later than the red one, older greens included
+        return HeadCheck(False, "the red run's time is not known: no later run can be told apart")
     try:
         runs = api.workflow_runs(workflow, branch=default_branch, status="completed", limit=MAX_RUNS)
     except GitHubError as exc:

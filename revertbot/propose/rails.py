@@ -16,8 +16,10 @@ checked after the search and before anything is written, from plain facts gather
   line ``revertbot: no-auto-revert`` in the commit message) is never proposed for a revert.
 * **What is never reverted automatically:** a culprit that is itself a revert, is already reverted
   on the default branch, still belongs to an open pull request, is authored by a bot, is older than
-  the age limit, or has merged dependents (later commits that use what it added): the maintainers
-  are notified instead.
+  the age limit, has merged dependents (later commits that use what it added), or whose earlier
+  revert pull request a maintainer labelled ``revertbot:wrong-culprit`` (the pull request's body
+  promises it is not proposed again): the maintainers are notified instead. Facts that cannot be
+  read (the culprit's pull requests, the wrong-culprit labels) notify too.
 * **Caps:** proposals per day and GPU-minutes per incident and per day.
 * **Presubmit goes first:** GitHub Actions has no job priorities, so the search yields instead: no GPU
   probe is dispatched while more than ``max_queued_gpu_jobs`` jobs of the GPU workflows (the watched
@@ -29,6 +31,7 @@ checked after the search and before anything is written, from plain facts gather
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -67,6 +70,9 @@ class Culprit:
     author_is_bot: bool = False
     opted_out: bool = False
     merged_dependents: tuple[str, ...] = ()  # "path: symbol" of later uses of what it added
+    pulls_unknown: bool = False  # its pull requests could not be read: opt-out, bot and open PR unchecked
+    marked_wrong: int | None = None  # an earlier revert PR of it that a maintainer labelled wrong-culprit
+    marked_wrong_unknown: bool = False  # the wrong-culprit labels could not be read
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,13 @@ def decide(mode: Mode, culprit: Culprit, state: State, limits: Limits = Limits()
     notify: list[str] = []  # a person decides: the finding is posted, no pull request is opened
     if culprit.opted_out:
         notify.append(f"the culprit opted out ({OPT_OUT_LABEL})")
+    if culprit.marked_wrong is not None:
+        notify.append(f"a maintainer marked its revert #{culprit.marked_wrong} as the wrong culprit")
+    elif culprit.marked_wrong_unknown:
+        notify.append("the wrong-culprit labels could not be read")
+    if culprit.pulls_unknown:
+        notify.append("the culprit's pull requests could not be read (opt-out label, bot author, open pull "
+                      "request unchecked)")  # fmt: skip
     if culprit.is_revert:
         notify.append("the culprit is itself a revert")
     if culprit.reverted_by:
@@ -151,8 +164,13 @@ def queue_pause(queued: int | None, limits: Limits = Limits()) -> str:
     return ""
 
 
-def opted_out(message: str, labels: tuple[str, ...] = ()) -> bool:
-    """A commit (or its pull request) that asked never to be reverted automatically."""
-    if OPT_OUT_LABEL in labels:
+_OPT_OUT_RE = re.compile(r"^\s*revertbot\s*:\s*no-auto-revert\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def opted_out(message: str, labels: tuple[str, ...] = (), label: str = OPT_OUT_LABEL) -> bool:
+    """A commit (or its pull request) that asked never to be reverted automatically: the label (compared
+    as GitHub compares label names, ignoring case), or the line in the message, however it is spaced or
+    capitalised (a missed opt-out opens a revert; an extra one only notifies)."""
+    if label.casefold() in {x.casefold() for x in labels}:
         return True
-    return any(line.strip().lower() == OPT_OUT_LINE for line in message.splitlines())
+    return bool(_OPT_OUT_RE.search(message))

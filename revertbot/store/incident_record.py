@@ -18,6 +18,7 @@ newest record that read them says which revert pull requests a maintainer marked
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -58,7 +59,7 @@ INCIDENTS_FOLDER = "incidents"
 #: The search's verdicts (:class:`revertbot.propose.search.Verdict`); "" when the run was refused
 #: before any search (not a run of the default branch, a kill switch, ...).
 VERDICTS = ("culprit", "flaky", "environment", "infra", "budget_exhausted", "")
-_RUN = re.compile(r"^[0-9]{1,20}$")
+_RUN = re.compile(r"^(?:0|[1-9][0-9]{0,19})$")  # one spelling per run: "041" would be a second row
 _ISO = re.compile(r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))?$")
 _SHA_OR_EMPTY = re.compile(r"^(?:[0-9a-f]{40}(?:[0-9a-f]{24})?)?$")
 MAX_MINUTES = 10.0**9
@@ -91,13 +92,32 @@ class Pattern(Text):
 
 _TIME = Pattern(pattern=_ISO, what="an ISO 8601 time (or empty)")
 
+
+@dataclass(frozen=True)
+class Amount(Number):
+    """A finite number from 0 to :data:`MAX_MINUTES` (GPU-minutes, seconds). JSON as Python reads it
+    holds NaN and Infinity; SQLite stores NaN as NULL, which no reader expects."""
+
+    def problems(self, value: Any, where: str) -> Any:
+        found = list(super().problems(value, where))
+        yield from found
+        if found:
+            return
+        if not math.isfinite(value):
+            yield f"{where}: {value!r} is not a finite number"
+        elif value < 0:
+            yield f"{where}: {value!r} is negative"
+        elif value > MAX_MINUTES:
+            yield f"{where}: {value!r} is larger than {MAX_MINUTES:g}"
+
+
 #: The incident itself (:func:`revertbot.propose.flow._record`), as the store and the dashboard read it.
 INCIDENT_SHAPE = Fields({
     "kind": Choice(options=(INCIDENT_KIND,)), "slug": Text(), "run_id": Pattern(pattern=_RUN, what="a run id"),
     "workflow": Text(), "red_at": _TIME, "found_at": _TIME, "opened_at": _TIME, "verdict": Choice(options=VERDICTS),
     "culprit": Pattern(pattern=_SHA_OR_EMPTY, what="a full commit id (or empty)"), "proven": Flag(),
-    "runs": Whole(0, MAX_COUNT), "gpu_minutes": Number(), "action": Text(), "mode": Text(), "pull": Whole(0, MAX_PR),
-    "merged": Flag(), "reasons": ListOf(Text()), "seconds": Number(),
+    "runs": Whole(0, MAX_COUNT), "gpu_minutes": Amount(), "action": Text(), "mode": Text(), "pull": Whole(0, MAX_PR),
+    "merged": Flag(), "reasons": ListOf(Text()), "seconds": Amount(),
 }, required=("run_id", "verdict", "action"))  # fmt: skip
 
 #: One incident record file (:meth:`IncidentRecord.to_json`). Keys not named here are kept and never read.

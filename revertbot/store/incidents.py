@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -265,13 +266,20 @@ def load_incidents(conn: sqlite3.Connection, repos: Mapping[int, str]) -> tuple[
         out.append(StoredIncident(
             repo=repos.get(int(repo_id), "?"), run_id=str(run_id), slug=str(slug), workflow=str(workflow),
             red_at=int(red_at), found_at=int(found_at), opened_at=int(opened_at), verdict=str(verdict),
-            culprit=str(culprit), proven=bool(proven), runs=int(runs), gpu_minutes=float(minutes), action=str(action),
-            mode=str(mode), pull=int(pull), merged=bool(merged), reasons=tuple(json.loads(reasons)),
-            seconds=float(seconds),
+            culprit=str(culprit), proven=bool(proven), runs=int(runs or 0), gpu_minutes=_amount(minutes),
+            action=str(action), mode=str(mode), pull=int(pull or 0), merged=bool(merged),
+            reasons=tuple(json.loads(reasons or "[]")), seconds=_amount(seconds),
         ))  # fmt: skip
     labels = {(repos.get(int(r[0]), "?"), int(r[1])) for r in conn.execute(
         "SELECT repo_id, pull FROM incident_labels WHERE label = ? AND pull > 0", (WRONG_CULPRIT,))}  # fmt: skip
     return out, labels
+
+
+def _amount(value: object) -> float:
+    """A stored figure; 0 for NULL (SQLite's NaN), infinities or negatives from a store filled before
+    records were checked for them."""
+    x = float(value) if isinstance(value, (int, float)) else 0.0
+    return x if math.isfinite(x) and x >= 0 else 0.0
 
 
 class _Original(Protocol):

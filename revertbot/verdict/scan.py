@@ -1,18 +1,19 @@
-"""Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes.
+"""Scan a ref for reverts: detect, link and classify purity, with a fixed number of git processes
+per batch of reverts.
 
 A scan runs ``git log`` once, ``git cat-file --batch-check`` twice (shas not on the ref, blobs
 the diffs need), a raw ``git diff-tree --stdin`` once for all reverts, originals and the
 candidates of ambiguous references, and the text diff once more for those whose verdict needs
-explaining, whatever the size of the history (plus a few constant-cost checks, such as reading
-``origin``'s URL for the GitHub slug, and retries only in damaged clones).
-"""
+explaining, per batch of :data:`BATCH_LINKS` reverts (one batch up to 1,000 reverts), whatever the
+size of the history (plus a few constant-cost checks, such as reading ``origin``'s URL for the
+GitHub slug, and retries only in damaged clones). What a batch read is dropped before the next."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from revertbot import git
@@ -206,6 +207,22 @@ def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[st
     return cut
 
 
+#: Links classified together (see :func:`classify_links`): what one batch reads (raw diffs, texts,
+#: proofs, change vectors) is dropped before the next, so the scan's memory does not grow with the
+#: number of reverts beyond their links and verdicts.
+BATCH_LINKS = 1000
+
+
+@dataclass
+class _ProofCache:
+    """The proofs earlier scans kept (see :func:`history_cache.kept_proofs`), read once for all
+    batches, and those worked out now, kept once after the last batch."""
+
+    salt: str
+    kept: dict[str, str]
+    new: dict[str, str] = field(default_factory=dict)
+
+
 def classify_links(
     root: Path,
     commits: Sequence[Commit],
@@ -213,9 +230,15 @@ def classify_links(
     progress: Progress = _no_progress,
     shallow_boundary: Collection[str] = (),
     partial_clone: bool | None = None,
+    batch: int | None = None,
 ) -> tuple[ScanEntry, ...]:
-    """Purity for many links from batched diffs: raw diffs of all reverts and originals (one
-    process), then diff text only for the links that are not proven pure (one more).
+    """Purity for many links from batched diffs: per ``batch`` links (:data:`BATCH_LINKS`), raw
+    diffs of their reverts and originals (one process), then diff text only for the links that are
+    not proven pure (one more). A link's verdict reads only its own commits' diffs (their texts
+    limited to the paths its batch explains: on the others its revert and originals cancel out),
+    so batches give the verdicts one batch of every link would; the parents that merge originals
+    are diffed against are chosen over all links first (an original shared by several links is
+    diffed against one parent), and the merge proofs earlier scans kept are read and kept once.
 
     Commits in ``shallow_boundary`` (see :func:`git.shallow_commits`) have lost their parents,
     so git would diff them as root commits; they are reported as unverifiable instead.
@@ -232,6 +255,45 @@ def classify_links(
             first_parent[sha] = parents[0] if parents else None
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
     first_parent.update(mainline_parents(root, links, by_sha))
+    proof_cache = _ProofCache(*history_cache.kept_proofs(root))
+    entries: list[ScanEntry] = []
+    size = max(batch or BATCH_LINKS, 1)
+    for start in range(0, len(links), size):
+        part = links[start : start + size]
+        progress("diffing reverts and originals", start, len(links))
+        verdicts, part, reasons = _classify_batch(root, part, by_sha, first_parent, shallow_boundary, partial_clone,
+                                                  proof_cache)  # fmt: skip
+        progress("diffing reverts and originals", start + len(part), len(links))
+        for n, link in enumerate(part, start + 1):
+            c = by_sha.get(link.revert)
+            entries.append(
+                ScanEntry(
+                    link=link,
+                    purity=verdicts[link.revert],
+                    author=c.author_name if c else "",
+                    date=c.commit_time if c else 0,
+                    # A link chosen by diff since (see _choose_by_diff) may tell another story.
+                    reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
+                )
+            )
+            progress("classifying", n, len(links))
+        del verdicts, part, reasons  # the batch's diffs went with _classify_batch's frame
+    if proof_cache.new:
+        history_cache.keep_proofs(root, proof_cache.salt, {**proof_cache.kept, **proof_cache.new})
+    return tuple(entries)
+
+
+def _classify_batch(
+    root: Path,
+    links: Sequence[Link],
+    by_sha: Mapping[str, Commit],
+    first_parent: Mapping[str, str | None],
+    shallow_boundary: Collection[str],
+    partial_clone: bool | None,
+    proof_cache: _ProofCache,
+) -> tuple[dict[str, PurityResult], Sequence[Link], dict[str, tuple[Link, RevertReason | None]]]:
+    """The verdicts of one batch of links (see :func:`classify_links`) by revert, the links (those
+    with candidates chosen by diff) and why each change was reverted, read from the messages."""
     requests = patch_requests(links, first_parent)
     # Commits that match an ambiguous reference equally are diffed in the same batch, to choose by diff.
     requested = {sha for sha, _ in requests}
@@ -240,7 +302,6 @@ def classify_links(
     cut = {sha for sha, _ in requests if sha in shallow_boundary}
     requests = [r for r in requests if r[0] not in cut]
     parent_of = dict(requests)
-    progress("diffing reverts and originals", 0, len(requests))
     # Raw diffs (trees only) of everything; diff text only where a verdict needs explaining.
     finish_raws = git.start_commit_raws(root, requests)
     try:
@@ -257,31 +318,16 @@ def classify_links(
         missing = None
     shallow = {sha: "its parent is outside this shallow clone's history" for sha in cut}
     sides = {sha: raw_entries(raw) for sha, raw in raws.items()}  # read once for every step
-    found = _texts_and_proofs(root, links, raws, sides, {**errors, **shallow}, parent_of)
+    found = _texts_and_proofs(root, links, raws, sides, {**errors, **shallow}, parent_of, proof_cache)
     if missing is not None and (lost := missing()):
-        found = _texts_and_proofs(root, links, raws, sides, {**errors, **lost, **shallow}, parent_of)
+        found = _texts_and_proofs(root, links, raws, sides, {**errors, **lost, **shallow}, parent_of, proof_cache)
     links, texts, errors, truncated, proofs = found
-    progress("diffing reverts and originals", len(requests), len(requests))
     patches = {**raws, **texts}
+    del raws, texts
     vectors: dict[str, Vector] = {}  # an original shared by several links is compared once
     verdicts = {link.revert: classify(link, patches, errors, proofs.get(link.revert), truncated, vectors, sides)
                 for link in links}  # fmt: skip
-    entries = []
-    for n, link in enumerate(links, 1):
-        purity: PurityResult = verdicts[link.revert]
-        c = by_sha.get(link.revert)
-        entries.append(
-            ScanEntry(
-                link=link,
-                purity=purity,
-                author=c.author_name if c else "",
-                date=c.commit_time if c else 0,
-                # A link chosen by diff since (see _choose_by_diff) may tell another story.
-                reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
-            )
-        )
-        progress("classifying", n, len(links))
-    return tuple(entries)
+    return verdicts, links, reasons
 
 
 def _texts_and_proofs(
@@ -291,6 +337,7 @@ def _texts_and_proofs(
     entries: Raws,
     errors: Mapping[str, str],
     parent_of: Mapping[str, str | None],
+    proof_cache: _ProofCache,
 ) -> tuple[Sequence[Link], dict[str, str], dict[str, str], set[str], dict[str, str]]:
     """What the verdicts read besides the raw diffs: the links (those with candidates chosen by
     diff), the diff text where a verdict needs explaining, the errors (``errors`` and those of
@@ -335,7 +382,7 @@ def _texts_and_proofs(
                     for s in (link.revert, *link.originals))  # fmt: skip
     early = git.Background(read_texts, likely) if likely else None
     try:
-        proofs = _kept_or_proven(root, links, raws, errors, parent_of, entries)
+        proofs = _kept_or_proven(root, links, raws, errors, parent_of, entries, proof_cache)
     finally:
         if early is not None:
             early.wait()
@@ -355,13 +402,14 @@ def _kept_or_proven(
     errors: Mapping[str, str],
     parent_of: Mapping[str, str | None],
     entries: Raws,
+    cache: _ProofCache,
 ) -> dict[str, str]:
     """:func:`prove`'s outcomes, those of links an earlier scan of the repository proved taken from
     the cache (see :func:`history_cache.kept_proofs`): an outcome depends only on the commits (the
     revert, its originals, the parents each is diffed against and the direction), which never
     change. Only links whose commits were all read are looked up, and only outcomes that are not
-    errors are kept (an error may not happen again)."""
-    salt, kept = history_cache.kept_proofs(root)
+    errors are kept (an error may not happen again): in ``cache``, kept once after every batch."""
+    kept = cache.kept
     keys: dict[str, str] = {}
     for link in links:
         shas = (link.revert, *link.originals)
@@ -370,8 +418,7 @@ def _kept_or_proven(
     known = {revert: kept[key] for revert, key in keys.items() if key in kept}
     proofs = prove(root, [link for link in links if link.revert not in known], raws, errors, parent_of, entries)
     new = {keys[r]: outcome for r, outcome in proofs.items() if r in keys and not outcome.startswith("error")}
-    if new:
-        history_cache.keep_proofs(root, salt, {**kept, **new})
+    cache.new.update(new)
     return {**known, **proofs}
 
 
