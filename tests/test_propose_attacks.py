@@ -25,7 +25,7 @@ from revertbot.install.propose_setup import _with_propose, propose_setup, render
 from revertbot.propose import rails
 from revertbot.propose.flow import _MINUTES, _view, revert_branch
 from revertbot.propose.head_check import head_green_again
-from revertbot.propose.markdown import CULPRIT_MARKER, TRACKING_MARKER, incident_marker
+from revertbot.propose.markdown import CULPRIT_MARKER, TRACKING_MARKER, incident_marker, minutes_marker
 from revertbot.propose.triage import TestFailure
 from revertbot.store import queries
 from revertbot.store.history_branch import RecordInvalid
@@ -86,6 +86,46 @@ def test_a_strangers_comment_with_the_incident_marker_is_never_edited(gh: FakeGi
     # A re-run edits the bot's own comment in place, still not the stranger's.
     _run(s, "shadow")
     assert len(s.repo.comments[300]) == 2 and eve["body"] == planted
+
+
+def _tracking_comment(s: Scene, author: str, slug: str, minutes: float, at: float) -> None:
+    clock = s.gh.clock
+    s.gh.clock = lambda: at
+    try:
+        s.gh.add_comment(s.repo, 300, author, f"{incident_marker(slug)}\n{minutes_marker(minutes)}\nearlier incident")
+    finally:
+        s.gh.clock = clock
+
+
+def test_the_days_shadow_incidents_count_toward_the_daily_gpu_minutes(gh: FakeGitHub, tmp_path: Path) -> None:
+    """GPU-minutes spent today on incidents that ended on the tracking issue (shadow, notify: no pull
+    request carries them) count toward the daily cap, read from the bot's own incident comments."""
+    s = _scene(gh, tmp_path)
+    _tracking_issue(s)
+    _tracking_comment(s, BOT, "run-40", 950.0, float(NOW - 3600))  # under the cap of 960, until this search
+    out, runner = _run(s, "propose")
+    assert runner.run_urls, "the search ran"
+    assert out.action == "notify" and any("GPU-minutes today" in r for r in out.reasons), out.reasons
+    assert not out.pull
+
+
+def test_a_day_whose_gpu_budget_is_spent_searches_nothing(gh: FakeGitHub, tmp_path: Path) -> None:
+    s = _scene(gh, tmp_path)
+    _tracking_issue(s)
+    _tracking_comment(s, BOT, "run-40", 1000.0, float(NOW - 3600))
+    out, runner = _run(s, "propose")
+    assert runner.run_urls == [] and out.result is None and not out.pull
+    assert out.action == "log" and "not searched" in out.reasons[0], out.reasons
+    assert out.record["action"] == "log" and out.record["runs"] == 0
+
+
+def test_strangers_and_yesterdays_incident_minutes_do_not_count(gh: FakeGitHub, tmp_path: Path) -> None:
+    s = _scene(gh, tmp_path)
+    _tracking_issue(s)
+    _tracking_comment(s, "eve", "run-40", 99_999.0, float(NOW - 3600))  # anyone can write the marker
+    _tracking_comment(s, BOT, "run-39", 5000.0, float(NOW - 86_400 - 3600 * 13))  # the day before, UTC
+    out, _ = _run(s, "propose")
+    assert out.action == "propose" and out.pull, out.reasons
 
 
 # --------------------------------------------------------------------------- the kill switch and the opt-out

@@ -25,6 +25,7 @@ rules depend on it).
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import functools
 import json
 import threading
@@ -131,6 +132,7 @@ class CommentInfo:
     author_association: str
     url: str  # API url (for edits)
     html_url: str = ""
+    created_at: str = ""  # ISO 8601 UTC ("" when GitHub did not say)
 
 
 @dataclass(frozen=True)
@@ -356,7 +358,12 @@ def _pull_from_object(pr: Any, listed: bool = False) -> PullInfo:
 def _comment(c: Any) -> CommentInfo:
     login = c.user.login if c.user is not None else "ghost"
     kind = (c.user.type or "User") if c.user is not None else "User"
-    return CommentInfo(int(c.id), c.body or "", login, kind, c.author_association or "", c.url, c.html_url or "")
+    created = getattr(c, "created_at", None)
+    at = ""
+    if isinstance(created, _dt.datetime):  # PyGithub gives UTC; a naive one is read as UTC too
+        at = (created if created.tzinfo else created.replace(tzinfo=_dt.timezone.utc)).astimezone(
+            _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # fmt: skip
+    return CommentInfo(int(c.id), c.body or "", login, kind, c.author_association or "", c.url, c.html_url or "", at)
 
 
 def _int(value: Any) -> int:

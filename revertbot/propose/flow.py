@@ -33,11 +33,12 @@ from typing import Any, Protocol
 from revertbot import git
 from revertbot.config import Config
 from revertbot.errors import ConflictError, RevertbotError
-from revertbot.github.client import GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
+from revertbot.github.client import CommentInfo, GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
 from revertbot.github.comments import DEFAULT_BOT_LOGIN, bot_login
 from revertbot.propose import rails
 from revertbot.propose.markdown import (
     CULPRIT_MARKER,
+    INCIDENT_PREFIX,
     TRACKING_MARKER,
     IncidentView,
     culprit_pull_comment,
@@ -173,11 +174,40 @@ def _today(clock: Callable[[], float]) -> str:
     return _dt.datetime.fromtimestamp(clock(), _dt.timezone.utc).strftime("%Y-%m-%d")
 
 
-def _usage_today(labelled: Sequence[IssueInfo], today: str) -> tuple[int, float]:
-    """Revert PRs opened today and the GPU-minutes their incidents used (read from their hidden marker)."""
+def _usage_today(labelled: Sequence[IssueInfo], today: str, tracked: Sequence[CommentInfo] = (),
+                 owner: str = DEFAULT_BOT_LOGIN) -> tuple[int, float]:  # fmt: skip
+    """Revert PRs opened today, and the GPU-minutes spent today: those of the incidents behind these
+    PRs and those of the incidents that ended on the tracking issue (shadow, notify), each read from
+    its hidden marker. Only the bot's own incident comments count (anyone can write a marker)."""
     pulls = [i for i in labelled if i.is_pull and i.created_at.startswith(today)]
     minutes = sum(float(m.group(1)) for i in pulls for m in [_MINUTES.search(i.body)] if m)
+    comments = [c for c in tracked if c.author == owner and c.created_at.startswith(today)
+                and c.body.startswith(INCIDENT_PREFIX)]  # fmt: skip
+    minutes += sum(float(m.group(1)) for c in comments for m in [_MINUTES.search(c.body)] if m)
     return len(pulls), minutes
+
+
+def _spent_today(api: ProposeAPI, label: str, today: str, owner: str, say: Log) -> float:
+    """The GPU-minutes already spent today (see :func:`_usage_today`); 0 when they cannot be read
+    (the rails read them again, after the search, with the same sources)."""
+    try:
+        labelled = api.issues_with_label(label, "all")
+    except GitHubError:
+        return 0.0
+    return _usage_today(labelled, today, _tracked_today(api, labelled, say), owner)[1]
+
+
+def _tracked_today(api: ProposeAPI, labelled: Sequence[IssueInfo], say: Log) -> list[CommentInfo]:
+    """The tracking issue's comments (read only: the issue is not opened here). An error reading them
+    leaves the day's shadow minutes out of the cap, and says so."""
+    found = [i for i in labelled if not i.is_pull and i.state == "open" and i.body.startswith(TRACKING_MARKER)]
+    if not found:
+        return []
+    try:
+        return list(api.comments(min(found, key=lambda i: i.number).number))
+    except GitHubError as exc:
+        say(f"cannot read the tracking issue's comments (their GPU-minutes are not counted today): {exc}")
+        return []
 
 
 # --------------------------------------------------------------------------- writes
@@ -291,6 +321,14 @@ def propose_on_github(
     first_red = git.resolve_commit(root, str(incident.first_red))
     commits = git.first_parent_range(root, last_green, first_red)
     tests = _failing_tests(incident)
+    # The day's GPU budget is read before any GPU run: a day already spent searches nothing more.
+    spent = _spent_today(api, p.labels.proposed, _today(clock), owner, say)
+    if spent >= p.limits.gpu_minutes_per_day:
+        out.action = "log"
+        out.reasons = (f"{spent:.0f} GPU-minutes spent today (cap {p.limits.gpu_minutes_per_day:g}): not searched",)
+        say(out.reasons[0])
+        out.record = _record(out, incident, view, started, clock, config)
+        return out
     runner = runner_factory(incident)
     search_cfg = SearchConfig(runners=p.runners, max_runs=p.max_runs, confidence=p.confidence,
                               max_minutes=p.limits.gpu_minutes_per_incident)  # fmt: skip
@@ -329,7 +367,7 @@ def propose_on_github(
         labelled = api.issues_with_label(p.labels.proposed, "all")
     except GitHubError as exc:
         say(f"cannot list the issues labelled {p.labels.proposed!r}: {exc}")
-    proposals_today, minutes_today = _usage_today(labelled, _today(clock))
+    proposals_today, minutes_today = _usage_today(labelled, _today(clock), _tracked_today(api, labelled, say), owner)
     switch, switch_by = kill_switch(api, p.labels.kill_switch)
     still_red = head_green(incident)
     state = rails.State(kill_switch=switch, kill_switch_by=switch_by, proposals_today=proposals_today,

@@ -18,6 +18,7 @@ from revertbot.report.gpu_sentence import hardware_text
 
 __all__ = [
     "CULPRIT_MARKER",
+    "INCIDENT_PREFIX",
     "PULL_MARKER",
     "TRACKING_MARKER",
     "IncidentView",
@@ -196,10 +197,14 @@ TRACKING_MARKER = "<!-- revertbot:propose-tracking -->"
 CULPRIT_MARKER = "<!-- revertbot:propose-culprit -->"
 
 
+#: How every incident comment on the tracking issue starts (then the slug, see :func:`incident_marker`).
+INCIDENT_PREFIX = "<!-- revertbot:incident "
+
+
 def incident_marker(slug: str) -> str:
     """The hidden marker of one incident's comment on the tracking issue (``slug`` is made of
     [A-Za-z0-9._-] by the caller; anything else is dropped here)."""
-    return f"<!-- revertbot:incident {''.join(c for c in slug if c.isalnum() or c in '._-')[:120]} -->"
+    return f"{INCIDENT_PREFIX}{''.join(c for c in slug if c.isalnum() or c in '._-')[:120]} -->"
 
 
 def minutes_marker(minutes: float) -> str:
