@@ -612,3 +612,18 @@ def test_a_release_branch_the_check_could_not_settle_is_stored_and_shown_as_not_
     row = html[html.index("release/0.6") :].split("</tr>", 1)[0]
     assert "not checked" in row and "revert needed" not in row and "promisor remote" in row
     assert "revert needed" in html[html.index("release/0.5") :].split("</tr>", 1)[0]
+
+
+def test_a_record_dated_ahead_of_now_is_not_pushed(tmp_path: Path, demo_report: dict[str, object]) -> None:
+    # The newest record of a run wins on rebuild: one dated in the future would win over every later
+    # run's record for ever, so history push refuses it (an hour of clock difference is allowed).
+    d = tmp_path / "records"
+    d.mkdir()
+    future = _record(demo_report, 108, "c" * 40, "5", at="2999-01-01T00:00:00Z")
+    now = _record(demo_report, 108, "c" * 40, "6", at=history.now_iso())
+    (d / "future.json").write_text(future.dumps(), encoding="utf-8")
+    (d / "now.json").write_text(now.dumps(), encoding="utf-8")
+    chosen = history.select_record_files(d, None)
+    assert [name for name, _ in chosen.accepted] == ["now.json"]
+    [(name, why)] = chosen.invalid
+    assert name == "future.json" and why.startswith("recorded_at: ") and "later than now" in why

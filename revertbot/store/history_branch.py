@@ -98,6 +98,9 @@ class AnyRecord(Protocol):
     @property
     def repo(self) -> str: ...
 
+    @property
+    def recorded_at(self) -> str: ...
+
     def path(self) -> str: ...
 
     def dumps(self) -> str: ...
@@ -594,6 +597,8 @@ def select_record_files(directory: str | os.PathLike[str], digests: Sequence[str
     root = Path(directory)
     wanted = None if digests is None else set(digests)
     accepted: list[tuple[str, AnyRecord]] = []
+    # A record is written by the job that pushes it: an hour of clock difference between runners at most.
+    latest = (_dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     refused: list[tuple[str, str]] = []
     invalid: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -625,6 +630,9 @@ def select_record_files(directory: str | os.PathLike[str], digests: Sequence[str
             continue
         if repo is not None and rec.repo.lower() != normalise_repo(repo).lower():
             invalid.append((name, f"repo: names {shown(rec.repo)}, not this repository {shown(repo)}"))
+            continue
+        if rec.recorded_at > latest:  # the newest record of a run wins: one dated ahead would win for ever
+            invalid.append((name, f"recorded_at: {shown(rec.recorded_at[:40])} is later than now ({now_iso()})"))
             continue
         accepted.append((name, rec))
     missing = tuple(d for d in (digests or ()) if d not in seen)
