@@ -23,9 +23,15 @@ from revertbot.dashboard.incidents import incident_stats
 from revertbot.install.config_file import render_config
 from revertbot.install.propose_setup import _with_propose, propose_setup, render_propose
 from revertbot.propose import rails
-from revertbot.propose.flow import _MINUTES, _view, revert_branch
+from revertbot.propose.flow import _view, revert_branch
 from revertbot.propose.head_check import head_green_again
-from revertbot.propose.markdown import CULPRIT_MARKER, TRACKING_MARKER, incident_marker, minutes_marker
+from revertbot.propose.markdown import (
+    CULPRIT_MARKER,
+    MINUTES_RE,
+    TRACKING_MARKER,
+    incident_marker,
+    minutes_marker,
+)
 from revertbot.propose.triage import TestFailure
 from revertbot.store import queries
 from revertbot.store.history_branch import RecordInvalid
@@ -409,7 +415,7 @@ def test_what_the_red_run_wrote_is_escaped_in_every_post(gh: FakeGitHub, tmp_pat
         assert prose.count("</details>") == prose.count("<details>")  # the bot's own folds only
         assert "@everyone" not in prose and "](https://evil" not in prose and "javascript:" not in text
     # The daily cap reads the first marker: the bot's own, above anything the run wrote.
-    assert [m.group(1) for m in _MINUTES.finditer(body)][:1] == [f"{out.result.minutes:.1f}"] if out.result else False
+    assert [m.group(1) for m in MINUTES_RE.finditer(body)][:1] == [f"{out.result.minutes:.1f}"] if out.result else False
 
 
 # --------------------------------------------------------------------------- the wrong-culprit label

@@ -25,7 +25,6 @@ rules depend on it).
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import functools
 import json
 import threading
@@ -358,11 +357,7 @@ def _pull_from_object(pr: Any, listed: bool = False) -> PullInfo:
 def _comment(c: Any) -> CommentInfo:
     login = c.user.login if c.user is not None else "ghost"
     kind = (c.user.type or "User") if c.user is not None else "User"
-    created = getattr(c, "created_at", None)
-    at = ""
-    if isinstance(created, _dt.datetime):  # PyGithub gives UTC; a naive one is read as UTC too
-        at = (created if created.tzinfo else created.replace(tzinfo=_dt.timezone.utc)).astimezone(
-            _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # fmt: skip
+    at = _iso(getattr(c, "created_at", None))  # PyGithub gives UTC, as for issues and label events
     return CommentInfo(int(c.id), c.body or "", login, kind, c.author_association or "", c.url, c.html_url or "", at)
 
 

@@ -39,6 +39,7 @@ from revertbot.propose import rails
 from revertbot.propose.markdown import (
     CULPRIT_MARKER,
     INCIDENT_PREFIX,
+    MINUTES_RE,
     TRACKING_MARKER,
     IncidentView,
     culprit_pull_comment,
@@ -58,7 +59,6 @@ __all__ = ["ProposeAPI", "ProposeOutcome", "propose_on_github", "revert_branch"]
 Log = Callable[[str], None]
 _WRITERS = ("admin", "maintain", "write")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
-_MINUTES = re.compile(r"<!-- revertbot:gpu-minutes (\d{1,7}(?:\.\d)?) -->")
 
 
 class ProposeAPI(GitHubAPI, Protocol):
@@ -179,12 +179,10 @@ def _usage_today(labelled: Sequence[IssueInfo], today: str, tracked: Sequence[Co
     """Revert PRs opened today, and the GPU-minutes spent today: those of the incidents behind these
     PRs and those of the incidents that ended on the tracking issue (shadow, notify), each read from
     its hidden marker. Only the bot's own incident comments count (anyone can write a marker)."""
-    pulls = [i for i in labelled if i.is_pull and i.created_at.startswith(today)]
-    minutes = sum(float(m.group(1)) for i in pulls for m in [_MINUTES.search(i.body)] if m)
-    comments = [c for c in tracked if c.author == owner and c.created_at.startswith(today)
+    pulls = [i.body for i in labelled if i.is_pull and i.created_at.startswith(today)]
+    comments = [c.body for c in tracked if c.author == owner and c.created_at.startswith(today)
                 and c.body.startswith(INCIDENT_PREFIX)]  # fmt: skip
-    minutes += sum(float(m.group(1)) for c in comments for m in [_MINUTES.search(c.body)] if m)
-    return len(pulls), minutes
+    return len(pulls), sum(float(m.group(1)) for body in pulls + comments if (m := MINUTES_RE.search(body)))
 
 
 def _spent_today(api: ProposeAPI, label: str, today: str, owner: str, say: Log) -> float:
@@ -200,11 +198,11 @@ def _spent_today(api: ProposeAPI, label: str, today: str, owner: str, say: Log) 
 def _tracked_today(api: ProposeAPI, labelled: Sequence[IssueInfo], say: Log) -> list[CommentInfo]:
     """The tracking issue's comments (read only: the issue is not opened here). An error reading them
     leaves the day's shadow minutes out of the cap, and says so."""
-    found = [i for i in labelled if not i.is_pull and i.state == "open" and i.body.startswith(TRACKING_MARKER)]
-    if not found:
+    issue = _open_tracking_issue(labelled)
+    if issue is None:
         return []
     try:
-        return list(api.comments(min(found, key=lambda i: i.number).number))
+        return list(api.comments(issue.number))
     except GitHubError as exc:
         say(f"cannot read the tracking issue's comments (their GPU-minutes are not counted today): {exc}")
         return []
@@ -213,12 +211,18 @@ def _tracked_today(api: ProposeAPI, labelled: Sequence[IssueInfo], say: Log) -> 
 # --------------------------------------------------------------------------- writes
 
 
+def _open_tracking_issue(labelled: Sequence[IssueInfo]) -> IssueInfo | None:
+    """The open tracking issue among the labelled ones (the oldest, by its marker), if any."""
+    found = [i for i in labelled if not i.is_pull and i.state == "open" and i.body.startswith(TRACKING_MARKER)]
+    return min(found, key=lambda i: i.number) if found else None
+
+
 def _tracking_issue(api: ProposeAPI, config: Config, labelled: Sequence[IssueInfo], dry_run: bool, log: Log
                     ) -> IssueInfo | None:  # fmt: skip
     p = config.propose
-    found = [i for i in labelled if not i.is_pull and i.state == "open" and i.body.startswith(TRACKING_MARKER)]
-    if found:
-        return min(found, key=lambda i: i.number)
+    found = _open_tracking_issue(labelled)
+    if found is not None:
+        return found
     if dry_run:
         log(f"dry run: would open the tracking issue {p.tracking_issue_title!r}")
         return None

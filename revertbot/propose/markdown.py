@@ -6,6 +6,7 @@ escaped like every commit message in a report.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from revertbot.report.gpu_sentence import hardware_text
 __all__ = [
     "CULPRIT_MARKER",
     "INCIDENT_PREFIX",
+    "MINUTES_RE",
     "PULL_MARKER",
     "TRACKING_MARKER",
     "IncidentView",
@@ -210,6 +212,10 @@ def incident_marker(slug: str) -> str:
 def minutes_marker(minutes: float) -> str:
     """The GPU-minutes an incident used, hidden in what it posted (the daily cap reads them back)."""
     return f"<!-- revertbot:gpu-minutes {minutes:.1f} -->"
+
+
+#: What :func:`minutes_marker` writes, read back (group 1: the minutes).
+MINUTES_RE = re.compile(r"<!-- revertbot:gpu-minutes (\d{1,7}(?:\.\d)?) -->")
 
 
 @dataclass(frozen=True)

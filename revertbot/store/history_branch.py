@@ -162,20 +162,31 @@ class Record:
         return record_problems(self)
 
 
+def check_repo_part(what: str, repo: object) -> None:
+    """Refuse a repository name that could not name a folder safely (it becomes part of a path), or
+    names one git would leave out of a tree without failing (``.git``, ``.``, ``..``). ``what``
+    opens the message (``history record``, ``incident record``)."""
+    if not isinstance(repo, str) or not _REPO.match(repo):
+        raise UsageError(f"{what}: repo: must be owner/name, got {shown(str(repo)[:210])}")
+    if any(_GIT_REFUSES.match(part) for part in repo.split("/")):
+        raise UsageError(f"{what}: repo: {shown(repo)} has a part git does not allow in a path")
+
+
+def check_run_parts(what: str, run_id: object, run_attempt: object, job: object) -> None:
+    """Refuse a run id, attempt or job name that is not a plain token (they make a file name)."""
+    for key, value in (("run_id", run_id), ("run_attempt", run_attempt), ("job", job)):
+        if not isinstance(value, str) or not _TOKEN_PART.match(value):
+            raise UsageError(f"{what}: {key}: {shown(str(value)[:80])} is not a plain token")
+
+
 def validate(rec: Record) -> Record:
-    """Refuse a record whose identity could not name a file safely (it becomes a path), or names
-    one git would leave out of a tree without failing (``.git``, ``.``, ``..``)."""
-    if not isinstance(rec.repo, str) or not _REPO.match(rec.repo):
-        raise UsageError(f"history record: repo: must be owner/name, got {shown(str(rec.repo)[:210])}")
-    if any(_GIT_REFUSES.match(part) for part in rec.repo.split("/")):
-        raise UsageError(f"history record: repo: {shown(rec.repo)} has a part git does not allow in a path")
+    """Refuse a record whose identity could not name a file safely (it becomes a path)."""
+    check_repo_part("history record", rec.repo)
     if not isinstance(rec.pr, int) or isinstance(rec.pr, bool) or not 0 < rec.pr <= MAX_PR:
         raise UsageError(f"history record: pr: must be a PR number (1..{MAX_PR}), got {shown(str(rec.pr)[:40])}")
     if not isinstance(rec.head_sha, str) or not _SHA.match(rec.head_sha):
         raise UsageError(f"history record: head_sha: must be a full commit id, got {shown(str(rec.head_sha)[:80])}")
-    for key, value in (("run_id", rec.run_id), ("run_attempt", rec.run_attempt), ("job", rec.job)):
-        if not isinstance(value, str) or not _TOKEN_PART.match(value):
-            raise UsageError(f"history record: {key}: {shown(str(value)[:80])} is not a plain token")
+    check_run_parts("history record", rec.run_id, rec.run_attempt, rec.job)
     return rec
 
 

@@ -28,9 +28,6 @@ from typing import Any
 
 from revertbot.errors import UsageError
 from revertbot.store.history_branch import (
-    _GIT_REFUSES,
-    _REPO,
-    _TOKEN_PART,
     MAX_COUNT,
     MAX_PR,
     AnyRecord,
@@ -46,6 +43,8 @@ from revertbot.store.history_branch import (
     _cat_blobs,
     _kind,
     _unencodable,
+    check_repo_part,
+    check_run_parts,
     list_record_files,
     load_json,
     normalise_repo,
@@ -173,16 +172,11 @@ class IncidentRecord:
 
 def validate_incident(rec: IncidentRecord) -> IncidentRecord:
     """Refuse an incident whose identity could not name a file safely (it becomes a path)."""
-    if not isinstance(rec.repo, str) or not _REPO.match(rec.repo):
-        raise UsageError(f"incident record: repo: must be owner/name, got {shown(str(rec.repo)[:210])}")
-    if any(_GIT_REFUSES.match(part) for part in rec.repo.split("/")):
-        raise UsageError(f"incident record: repo: {shown(rec.repo)} has a part git does not allow in a path")
+    check_repo_part("incident record", rec.repo)
     if not isinstance(rec.incident, Mapping) or not _RUN.match(str(rec.incident.get("run_id", ""))):
         got = rec.incident.get("run_id", "") if isinstance(rec.incident, Mapping) else rec.incident
         raise UsageError(f"incident record: incident.run_id: must be the red run's id, got {shown(str(got)[:80])}")
-    for key, value in (("run_id", rec.run_id), ("run_attempt", rec.run_attempt), ("job", rec.job)):
-        if not isinstance(value, str) or not _TOKEN_PART.match(value):
-            raise UsageError(f"incident record: {key}: {shown(str(value)[:80])} is not a plain token")
+    check_run_parts("incident record", rec.run_id, rec.run_attempt, rec.job)
     return rec
 
 
