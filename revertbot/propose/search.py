@@ -30,8 +30,9 @@ The steps, each recorded in the trace:
    while one adds at least half a bit, so a round may run fewer than k), with a prior per commit
    from how close its files are to what the test imports (``SearchRange.weights``);
 4. *verify* once a commit's posterior reaches ``search_confidence``, on fresh runs: the suspect
-   fails x/x and its parent passes y/y, x from a pessimistic flake rate and y from the failure
-   rate after the suspect, so that chance explains neither with probability above
+   fails x/x and its parent passes y/y, x from a pessimistic flake rate and y from the lowest
+   failure rate the runs from the suspect on leave plausible (a lower confidence bound, never
+   below the model's lowest rate), so that chance explains neither with probability above
    ``1 - confidence`` (for a flaky test a binomial tail replaces "all"); only then is it
    ``proven``. The fresh runs come one round (``runners``) at a time and stop as soon as the proof
    holds or can no longer hold; each look is held to :func:`sequential_level`, so that looking
@@ -215,6 +216,17 @@ class Verification:
     @property
     def proven(self) -> bool:
         return self.suspect_broken and self.parent_healthy
+
+
+def fail_rate_floor(fails: int, passes: int, lowest: float, alpha: float) -> float:
+    """A one-sided lower confidence bound (Clopper-Pearson) on a failure rate, at least ``lowest``:
+    the largest rate on a grid of 0.01 that ``fails`` failures in ``fails + passes`` runs still rule
+    out at level ``alpha`` (so at or below the exact bound)."""
+    runs = fails + passes
+    q = lowest
+    while q < 0.99 and runs and binomial_tail(runs, fails, q + 0.01) < alpha:
+        q += 0.01
+    return round(q, 2) if q > lowest else lowest
 
 
 def binomial_tail(runs: int, at_least: int, rate: float) -> float:
@@ -739,9 +751,12 @@ class _OneSearch:
         def current() -> Verification:
             ev = self.ev
             flake = self.model.quantile_f(sum(ev.fails[:suspect]), sum(ev.passes[:suspect]), cfg.proof_flake_quantile)
-            # A parent that is broken passes with 1 - q; rounded up, so that the proof is no easier.
-            q_mean = self.model.mean_q(sum(ev.fails[suspect:]), sum(ev.passes[suspect:]))
-            null_pass = min(1.0, math.ceil((1 - q_mean) * 200) / 200)
+            # A parent that is broken passes with 1 - q. The q assumed is the lowest the runs from
+            # the suspect on leave plausible, never below the model's lowest: a posterior mean
+            # leans on the prior (most culprits fail every time) and let a parent that fails 60-70 %
+            # of the time pass as healthy after two lucky runs. Rounded up: the proof is no easier.
+            q_low = fail_rate_floor(sum(ev.fails[suspect:]), sum(ev.passes[suspect:]), cfg.fail_rates[0], alpha)
+            null_pass = min(1.0, math.ceil((1 - q_low) * 200) / 200)
             if not caps:
                 caps.extend(_verify_cap(runs_for_confidence(r, cfg.confidence)) for r in (flake, null_pass))
             s_level = sequential_level(flake, caps[0], alpha)

@@ -198,7 +198,9 @@ def _verify(runner: SimRunner, incident: Incident, j: int) -> bool:
     a, b = SearchConfig().flake_prior
     hist_f = max((a + t.history_fails) / (a + b + t.history_fails + t.history_passes) for t in incident.tests)
     need_fail = max(2, runs_for_confidence(hist_f, 0.99))
-    need_pass = 2
+    # The parent as the search proves it: passes that a culprit failing at the model's lowest
+    # failure rate would give by chance at most 1 % of the time.
+    need_pass = runs_for_confidence(1 - SearchConfig().fail_rates[0], 0.99)
     if j < 1:
         return False
     fails = sum(runner.job_signal(j) is Outcome.FAIL for _ in range(need_fail))
