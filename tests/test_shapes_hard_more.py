@@ -143,3 +143,24 @@ def test_uses_by_string_and_through_torch_ops_are_dependents(repo: GitRepo) -> N
     assert all('the string literal "fused_rope"' in d.evidence for d in report.dependents if "getattr" in d.text)
     assert report.risk.action not in ("merge", "merge_after_gpu")
     assert "dependents" in report.risk.open_items
+
+
+OPS_TWO = "def keep(x):\n    return x\n"
+OPS_TWO1 = OPS_TWO + "\n\ndef fused_rope(x):\n    return x\n\n\ndef fused_gelu(x):\n    return x\n"
+
+
+def test_a_name_looked_up_by_string_that_another_file_defines_is_no_use(repo: GitRepo) -> None:
+    # Both names are looked up by string; one is still defined elsewhere (an assignment on a line
+    # that also spells the other name), so only the other is a possible use.
+    repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": OPS_TWO})
+    original = repo.commit("Add two ops (#20)", {"pkg/ops.py": OPS_TWO1})
+    repo.commit("Use them", {
+        "pkg/user.py": 'from pkg import ops\n\n\ndef pick():\n    a = getattr(ops, "fused_rope")\n'
+                       '    return a, getattr(ops, "fused_gelu")\n',
+        "pkg/alias.py": "fused_gelu = lambda x: x  # not fused_rope\n",
+    })
+    repo.git("checkout", "-q", "-b", "undo")
+    revert = repo.commit(f'Revert "Add two ops" (#21)\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS_TWO})
+    report = check_revert(repo.path, revert, base_ref="main")
+    got = sorted((d.file, d.line, d.tier, d.symbol) for d in report.dependents)
+    assert got == [("pkg/user.py", 5, "possible", "fused_rope")]

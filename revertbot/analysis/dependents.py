@@ -85,7 +85,7 @@ from revertbot.analysis.dependents_model import (
 )
 from revertbot.analysis.dependents_search import Search
 from revertbot.analysis.dependents_targets import index_changes
-from revertbot.analysis.dependents_words import may_define
+from revertbot.analysis.dependents_words import may_define, names_pattern
 from revertbot.analysis.symbols import CALLABLE_KINDS, SymbolChange, bare_name
 from revertbot.errors import GitError
 from revertbot.verdict.purity import unquote_path
@@ -232,10 +232,15 @@ _TORCH_OPS_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\b")
 
 
 def python_op_registrations(text: str) -> set[tuple[str, str]]:
-    """``(namespace, name)`` of every op a Python file registers (see the patterns above)."""
-    found = {(ns, name) for ns, name in _OP_QUALIFIED_RE.findall(text)}
-    libraries = {var: ns for var, ns in _OP_LIBRARY_RE.findall(text)}
-    found |= {(libraries[var], name) for var, name in _OP_LIB_DEFINE_RE.findall(text) if var in libraries}
+    """``(namespace, name)`` of every op a Python file registers (see the patterns above). Each
+    pattern runs only on a text holding the literal it needs (one that starts at every word is slow
+    on a large file, and most files register nothing)."""
+    found: set[tuple[str, str]] = set()
+    if "op(" in text or "define(" in text:
+        found = {(ns, name) for ns, name in _OP_QUALIFIED_RE.findall(text)}
+    if "Library(" in text and ".define(" in text:
+        libraries = {var: ns for var, ns in _OP_LIBRARY_RE.findall(text)}
+        found |= {(libraries[var], name) for var, name in _OP_LIB_DEFINE_RE.findall(text) if var in libraries}
     return found
 
 
@@ -287,11 +292,15 @@ def _string_lookups(
     defined: set[str] = set()
     hits: list[tuple[str, int, str]] = []
     grep = git.grep_fixed(repo, tree, [*names, *(name for _, name in ops)], ["*.py"])
+    # A line can define only a name it spells as a whole word: one pass finds those, instead of a
+    # pattern per name per line (hundreds of names over thousands of lines).
+    spelled = names_pattern(names)
     for lines, (path, lineno, text) in enumerate(grep, 1):
         if lines > MAX_STRING_LINES:
             notes.append(f"dependents: lookups by string read the first {MAX_STRING_LINES} lines only")
             break
-        defined.update(n for n in names if may_define(n, text))
+        if spelled is not None:
+            defined.update(n for n in set(spelled.findall(text)) - defined if may_define(n, text))
         hits.append((path, lineno, text))
     found: dict[tuple[str, int, str], Dependent] = {}
     for path, lineno, text in hits:
