@@ -455,3 +455,24 @@ def test_wrong_culprit_labels_that_cannot_be_read_notify(gh: FakeGitHub, tmp_pat
     gh.inject("status", method="GET", path=rf"/repos/{SLUG}/pulls/7$", times=20, status=502)
     out, _ = _run(s, "propose")
     assert out.action == "notify" and any("wrong-culprit labels could not be read" in r for r in out.reasons)
+
+
+def test_a_tracking_issue_whose_comments_cannot_be_read_searches_nothing(gh: FakeGitHub, tmp_path: Path) -> None:
+    """The day's GPU-minutes live in the bot's comments on the tracking issue: when GitHub cannot
+    list them the cap is unknown, and an unknown cap counts as reached (it used to count as 0)."""
+    s = _scene(gh, tmp_path)
+    _tracking_issue(s)
+    _tracking_comment(s, BOT, "run-40", 1000.0, float(NOW - 3600))
+    gh.inject("status", method="GET", path=r"/issues/300/comments$", times=20, status=502)
+    out, runner = _run(s, "propose")
+    assert runner.run_urls == [] and out.result is None and not out.pull
+    assert out.action == "log" and "could not be read" in out.reasons[0], out.reasons
+
+
+def test_a_day_whose_usage_cannot_be_read_notifies_instead_of_opening() -> None:
+    decision = rails.decide("propose", rails.Culprit("a" * 40, 1.0),
+                            rails.State(kill_switch=False, proven=True, usage_unknown="the issues could not be listed"))
+    assert decision.action == "notify" and not decision.opens_pull
+    assert any("daily caps count as reached" in r for r in decision.reasons), decision.reasons
+    assert rails.decide("propose", rails.Culprit("a" * 40, 1.0),
+                        rails.State(kill_switch=False, proven=True)).action == "propose"

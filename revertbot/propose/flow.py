@@ -185,27 +185,28 @@ def _usage_today(labelled: Sequence[IssueInfo], today: str, tracked: Sequence[Co
     return len(pulls), sum(float(m.group(1)) for body in pulls + comments if (m := MINUTES_RE.search(body)))
 
 
-def _spent_today(api: ProposeAPI, label: str, today: str, owner: str, say: Log) -> float:
-    """The GPU-minutes already spent today (see :func:`_usage_today`); 0 when they cannot be read
-    (the rails read them again, after the search, with the same sources)."""
+def _read_usage(api: ProposeAPI, label: str, today: str, owner: str, say: Log
+                ) -> tuple[list[IssueInfo], int, float, str]:  # fmt: skip
+    """The issues and PRs labelled ``label``, then the revert PRs opened today and the GPU-minutes
+    spent today (see :func:`_usage_today`), and why they could not all be read ("" when they were).
+    A cap that cannot be read counts as reached: an API error must not open more PRs or spend more
+    GPU time than the day allows."""
     try:
-        labelled = api.issues_with_label(label, "all")
-    except GitHubError:
-        return 0.0
-    return _usage_today(labelled, today, _tracked_today(api, labelled, say), owner)[1]
-
-
-def _tracked_today(api: ProposeAPI, labelled: Sequence[IssueInfo], say: Log) -> list[CommentInfo]:
-    """The tracking issue's comments (read only: the issue is not opened here). An error reading them
-    leaves the day's shadow minutes out of the cap, and says so."""
-    issue = _open_tracking_issue(labelled)
-    if issue is None:
-        return []
-    try:
-        return list(api.comments(issue.number))
+        labelled = list(api.issues_with_label(label, "all"))
     except GitHubError as exc:
-        say(f"cannot read the tracking issue's comments (their GPU-minutes are not counted today): {exc}")
-        return []
+        say(f"cannot list the issues labelled {label!r}: {exc}")
+        return [], 0, 0.0, f"the issues labelled {label!r} could not be listed"
+    issue = _open_tracking_issue(labelled)
+    tracked: list[CommentInfo] = []
+    if issue is not None:
+        try:
+            tracked = list(api.comments(issue.number))
+        except GitHubError as exc:
+            say(f"cannot read the tracking issue's comments: {exc}")
+            proposals, minutes = _usage_today(labelled, today, (), owner)
+            return labelled, proposals, minutes, f"the comments of the tracking issue #{issue.number} could not be read"
+    proposals, minutes = _usage_today(labelled, today, tracked, owner)
+    return labelled, proposals, minutes, ""
 
 
 # --------------------------------------------------------------------------- writes
@@ -326,10 +327,12 @@ def propose_on_github(
     commits = git.first_parent_range(root, last_green, first_red)
     tests = _failing_tests(incident)
     # The day's GPU budget is read before any GPU run: a day already spent searches nothing more.
-    spent = _spent_today(api, p.labels.proposed, _today(clock), owner, say)
-    if spent >= p.limits.gpu_minutes_per_day:
+    _, _, spent, unknown = _read_usage(api, p.labels.proposed, _today(clock), owner, say)
+    if unknown or spent >= p.limits.gpu_minutes_per_day:
         out.action = "log"
-        out.reasons = (f"{spent:.0f} GPU-minutes spent today (cap {p.limits.gpu_minutes_per_day:g}): not searched",)
+        cap = p.limits.gpu_minutes_per_day
+        out.reasons = (f"today's GPU-minutes could not be read ({unknown}): not searched" if unknown
+                       else f"{spent:.0f} GPU-minutes spent today (cap {cap:g}): not searched",)  # fmt: skip
         say(out.reasons[0])
         out.record = _record(out, incident, view, started, clock, config)
         return out
@@ -366,18 +369,14 @@ def propose_on_github(
     urls = list(run_urls(runner)) if run_urls else _probe_urls(runner)
 
     # The facts, then the rails.
-    labelled: list[IssueInfo] = []
-    try:
-        labelled = api.issues_with_label(p.labels.proposed, "all")
-    except GitHubError as exc:
-        say(f"cannot list the issues labelled {p.labels.proposed!r}: {exc}")
-    proposals_today, minutes_today = _usage_today(labelled, _today(clock), _tracked_today(api, labelled, say), owner)
+    labelled, proposals_today, minutes_today, usage_unknown = _read_usage(api, p.labels.proposed, _today(clock),
+                                                                          owner, say)  # fmt: skip
     switch, switch_by = kill_switch(api, p.labels.kill_switch)
     still_red = head_green(incident)
     state = rails.State(kill_switch=switch, kill_switch_by=switch_by, proposals_today=proposals_today,
                         gpu_minutes_today=minutes_today + minutes, gpu_minutes_incident=minutes,
                         head_still_fails=None if still_red is None else not still_red,
-                        proven=proposal.proven)  # fmt: skip
+                        proven=proposal.proven, usage_unknown=usage_unknown)  # fmt: skip
     culprit_pulls: list[PullInfo] = []
     analysis, revert_sha = "", ""
     culprit: rails.Culprit | None = None

@@ -86,6 +86,9 @@ class State:
     gpu_minutes_incident: float = 0.0
     head_still_fails: bool | None = True  # None: not re-checked
     proven: bool = False  # suspect x/x fail, parent x/x pass, head + revert x/x pass
+    #: Why the day's proposals or GPU-minutes could not be read ("" when they were): the caps then
+    #: count as reached.
+    usage_unknown: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ def decide(mode: Mode, culprit: Culprit, state: State, limits: Limits = Limits()
         notify.append(f"later commits use what it added ({shown})")
     if not state.proven:
         notify.append("the proof is incomplete (suspect, parent and head + revert must each give x/x)")
+    if state.usage_unknown:
+        notify.append(f"today's proposals and GPU-minutes could not be read ({state.usage_unknown}): "
+                      "the daily caps count as reached")  # fmt: skip
     if state.proposals_today >= limits.proposals_per_day:
         notify.append(f"{state.proposals_today} proposals today (cap {limits.proposals_per_day})")
     if state.gpu_minutes_incident > limits.gpu_minutes_per_incident:
