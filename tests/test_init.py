@@ -164,6 +164,18 @@ def test_force_overwrites(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> 
     assert f"replaced {CONFIG_PATH}" in out
     assert (root / WORKFLOW_PATH).read_text(encoding="utf-8") == render_workflow(template_text("revertbot.yml"), PIN)
     assert "[self-hosted, linux, h100]" in (root / CONFIG_PATH).read_text(encoding="utf-8")
+    # What was there is kept beside it, never lost; a file the new text equals is not kept twice.
+    assert (root / f"{CONFIG_PATH}.orig").read_text(encoding="utf-8") == "language: zh\n"
+    assert (root / f"{WORKFLOW_PATH}.orig").read_text(encoding="utf-8") == "name: old\n"
+    assert f"replaced {CONFIG_PATH} (its previous text is kept in {CONFIG_PATH}.orig)" in out
+    (root / CONFIG_PATH).write_text("language: en\n", encoding="utf-8")
+    code, out, err = init(capsys, "--repo", str(root), "--force", "--runner-labels", "self-hosted,linux,h100",
+                          "--source", SOURCE)
+    assert code == 0, err
+    assert (root / f"{CONFIG_PATH}.orig").read_text(encoding="utf-8") == "language: zh\n"
+    assert (root / f"{CONFIG_PATH}.orig.2").read_text(encoding="utf-8") == "language: en\n"
+    assert not (root / f"{WORKFLOW_PATH}.orig.2").exists()  # unchanged since the last init
+    assert f"replaced {WORKFLOW_PATH}\n" in out
 
 
 def test_force_replaces_a_symlink_not_its_target(repo: GitRepo, tmp_path: Path,

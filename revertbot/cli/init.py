@@ -100,7 +100,8 @@ def _pin(source: str | None, wheel: str | None, sha256: str | None, install_spec
 @click.option("--install-spec", default=None, metavar="SPEC",
               help="The pinned spec itself: 'revertbot @ git+https://...@<full commit>' or "
                    "'revertbot @ https://.../revertbot-....whl#sha256=<hex>'.")  # fmt: skip
-@click.option("--force", is_flag=True, help="Overwrite files that already exist.")
+@click.option("--force", is_flag=True,
+              help="Overwrite files that already exist; each one whose text changes is kept beside it as NAME.orig.")
 @click.option("--pages", default=None, metavar="deploy|artifact|path:DIR",
               help="How the dashboard is published. Default: deploy to GitHub Pages, unless the repository "
                    "already publishes a Pages site (then init stops and asks): 'artifact' keeps it as a workflow "
@@ -129,6 +130,8 @@ def init_command(repo: str, runner_labels: str | None, watch: tuple[str, ...], s
     sha256 (--wheel, --sha256); by default the one this revertbot was installed from. Never by name.
 
     Nothing is overwritten without --force: if any of the files exists, none is written (exit 2).
+    With --force, each file whose text changes is first kept beside it as NAME.orig (.orig.2, ...
+    when taken): your own .revertbot.yml settings are never lost; merge them back by hand.
     The repository (at HEAD) is inspected with revertbot's GPU-critical rules: the critical paths
     found are added to critical_paths, and a GPU suite (the test directories that use CUDA, or
     what the GPU CI jobs run) becomes the gpu.suites example; init prints what it found and why.
@@ -145,9 +148,12 @@ def init_command(repo: str, runner_labels: str | None, watch: tuple[str, ...], s
     spec, origin = _pin(source, wheel, sha256, install_spec)
     result = init_repository(repo, runner_labels=labels, install_spec=spec, force=force, pages=pages, watch=watch)
     click.echo(f"pinned: {result.install_spec} ({origin or result.install_origin})")
+    kept = dict(result.kept)
     for f in result.files:
-        verb = "replaced" if f.path in result.replaced else "wrote"
-        click.echo(f"{verb} {f.path}")
+        if f.path in kept:
+            click.echo(f"replaced {f.path} (its previous text is kept in {kept[f.path]})")
+        else:
+            click.echo(f"{'replaced' if f.path in result.replaced else 'wrote'} {f.path}")
     click.echo("")
     if result.proposal is not None:
         click.echo(describe(result.proposal))

@@ -91,6 +91,8 @@ class InitResult:
     install_origin: str = "given"  # where the pin came from
     proposal: RepositoryProposal | None = None  # what the repository showed (critical paths, a GPU suite)
     propose: ProposeSetup = NO_SETUP  # the watched workflows and the probes' runner labels
+    #: (path, where its previous text was kept) for each replaced file whose text differed.
+    kept: tuple[tuple[str, str], ...] = ()
 
 
 def plan_files(install_spec: str, runner_labels: Sequence[str], pages: str = "deploy", pages_path: str = "",
@@ -198,12 +200,45 @@ def init_repository(repo: str | Path, *, runner_labels: Sequence[str] | None = N
         listing = "\n".join(f"  {p}" for p in existing)
         raise UsageError(f"refusing to overwrite existing file(s); nothing was written:\n{listing}",
                          hint="pass --force to replace them")  # fmt: skip
+    kept = _keep_previous(root, [(f, p) for f, p in targets if f.path in existing])
     _write_all(targets)
     for f, p in targets:
         if p.read_text(encoding="utf-8") != f.text:
             raise RevertbotError(f"{f.path} does not read back as written")
     return InitResult(root, files, tuple(existing), spec, labels, f"path:{sub}" if sub else mode, evidence, origin,
-                      proposal, setup)  # fmt: skip
+                      proposal, setup, kept)  # fmt: skip
+
+
+def _keep_previous(root: Path, replaced: Sequence[tuple[PlannedFile, Path]]) -> tuple[tuple[str, str], ...]:
+    """Before ``--force`` replaces files, keep each one whose text differs from the new one beside it
+    as ``<name>.orig`` (``.orig.2``, ... when taken): a maintainer's own settings in
+    ``.revertbot.yml`` or a step added to a workflow are never lost. GitHub runs only ``.yml`` and
+    ``.yaml`` files, so a kept workflow does not run. A symlink is kept as the same link."""
+    kept: list[tuple[str, str]] = []
+    for f, path in replaced:
+        try:
+            if not path.is_symlink() and path.read_text(encoding="utf-8") == f.text:
+                continue  # the same text: nothing to keep
+        except (OSError, UnicodeDecodeError):
+            pass  # unreadable as text: kept as it is
+        n = 1
+        while True:
+            backup = path.with_name(f"{path.name}.orig" + (f".{n}" if n > 1 else ""))
+            if not backup.exists() and not backup.is_symlink():
+                break
+            n += 1
+        try:
+            if path.is_symlink():
+                backup.symlink_to(path.readlink())
+            else:
+                tmp = backup.with_name(f".{backup.name}.{uuid.uuid4().hex[:12]}.tmp")
+                tmp.write_bytes(path.read_bytes())
+                tmp.replace(backup)
+        except OSError as exc:
+            raise UsageError(f"cannot keep {f.path} before replacing it ({exc.strerror}); "
+                             "nothing was replaced") from None
+        kept.append((f.path, str(backup.relative_to(root))))
+    return tuple(kept)
 
 
 def _write_all(targets: Sequence[tuple[PlannedFile, Path]]) -> None:
