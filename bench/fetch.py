@@ -22,6 +22,10 @@ packs a server sends). Every figure is measured in this run, on this machine:
   (as ``bench/scan.py``); the checks above made the history index the scan reads through, so it
   is timed once more with an empty cache (the whole history read), with the same entries.
 
+``python -m bench.fetch refs ...`` measures ``revertbot fetch`` (the refs the analysis reads) against
+``fetch-depth: 0`` (every branch and tag) on any bare origin, the synthetic one or a mirror of a real
+repository (see :func:`refs_main`).
+
 Goals (printed with each figure, the run fails when one is missed and ``--strict`` is given):
 bytes at most 10 % of the full clone, event to report at most 60 s, check p95 at most 1 s,
 scan at most 5x ``git log``.
@@ -283,5 +287,197 @@ def _where_the_time_goes(repo: Path, sha: str) -> None:
         print(f"  {label}: {seconds:.2f}s")
 
 
+def _traced(args: list[str], cwd: Path, env: dict[str, str], trace: Path) -> float:
+    """Seconds of ``args`` (git or the CLI) with the packs it receives appended to ``trace``."""
+    start = time.perf_counter()
+    proc = subprocess.run(args, cwd=cwd, env={**env, "GIT_TRACE_PACKFILE": str(trace)}, capture_output=True,
+                          check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed: {proc.stderr.decode(errors='replace')[-1500:]}")
+    return time.perf_counter() - start
+
+
+def _size(trace: Path) -> int:
+    return trace.stat().st_size if trace.exists() else 0
+
+
+def full_pack_bytes(origin: Path, env: dict[str, str]) -> int:
+    """Bytes of the pack a ``fetch-depth: 0`` clone would receive, made by ``pack-objects`` as
+    upload-pack makes it (every ref, deltas reused), for an origin that cannot serve a full clone
+    (a mirror lacking a few blobs); objects it lacks are left out."""
+    tips = subprocess.run(["git", "for-each-ref", "--format=%(objectname)"], cwd=origin, env=env,
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    proc = subprocess.Popen(["git", "pack-objects", "--revs", "--stdout", "--delta-base-offset", "--missing=allow-any"],
+                            cwd=origin, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(tips.encode())
+    proc.stdin.close()
+    total = 0
+    while chunk := proc.stdout.read(1 << 20):
+        total += len(chunk)
+    if proc.wait() != 0:
+        raise SystemExit("git pack-objects failed")
+    return total
+
+
+def _reference_clone(origin: Path, dest: Path, env: dict[str, str]) -> None:
+    """A complete clone of ``origin`` without copying objects: its objects as an alternate, its
+    branches as ``refs/remotes/origin/*`` and its tags."""
+    _git("init", "-q", str(dest), cwd=dest.parent, env=env)
+    objects = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path", "objects"], cwd=origin,
+                             env=env, capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    alternates = [objects]
+    more = Path(objects) / "info" / "alternates"
+    if more.exists():
+        alternates += [line for line in more.read_text().splitlines() if line.strip()]
+    (dest / ".git" / "objects" / "info" / "alternates").write_text("\n".join(alternates) + "\n")
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags"],
+                          cwd=origin, env=env, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    lines = []
+    for line in refs.splitlines():
+        sha, ref = line.split(" ", 1)
+        lines.append(f"create {ref.replace('refs/heads/', 'refs/remotes/origin/', 1)} {sha}\n")
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=dest, env=env, input="".join(lines).encode(), check=True)
+    _git("remote", "add", "origin", origin.as_uri(), cwd=dest, env=env)
+
+
+def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, env: dict[str, str], *,
+                 estimate_full: bool, check_base: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """``fetch-depth: 0`` against ``revertbot fetch`` on one origin; see :func:`refs_main`."""
+    mib = 1 << 20
+    for d in ("full", "old", "new", "ref"):
+        shutil.rmtree(work / d, ignore_errors=True)
+        (work / d).mkdir(parents=True)
+    out: dict[str, Any] = {"name": name}
+    # fetch-depth: 0, every object (actions/checkout without a filter).
+    if estimate_full:
+        out["full_bytes"], out["full_s"] = full_pack_bytes(origin, env), float("nan")
+    else:
+        trace = work / "full.packs"
+        trace.unlink(missing_ok=True)
+        out["full_s"] = _traced(["git", "clone", "-q", "--no-checkout", origin.as_uri(), str(work / "full" / "repo")],
+                                work, env, trace)  # fmt: skip
+        out["full_bytes"] = _size(trace)
+    # The analyze job until now: fetch-depth: 0 with filter: blob:none (every branch and tag, no blobs).
+    trace = work / "old.packs"
+    trace.unlink(missing_ok=True)
+    out["old_s"] = _traced(["git", "clone", "-q", "--no-checkout", "--filter=blob:none", origin.as_uri(),
+                            str(work / "old" / "repo")], work, env, trace)  # fmt: skip
+    out["old_bytes"] = _size(trace)
+    # Now: fetch-depth: 1 of the base commit (filter: blob:none, the sparse checkout), then `revertbot fetch`.
+    new = work / "new" / "repo"
+    tip = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=origin, env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    trace = work / "new.packs"
+    trace.unlink(missing_ok=True)
+    start = time.perf_counter()
+    _git("init", "-q", str(new), cwd=work, env=env)
+    _git("remote", "add", "origin", origin.as_uri(), cwd=new, env=env)
+    _traced(["git", "fetch", "-q", "--no-tags", "--depth=1", "--filter=blob:none", "origin",
+             f"+{tip}:refs/remotes/origin/{base}"], new, env, trace)  # fmt: skip
+    _git("sparse-checkout", "set", "--no-cone", "/.revertbot.yml", cwd=new, env=env)
+    _git("checkout", "-q", "--detach", tip, cwd=new, env=env)
+    out["checkout_s"] = time.perf_counter() - start
+    out["checkout_bytes"] = _size(trace)
+    out["fetch_s"] = _traced([*revertbot_command(), "fetch", "--repo", str(new), "--base", base, "--base-sha", tip],
+                             new, {**env, "GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""}, trace)  # fmt: skip
+    out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=new, env=env, capture_output=True,
+                          text=True, check=True).stdout.split()  # fmt: skip
+    out["new_refs"] = len(refs)
+    out["origin_refs"] = len(subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=origin, env=env,
+                                            capture_output=True, text=True, check=True).stdout.split())  # fmt: skip
+    cmd = ["check", revert, "--base", check_base or f"refs/remotes/origin/{base}", "--format", "json"]
+    # Both checks read .revertbot.yml of the base tip, as the action does (the CLI would read the
+    # checkout's file, which only the fetched clone has).
+    config = subprocess.run(["git", "cat-file", "blob", f"{tip}:.revertbot.yml"], cwd=origin, env=env,
+                            capture_output=True, check=False)  # fmt: skip
+    if config.returncode == 0:
+        (work / "revertbot.yml").write_bytes(config.stdout)
+        cmd += ["--config", str(work / "revertbot.yml")]
+    check_env = {**env, "GIT_TRACE_PACKFILE": str(trace)}
+    start = time.perf_counter()
+    proc = subprocess.run([*revertbot_command(), *cmd, "--repo", str(new)], cwd=new, env=check_env,
+                          capture_output=True, check=False)  # fmt: skip
+    out["check_s"] = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"check on the fetched clone failed: {proc.stderr.decode(errors='replace')[-1500:]}")
+    out["check_bytes"] = _size(trace) - out["checkout_bytes"] - out["fetch_bytes"]
+    new_report = json.loads(proc.stdout)
+    # The same check on a complete clone (the origin's objects, every branch and tag).
+    _reference_clone(origin, work / "ref" / "repo", env)
+    _, ref_out = timed([*revertbot_command(), *cmd, "--repo", str(work / "ref" / "repo")], work, env)
+    ref_report = json.loads(ref_out)
+    out["same"] = new_report == ref_report
+    out["differs"] = sorted(k for k in set(new_report) | set(ref_report) if new_report.get(k) != ref_report.get(k))
+    out["verdict"] = f"{new_report['purity']}, risk {new_report['risk']['level']}, " \
+                     f"{len(new_report.get('backports', []))} release branch(es)"  # fmt: skip
+    total = out["checkout_bytes"] + out["fetch_bytes"]
+    full = out["full_bytes"]
+    how = "pack-objects over every ref (upload-pack refuses a full clone of this mirror)" if estimate_full else \
+        f"git clone, {out['full_s']:.1f}s"  # fmt: skip
+    print(f"[{name}] origin: {out['origin_refs']} refs; fetch-depth: 0 (every branch and tag): "
+          f"{full / mib:.1f} MiB ({how})")  # fmt: skip
+    print(f"[{name}] fetch-depth: 0 + filter blob:none (the analyze job until now): {out['old_bytes'] / mib:.1f} MiB "
+          f"= {out['old_bytes'] / full:.1%} in {out['old_s']:.1f}s")  # fmt: skip
+    print(f"[{name}] fetch-depth: 1 checkout {out['checkout_bytes'] / mib:.2f} MiB + revertbot fetch "
+          f"{out['fetch_bytes'] / mib:.1f} MiB ({out['new_refs']} refs) = {total / mib:.1f} MiB = {total / full:.1%} "
+          f"of fetch-depth: 0, {total / out['old_bytes']:.1%} of blob:none of every ref (goal <= 10%: "
+          f"{'met' if total / full <= GOALS['bytes'] else 'NOT MET'}); the check then fetched "
+          f"{out['check_bytes'] / 1024:.0f} KiB of blobs ({(total + out['check_bytes']) / full:.1%} in all)"
+          )  # fmt: skip
+    event = out["checkout_s"] + out["fetch_s"] + out["check_s"]
+    print(f"[{name}] event to report: checkout {out['checkout_s']:.1f}s + fetch {out['fetch_s']:.1f}s + check "
+          f"{out['check_s']:.1f}s = {event:.1f}s (goal <= {GOALS['event']:.0f}s: "
+          f"{'met' if event <= GOALS['event'] else 'NOT MET'}); check of {revert[:10]}: {out['verdict']}; JSON "
+          f"{'identical to' if out['same'] else 'DIFFERS (' + ', '.join(out['differs']) + ') from'} "
+          f"the complete clone's")  # fmt: skip
+    return out
+
+
+def refs_main(argv: list[str]) -> int:
+    """``python -m bench.fetch refs``: bytes and time of ``revertbot fetch`` against ``fetch-depth: 0``.
+
+        python -m bench.fetch refs --cache DIR --work DIR                 # the synthetic PyTorch
+        python -m bench.fetch refs --origin BARE --base main --work DIR   # any bare origin (file://)
+
+    Per origin: a clone of every ref (``fetch-depth: 0``; with ``--estimate-full`` the pack
+    ``pack-objects`` makes of every ref, for a mirror missing objects), the same with
+    ``--filter=blob:none`` (the analyze job until now), then a ``fetch-depth: 1`` checkout of the
+    base tip plus ``revertbot fetch`` (CLI), and ``revertbot check`` of ``--revert`` (default: the
+    newest revert of the base branch; ``--check-base``: the check's base, e.g. an older commit of
+    it) on it, whose JSON is compared with the check on a complete clone. Bytes are the packs git
+    receives (``GIT_TRACE_PACKFILE``)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.fetch refs", description=refs_main.__doc__.split("\n")[0])
+    add_shape_arguments(parser)
+    parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--origin", type=Path, default=None, help="a bare origin (default: the synthetic PyTorch)")
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--base", default="main")
+    parser.add_argument("--revert", default=None)
+    parser.add_argument("--estimate-full", action="store_true")
+    parser.add_argument("--check-base", default=None, help="the check's --base (default: the fetched base branch)")
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args(argv)
+    env = bench_env()
+    if args.origin is None:
+        truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts,
+                               branches=args.branches, picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
+        origin, name = Path(truth["path"]), args.name or "synthetic PyTorch"
+        revert = args.revert or list(truth["reverts"])[-1]
+    else:
+        origin, name = args.origin.resolve(), args.name or args.origin.name
+        revert = args.revert or subprocess.run(
+            ["git", "log", "-1", "--format=%H", "--grep=^Revert", f"refs/heads/{args.base}"], cwd=origin, env=env,
+            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    args.work.mkdir(parents=True, exist_ok=True)
+    measure_refs(name, origin, args.base, revert, args.work.resolve(), env, estimate_full=args.estimate_full,
+                 check_base=args.check_base)  # fmt: skip
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["refs"]:
+        raise SystemExit(refs_main(sys.argv[2:]))
     raise SystemExit(main())

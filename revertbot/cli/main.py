@@ -57,6 +57,7 @@ class _LazyGroup(click.Group):
         "action": ("revertbot.cli.github", "action_command"),
         "backport": ("revertbot.cli.backport", "backport_command"),
         "dashboard": ("revertbot.cli.dashboard", "dashboard"),
+        "fetch": ("revertbot.cli.fetch", "fetch_command"),
         "gpu": ("revertbot.cli.gpu", "gpu"),
         "history": ("revertbot.cli.history", "history"),
         "init": ("revertbot.cli.init", "init_command"),

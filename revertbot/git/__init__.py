@@ -3,7 +3,8 @@
 Callers use the names re-exported here (``from revertbot import git``; ``git.run(...)``); each
 module below holds one job: ``process`` (starting git), ``refs`` (the repository, refs, ancestry),
 ``commits`` (reading history), ``objects`` (names, types, trees), ``contents`` (blobs and files),
-``patches`` (batched diffs), ``partial`` (partial clones: blobs fetched in batches), ``scratch``
+``patches`` (batched diffs), ``partial`` (partial clones: blobs fetched in batches), ``fetching``
+(fetching the refs an analysis reads, in one fetch), ``scratch``
 (the throw-away object store), ``merges`` (applying a revert in memory) and ``writes`` (commits,
 refs, pushes). Nothing here modifies the user's working tree.
 """
@@ -28,6 +29,16 @@ from revertbot.git.contents import (
     object_types as object_types,
     show_file as show_file,
     start_object_types as start_object_types,
+)
+from revertbot.git.fetching import (
+    FetchError as FetchError,
+    FetchResult as FetchResult,
+    commit_present as commit_present,
+    fetch_refspecs as fetch_refspecs,
+    fetched_refs as fetched_refs,
+    pattern_refspecs as pattern_refspecs,
+    remote_url as remote_url,
+    valid_branch as valid_branch,
 )
 from revertbot.git.merges import (
     MergeResult as MergeResult,

@@ -1,0 +1,269 @@
+"""``revertbot fetch``: fetch the refs the analysis reads, in one ``git fetch``, into a clone made by
+``actions/checkout`` with ``fetch-depth: 1`` (or any clone).
+
+What is fetched, and why (see docs/workflows.md, "What each job fetches"):
+
+* the base branch, with its whole history (the shallow boundary goes): links, drift, relands and
+  the history index walk it;
+* the pull request's head (``refs/pull/N/head``): the commits under analysis;
+* the release branches that ``release_branches`` of ``.revertbot.yml`` matches, the file read
+  from the base commit as ``revertbot action`` reads it: where the original shipped (backports);
+* the version tags (the names ``verdict/releases.py`` reads: ``v[0-9]*``, ``V[0-9]*``,
+  ``[0-9]*``): which releases carry the original and the revert;
+* the ``revertbot-history`` data branch: GPU results and flipped tests recorded earlier.
+
+Every other branch and tag is left on the server. The names come from the event payload
+(``GITHUB_EVENT_PATH``) and the options, are checked as git ref names, and reach git as argument
+lists (never a shell). Only this module and :mod:`revertbot.cli.main` read ``os.environ`` here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from revertbot import git
+from revertbot.config import load_config
+from revertbot.errors import ConfigError, UsageError
+from revertbot.globs import match_branch
+from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
+from revertbot.verdict.releases import TAG_PATTERNS, version_key
+
+CONFIG_FILE = ".revertbot.yml"
+#: Where the pull request's head is kept (the name ``revertbot action`` fetches it to as well).
+PR_REF = "refs/revertbot/pull/{number}"
+
+
+@dataclass
+class FetchTarget:
+    """What the event (and the options) name: the base branch and commit, the pull request."""
+
+    base: str | None = None
+    base_sha: str | None = None
+    pr: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and int(value) > 0:
+        return int(value)
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def target_from_event(name: str, event: Mapping[str, Any]) -> FetchTarget:
+    """The base branch, base commit and pull request an event is about, from its payload only."""
+    default = _text(_obj(event.get("repository")).get("default_branch"))
+    target = FetchTarget(base=default)
+    if name in ("pull_request", "pull_request_target"):
+        pr = _obj(event.get("pull_request"))
+        base = _obj(pr.get("base"))
+        target.pr = _number(pr.get("number"))
+        target.base = _text(base.get("ref")) or default
+        target.base_sha = _text(base.get("sha"))
+    elif name == "issue_comment":
+        issue = _obj(event.get("issue"))
+        if issue.get("pull_request") is not None:  # an object on a PR's comment, absent on an issue's
+            target.pr = _number(issue.get("number"))
+            target.notes.append(f"the event does not name #{target.pr}'s base branch: the default branch "
+                                f"{default!r} is fetched; another base is fetched by the analysis itself")  # fmt: skip
+    elif name == "workflow_dispatch":
+        target.pr = _number(_obj(event.get("inputs")).get("pr"))
+        if target.pr is not None:
+            target.notes.append(f"the event does not name #{target.pr}'s base branch: the default branch "
+                                f"{default!r} is fetched; another base is fetched by the analysis itself")  # fmt: skip
+    elif name == "workflow_run":
+        run = _obj(event.get("workflow_run"))
+        pulls = run.get("pull_requests")
+        first = _obj(pulls[0]) if isinstance(pulls, list) and pulls else {}
+        target.pr = _number(first.get("number"))
+        target.base = _text(_obj(first.get("base")).get("ref")) or default
+        if target.pr is None:
+            target.notes.append("the event names no pull request (a fork's run): its head is fetched by the "
+                                "analysis once the PR is found")  # fmt: skip
+    elif name == "schedule":
+        target.notes.append("a scheduled refresh: each refreshed PR's head is fetched by the analysis")
+    return target
+
+
+def _read_event(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the event payload {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"the event payload {path} is not a JSON object")
+    return data
+
+
+def _config_patterns(repo: Path, sha: str, say: Any) -> tuple[str, ...]:
+    """``release_branches`` of ``.revertbot.yml`` at ``sha`` (the defaults without one)."""
+    text = git.show_file(repo, sha, CONFIG_FILE)
+    try:
+        return load_config(text, source=f"{CONFIG_FILE} (base {sha[:10]})").release_branches
+    except ConfigError as exc:
+        # The analysis reports the bad file; fetching still gives it what it needs to say so.
+        say(f"warning: {exc.message.splitlines()[0]}; the default release branch patterns are fetched")
+        return load_config(None).release_branches
+
+
+def plan_refspecs(remote: str, target: FetchTarget, release_patterns: tuple[str, ...], *, tags: bool,
+                  history: bool) -> list[str]:  # fmt: skip
+    """The refspecs of one fetch: base branch, PR head, release branches, version tags, history branch."""
+    tracking = f"refs/remotes/{remote}/"
+    specs: list[str] = []
+    if target.base:
+        specs.append(f"+refs/heads/{target.base}:{tracking}{target.base}")
+    if target.pr is not None:
+        specs.append(f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}")
+    specs += git.pattern_refspecs("refs/heads/", tracking, release_patterns)
+    if tags:
+        specs += git.pattern_refspecs("refs/tags/", "refs/tags/", [p.removeprefix("refs/tags/") for p in TAG_PATTERNS])
+    if history:
+        # A glob: a repository whose data branch does not exist yet fetches nothing for it, and fails not.
+        specs.append(f"+refs/heads/{HISTORY_BRANCH}*:{tracking}{HISTORY_BRANCH}*")
+    return list(dict.fromkeys(specs))
+
+
+def _summary(remote: str, target: FetchTarget, patterns: tuple[str, ...], refs: tuple[tuple[str, str], ...]
+             ) -> list[str]:  # fmt: skip
+    tracking = f"refs/remotes/{remote}/"
+    branches = [r[len(tracking):] for r, _ in refs if r.startswith(tracking)]
+    release = [b for b in branches if any(match_branch(b, p) for p in patterns)]
+    history = [b for b in branches if b == HISTORY_BRANCH]
+    tags = [r[len("refs/tags/"):] for r, _ in refs if r.startswith("refs/tags/")]
+    versions = [t for t in tags if version_key(t) is not None]
+    extra = len(branches) - len(release) - len(history) - (1 if target.base in branches and target.base not in release
+                                                           else 0)  # fmt: skip
+    lines = []
+    if target.base:
+        base = dict(refs).get(f"{tracking}{target.base}", "")
+        lines.append(f"  base branch {target.base}: {base[:12] or 'NOT FETCHED'}")
+    if target.pr is not None:
+        head = dict(refs).get(PR_REF.format(number=target.pr), "")
+        lines.append(f"  #{target.pr} head: {head[:12] or 'NOT FETCHED'}")
+    shown = ", ".join(release[:8]) + (f", ... ({len(release)} in all)" if len(release) > 8 else "")
+    lines.append(f"  release branches ({', '.join(patterns) or 'none configured'}): {shown or 'none on the remote'}")
+    if extra > 0:
+        lines.append(f"  {extra} other branch(es) share a release pattern's prefix (fetched, not read)")
+    others = len(tags) - len(versions)
+    lines.append(f"  version tags: {len(versions)}" + (f" (and {others} other tag(s) sharing their prefixes)"
+                                                       if others else ""))  # fmt: skip
+    lines.append(f"  {HISTORY_BRANCH}: {'fetched' if history else 'not on the remote'}")
+    return lines
+
+
+@click.command("fetch")
+@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="The clone to fetch into (e.g. the checkout of actions/checkout with fetch-depth: 1).")  # fmt: skip
+@click.option("--remote", default="origin", show_default=True, help="The remote to fetch from.")
+@click.option("--event", "event_path", default=None, type=click.Path(dir_okay=False),
+              help="GitHub event payload (default: $GITHUB_EVENT_PATH; its name: $GITHUB_EVENT_NAME).")  # fmt: skip
+@click.option("--pr", "pr", type=click.IntRange(min=1), default=None, help="Pull request whose head to fetch.")
+@click.option("--base", default=None, help="Base branch (default: the event's, else the checked-out branch).")
+@click.option("--base-sha", default=None, help="Commit whose .revertbot.yml names the release branches "
+              "(default: the event's base commit, else HEAD).")  # fmt: skip
+@click.option("--tags/--no-tags", default=True, show_default=True, help="Fetch the version tags.")
+@click.option("--history/--no-history", default=True, show_default=True,
+              help=f"Fetch the {HISTORY_BRANCH} data branch (records of earlier checks).")  # fmt: skip
+@click.option("--filter", "filter_spec", default=None,
+              help="Object filter of the fetch (default: blob:none in a shallow or partial clone, none in a "
+                   "complete one); 'none' for every object.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Print the refspecs and fetch nothing.")
+def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None, base: str | None,
+                  base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, dry_run: bool
+                  ) -> None:  # fmt: skip
+    """Fetch only the refs the analysis reads, in one `git fetch`: the base branch with its whole
+    history, the PR head, the release branches of .revertbot.yml, the version tags and the
+    revertbot-history data branch (commits and trees; file contents are fetched in batches as
+    the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md)."""
+
+    def say(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    root = git.repo_root(Path(repo))
+    url = git.remote_url(root, remote)
+    if url is None:
+        raise UsageError(f"{root} has no remote named {remote!r}", hint="name it with --remote")
+    event_name = os.environ.get("GITHUB_EVENT_NAME", "")
+    target = target_from_event(event_name, _read_event(event_path or os.environ.get("GITHUB_EVENT_PATH")))
+    if pr is not None:
+        target.pr = pr
+    if base is not None:
+        target.base, target.base_sha = base, base_sha
+    elif base_sha is not None:
+        target.base_sha = base_sha
+    if target.base is None:
+        head_ref = git.run("symbolic-ref", "-q", "--short", "HEAD", cwd=root, check=False).strip()
+        target.base = head_ref or None
+    if target.base is None:
+        raise UsageError("no base branch: the event names none and HEAD is detached", hint="name it with --base")
+    if not git.valid_branch(root, target.base):
+        raise UsageError(f"not a branch name git accepts: {target.base!r}")
+    if target.base_sha is not None and not git.HEX_RE.match(target.base_sha.lower()):
+        raise UsageError(f"--base-sha must be a full commit id, got {target.base_sha!r}")
+    shallow = git.is_shallow(root)
+    if filter_spec is None:
+        filter_spec = "blob:none" if shallow or git.is_partial_clone(root) else "none"
+    filt = None if filter_spec == "none" else filter_spec
+
+    config_sha = (target.base_sha or "").lower() or git.run("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=root,
+                                                              check=False).strip()  # fmt: skip
+    mode = f"{'filter ' + filt if filt else 'every object'}{', removing the shallow boundary' if shallow else ''}"
+    first: list[str] = []  # fetched before .revertbot.yml can be read
+    seconds = 0.0
+    if config_sha and not git.commit_present(root, config_sha):
+        # The base commit is not here (a checkout of the PR's merge commit): what does not depend on
+        # .revertbot.yml comes first, with the base's history; then the release branches it names.
+        first = plan_refspecs(remote, target, (), tags=tags, history=history)
+        if dry_run:
+            say(f"would fetch from {remote} ({mode}), as the base commit {config_sha[:12]} is not in the clone:")
+            for spec in first:
+                click.echo(spec)
+            say(f"then the release branches that {CONFIG_FILE} at {config_sha[:12]} names (read after that fetch)")
+            for note in target.notes:
+                say(f"note: {note}")
+            return
+        say(f"fetching {len(first)} refspec(s) from {remote} ({mode}); the base commit {config_sha[:12]} is not in "
+            f"the clone, so the release branches its {CONFIG_FILE} names follow")  # fmt: skip
+        seconds += git.fetch_refspecs(root, remote, first, filter_spec=filt, unshallow=shallow).seconds
+        shallow = False
+        if not git.commit_present(root, config_sha):
+            raise UsageError(f"the base commit {config_sha[:12]} is not on {remote}'s {target.base}",
+                             hint="name the base commit with --base-sha, or the branch with --base")  # fmt: skip
+    patterns = _config_patterns(root, config_sha, say) if config_sha else load_config(None).release_branches
+    specs = [s for s in plan_refspecs(remote, target, patterns, tags=tags, history=history) if s not in first]
+    where = f"{CONFIG_FILE} at {config_sha[:12]}" if config_sha else "the defaults"
+    if dry_run:
+        say(f"would fetch from {remote} ({mode}); release branches from {where}:")
+        for spec in specs:
+            click.echo(spec)
+        for note in target.notes:
+            say(f"note: {note}")
+        return
+    if specs:
+        say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}); release branches from {where}")
+        seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+    say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
+    for line in _summary(remote, target, patterns, git.fetched_refs(root, [*first, *specs])):
+        say(line)
+    say("  not fetched: every other branch and tag")
+    for note in target.notes:
+        say(f"note: {note}")

@@ -1,0 +1,186 @@
+"""Fetching the refs an analysis reads, and nothing else, in one ``git fetch``.
+
+``actions/checkout`` with ``fetch-depth: 0`` fetches every branch and tag of a repository (on
+large projects thousands of ghstack ``gh/*`` branches and CI tags). An analysis reads a few:
+the base branch with its whole history, the pull request's head, the release branches, the
+version tags and the history data branch. :func:`fetch_refspecs` fetches exactly those, with a
+filter (``blob:none``: commits and trees, no file contents), removing the shallow boundary of a
+``fetch-depth: 1`` checkout in the same request.
+
+Refspecs are built from patterns here (:func:`pattern_refspecs`): a glob such as ``release/*``
+or ``v[0-9]*`` becomes the git refspec globs that cover it (git's refspecs know one ``*`` only),
+so what is fetched is never less than what the pattern matches; the caller's own matching picks
+the refs it reads among them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from revertbot.errors import EXIT_GIT, GitError, RevertbotError
+from revertbot.git.process import run, run_bytes
+from revertbot.git.refs import HEX_RE, is_shallow
+
+#: Transports refused while looking for an object, so that a partial clone never fetches it
+#: lazily (git's own lazy fetch sends no "have": it would bring the object's whole history).
+_NO_FETCH = ("-c", "protocol.allow=never", *(x for p in ("file", "http", "https", "ssh", "git", "ext")
+                                             for x in ("-c", f"protocol.{p}.allow=never")))  # fmt: skip
+
+#: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
+_GLOB_CHARS = "*?[\\"
+#: A character set of a pattern that is expanded into one refspec per member (``[0-9]``).
+_SIMPLE_CLASS = re.compile(r"\[([0-9A-Za-z-]{1,40})\]")
+#: Members of a set expanded at most; a larger one is covered by ``prefix*``.
+_MAX_EXPANDED = 40
+
+
+class FetchError(RevertbotError):
+    """A fetch that could not be done (the remote unreachable, a ref it does not have)."""
+
+    exit_code = EXIT_GIT
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What one :func:`fetch_refspecs` did."""
+
+    refspecs: tuple[str, ...]
+    unshallowed: bool
+    seconds: float
+    refs: tuple[tuple[str, str], ...]  # (ref, sha) of every destination the refspecs name, after the fetch
+
+
+def _class_members(body: str) -> list[str] | None:
+    members: list[str] = []
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            lo, hi = ord(body[i]), ord(body[i + 2])
+            if hi < lo:
+                return None
+            members += [chr(c) for c in range(lo, hi + 1)]
+            i += 3
+        else:
+            members.append(body[i])
+            i += 1
+    members = list(dict.fromkeys(members))
+    return members if len(members) <= _MAX_EXPANDED and all(m.isalnum() or m in "-_." for m in members) else None
+
+
+def glob_prefixes(pattern: str) -> list[str]:
+    """Literal prefixes whose ``prefix*`` refspec globs together cover every name ``pattern``
+    matches: the text before the first glob character, with a leading simple set (``[0-9]``)
+    expanded into one prefix per member. A pattern without glob characters is its own prefix
+    (``prefix*`` then also covers longer names, which the caller's matching leaves out)."""
+    cut = next((i for i, ch in enumerate(pattern) if ch in _GLOB_CHARS), len(pattern))
+    prefix = pattern[:cut]
+    m = _SIMPLE_CLASS.match(pattern, cut)
+    if m is not None:
+        members = _class_members(m.group(1))
+        if members is not None:
+            return [prefix + member for member in members]
+    return [prefix]
+
+
+def pattern_refspecs(source_prefix: str, dest_prefix: str, patterns: Iterable[str]) -> list[str]:
+    """Forced glob refspecs ``+<source_prefix><p>*:<dest_prefix><p>*`` covering ``patterns``
+    (names below ``source_prefix``, e.g. ``release/*`` below ``refs/heads/``), without repeats
+    and without a prefix that another one already covers."""
+    prefixes = sorted({p for pattern in patterns for p in glob_prefixes(pattern)})
+    kept = [p for p in prefixes if not any(p != q and p.startswith(q) for q in prefixes)]
+    return [f"+{source_prefix}{p}*:{dest_prefix}{p}*" for p in kept]
+
+
+def valid_branch(repo: Path, name: str) -> bool:
+    """Whether ``name`` is a branch name git accepts, and one that cannot read as an option or a
+    refspec (no leading ``-``, no ``:``, no glob, no ``refs/`` prefix)."""
+    if not name or name.startswith(("-", "refs/")) or any(ch in name for ch in ":*?[\\ \t\n"):
+        return False
+    return run_bytes("check-ref-format", f"refs/heads/{name}", cwd=repo, check=False).returncode == 0
+
+
+def commit_present(repo: Path, sha: str) -> bool:
+    """Whether commit ``sha`` is in this repository, asked without fetching it (in a partial clone
+    git would otherwise fetch a missing object, and with it its history)."""
+    if not HEX_RE.match(sha):
+        return False
+    out = run(*_NO_FETCH, "cat-file", "--batch-check", cwd=repo, input=f"{sha}\n", check=False)
+    parts = out.split()
+    return len(parts) >= 2 and parts[1] == "commit"
+
+
+def remote_url(repo: Path, remote: str) -> str | None:
+    """The fetch URL of ``remote`` (None: no such remote)."""
+    out = run("config", "--get", f"remote.{remote}.url", cwd=repo, check=False).strip()
+    return out or None
+
+
+def describe_fetch_failure(stderr: str, remote: str) -> tuple[str, str]:
+    """A sentence for a failed fetch and a hint, from git's stderr."""
+    last = next((line.strip() for line in reversed(stderr.strip().splitlines()) if line.strip()), "(no message)")
+    text = stderr.lower()
+    if "couldn't find remote ref" in text:
+        return (f"the remote {remote!r} does not have a ref that was asked for ({last})",
+                "check the branch name and the pull request number")  # fmt: skip
+    unreachable = ("could not resolve host", "unable to access", "could not read from remote", "connection",
+                   "does not appear to be a git repository", "not found", "timed out", "not allowed",
+                   "authentication failed", "terminal prompts disabled")  # fmt: skip
+    if any(u in text for u in unreachable):
+        return (f"could not reach the remote {remote!r}: {last}",
+                "check the remote's URL and the network; a private repository needs the token's credential "
+                "helper in the step's environment (see docs/workflows.md, \"What each job fetches\")")  # fmt: skip
+    return f"git fetch from {remote!r} failed: {last}", "run the same `git fetch` by hand to see git's whole message"
+
+
+def fetch_refspecs(
+    repo: Path,
+    remote: str,
+    refspecs: Sequence[str],
+    *,
+    filter_spec: str | None = "blob:none",
+    unshallow: bool | None = None,
+) -> FetchResult:
+    """Fetch ``refspecs`` from ``remote`` in one ``git fetch`` (no tags beyond those named, no
+    submodules), with ``filter_spec`` (None: every object), removing the shallow boundary when the
+    repository is shallow (``unshallow`` None: when it is). Raises :class:`FetchError` with a
+    sentence when the remote cannot be reached or lacks a ref that is named exactly."""
+    if unshallow is None:
+        unshallow = is_shallow(repo)
+    args = ["fetch", "--quiet", "--no-tags", "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance"]
+    if filter_spec:
+        args.append(f"--filter={filter_spec}")
+    if unshallow:
+        args.append("--unshallow")
+    start = time.perf_counter()
+    try:
+        run(*args, "--", remote, *refspecs, cwd=repo)
+    except GitError as exc:
+        message, hint = describe_fetch_failure(exc.stderr, remote)
+        raise FetchError(message, hint=hint) from None
+    seconds = time.perf_counter() - start
+    return FetchResult(tuple(refspecs), unshallow, seconds, fetched_refs(repo, refspecs))
+
+
+def fetched_refs(repo: Path, refspecs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``(ref, sha)`` of every local ref that one of ``refspecs`` writes (a glob destination
+    ``refs/x/p*`` covers every ref starting with ``refs/x/p``)."""
+    exact, prefixes = set(), []
+    for spec in refspecs:
+        _, _, dest = spec.lstrip("+").partition(":")
+        if not dest:
+            continue
+        if dest.endswith("*"):
+            prefixes.append(dest[:-1])
+        else:
+            exact.add(dest)
+    out = run("for-each-ref", "--format=%(refname)%00%(objectname)", cwd=repo)
+    refs = []
+    for line in out.splitlines():
+        ref, _, sha = line.partition("\0")
+        if ref in exact or any(ref.startswith(p) for p in prefixes):
+            refs.append((ref, sha))
+    return tuple(refs)

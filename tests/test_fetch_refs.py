@@ -1,0 +1,214 @@
+"""`revertbot fetch`: a fetch-depth 1 checkout gets exactly the refs the analysis reads (base branch,
+PR head, configured release branches, version tags, the history data branch), as a partial clone,
+and `revertbot check` on it says what it says on a full clone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from revertbot import git
+from revertbot.cli.fetch import plan_refspecs, target_from_event
+from revertbot.cli.main import cli
+from tests.gitrepo import GitRepo
+
+CONFIG = "release_branches:\n  - release/*\n  - stable\n"
+PR = 7
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> dict[str, object]:
+    """A bare origin: main, release/1.0 with a -x pick of an original that main later reverts
+    (the revert is PR #7's head, refs/pull/7/head), branches the analysis never reads, tags."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG, "b.py": "x = 1\n"})
+    g.git("branch", "release/1.0")
+    original = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2\n"})
+    g.commit("Touch b (#4)", {"b.py": "x = 2\n"})
+    g.checkout("release/1.0")
+    g.tick()
+    g.git("cherry-pick", "-x", original)
+    pick = g.head()
+    g.git("tag", "v1.0.0")
+    g.git("branch", "stable")
+    g.git("branch", "stable-old")  # shares the prefix of "stable": fetched, never read
+    g.git("branch", "release-2")  # a default pattern (release-*), not this repository's: not fetched
+    g.checkout("main")
+    base = g.head()
+    g.checkout("-b", "pr")
+    revert = g.revert(original)
+    g.checkout("main")
+    unrelated = []
+    for i in range(12):  # ghstack-like branches, each with a commit of its own
+        g.checkout("-q", "-b", f"gh/user/{i}/head", "main")
+        unrelated.append(g.commit(f"wip {i}", {f"wip{i}.py": f"w = {i}\n"}))
+    g.checkout("main")
+    g.git("tag", "ciflow/trunk/1", unrelated[0])  # not a version tag: not fetched
+    g.checkout("--orphan", "revertbot-history")
+    g.commit("records", {"records/x.json": "{}\n"})
+    g.checkout("main")
+    bare = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
+    _git(bare, "branch", "-D", "pr")
+    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
+    _git(bare, "config", "uploadpack.allowFilter", "true")
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return {"path": bare, "base": base, "revert": revert, "original": original, "pick": pick,
+            "unrelated": unrelated}  # fmt: skip
+
+
+def _checkout_depth_1(origin: Path, dest: Path, sha: str) -> None:
+    """As actions/checkout with fetch-depth: 1, filter: blob:none and ref: the base commit."""
+    _git(dest.parent, "init", "-q", str(dest))
+    _git(dest, "remote", "add", "origin", origin.as_uri())
+    _git(dest, "fetch", "-q", "--no-tags", "--depth=1", "--filter=blob:none", "origin", sha)
+    _git(dest, "sparse-checkout", "set", "--no-cone", "/.revertbot.yml")
+    _git(dest, "checkout", "-q", "--detach", sha)
+
+
+def _event(tmp_path: Path, base: str) -> Path:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"pull_request": {"number": PR, "base": {"ref": "main", "sha": base}},
+                                "repository": {"default_branch": "main"}}))  # fmt: skip
+    return path
+
+
+def _run(*args: str, event_name: str = "pull_request") -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env={"GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": ""})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _check_json(repo: Path, sha: str) -> dict[str, object]:
+    """``revertbot check`` with the repository's .revertbot.yml (as the action reads it from the base)."""
+    config = repo.parent / "config.yml"
+    config.write_text(CONFIG)
+    code, out, err = _run("check", "--repo", str(repo), sha, "--base", "refs/remotes/origin/main", "--format", "json",
+                          "--config", str(config))  # fmt: skip
+    assert code == 0, err
+    data: dict[str, object] = json.loads(out)
+    return data
+
+
+def test_fetch_gets_exactly_the_refs_the_analysis_reads(origin: dict[str, object], tmp_path: Path) -> None:
+    bare, base = Path(str(origin["path"])), str(origin["base"])
+    work = tmp_path / "fetched" / "repo"
+    work.parent.mkdir()
+    _checkout_depth_1(bare, work, base)
+    assert git.is_shallow(work)
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, base)))
+    assert code == 0, err
+    refs = sorted(r for r in _git(work, "for-each-ref", "--format=%(refname)").split())
+    names = ("main", "release/1.0", "revertbot-history", "stable", "stable-old")
+    tracking = [f"refs/remotes/origin/{b}" for b in names]
+    assert refs == [*tracking, f"refs/revertbot/pull/{PR}", "refs/tags/v1.0.0"]
+    assert not git.is_shallow(work)
+    assert git.is_partial_clone(work)
+    assert git.commit_present(work, str(origin["pick"])) and git.commit_present(work, str(origin["revert"]))
+    assert not any(git.commit_present(work, sha) for sha in origin["unrelated"])  # type: ignore[attr-defined]
+    assert "release/1.0" in err and "version tags: 1" in err and f"#{PR} head: {str(origin['revert'])[:12]}" in err
+
+    # The verdict on the fetched clone is the full clone's (the pick on release/1.0 found, v1.0.0 too).
+    full = tmp_path / "full" / "repo"  # the same name: the report names the repository
+    full.parent.mkdir()
+    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
+    _git(full, "fetch", "-q", "origin", f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}")
+    fetched, complete = _check_json(work, str(origin["revert"])), _check_json(full, str(origin["revert"]))
+    assert fetched == complete
+    assert [b["branch"] for b in fetched["backports"]] == ["refs/remotes/origin/release/1.0"]  # type: ignore[index]
+    assert fetched["backports"][0]["original_pick"] == origin["pick"]  # type: ignore[index]
+
+
+def test_dry_run_prints_the_refspecs_and_fetches_nothing(origin: dict[str, object], tmp_path: Path) -> None:
+    bare, base = Path(str(origin["path"])), str(origin["base"])
+    work = tmp_path / "work"
+    _checkout_depth_1(bare, work, base)
+    code, out, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, base)), "--dry-run")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "+refs/heads/main:refs/remotes/origin/main",
+        f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}",
+        "+refs/heads/release/*:refs/remotes/origin/release/*",
+        "+refs/heads/stable*:refs/remotes/origin/stable*",
+        *[f"+refs/tags/{d}*:refs/tags/{d}*" for d in "0123456789"],
+        *[f"+refs/tags/V{d}*:refs/tags/V{d}*" for d in "0123456789"],
+        *[f"+refs/tags/v{d}*:refs/tags/v{d}*" for d in "0123456789"],
+        "+refs/heads/revertbot-history*:refs/remotes/origin/revertbot-history*",
+    ]
+    assert "removing the shallow boundary" in err
+    assert _git(work, "for-each-ref", "--format=%(refname)").split() == []  # nothing fetched
+    assert git.is_shallow(work)
+
+
+def test_a_checkout_without_the_base_commit_fetches_the_base_first(origin: dict[str, object], tmp_path: Path
+                                                                    ) -> None:  # fmt: skip
+    """A checkout of another commit (the PR's merge commit, say): the base comes first, then the
+    release branches its .revertbot.yml names (release-2 would be fetched by the defaults)."""
+    bare = Path(str(origin["path"]))
+    work = tmp_path / "work"
+    _checkout_depth_1(bare, work, str(origin["unrelated"][-1]))  # type: ignore[index]
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, str(origin["base"]))))
+    assert code == 0, err
+    assert "(2 fetches)" in err
+    refs = _git(work, "for-each-ref", "--format=%(refname)").split()
+    assert "refs/remotes/origin/release/1.0" in refs and "refs/remotes/origin/release-2" not in refs
+
+
+def test_an_unreachable_remote_is_a_sentence_not_a_traceback(tmp_path: Path) -> None:
+    g = GitRepo(tmp_path / "r")
+    g.commit("init", {"a.py": "x = 1\n"})
+    g.git("remote", "add", "origin", (tmp_path / "gone.git").as_uri())
+    code, _, err = _run("fetch", "--repo", str(g.path), "--base", "main", "--pr", "3")
+    assert code == 5
+    assert "could not reach the remote 'origin'" in err and "Traceback" not in err
+
+
+def test_branch_names_from_the_event_are_checked(tmp_path: Path) -> None:
+    g = GitRepo(tmp_path / "r")
+    g.commit("init", {"a.py": "x = 1\n"})
+    g.git("remote", "add", "origin", (tmp_path / "o.git").as_uri())
+    for bad in ("--upload-pack=touch x", "a:b", "main*", "a..b"):
+        code, _, err = _run("fetch", "--repo", str(g.path), "--base", bad, "--dry-run")
+        assert code == 2 and "not a branch name" in err, (bad, err)
+
+
+def test_events_name_their_pull_request_and_base() -> None:
+    repo = {"default_branch": "trunk"}
+    t = target_from_event("pull_request_target", {"pull_request": {"number": 5, "base": {"ref": "release/2.1",
+                          "sha": "a" * 40}}, "repository": repo})  # fmt: skip
+    assert (t.base, t.base_sha, t.pr) == ("release/2.1", "a" * 40, 5)
+    t = target_from_event("issue_comment", {"issue": {"number": 9, "pull_request": {}}, "repository": repo})
+    assert (t.base, t.pr) == ("trunk", 9) and "base branch" in t.notes[0]
+    t = target_from_event("issue_comment", {"issue": {"number": 9}, "repository": repo})  # an issue, not a PR
+    assert t.pr is None
+    t = target_from_event("workflow_dispatch", {"inputs": {"pr": "12"}, "repository": repo})
+    assert (t.base, t.pr) == ("trunk", 12)
+    t = target_from_event("schedule", {"repository": repo})
+    assert (t.base, t.pr) == ("trunk", None)
+    specs = plan_refspecs("origin", t, ("release/*", "release/v*", "v*.*.x"), tags=False, history=False)
+    assert specs == ["+refs/heads/trunk:refs/remotes/origin/trunk",
+                     "+refs/heads/release/*:refs/remotes/origin/release/*", "+refs/heads/v*:refs/remotes/origin/v*"]
+
+
+def test_bench_measures_the_fetch_against_every_ref(origin: dict[str, object], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    from bench.fetch import full_pack_bytes, measure_refs
+    from bench.scan import bench_env
+
+    bare, env = Path(str(origin["path"])), bench_env()
+    out = measure_refs("tiny", bare, "main", str(origin["revert"]), tmp_path / "work", env, estimate_full=False,
+                       check_base=str(origin["revert"]))  # fmt: skip
+    assert out["same"], out["differs"]
+    assert out["new_refs"] == 6 and out["origin_refs"] == 21  # main, release/1.0, stable, stable-old, history, v1.0.0
+    assert 0 < out["checkout_bytes"] + out["fetch_bytes"] < out["old_bytes"] < out["full_bytes"]
+    assert full_pack_bytes(bare, env) == pytest.approx(out["full_bytes"], rel=0.05)
+    assert "JSON identical to the complete clone's" in capsys.readouterr().out
