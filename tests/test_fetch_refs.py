@@ -212,3 +212,33 @@ def test_bench_measures_the_fetch_against_every_ref(origin: dict[str, object], t
     assert 0 < out["checkout_bytes"] + out["fetch_bytes"] < out["old_bytes"] < out["full_bytes"]
     assert full_pack_bytes(bare, env) == pytest.approx(out["full_bytes"], rel=0.05)
     assert "JSON identical to the complete clone's" in capsys.readouterr().out
+
+
+def test_a_pull_request_missing_from_a_partial_clone_is_fetched_by_name_not_lazily(tmp_path: Path) -> None:
+    """``--repo`` on a partial clone that lacks the PR's head: its presence is asked without letting
+    git fetch it (a lazy fetch has no negotiation: the commit's whole history of commits and trees
+    comes with it), then the PR is fetched by name as for any clone."""
+    from revertbot.github.client import PullInfo
+    from revertbot.github.pr_check import RepoSource
+
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
+    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
+        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
+    (origin / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=origin, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone)], check=True)
+    (origin / "a.py").write_text("A = 2\n")
+    subprocess.run(["git", "commit", "-qam", "the PR"], cwd=origin, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "update-ref", "refs/pull/5/head", head], cwd=origin, check=True)
+    subprocess.run(["git", "reset", "-q", "--hard", base], cwd=origin, check=True)
+    pr = PullInfo(5, "t", "", "open", head, "feature", "main", base, "o/r", f"file://{origin}")
+    with RepoSource(clone, tmp_path / "cache").open(pr) as prepared:
+        assert prepared.head_sha == head
+    # The named fetch ran (a lazy fetch of the head would have left no such ref).
+    got = subprocess.run(["git", "rev-parse", "refs/revertbot/pull/5"], cwd=clone, capture_output=True, text=True)
+    assert got.stdout.strip() == head

@@ -265,9 +265,9 @@ class RepoSource:
     def _local(self, pr: PullInfo) -> Prepared:
         assert self.repo_path is not None
         root = git.repo_root(self.repo_path)
-        have = git.object_types(root, [pr.head_sha, pr.base_sha])
-        present = {k for k, v in have.items() if v and v.endswith(" commit")}
-        if pr.head_sha not in present or pr.base_sha not in present:
+        # Asked without fetching: in a partial clone a missing commit would be fetched on its own,
+        # with no negotiation, and with it its whole history of commits and trees.
+        if not (git.commit_present(root, pr.head_sha) and git.commit_present(root, pr.base_sha)):
             # Fetched into a private namespace: the user's branches and working tree stay as they are.
             self._log(f"fetching #{pr.number} and {pr.base_ref} from {_safe_url(pr.clone_url)} into {root}")
             git.run("fetch", "--quiet", "--force", pr.clone_url,
