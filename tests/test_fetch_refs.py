@@ -242,3 +242,31 @@ def test_a_pull_request_missing_from_a_partial_clone_is_fetched_by_name_not_lazi
     # The named fetch ran (a lazy fetch of the head would have left no such ref).
     got = subprocess.run(["git", "rev-parse", "refs/revertbot/pull/5"], cwd=clone, capture_output=True, text=True)
     assert got.stdout.strip() == head
+
+
+def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
+    """A commit the clone lacks (only an unfetched branch of the origin holds it) reads as missing
+    to ``local_object_types`` and ``commit_present``, and stays absent: git's own lookup would fetch
+    it lazily, and when a name is unknown to the server too, read every promisor object to say so."""
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
+    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
+        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
+    (origin / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=origin, check=True)
+    subprocess.run(["git", "checkout", "-qb", "gh/x/1/head"], cwd=origin, check=True)
+    (origin / "a.py").write_text("A = 2\n")
+    subprocess.run(["git", "commit", "-qam", "elsewhere"], cwd=origin, check=True)
+    other = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=origin, check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--single-branch", "--filter=blob:none", f"file://{origin}", str(clone)],
+                   check=True)  # fmt: skip
+    base = git.run("rev-parse", "HEAD", cwd=clone).strip()
+    got = git.local_object_types(clone, [base, other, "1" * 40])
+    assert got == {base: f"{base} commit", other: None, "1" * 40: None}
+    assert git.commit_present(clone, base) and not git.commit_present(clone, other)
+    # Still absent: nothing was fetched (git's own lookup, asked last, fetches it).
+    assert git.local_object_types(clone, [other]) == {other: None}
+    assert git.object_types(clone, [other]) == {other: f"{other} commit"}

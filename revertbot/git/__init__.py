@@ -26,6 +26,7 @@ from revertbot.git.contents import (
     blob_sizes as blob_sizes,
     blobs as blobs,
     grep_fixed as grep_fixed,
+    local_object_types as local_object_types,
     object_types as object_types,
     show_file as show_file,
     start_object_types as start_object_types,

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from revertbot.errors import GitError
 from revertbot.git.objects import _BATCH_TYPES
-from revertbot.git.partial import prefetch_specs, prefetch_tree_blobs
+from revertbot.git.partial import is_partial_clone, prefetch_specs, prefetch_tree_blobs
 from revertbot.git.process import Started, _stream_lines, run_bytes
+from revertbot.git.scratch import objects_only
 
 
 def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
@@ -34,11 +35,29 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     return lambda: _object_types_of(names, begun)
 
 
+def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
+    """:func:`object_types` of what this repository holds: in a partial clone an object it lacks
+    reads as missing at once instead of being fetched on its own (for the many names a window of
+    history cites, most of which no server has either; see :func:`~revertbot.git.scratch.objects_only`)."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return {}
+    if not is_partial_clone(repo):
+        return object_types(repo, names)
+    with objects_only(repo) as env:
+        listing = "".join(f"{n}\n" for n in names).encode()
+        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, input=listing, env=env)
+    return _types_of(names, done.stdout.decode("utf-8", "replace"))
+
+
 def _object_types_of(names: Sequence[str], begun: Started) -> dict[str, str | None]:
     done = begun.wait()
     if done.returncode != 0:
         raise GitError(begun.git_args, done.returncode, done.stderr.decode("utf-8", "replace"))
-    out = done.stdout.decode("utf-8", "replace")
+    return _types_of(names, done.stdout.decode("utf-8", "replace"))
+
+
+def _types_of(names: Sequence[str], out: str) -> dict[str, str | None]:
     result: dict[str, str | None] = {}
     for name, line in zip(names, out.splitlines(), strict=False):
         parts = line.split()

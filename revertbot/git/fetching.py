@@ -22,13 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from revertbot.errors import EXIT_GIT, GitError, RevertbotError
+from revertbot.git.contents import local_object_types
 from revertbot.git.process import run, run_bytes
 from revertbot.git.refs import HEX_RE, is_shallow
-
-#: Transports refused while looking for an object, so that a partial clone never fetches it
-#: lazily (git's own lazy fetch sends no "have": it would bring the object's whole history).
-_NO_FETCH = ("-c", "protocol.allow=never", *(x for p in ("file", "http", "https", "ssh", "git", "ext")
-                                             for x in ("-c", f"protocol.{p}.allow=never")))  # fmt: skip
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
 _GLOB_CHARS = "*?[\\"
@@ -108,9 +104,8 @@ def commit_present(repo: Path, sha: str) -> bool:
     git would otherwise fetch a missing object, and with it its history)."""
     if not HEX_RE.match(sha):
         return False
-    out = run(*_NO_FETCH, "cat-file", "--batch-check", cwd=repo, input=f"{sha}\n", check=False)
-    parts = out.split()
-    return len(parts) >= 2 and parts[1] == "commit"
+    found = local_object_types(repo, [sha]).get(sha)
+    return found is not None and found.endswith(" commit")
 
 
 def remote_url(repo: Path, remote: str) -> str | None:

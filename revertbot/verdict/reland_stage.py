@@ -76,7 +76,7 @@ def find_reland_by_patch(root: Path, commits: Sequence[Commit], head_sha: str, p
     at = next((i for i, c in enumerate(commits) if c.sha == head_sha), 0)
     recent = commits[at : at + RELAND_SCAN_COMMITS]
     recent_shas = {c.sha for c in recent} - {head_sha}
-    links = link_reverts(commits, lookup_objects=lambda names: git.object_types(root, names),
+    links = link_reverts(commits, lookup_objects=lambda names: git.local_object_types(root, names),
                          select=lambda c: c.sha in recent_shas)  # fmt: skip
     by_sha = {c.sha: c for c in commits}
     pairs: list[tuple[str, str]] = []  # (original, revert)
@@ -150,7 +150,7 @@ def content_story(root: Path, commits: Sequence[Commit], link: Link, merged: boo
     chain = link.chain
     if earlier:
         wanted = set().union(*earlier.values())
-        before = link_reverts(commits, lookup_objects=lambda names: git.object_types(root, names),
+        before = link_reverts(commits, lookup_objects=lambda names: git.local_object_types(root, names),
                               select=lambda c: c.sha in wanted)  # fmt: skip
         for o, reverts in earlier.items():
             hit = find_content_relands(root, commits, [lk for lk in before if lk.revert in reverts], only=[o],
