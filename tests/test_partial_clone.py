@@ -177,3 +177,22 @@ def test_fetch_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # A second run finds the repository in the cache.
     again = cached_pytorch(tmp_path / "cache", commits=200, reverts=12, branches=2, picks=4, files=150, seed=0)
     assert again["cached"] and Path(again["path"]).is_dir()
+
+
+def test_patch_ids_of_many_commits_fetch_their_blobs_once(origin: dict[str, Any], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Release-branch picks are matched by patch id: ``log -p`` of each pick. In a partial clone git
+    would fetch the blobs of each commit in a request of its own (25 s for one executorch revert)."""
+    from revertbot.analysis.history import patch_ids
+
+    full = Path(origin["path"])
+    partial = _clone(full, tmp_path / "partial.git", "--filter=blob:none")
+    shas = subprocess.run(["git", "rev-list", "--no-merges", "-n", "30", "refs/heads/main"], cwd=full,
+                          capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    got = patch_ids(partial, shas)
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    assert got == patch_ids(full, shas) and len(got) >= 25
+    assert len(_fetches(trace)) == 1  # every blob of the 30 patches in one request
+    git.remove_kept_objects()
