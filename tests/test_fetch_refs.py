@@ -214,6 +214,17 @@ def test_bench_measures_the_fetch_against_every_ref(origin: dict[str, object], t
     assert "JSON identical to the complete clone's" in capsys.readouterr().out
 
 
+def _small_origin(origin: Path) -> Path:
+    """A non-bare origin that serves filters and any object by name, with one commit on main."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
+    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
+        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
+    (origin / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=origin, check=True)
+    return origin
+
+
 def test_a_pull_request_missing_from_a_partial_clone_is_fetched_by_name_not_lazily(tmp_path: Path) -> None:
     """``--repo`` on a partial clone that lacks the PR's head: its presence is asked without letting
     git fetch it (a lazy fetch has no negotiation: the commit's whole history of commits and trees
@@ -221,13 +232,7 @@ def test_a_pull_request_missing_from_a_partial_clone_is_fetched_by_name_not_lazi
     from revertbot.github.client import PullInfo
     from revertbot.github.pr_check import RepoSource
 
-    origin = tmp_path / "origin"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
-    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
-        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
-    (origin / "a.py").write_text("A = 1\n")
-    subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
-    subprocess.run(["git", "commit", "-qm", "base"], cwd=origin, check=True)
+    origin = _small_origin(tmp_path / "origin")
     base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone)], check=True)
@@ -248,13 +253,7 @@ def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
     """A commit the clone lacks (only an unfetched branch of the origin holds it) reads as missing
     to ``local_object_types`` and ``commit_present``, and stays absent: git's own lookup would fetch
     it lazily, and when a name is unknown to the server too, read every promisor object to say so."""
-    origin = tmp_path / "origin"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
-    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
-        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
-    (origin / "a.py").write_text("A = 1\n")
-    subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
-    subprocess.run(["git", "commit", "-qm", "base"], cwd=origin, check=True)
+    origin = _small_origin(tmp_path / "origin")
     subprocess.run(["git", "checkout", "-qb", "gh/x/1/head"], cwd=origin, check=True)
     (origin / "a.py").write_text("A = 2\n")
     subprocess.run(["git", "commit", "-qam", "elsewhere"], cwd=origin, check=True)
