@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -189,17 +189,60 @@ def purity_verdict(actual: Counter[tuple[str, str]], expected: Counter[tuple[str
     return {(False, False): "pure", (True, False): "partial", (False, True): "extra"}.get((missing, extra), "modified")
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Layer(MutableMapping[_K, _V]):
+    """A copy of ``base`` that copies only what it is asked for (with ``copy``: a value read is
+    copied first, so that changing it leaves the base alone) and never changes the base. Its
+    order of keys is not the base's: copies are only looked into, and listed sorted."""
+
+    def __init__(self, base: MutableMapping[_K, _V], copy: Callable[[_V], _V] | None = None) -> None:
+        self.base, self.copy = base, copy
+        self.local: dict[_K, _V] = {}
+        self.gone: set[_K] = set()
+
+    def __getitem__(self, key: _K) -> _V:
+        if key in self.local:
+            return self.local[key]
+        if key in self.gone:
+            raise KeyError(key)
+        value = self.base[key]
+        self.local[key] = value = self.copy(value) if self.copy is not None else value
+        return value
+
+    def __setitem__(self, key: _K, value: _V) -> None:
+        self.local[key] = value
+        self.gone.discard(key)
+
+    def __delitem__(self, key: _K) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.local.pop(key, None)
+        self.gone.add(key)
+
+    def __iter__(self) -> Iterator[_K]:
+        yield from self.local
+        yield from (k for k in self.base if k not in self.local and k not in self.gone)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class Tree:
     """The files at the branch tip: path -> blocks in order. A file exists iff it has a key."""
 
     def __init__(self) -> None:
-        self.files: dict[str, list[Block]] = {}
-        self.where: dict[int, str] = {}  # block id -> path, for blocks present
+        self.files: MutableMapping[str, list[Block]] = {}
+        self.where: MutableMapping[int, str] = {}  # block id -> path, for blocks present
 
     def copy(self) -> Tree:
+        """A copy to try changes on (copied as it is read: a copy of the whole tree for every
+        revert made building a long history quadratic in its length)."""
         other = Tree()
-        other.files = {p: list(bs) for p, bs in self.files.items()}
-        other.where = dict(self.where)
+        other.files = _Layer(self.files, list)
+        other.where = _Layer(self.where)
         return other
 
     def content(self, path: str) -> str:
@@ -659,11 +702,11 @@ class _Generator:
     def redo(self, index: int, shape: str) -> bool:
         """Reverts of reverts and relands: re-apply a change whose earlier revert was pure."""
         styles = {"reland": ("github", "plain"), "reland-pr": ("github",)}.get(shape)
-        usable = [(rev, orig) for rev, orig in self.pure_reverts
-                  if can_undo(self.tree, rev) and (styles is None or orig.style in styles)]  # fmt: skip
-        if not usable:
+        usable = next(((rev, orig) for rev, orig in self.pure_reverts
+                       if can_undo(self.tree, rev) and (styles is None or orig.style in styles)), None)  # fmt: skip
+        if usable is None:
             return False
-        rev, orig = usable[0]
+        rev, orig = usable
         self.pure_reverts.remove((rev, orig))
         change = Change(self.tree)
         change.undo(rev)
@@ -707,38 +750,91 @@ class _Generator:
 def _settle_drifted(root: Path, gen: _Generator) -> None:
     """Line for line, a revert over drift is the inverse of its original; as trees it is pure only
     when it equals what ``git revert`` (a reland: ``git cherry-pick``) makes of the originals on
-    the revert's parent. Ask git, in one scratch worktree, for every such revert: a conflict makes
-    the truth ``unverifiable``, another result ``modified``."""
+    the revert's parent. Ask git for every such revert: a conflict makes the truth
+    ``unverifiable``, another result ``modified``.
+
+    ``git revert`` of O on P is the merge of P and O's parent with O as the base (a cherry-pick:
+    of P and O, O's parent as the base), one original after the other (the newest first; a
+    cherry-pick, the oldest), each on the tree the one before gave. ``git merge-tree --write-tree
+    --stdin`` does many merges in one process, taking as each one's base the merge base of the two
+    commits it merges: so each side that is not a commit of the history is given as a commit with
+    the right tree and parent (the tree a step gave, on P; O's parent's tree, on O; a
+    cherry-pick's P, on O's parent), written in one process. One round of the two processes for
+    every revert's first original, another for the second, and so on; the commits and merged
+    trees go to a scratch object store, never the repository's (a worktree reset for every
+    revert made most of a long build)."""
     todo = [(i, t) for i, t in sorted(gen.truth.items()) if t.purity == "pure" and t.drift and t.originals]
     if not todo:
         return
-    env = {**os.environ, "GIT_AUTHOR_NAME": "synth", "GIT_AUTHOR_EMAIL": "synth@localhost",
-           "GIT_COMMITTER_NAME": "synth", "GIT_COMMITTER_EMAIL": "synth@localhost"}  # fmt: skip
-
-    def git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
-
+    # The linear history's commits in order: a commit's parent is the one before it.
+    parent = {c.sha: gen.commits[c.index - 1].sha for c in gen.commits if c.index}
+    listed = subprocess.run(["git", "log", "--format=%H %T", REF], cwd=root, capture_output=True, text=True,
+                            check=True).stdout.split()  # fmt: skip
+    trees = dict(zip(listed[::2], listed[1::2], strict=True))
+    if len(trees) != len(gen.commits):
+        raise RuntimeError("the history does not hold the generated commits")
+    # Per revert: its originals in the order git applies them, and the tree the steps so far gave.
+    steps = {i: sorted(t.originals, key=lambda o: o.index * -t.direction) for i, t in todo}
+    tree_now = {i: trees[parent[gen.commits[i].sha]] for i, _ in todo}
+    ident = f"synth <synth@localhost> {START_TIME} +0000"
     with tempfile.TemporaryDirectory(prefix="synth-settle-") as tmp:
-        wt = Path(tmp) / "wt"
-        git("worktree", "add", "-q", "--detach", str(wt), "HEAD", cwd=root)
-        try:
-            for i, t in todo:
-                revert = gen.commits[i]
-                git("reset", "-q", "--hard", f"{revert.sha}~1", cwd=wt)
-                shas = [o.sha for o in sorted(t.originals, key=lambda o: o.index)]
-                if t.direction == 1:
-                    proc = git("revert", "--no-commit", *reversed(shas), cwd=wt)
+        scratch = Path(tmp) / "objects"
+        scratch.mkdir()
+        env = {**os.environ, "GIT_OBJECT_DIRECTORY": str(scratch),
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(root / ".git" / "objects")}  # fmt: skip
+
+        def git(*args: str, stdin: str) -> str:
+            proc = subprocess.run(["git", *args], cwd=root, env=env, input=stdin, capture_output=True, text=True,
+                                  check=False)  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"git {args[0]} failed: {proc.stderr[-2000:]}")
+            return proc.stdout
+
+        active = [i for i, _ in todo]
+        step = 0
+        made: list[str] = []  # the commits a round writes
+        while active:
+            made.clear()
+            pairs: list[tuple[str | int, str | int]] = []  # per merge: ours, theirs (an int: the made commit)
+
+            def commit(tree: str, on: str) -> int:
+                made.append(f"tree {tree}\nparent {on}\nauthor {ident}\ncommitter {ident}\n\nsettle\n")
+                return len(made) - 1
+
+            for i in active:
+                revert, orig = gen.commits[i].sha, steps[i][step]
+                if gen.truth[i].direction == 1:
+                    ours: str | int = parent[revert] if step == 0 else commit(tree_now[i], parent[revert])
+                    pairs.append((ours, commit(trees[parent[orig.sha]], orig.sha)))
                 else:
-                    proc = git("cherry-pick", "--no-commit", *shas, cwd=wt)
-                if proc.returncode != 0:
-                    t.purity = "unverifiable"
-                elif git("write-tree", cwd=wt).stdout.strip() != git("rev-parse", f"{revert.sha}^{{tree}}",
-                                                                      cwd=wt).stdout.strip():  # fmt: skip
-                    t.purity = "modified"
-                for op in ("revert", "cherry-pick"):
-                    git(op, "--quit", cwd=wt)
-        finally:
-            git("worktree", "remove", "--force", str(wt), cwd=root)
+                    pairs.append((commit(tree_now[i], parent[orig.sha]), orig.sha))
+            files = []
+            for n, text in enumerate(made):
+                (path := Path(tmp) / f"{n}").write_text(text)
+                files.append(str(path))
+            written = git("hash-object", "-t", "commit", "-w", "--stdin-paths", stdin="".join(f + "\n" for f in files))
+            shas = written.split()
+            lines = "".join(f"{x if isinstance(x, str) else shas[x]} {y if isinstance(y, str) else shas[y]}\n"
+                            for x, y in pairs)  # fmt: skip
+            out = git("merge-tree", "--write-tree", "--no-messages", "--name-only", "--stdin", stdin=lines).split("\0")
+            at = 0
+            still = []
+            for i in active:  # per merge: whether it is clean, the tree, the conflicted paths, an empty field
+                clean, tree_now[i] = out[at], out[at + 1]
+                at += 2
+                while out[at]:
+                    at += 1
+                at += 1
+                if clean != "1":
+                    gen.truth[i].purity = "unverifiable"
+                elif step + 1 < len(steps[i]):
+                    still.append(i)
+                elif tree_now[i] != trees[gen.commits[i].sha]:
+                    gen.truth[i].purity = "modified"
+            if at != len(out) - 1:
+                raise RuntimeError("git merge-tree gave more or fewer results than merges")
+            active = still
+            step += 1
 
 
 def shape_plan(reverts: int, rng: random.Random) -> list[str]:

@@ -21,7 +21,7 @@ from revertbot.errors import RevertbotError, UsageError
 
 if TYPE_CHECKING:
     from revertbot.report_data import RevertReport
-    from revertbot.verdict.scan import ScanResult
+    from revertbot.verdict.scan import ScanResult, ScanStream
 
 
 class _Progress:
@@ -152,34 +152,51 @@ def scan(
     # git reads the history while the analysis modules load (a scan of a small repository is
     # mostly start-up); the scan uses that read when it is of the commit it resolves the ref to.
     with git.StartedLog(repo, ref or "HEAD") if not (all_refs or since) else contextlib.nullcontext() as history:
-        from revertbot.verdict.scan import entry_to_json, scan_repository
+        from revertbot.cli.scan_output import write_json, write_table
+        from revertbot.verdict.scan import ScanResult, scan_stream
 
         try:
-            result = scan_repository(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
-                                     all_refs=all_refs, started=history,
-                                     relands_by_diff=relands_by_diff or bool(store_path))  # fmt: skip
+            stream = scan_stream(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
+                                 all_refs=all_refs, started=history,
+                                 relands_by_diff=relands_by_diff or bool(store_path))  # fmt: skip
+            batches = stream.batches
+            if store_path:  # the store takes the whole result: classified before anything is written
+                entries = tuple(e for batch in stream.batches for e in batch)
+                batches = iter([entries])
         finally:
             progress.close()
-    if verbose:
-        click.echo(f"scanned {result.commits_scanned:,} commits in {time.monotonic() - started:.2f}s", err=True)
-        _speed_hints(result.repo)
     if store_path:
+        if verbose:
+            _scan_done(stream.repo, stream.commits_scanned, started)
         from revertbot.store.writes import record_scan
 
+        result = ScanResult(stream.repo, stream.ref, stream.head, stream.commits_scanned, entries, stream.shallow)
         count = record_scan(store_path, result)
         click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
-    shallow = _shallow_warning(result) if result.shallow else None
-    if fmt == "json":
-        entries = [entry_to_json(e) for e in result.entries]
-        # A shallow clone's list is not the whole story: an object that says so, not a bare list
-        # (with --allow-shallow the caller accepted that: the usual list).
-        data: object = {**shallow, "reverts": entries} if shallow and not allow_shallow else entries
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        click.echo(render_scan_table(result))
+    shallow = _shallow_warning(stream) if stream.shallow else None
+
+    def write(text: str) -> None:
+        click.echo(text, nl=False)
+
+    try:
+        if fmt == "json":
+            # A shallow clone's list is not the whole story: an object that says so, not a bare list
+            # (with --allow-shallow the caller accepted that: the usual list).
+            write_json(batches, write, shallow if shallow and not allow_shallow else None)
+        else:
+            write_table(batches, write, stream.commits_scanned, stream.ref)
+    finally:
+        progress.close()
+    if verbose and not store_path:  # the entries were classified as they were written
+        _scan_done(stream.repo, stream.commits_scanned, started)
 
 
-def _shallow_warning(result: ScanResult) -> dict[str, object]:
+def _scan_done(repo: Path, commits: int, started: float) -> None:
+    click.echo(f"scanned {commits:,} commits in {time.monotonic() - started:.2f}s", err=True)
+    _speed_hints(repo)
+
+
+def _shallow_warning(result: ScanResult | ScanStream) -> dict[str, object]:
     """Warn on stderr that a shallow clone was scanned; what the JSON output says about it."""
     depth = git.shallow_depth(result.repo, result.head or "HEAD")
     hint = git.deepen_hint(depth)

@@ -6,14 +6,21 @@ the diffs need), a raw ``git diff-tree --stdin`` once for all reverts, originals
 candidates of ambiguous references, and the text diff once more for those whose verdict needs
 explaining, per batch of :data:`BATCH_LINKS` reverts (one batch up to 1,000 reverts), whatever the
 size of the history (plus a few constant-cost checks, such as reading ``origin``'s URL for the
-GitHub slug, and retries only in damaged clones). What a batch read is dropped before the next."""
+GitHub slug, and retries only in damaged clones). What a batch read is dropped before the next,
+and :func:`scan_stream` hands each batch's entries over as they are classified (``scan`` writes
+them out and drops them).
+
+Size: one stage, the scan's reading, linking and batched classification, read together; the
+history read is in verdict/history_stream.py, the diff texts in verdict/scan_texts.py and the
+output in cli/scan_output.py."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import ChainMap
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from revertbot import git
@@ -56,6 +63,19 @@ class ScanResult:
     shallow: bool
 
 
+@dataclass(frozen=True)
+class ScanStream:
+    """A scan whose entries come a batch at a time (see :func:`scan_stream`): what
+    :class:`ScanResult` holds, with ``batches`` (read once) in place of the entries."""
+
+    repo: Path
+    ref: str
+    head: str
+    commits_scanned: int
+    shallow: bool
+    batches: Iterator[tuple[ScanEntry, ...]]
+
+
 def _no_progress(stage: str, done: int, total: int) -> None:
     return None
 
@@ -75,6 +95,25 @@ def scan_repository(
     earlier (see :class:`git.StartedLog`), used when it is of the commit ``ref`` names. With
     ``relands_by_diff``, relands that say nothing are found by their diff too (see
     :mod:`revertbot.verdict.reland_content`; three more git processes, not on all refs)."""
+    stream = scan_stream(repo, ref, since, allow_shallow, progress, all_refs, started, relands_by_diff)
+    entries = tuple(entry for batch in stream.batches for entry in batch)
+    return ScanResult(stream.repo, stream.ref, stream.head, stream.commits_scanned, entries, stream.shallow)
+
+
+def scan_stream(
+    repo: str | Path,
+    ref: str | None = None,
+    since: str | None = None,
+    allow_shallow: bool = False,
+    progress: Progress = _no_progress,
+    all_refs: bool = False,
+    started: git.StartedLog | None = None,
+    relands_by_diff: bool = False,
+) -> ScanStream:
+    """:func:`scan_repository` with the entries given a batch of :data:`BATCH_LINKS` at a time,
+    each classified as it is asked for (the history is read and linked before this returns), so
+    that a caller that writes each batch out and drops it does not hold the whole report. The
+    batches, joined, are the entries :func:`scan_repository` gives, in the same order."""
     root = git.repo_root(repo, started)
     settings = git.Background(git.config_values, root, _SCAN_SETTINGS)
     head_ref, head_commit = git.head_ref_and_commit(root, started)
@@ -136,9 +175,36 @@ def scan_repository(
     # From here on only the commits of the links are read: the rest of the history (most of the
     # memory of a long one) can go before the diffs are read.
     involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
-    commits = [c for c in commits if c.sha in involved]
-    entries = classify_links(root, commits, links, progress, boundary, partial_clone)
-    return ScanResult(root, ref_name, head, count, entries, shallow)
+    # Messages are read again only for why a change was reverted (a revert's own, a reland's story)
+    # and for a reverted merge's mainline (worked out before the first batch): the others go. A
+    # scan of every ref keeps tens of thousands of commits until its last batch: there even those
+    # go, and each batch reads its own again by sha (as the history read kept them).
+    parents = {c.sha: c.parents for c in commits if c.sha in involved}
+    worded = ({link.revert for link in links if any(len(parents.get(o, ())) > 1 for o in link.originals)}
+              if all_refs else {s for link in links for s in _worded(link)})  # fmt: skip
+    commits = [_compact(c, c.sha in worded) for c in commits if c.sha in involved]
+    del involved, worded, parents
+
+    def messages(shas: Sequence[str]) -> list[Commit]:
+        return git.commits_of(root, shas, keep=index_message)
+
+    batches = classify_batches(root, commits, links, progress, boundary, partial_clone,
+                               messages=messages if all_refs else None)  # fmt: skip
+    return ScanStream(root, ref_name, head, count, shallow, batches)
+
+
+def _worded(link: Link) -> tuple[str, ...]:
+    """The commits whose messages :func:`scan_reason` reads for ``link`` (or for it once one of
+    its candidates is chosen)."""
+    if link.kind == "reland":
+        return (link.revert, *link.chain, *link.originals, *link.candidates)
+    return (link.revert, *link.candidates)
+
+
+def _compact(c: Commit, worded: bool) -> Commit:
+    """``c`` as classifying reads it: its author, times and parents, its message only when
+    ``worded`` (see :func:`scan_stream`)."""
+    return c if worded or not c.message else replace(c, message="")
 
 
 def _git_ancestry(root: Path) -> Ancestry:
@@ -244,6 +310,25 @@ def classify_links(
     so git would diff them as root commits; they are reported as unverifiable instead.
     ``partial_clone``: what :func:`git.is_partial_clone` says, when the caller knows it.
     """
+    parts = classify_batches(root, commits, links, progress, shallow_boundary, partial_clone, batch)
+    return tuple(entry for part in parts for entry in part)
+
+
+def classify_batches(
+    root: Path,
+    commits: Sequence[Commit],
+    links: Sequence[Link],
+    progress: Progress = _no_progress,
+    shallow_boundary: Collection[str] = (),
+    partial_clone: bool | None = None,
+    batch: int | None = None,
+    messages: Callable[[Sequence[str]], Sequence[Commit]] | None = None,
+) -> Iterator[tuple[ScanEntry, ...]]:
+    """:func:`classify_links`, a batch of entries at a time: what is worked out over all links
+    (the parents to diff against, the kept proofs) is done before this returns, each batch when
+    it is asked for, and the proofs found are kept after the last one. ``messages`` reads commits
+    by sha again: given, ``commits`` may lack the messages why a change was reverted needs, and
+    each batch reads them (one process)."""
     by_sha = {c.sha: c for c in commits}
     first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
     off_ref = list(dict.fromkeys(o for link in links for o in link.off_ref if o not in first_parent))
@@ -256,31 +341,41 @@ def classify_links(
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
     first_parent.update(mainline_parents(root, links, by_sha))
     proof_cache = _ProofCache(*history_cache.kept_proofs(root))
-    entries: list[ScanEntry] = []
     size = max(batch or BATCH_LINKS, 1)
-    for start in range(0, len(links), size):
-        part = links[start : start + size]
-        progress("diffing reverts and originals", start, len(links))
-        verdicts, part, reasons = _classify_batch(root, part, by_sha, first_parent, shallow_boundary, partial_clone,
-                                                  proof_cache)  # fmt: skip
-        progress("diffing reverts and originals", start + len(part), len(links))
-        for n, link in enumerate(part, start + 1):
-            c = by_sha.get(link.revert)
-            entries.append(
-                ScanEntry(
-                    link=link,
-                    purity=verdicts[link.revert],
-                    author=c.author_name if c else "",
-                    date=c.commit_time if c else 0,
-                    # A link chosen by diff since (see _choose_by_diff) may tell another story.
-                    reason=reasons[link.revert][1] if reasons[link.revert][0] is link else scan_reason(link, by_sha),
-                )
-            )
-            progress("classifying", n, len(links))
-        del verdicts, part, reasons  # the batch's diffs went with _classify_batch's frame
-    if proof_cache.new:
-        history_cache.keep_proofs(root, proof_cache.salt, {**proof_cache.kept, **proof_cache.new})
-    return tuple(entries)
+
+    def batches() -> Iterator[tuple[ScanEntry, ...]]:
+        for start in range(0, len(links), size):
+            part = links[start : start + size]
+            progress("diffing reverts and originals", start, len(links))
+            worded: Mapping[str, Commit] = by_sha
+            if messages is not None:
+                shas = list(dict.fromkeys(s for link in part for s in _worded(link) if s in by_sha))
+                worded = ChainMap({c.sha: c for c in messages(shas)}, by_sha)
+            verdicts, part, reasons = _classify_batch(root, part, worded, first_parent, shallow_boundary,
+                                                      partial_clone, proof_cache)  # fmt: skip
+            progress("diffing reverts and originals", start + len(part), len(links))
+            entries: list[ScanEntry] = []
+            for n, link in enumerate(part, start + 1):
+                c = by_sha.get(link.revert)
+                entries.append(
+                    ScanEntry(
+                        link=link,
+                        purity=verdicts[link.revert],
+                        author=c.author_name if c else "",
+                        date=c.commit_time if c else 0,
+                        # A link chosen by diff since (see _choose_by_diff) may tell another story.
+                        reason=reasons[link.revert][1] if reasons[link.revert][0] is link
+                        else scan_reason(link, worded),
+                    )
+                )  # fmt: skip
+                progress("classifying", n, len(links))
+            del verdicts, part, reasons, worded  # the batch's diffs went with _classify_batch's frame
+            yield tuple(entries)
+            del entries
+        if proof_cache.new:
+            history_cache.keep_proofs(root, proof_cache.salt, {**proof_cache.kept, **proof_cache.new})
+
+    return batches()
 
 
 def _classify_batch(
