@@ -269,3 +269,29 @@ def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
     # Still absent: nothing was fetched (git's own lookup, asked last, fetches it).
     assert git.local_object_types(clone, [other]) == {other: None}
     assert git.object_types(clone, [other]) == {other: f"{other} commit"}
+
+
+def test_a_cited_sha_the_partial_clone_lacks_is_fetched_by_name(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The linking of a checked revert looks up the shas its message cites: one the clone lacks is
+    fetched by name with negotiation (only what the clone's refs do not reach), one no server has
+    reads as missing; git's lazy fetch (no "have", then a read of every promisor object) never runs."""
+    origin = _small_origin(tmp_path / "origin")
+    subprocess.run(["git", "checkout", "-qb", "gh/x/1/head"], cwd=origin, check=True)
+    (origin / "a.py").write_text("A = 2\n")
+    subprocess.run(["git", "commit", "-qam", "elsewhere"], cwd=origin, check=True)
+    other = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=origin, check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--single-branch", "--filter=blob:none", f"file://{origin}", str(clone)],
+                   check=True)  # fmt: skip
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    got = git.object_types_fetching(clone, [other, "1" * 40])
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    assert got == {other: f"{other} commit", "1" * 40: None}
+    starts = [json.loads(line) for line in trace.read_text().splitlines()]
+    argvs = [e["argv"] for e in starts if e.get("event") == "start"]
+    fetches = [a for a in argvs if "fetch" in a]
+    assert len(fetches) == 2 and not any("--stdin" in a for a in fetches)  # by name, never lazily
+    assert not any("fetch.negotiationAlgorithm=noop" in a for a in argvs)

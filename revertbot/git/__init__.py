@@ -37,6 +37,7 @@ from revertbot.git.fetching import (
     commit_present as commit_present,
     fetch_refspecs as fetch_refspecs,
     fetched_refs as fetched_refs,
+    object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,
     remote_url as remote_url,
     valid_branch as valid_branch,

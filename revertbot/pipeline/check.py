@@ -68,7 +68,9 @@ def find_links(root: Path, commits: Sequence[Commit], in_scope: Collection[str],
     commits are in scope: ``bench/agree.py`` asks for every commit at once and compares with the scan.
     As the scan does, a reference that several commits match equally is settled by their diffs
     (the one commit whose change this one exactly inverts or redoes)."""
-    links = link_reverts(commits, ref_name=ref_name, lookup_objects=lambda names: git.object_types(root, names),
+    # A cited sha a partial clone lacks is fetched by name (negotiated), never by git's lazy fetch.
+    links = link_reverts(commits, ref_name=ref_name,
+                         lookup_objects=lambda names: git.object_types_fetching(root, names),
                          select=lambda c: c.sha in in_scope, repo_slug=slug, is_ancestor=is_ancestor)  # fmt: skip
     if not any(link.candidates for link in links):
         return links
