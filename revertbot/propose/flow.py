@@ -25,7 +25,7 @@ import datetime as _dt
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,14 +33,21 @@ from typing import Any, Protocol
 from revertbot import git
 from revertbot.config import Config
 from revertbot.errors import ConflictError, RevertbotError
-from revertbot.github.client import CommentInfo, GitHubAPI, GitHubError, IssueInfo, LabelEvent, PullInfo
+from revertbot.github.client import GitHubError, IssueInfo, PullInfo
 from revertbot.github.comments import DEFAULT_BOT_LOGIN, bot_login
 from revertbot.propose import rails
+from revertbot.propose.github_reads import (
+    Log,
+    ProposeAPI,
+    culprit_pulls as read_culprit_pulls,
+    kill_switch,
+    marked_wrong,
+    open_tracking_issue,
+    read_usage,
+    today,
+)
 from revertbot.propose.markdown import (
     CULPRIT_MARKER,
-    INCIDENT_PREFIX,
-    MINUTES_RE,
-    TRACKING_MARKER,
     IncidentView,
     culprit_pull_comment,
     incident_marker,
@@ -56,21 +63,7 @@ from revertbot.verdict.grammar import parse_message
 
 __all__ = ["ProposeAPI", "ProposeOutcome", "propose_on_github", "revert_branch"]
 
-Log = Callable[[str], None]
-_WRITERS = ("admin", "maintain", "write")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
-
-
-class ProposeAPI(GitHubAPI, Protocol):
-    """What the flow needs beyond :class:`revertbot.github.client.GitHubAPI` (``GitHubClient`` has them)."""
-
-    def issues_with_label(self, label: str, state: str = "open", limit: int = 300) -> list[IssueInfo]: ...
-
-    def label_events(self, number: int) -> list[LabelEvent]: ...
-
-    def create_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueInfo: ...
-
-    def merge_pull(self, number: int, sha: str, method: str = "merge") -> bool: ...
 
 
 class ProbeRunner(Protocol):
@@ -136,26 +129,6 @@ def _failing_tests(incident: Any) -> list[FailingTest]:
 # --------------------------------------------------------------------------- facts for the rails
 
 
-def kill_switch(api: ProposeAPI, label: str) -> tuple[bool | None, str]:
-    """Whether an open issue carries ``label`` added by someone with write access (and who).
-    A closed issue still carrying it counts too unless someone with write access closed it last (an
-    issue's author can close their own issue). Any error reading it: (None, "") — the rails count it as on."""
-    try:
-        for issue in api.issues_with_label(label, "all"):
-            events = api.label_events(issue.number)
-            if issue.state != "open":
-                closers = [e.actor for e in events if e.event == "closed"]
-                if closers and api.permission(closers[-1]) in _WRITERS:
-                    continue
-            adders = [e.actor for e in events if e.event == "labeled" and e.label == label]
-            for actor in reversed(adders):
-                if api.permission(actor) in _WRITERS:
-                    return True, actor
-        return False, ""
-    except (GitHubError, RevertbotError):
-        return None, ""
-
-
 def _reverted_by(root: Path, suspect: str, head: str) -> str | None:
     """A commit after ``suspect`` on the default branch whose message says it reverts it."""
     try:
@@ -170,58 +143,13 @@ def _reverted_by(root: Path, suspect: str, head: str) -> str | None:
     return None
 
 
-def _today(clock: Callable[[], float]) -> str:
-    return _dt.datetime.fromtimestamp(clock(), _dt.timezone.utc).strftime("%Y-%m-%d")
-
-
-def _usage_today(labelled: Sequence[IssueInfo], today: str, tracked: Sequence[CommentInfo] = (),
-                 owner: str = DEFAULT_BOT_LOGIN) -> tuple[int, float]:  # fmt: skip
-    """Revert PRs opened today, and the GPU-minutes spent today: those of the incidents behind these
-    PRs and those of the incidents that ended on the tracking issue (shadow, notify), each read from
-    its hidden marker. Only the bot's own incident comments count (anyone can write a marker)."""
-    pulls = [i.body for i in labelled if i.is_pull and i.created_at.startswith(today)]
-    comments = [c.body for c in tracked if c.author == owner and c.created_at.startswith(today)
-                and c.body.startswith(INCIDENT_PREFIX)]  # fmt: skip
-    return len(pulls), sum(float(m.group(1)) for body in pulls + comments if (m := MINUTES_RE.search(body)))
-
-
-def _read_usage(api: ProposeAPI, label: str, today: str, owner: str, say: Log
-                ) -> tuple[list[IssueInfo], int, float, str]:  # fmt: skip
-    """The issues and PRs labelled ``label``, then the revert PRs opened today and the GPU-minutes
-    spent today (see :func:`_usage_today`), and why they could not all be read ("" when they were).
-    A cap that cannot be read counts as reached: an API error must not open more PRs or spend more
-    GPU time than the day allows."""
-    try:
-        labelled = list(api.issues_with_label(label, "all"))
-    except GitHubError as exc:
-        say(f"cannot list the issues labelled {label!r}: {exc}")
-        return [], 0, 0.0, f"the issues labelled {label!r} could not be listed"
-    issue = _open_tracking_issue(labelled)
-    tracked: list[CommentInfo] = []
-    if issue is not None:
-        try:
-            tracked = list(api.comments(issue.number))
-        except GitHubError as exc:
-            say(f"cannot read the tracking issue's comments: {exc}")
-            proposals, minutes = _usage_today(labelled, today, (), owner)
-            return labelled, proposals, minutes, f"the comments of the tracking issue #{issue.number} could not be read"
-    proposals, minutes = _usage_today(labelled, today, tracked, owner)
-    return labelled, proposals, minutes, ""
-
-
 # --------------------------------------------------------------------------- writes
-
-
-def _open_tracking_issue(labelled: Sequence[IssueInfo]) -> IssueInfo | None:
-    """The open tracking issue among the labelled ones (the oldest, by its marker), if any."""
-    found = [i for i in labelled if not i.is_pull and i.state == "open" and i.body.startswith(TRACKING_MARKER)]
-    return min(found, key=lambda i: i.number) if found else None
 
 
 def _tracking_issue(api: ProposeAPI, config: Config, labelled: Sequence[IssueInfo], dry_run: bool, log: Log
                     ) -> IssueInfo | None:  # fmt: skip
     p = config.propose
-    found = _open_tracking_issue(labelled)
+    found = open_tracking_issue(labelled)
     if found is not None:
         return found
     if dry_run:
@@ -243,27 +171,6 @@ def _upsert(api: ProposeAPI, number: int, marker: str, body: str, owner: str = D
         return "edited"
     api.create_comment(number, body)
     return "created"
-
-
-def _marked_wrong(api: ProposeAPI, label: str, suspect: str) -> tuple[int | None, bool]:
-    """An earlier revert pull request of ``suspect`` (from the bot's branch of this repository) that
-    carries the wrong-culprit ``label``, and whether the labels could be read."""
-    try:
-        for issue in [i for i in api.issues_with_label(label, "all") if i.is_pull][:50]:
-            pr = api.pull(issue.number)
-            if pr.head_ref == revert_branch(suspect) and not pr.is_fork:
-                return pr.number, True
-    except GitHubError:
-        return None, False
-    return None, True
-
-
-def _culprit_pulls(api: ProposeAPI, suspect: str) -> list[PullInfo] | None:
-    """The pull requests of the culprit; None when GitHub could not say (the rails then notify)."""
-    try:
-        return api.pulls_for_commit(suspect)
-    except GitHubError:
-        return None
 
 
 # --------------------------------------------------------------------------- the flow
@@ -327,7 +234,7 @@ def propose_on_github(
     commits = git.first_parent_range(root, last_green, first_red)
     tests = _failing_tests(incident)
     # The day's GPU budget is read before any GPU run: a day already spent searches nothing more.
-    _, _, spent, unknown = _read_usage(api, p.labels.proposed, _today(clock), owner, say)
+    _, _, spent, unknown = read_usage(api, p.labels.proposed, today(clock), owner, say)
     if unknown or spent >= p.limits.gpu_minutes_per_day:
         out.action = "log"
         cap = p.limits.gpu_minutes_per_day
@@ -369,7 +276,7 @@ def propose_on_github(
     urls = list(run_urls(runner)) if run_urls else _probe_urls(runner)
 
     # The facts, then the rails.
-    labelled, proposals_today, minutes_today, usage_unknown = _read_usage(api, p.labels.proposed, _today(clock),
+    labelled, proposals_today, minutes_today, usage_unknown = read_usage(api, p.labels.proposed, today(clock),
                                                                           owner, say)  # fmt: skip
     switch, switch_by = kill_switch(api, p.labels.kill_switch)
     still_red = head_green(incident)
@@ -382,7 +289,7 @@ def propose_on_github(
     culprit: rails.Culprit | None = None
     if suspect:
         [c] = git.commits_of(root, [suspect])
-        read_pulls = _culprit_pulls(api, suspect)
+        read_pulls = read_culprit_pulls(api, suspect)
         culprit_pulls = read_pulls or []
         labels = tuple(x for pr in culprit_pulls for x in pr.labels)
         bot = c.author_name.endswith("[bot]") or "[bot]@" in c.author_email or any(
@@ -395,7 +302,7 @@ def propose_on_github(
             revert_sha = git.commit_tree(root, tree, [head], message)
             analysis, dependents = _analysis(root, revert_sha, head, config)
         opt_out = rails.opted_out(c.message, labels, p.labels.opt_out)
-        wrong, wrong_read = _marked_wrong(api, p.labels.wrong_culprit, suspect)
+        wrong, wrong_read = marked_wrong(api, p.labels.wrong_culprit, revert_branch(suspect))
         culprit = rails.Culprit(
             sha=suspect, age_hours=max(0.0, (clock() - c.commit_time) / 3600.0),
             is_revert=parse_message(c.message).kind is not None, reverted_by=_reverted_by(root, suspect, head),
