@@ -3,6 +3,7 @@ rendered at once (every format), and what the output holds does not grow with th
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import tracemalloc
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import pytest
 
 from bench.synth import build_repo
 from revertbot.cli import scan_output
-from revertbot.cli.main import render_scan_table, run_cli
+from revertbot.cli.main import run_cli
 from revertbot.models import Link, PurityResult, RevertReason, ScanEntry
 from revertbot.verdict import scan
 from revertbot.verdict.scan import entry_to_json, scan_repository, scan_stream
@@ -23,6 +24,45 @@ def synth_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("stream") / "synth"
     build_repo(root, commits=120, reverts=16, seed=3)
     return root
+
+
+def _short(sha: str) -> str:
+    return sha[:10]
+
+
+def _printable(text: str) -> str:
+    # Commit subjects are untrusted: escape sequences and control characters must not reach the terminal.
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def render_scan_table(result: scan.ScanResult) -> str:
+    """The table as the command rendered it before it was written a batch at a time, whole: the
+    reference the streamed table must equal byte for byte."""
+    rows = []
+    for e in result.entries:
+        link = e.link
+        date = _dt.datetime.fromtimestamp(e.date, _dt.timezone.utc).strftime("%Y-%m-%d") if e.date else ""
+        originals = ", ".join(f"{_short(o)}({how})" for o, how in zip(link.originals, link.linked_by, strict=False))
+        if not originals:
+            originals = "unresolved"
+        subject = _printable(link.subject)
+        subject = subject if len(subject) <= 60 else subject[:59] + "…"
+        rows.append((_short(link.revert), date, link.kind, e.purity.verdict, originals, subject))
+    header = ("revert", "date", "kind", "purity", "originals (linked by)", "subject")
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(6)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    counts: dict[str, int] = {}
+    for e in result.entries:
+        counts[e.purity.verdict] = counts.get(e.purity.verdict, 0) + 1
+    mix = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    lines.append("")
+    lines.append(
+        f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
+        + (f" ({mix})" if mix else "")
+    )
+    return "\n".join(lines)
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -427,45 +427,6 @@ def _emit(text: str, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-def _short(sha: str) -> str:
-    return sha[:10]
-
-
-def _printable(text: str) -> str:
-    # Commit subjects are untrusted: escape sequences and control characters must not reach the terminal.
-    return "".join(c if c.isprintable() else "?" for c in text)
-
-
-def render_scan_table(result: ScanResult) -> str:
-    import datetime as _dt  # here: JSON output never needs it (start-up counts)
-
-    rows = []
-    for e in result.entries:
-        link = e.link
-        date = _dt.datetime.fromtimestamp(e.date, _dt.timezone.utc).strftime("%Y-%m-%d") if e.date else ""
-        originals = ", ".join(f"{_short(o)}({how})" for o, how in zip(link.originals, link.linked_by, strict=False))
-        if not originals:
-            originals = "unresolved"
-        subject = _printable(link.subject)
-        subject = subject if len(subject) <= 60 else subject[:59] + "…"
-        rows.append((_short(link.revert), date, link.kind, e.purity.verdict, originals, subject))
-    header = ("revert", "date", "kind", "purity", "originals (linked by)", "subject")
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(6)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    counts: dict[str, int] = {}
-    for e in result.entries:
-        counts[e.purity.verdict] = counts.get(e.purity.verdict, 0) + 1
-    mix = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    lines.append("")
-    lines.append(
-        f"{len(result.entries)} revert(s) in {result.commits_scanned} commits on {result.ref}"
-        + (f" ({mix})" if mix else "")
-    )
-    return "\n".join(lines)
-
-
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code; unexpected errors leave a traceback file."""
     try:

@@ -68,9 +68,9 @@ def _printable(text: str) -> str:
 
 
 def write_table(batches: Iterable[Iterable[ScanEntry]], write: Write, commits_scanned: int, ref: str) -> None:
-    """The table of entries, as :func:`revertbot.cli.main.render_scan_table` renders it, with a
-    newline after. Its columns are as wide as their widest cell, known only at the end: the rows
-    wait in a temporary file (a line each), not in memory."""
+    """The table of entries (a header, a row each, the counts), with a newline after. Its columns
+    are as wide as their widest cell, known only at the end: the rows wait in a temporary file (a
+    line each), not in memory."""
     widths = [len(h) for h in _HEADER]
     counts: dict[str, int] = {}
     total = 0
