@@ -249,10 +249,8 @@ def test_a_pull_request_missing_from_a_partial_clone_is_fetched_by_name_not_lazi
     assert got.stdout.strip() == head
 
 
-def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
-    """A commit the clone lacks (only an unfetched branch of the origin holds it) reads as missing
-    to ``local_object_types`` and ``commit_present``, and stays absent: git's own lookup would fetch
-    it lazily, and when a name is unknown to the server too, read every promisor object to say so."""
+def _partial_clone_without_a_branch(tmp_path: Path) -> tuple[Path, str]:
+    """A blob:none clone of main only, and the commit that only the origin's other branch holds."""
     origin = _small_origin(tmp_path / "origin")
     subprocess.run(["git", "checkout", "-qb", "gh/x/1/head"], cwd=origin, check=True)
     (origin / "a.py").write_text("A = 2\n")
@@ -262,6 +260,14 @@ def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--single-branch", "--filter=blob:none", f"file://{origin}", str(clone)],
                    check=True)  # fmt: skip
+    return clone, other
+
+
+def test_local_lookups_in_a_partial_clone_never_fetch(tmp_path: Path) -> None:
+    """A commit the clone lacks (only an unfetched branch of the origin holds it) reads as missing
+    to ``local_object_types`` and ``commit_present``, and stays absent: git's own lookup would fetch
+    it lazily, and when a name is unknown to the server too, read every promisor object to say so."""
+    clone, other = _partial_clone_without_a_branch(tmp_path)
     base = git.run("rev-parse", "HEAD", cwd=clone).strip()
     got = git.local_object_types(clone, [base, other, "1" * 40])
     assert got == {base: f"{base} commit", other: None, "1" * 40: None}
@@ -276,15 +282,7 @@ def test_a_cited_sha_the_partial_clone_lacks_is_fetched_by_name(tmp_path: Path,
     """The linking of a checked revert looks up the shas its message cites: one the clone lacks is
     fetched by name with negotiation (only what the clone's refs do not reach), one no server has
     reads as missing; git's lazy fetch (no "have", then a read of every promisor object) never runs."""
-    origin = _small_origin(tmp_path / "origin")
-    subprocess.run(["git", "checkout", "-qb", "gh/x/1/head"], cwd=origin, check=True)
-    (origin / "a.py").write_text("A = 2\n")
-    subprocess.run(["git", "commit", "-qam", "elsewhere"], cwd=origin, check=True)
-    other = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
-    subprocess.run(["git", "checkout", "-q", "main"], cwd=origin, check=True)
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", "--single-branch", "--filter=blob:none", f"file://{origin}", str(clone)],
-                   check=True)  # fmt: skip
+    clone, other = _partial_clone_without_a_branch(tmp_path)
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     got = git.object_types_fetching(clone, [other, "1" * 40])
