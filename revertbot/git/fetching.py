@@ -124,7 +124,7 @@ def object_types_fetching(repo: Path, names: Iterable[str]) -> dict[str, str | N
     if remote is None:
         return object_types(repo, names)
     found = local_object_types(repo, names)
-    wanted = [n for n in names if found.get(n) is None and HEX_RE.fullmatch(n) and len(n) in (40, 64)]
+    wanted = [n for n in names if found.get(n) is None and HEX_RE.match(n)]  # full shas only
     for sha in wanted[:MAX_NAMED_FETCHES]:
         run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--no-auto-gc",
             "--no-auto-maintenance", "--filter=blob:none", "--", remote, sha, cwd=repo, check=False)  # fmt: skip
