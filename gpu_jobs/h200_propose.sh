@@ -9,10 +9,10 @@
 #   3. the CUDA-graph test alone: the culprit found and proven (suspect x/x, parent y/y, head with the
 #      culprit reverted passes), with the evidence table and the JSON (a second search, for its Markdown);
 #   4. both tests at once, as the red run reports them.
-# Everything lands in $RESULTS (default gpu_jobs/results/h200-propose). Nothing is simulated: without
+# Everything lands in $RESULTS (default gpu_jobs/results/h100-propose). Nothing is simulated: without
 # a visible GPU the script stops before recording anything.
 set -uo pipefail
-RESULTS=${RESULTS:-gpu_jobs/results/h200-propose}
+RESULTS=${RESULTS:-gpu_jobs/results/h100-propose}
 WORK=${WORK:-/tmp/revertbot-propose}
 PY=${PYTHON:-python3}
 export GIT_CONFIG_NOSYSTEM=1
