@@ -196,3 +196,42 @@ def test_patch_ids_of_many_commits_fetch_their_blobs_once(origin: dict[str, Any]
     assert got == patch_ids(full, shas) and len(got) >= 25
     assert len(_fetches(trace)) == 1  # every blob of the 30 patches in one request
     git.remove_kept_objects()
+
+
+def test_scan_of_a_partial_clone_looks_up_cited_names_without_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revert on main cites a commit that only another branch of the origin holds, and a sha no
+    server has. The scan of a blob:none clone of main says what the scan of a full clone of main
+    says (neither is in this repository), and git never fetches the cited names one at a time:
+    git's lazy fetch has no negotiation, and for a name the server lacks reads every promisor
+    object to say so."""
+    from revertbot.verdict.scan import entry_to_json, scan_repository
+
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
+    for key, value in (("uploadpack.allowFilter", "true"), ("uploadpack.allowAnySHA1InWant", "true")):
+        subprocess.run(["git", "config", key, value], cwd=origin, check=True)
+
+    def commit(message: str, text: str) -> str:
+        (origin / "a.py").write_text(text)
+        subprocess.run(["git", "add", "a.py"], cwd=origin, check=True)
+        subprocess.run(["git", "commit", "-qm", message], cwd=origin, check=True)
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True).stdout.strip()
+
+    commit("base", "A = 1\n")
+    subprocess.run(["git", "checkout", "-qb", "elsewhere"], cwd=origin, check=True)
+    other = commit("Change A elsewhere", "A = 2\n")
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=origin, check=True)
+    commit(f'Revert "Change A elsewhere"\n\nThis reverts commit {other}.', "A = 1\nB = 1\n")
+    commit(f'Revert "Something"\n\nThis reverts commit {"1" * 40}.', "A = 1\nB = 2\n")
+    full = _clone(origin, tmp_path / "full.git", "--single-branch")
+    partial = _clone(origin, tmp_path / "partial.git", "--single-branch", "--filter=blob:none")
+    expected = [entry_to_json(e) for e in scan_repository(full).entries]
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    got = [entry_to_json(e) for e in scan_repository(partial).entries]
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    assert got == expected
+    assert len(got) == 2 and all(e["originals"] == [] for e in got)  # neither cited commit is here
+    assert _fetches(trace) == []

@@ -149,7 +149,9 @@ def scan_stream(
     links = link_reverts(
         commits,
         ref_name=ref_name,
-        lookup_objects=lambda names: git.object_types(root, names),
+        # What this repository holds: a partial clone says what a full clone of its refs says,
+        # where git's own lookup would fetch each name it lacks, one at a time and without negotiation.
+        lookup_objects=lambda names: git.local_object_types(root, names),
         # An original that is in the object store but not on the ref can still be diffed exactly.
         link_off_ref=True,
         repo_slug=slug_of_url(origin[-1]) if origin else None,
