@@ -70,11 +70,15 @@ _SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _meta(
-    *, minimum: float | None = None, argv: bool = False, key_pattern: re.Pattern[str] | None = None
+    *,
+    minimum: float | None = None,
+    argv: bool = False,
+    key_pattern: re.Pattern[str] | None = None,
+    one_or_many: bool = False,
 ) -> dict[str, Any]:
     """Constraints on one key, beyond its type, for the validator: a minimum, a string accepted as an argv,
-    a pattern for the names in a mapping."""
-    return {"minimum": minimum, "argv": argv, "key_pattern": key_pattern}
+    a pattern for the names in a mapping, a string accepted as a list of that one string."""
+    return {"minimum": minimum, "argv": argv, "key_pattern": key_pattern, "one_or_many": one_or_many}
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,8 @@ class ProposeConfig:
     # The GPU runners the probes run on; empty: the GPU suites' runner_labels (init writes them into the
     # rerun workflow's runs-on).
     runner_labels: tuple[str, ...] = ()
-    artifacts: str = "revertbot-gpu-*"
+    # Globs of the red run's artifacts that hold JUnit results; a string is one glob.
+    artifacts: tuple[str, ...] = field(default=("revertbot-gpu-*",), metadata=_meta(one_or_many=True))
     tracking_issue_title: str = "revertbot: red GPU runs on the default branch"
     runners: int = field(default=1, metadata=_meta(minimum=1))
     max_runs: int = field(default=60, metadata=_meta(minimum=1))
@@ -365,6 +370,8 @@ def _expected(tp: Any, meta: Mapping[str, Any]) -> str:
         item = typing.get_args(tp)[0]
         if meta.get("argv"):
             return "a command: a string or a list of strings"
+        if meta.get("one_or_many"):
+            return "a non-empty string or a non-empty list of them"
         return "a list of mappings" if dataclasses.is_dataclass(item) else "a list of strings"
     return "a mapping"
 
@@ -406,7 +413,9 @@ def _convert(value: object, tp: Any, path: str, meta: Mapping[str, Any], source:
                 raise ConfigError(f"{source}: '{path}' is not a valid command line: {exc}") from None
             if not value:
                 raise _fail(source, path, tp, meta, "")
-        if not isinstance(value, list) or (meta.get("argv") and not value):
+        if meta.get("one_or_many") and isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or (meta.get("argv") and not value) or (meta.get("one_or_many") and not value):
             raise _fail(source, path, tp, meta, value)
         item = typing.get_args(tp)[0]
         return tuple(_convert(element, item, f"{path}[{i}]", {}, source) for i, element in enumerate(value))
@@ -688,7 +697,7 @@ propose:
   mode: shadow
   workflows: []        # watched GPU workflow files, e.g. [gpu-tests.yml] (revertbot init fills it in)
   runner_labels: []    # GPU runners of the probes; [] means the GPU suites' runner_labels
-  artifacts: "revertbot-gpu-*"  # the red run's artifacts holding JUnit results
+  artifacts: ["revertbot-gpu-*"]  # globs of the red run's artifacts holding JUnit results
   tracking_issue_title: "revertbot: red GPU runs on the default branch"
   runners: 1           # GPU runs per search round, in parallel
   max_runs: 60         # the run budget of one incident, verification included

@@ -342,6 +342,16 @@ def test_config_is_frozen() -> None:
             ".revertbot.yml: 'thresholds.drift_commits_medium' (3) must not be greater than"
             " 'thresholds.drift_commits_high' (0)",
         ),
+        # globs of artifacts: a string or a non-empty list of strings
+        (
+            "propose:\n  artifacts: []\n",
+            ".revertbot.yml: 'propose.artifacts' must be a non-empty string or a non-empty list of them,"
+            " got an empty list",
+        ),
+        (
+            "propose:\n  artifacts: 3\n",
+            ".revertbot.yml: 'propose.artifacts' must be a non-empty string or a non-empty list of them, got 3 (int)",
+        ),
         # the top level
         (
             "- language: en\n",
@@ -618,3 +628,10 @@ def test_docs_error_examples_are_real() -> None:
         error_of("language: en\nlabels:\n  revert: a: b\n"),
     ]
     assert shown.group(1).splitlines() == produced
+
+
+def test_propose_artifacts_take_one_glob_or_several() -> None:
+    assert load_config("propose:\n  artifacts: junit-*\n").propose.artifacts == ("junit-*",)
+    both = load_config("propose:\n  artifacts: [junit-*, gpu-results-*]\n").propose.artifacts
+    assert both == ("junit-*", "gpu-results-*")
+    assert load_config("").propose.artifacts == ("revertbot-gpu-*",)

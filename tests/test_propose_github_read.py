@@ -167,6 +167,25 @@ def test_triage_finds_the_range_the_failing_tests_and_their_history(scene: Scene
     assert not s.gh.requests("GET", rf"/artifacts/{other['id']}/zip")  # only artifacts matching the pattern
 
 
+def test_triage_reads_the_artifacts_of_every_glob_given(scene: Scene) -> None:
+    """A workflow that names its JUnit artifacts two ways (``junit-h100``, ``gpu-results-*``): with
+    both globs the failing test and its record are found; with the default glob the run has no
+    readable results, and the refusal names the globs it looked for."""
+    s = scene
+    for at in (100, 200):
+        run = s.run(s.shas["green"], "success", at)
+        s.gh.add_artifact(s.repo, run["id"], "junit-h100", results_zip((TEST, "passed", "")))
+    red = s.run(s.shas["red"], "failure", 400)
+    s.gh.add_artifact(s.repo, red["id"], "gpu-results-0", results_zip((TEST, "failed", "assert 41 == 42")))
+    s.gh.add_artifact(s.repo, red["id"], "coverage", b"not read")
+    inc = s.triage(red["id"], artifact_pattern=("junit-*", "gpu-results-*"))
+    assert isinstance(inc, Incident), inc
+    assert inc.tests == (TEST,) and [(t.history_passes, t.history_fails) for t in inc.failing] == [(2, 0)]
+    refused = s.triage(red["id"], artifact_pattern=("revertbot-gpu-*", "junit-*-a100"))
+    assert isinstance(refused, Refusal) and refused.code == "no_results"
+    assert "revertbot-gpu-* or junit-*-a100" in refused.reason
+
+
 @pytest.mark.parametrize(("kw", "code", "words"), [
     ({"event": "pull_request"}, "pull_request", "pull request"),
     ({"branch": "feature"}, "branch", "not on the default branch main"),

@@ -5,7 +5,6 @@ with them.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from revertbot.install.files import (
 )
 from revertbot.install.pins import _LABEL
 from revertbot.install.workflow_facts import WorkflowFacts, watch_candidates
+from revertbot.propose.triage import artifact_matches
 
 #: The trigger's name while no watched workflow is known: no workflow is called that, so nothing fires.
 NO_WATCHED_WORKFLOW = "revertbot: no watched workflow yet"
@@ -130,9 +130,10 @@ def propose_setup(root: Path, *, watch: Sequence[str] = (), runner_labels: Seque
                          "JUnit results (propose.artifacts) from runs on the default branch")  # fmt: skip
     for w in watched:
         names = by_file[w.file].artifacts
-        if names and not any(fnmatch.fnmatchcase(n, _artifact_pattern(existing)) for n in names):
+        patterns = _artifact_patterns(existing)
+        if names and not any(artifact_matches(n, patterns) for n in names):
             notes.append(f"{w.file} uploads {', '.join(names[:4])}, which propose.artifacts "
-                         f"({_artifact_pattern(existing)!r}) does not match: the red run's results would not be "
+                         f"({', '.join(map(repr, patterns))}) does not match: the red run's results would not be "
                          "found; set propose.artifacts to match the JUnit artifact")  # fmt: skip
     labels, source = _probe_labels(existing, runner_labels, [by_file[w.file] for w in watched])
     return ProposeSetup(watched, labels, source, tuple(notes))
@@ -148,7 +149,7 @@ def _unwatchable(f: WorkflowFacts) -> str:
     return "it never runs on the default branch (no push, schedule or workflow_dispatch)"
 
 
-def _artifact_pattern(config: Config | None) -> str:
+def _artifact_patterns(config: Config | None) -> tuple[str, ...]:
     return (config or default_config()).propose.artifacts
 
 

@@ -376,7 +376,7 @@ def propose_on_github(
     return out
 
 
-def _head_check(api: ProposeAPI, root: Path, branch: str, artifacts: str, say: Log) -> Callable[[Any], bool]:
+def _head_check(api: ProposeAPI, root: Path, branch: str, artifacts: Sequence[str], say: Log) -> Callable[[Any], bool]:
     """The default re-check: :func:`revertbot.propose.head_check.head_green_again`, its reason logged."""
     from revertbot.propose.head_check import head_green_again
 

@@ -34,8 +34,10 @@ from revertbot.propose.triage import (
     ALLOWED_EVENTS,
     DEFAULT_ARTIFACT_PATTERN,
     ArtifactLimits,
+    ArtifactPatterns,
     _local_modules,
     _run_results,
+    describe_patterns,
 )
 
 __all__ = ["HeadCheck", "head_green_again"]
@@ -57,7 +59,7 @@ class HeadCheck:
 
 
 def head_green_again(api: GitHubAPI, incident: Any, *, repo_path: Path, default_branch: str,
-                     artifact_pattern: str = DEFAULT_ARTIFACT_PATTERN, limits: ArtifactLimits | None = None
+                     artifact_pattern: ArtifactPatterns = DEFAULT_ARTIFACT_PATTERN, limits: ArtifactLimits | None = None
                      ) -> HeadCheck:  # fmt: skip
     """Whether the incident's failing tests pass again on the default branch (see the module docstring)."""
     tests = [str(t.name) for t in getattr(incident, "failing", ())]
@@ -97,7 +99,7 @@ def head_green_again(api: GitHubAPI, incident: Any, *, repo_path: Path, default_
         except GitHubError as exc:
             return HeadCheck(False, f"the results of run {run.id} could not be read ({exc}): counted as still red")
         if results.artifacts_read == 0:
-            skipped.append(f"run {run.id} at {sha[:12]}: no readable results in {artifact_pattern}")
+            skipped.append(f"run {run.id} at {sha[:12]}: no readable results in {describe_patterns(artifact_pattern)}")
             continue
         missing = [t for t in tests if t not in results.passed or t in results.genuine or t in results.infra]
         if missing:

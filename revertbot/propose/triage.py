@@ -47,10 +47,13 @@ from revertbot.propose.search import FailingTest
 __all__ = [
     "ALLOWED_EVENTS",
     "ArtifactLimits",
+    "ArtifactPatterns",
     "Incident",
     "Refusal",
     "TestFailure",
     "UnsafeArtifact",
+    "artifact_matches",
+    "describe_patterns",
     "read_artifact",
     "read_zip_member",
     "triage_red_run",
@@ -59,6 +62,8 @@ __all__ = [
 #: Events whose runs on the default branch can open an incident (never a pull request's).
 ALLOWED_EVENTS = frozenset({"push", "schedule", "workflow_dispatch"})
 DEFAULT_ARTIFACT_PATTERN = "revertbot-gpu-*"
+#: The globs an artifact's name is matched against (one string is one glob).
+ArtifactPatterns = str | Sequence[str]
 _SHA = re.compile(r"[0-9a-f]{40}")
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _MESSAGE_LINES = 12
@@ -347,12 +352,22 @@ def _classify(contents: ArtifactContents, local: frozenset[str], into: _RunResul
         into.manifest = contents.manifest
 
 
-def _matching(artifacts: Sequence[ArtifactInfo], pattern: str) -> list[ArtifactInfo]:
-    return sorted((a for a in artifacts if fnmatch.fnmatchcase(a.name, pattern)), key=lambda a: (a.name, a.id))
+def artifact_matches(name: str, patterns: ArtifactPatterns) -> bool:
+    """Whether an artifact called ``name`` matches one of ``patterns`` (case matters, as on GitHub)."""
+    return any(fnmatch.fnmatchcase(name, p) for p in ((patterns,) if isinstance(patterns, str) else patterns))
 
 
-def _run_results(api: GitHubAPI, run: WorkflowRunInfo, pattern: str, lim: ArtifactLimits, local: frozenset[str],
-                 budget: list[int] | None = None) -> _RunResults:  # fmt: skip
+def describe_patterns(patterns: ArtifactPatterns) -> str:
+    """``patterns`` as a message names them."""
+    return patterns if isinstance(patterns, str) else " or ".join(patterns) or "(no pattern)"
+
+
+def _matching(artifacts: Sequence[ArtifactInfo], pattern: ArtifactPatterns) -> list[ArtifactInfo]:
+    return sorted((a for a in artifacts if artifact_matches(a.name, pattern)), key=lambda a: (a.name, a.id))
+
+
+def _run_results(api: GitHubAPI, run: WorkflowRunInfo, pattern: ArtifactPatterns, lim: ArtifactLimits,
+                 local: frozenset[str], budget: list[int] | None = None) -> _RunResults:  # fmt: skip
     """The per-test results of one run, from its artifacts matching ``pattern``."""
     out = _RunResults()
     matching = _matching(api.run_artifacts(run.id), pattern)
@@ -453,7 +468,7 @@ def triage_red_run(
     *,
     default_branch: str,
     watched_workflows: Sequence[str],
-    artifact_pattern: str = DEFAULT_ARTIFACT_PATTERN,
+    artifact_pattern: ArtifactPatterns = DEFAULT_ARTIFACT_PATTERN,
     repo_path: Path,
     history_runs: int = 20,
     search_runs: int = 100,
@@ -496,8 +511,9 @@ def triage_red_run(
     results = _run_results(api, red, artifact_pattern, lim, local)
     notes = list(results.notes)
     if results.artifacts_read == 0:
+        named = describe_patterns(artifact_pattern)
         return _refuse(red, "no_results", f"run {red.id} left no readable per-test results in artifacts named "
-                                          f"{artifact_pattern}" + (f" ({notes[0]})" if notes else ""))  # fmt: skip
+                                          f"{named}" + (f" ({notes[0]})" if notes else ""))  # fmt: skip
     infra_only = {n: f for n, f in results.infra.items() if n not in results.genuine}
     if not results.genuine and not infra_only:
         return _refuse(red, "no_failing_tests", f"run {red.id} failed, but no test failed in its results: the "
@@ -528,7 +544,8 @@ def _failing_jobs(api: GitHubAPI, run_id: int, notes: list[str]) -> list[JobInfo
     return [j for j in jobs if j.conclusion == "failure"]
 
 
-def _history(api: GitHubAPI, runs: Sequence[WorkflowRunInfo], tests: Sequence[str], pattern: str, lim: ArtifactLimits,
+def _history(api: GitHubAPI, runs: Sequence[WorkflowRunInfo], tests: Sequence[str], pattern: ArtifactPatterns,
+             lim: ArtifactLimits,
              local: frozenset[str], notes: list[str]) -> tuple[dict[str, int], dict[str, int], int]:  # fmt: skip
     """Passes and fails of ``tests`` in ``runs`` (one observation per test and run; infrastructure
     failures are not counted), and how many runs had results."""
