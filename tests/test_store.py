@@ -627,3 +627,29 @@ def test_a_record_dated_ahead_of_now_is_not_pushed(tmp_path: Path, demo_report: 
     assert [name for name, _ in chosen.accepted] == ["now.json"]
     [(name, why)] = chosen.invalid
     assert name == "future.json" and why.startswith("recorded_at: ") and "later than now" in why
+
+
+def test_one_record_undoes_what_a_record_the_store_cannot_take_wrote(tmp_path: Path) -> None:
+    """A record that fails half-way leaves nothing behind and is listed with why; the records
+    around it are kept; an error that is not about the record stops the rebuild."""
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    db.execute("CREATE TABLE t (k INTEGER)")
+    db.execute("BEGIN")
+    skipped: list[tuple[str, str]] = []
+    one_record = schema.one_record
+    with one_record(db, lambda: "records/1.json", skipped) as first:
+        db.execute("INSERT INTO t VALUES (1)")
+    with one_record(db, lambda: "records/2.json", skipped) as second:
+        db.execute("INSERT INTO t VALUES (2)")
+        db.execute("INSERT INTO t VALUES (?)", (2**70,))  # too large for SQLite: OverflowError
+    with one_record(db, lambda: "records/3.json", skipped) as third:
+        db.execute("INSERT INTO t VALUES (3)")
+    with pytest.raises(KeyError), one_record(db, lambda: "records/4.json", skipped):
+        raise KeyError("a bug, not a record")
+    db.execute("ROLLBACK TO one_record")
+    db.execute("RELEASE one_record")
+    db.execute("COMMIT")
+    assert (first.taken, second.taken, third.taken) == (True, False, True)
+    assert [k for (k,) in db.execute("SELECT k FROM t ORDER BY k")] == [1, 3]
+    assert [where for where, _ in skipped] == ["records/2.json"]
+    assert skipped[0][1].startswith("the store could not take it: ") and "too large" in skipped[0][1]

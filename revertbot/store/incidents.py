@@ -38,7 +38,7 @@ from revertbot.store.incident_record import (
     list_incident_files,
     read_incident_files,
 )
-from revertbot.store.schema import StoreError, connect, dumps_json, repo_key, transaction
+from revertbot.store.schema import connect, dumps_json, one_record, repo_key, transaction
 
 WRONG_CULPRIT = "wrong-culprit"
 #: The shares the dashboard shows, in order: a proven culprit, one the search blamed but could not
@@ -177,16 +177,9 @@ def _replay(conn: sqlite3.Connection, records: Iterable[IncidentRecord], skipped
         if problems:
             skipped.append((_where(rec), "; ".join(problems[:5])))
             continue
-        conn.execute("SAVEPOINT incident")
-        try:
+        with one_record(conn, rec.path, skipped) as taken:
             _upsert(conn, repo_key(conn, rec.repo), rec)
-        except (StoreError, sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
-            conn.execute("ROLLBACK TO incident")
-            conn.execute("RELEASE incident")
-            skipped.append((rec.path(), f"the store could not take it: {str(exc)[:200]}"))
-            continue
-        conn.execute("RELEASE incident")
-        done += 1
+        done += taken.taken
     return done
 
 

@@ -14,7 +14,7 @@ from revertbot.errors import UsageError
 from revertbot.store import history_branch as history
 from revertbot.store.history_branch import Record, record_problems, validate
 from revertbot.store.incidents import IncidentRebuild, rebuild_incidents
-from revertbot.store.schema import StoreError, connect, transaction
+from revertbot.store.schema import connect, one_record, transaction
 from revertbot.store.writes import Origin, record_report_json, record_scan
 from revertbot.verdict.scan import ScanResult
 
@@ -86,17 +86,12 @@ def replay_records(db: str | os.PathLike[str] | sqlite3.Connection, records: Seq
             data["repo"] = rec.repo  # the record's identity, not what the report text claims
             if rec.gpu is not None:
                 data["gpu"] = dict(rec.gpu)
-            conn.execute("SAVEPOINT record")
-            try:
+            # The shape check should have caught what the store cannot take; it is skipped, not fatal.
+            with one_record(conn, rec.path, skipped) as taken:
                 record_report_json(conn, data, rec.markdown, _record_time(rec),
-                                    Origin(rec.pr, rec.head_sha, rec.run_id))  # fmt: skip
-            except (StoreError, sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
-                # The shape check should have caught it; one record never stops the rebuild.
-                conn.execute("ROLLBACK TO record")
-                conn.execute("RELEASE record")
-                skipped.append((rec.path(), f"the store could not take it: {str(exc)[:200]}"))
+                                   Origin(rec.pr, rec.head_sha, rec.run_id))  # fmt: skip
+            if not taken.taken:
                 continue
-            conn.execute("RELEASE record")
             seen.add((rec.repo, str((rec.report.get("revert") or {}).get("sha", ""))))
         if then is not None:
             then(conn, skipped)

@@ -448,6 +448,34 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise StoreError(f"cannot write the history store: {exc}") from None
 
 
+class Taken:
+    """Whether :func:`one_record`'s record went into the store."""
+
+    taken = False
+
+
+#: What one record may raise that means the store cannot take it (not that the rebuild must stop).
+RECORD_ERRORS = (StoreError, sqlite3.Error, ValueError, TypeError, OverflowError)
+
+
+@contextlib.contextmanager
+def one_record(db: sqlite3.Connection, where: Callable[[], str], skipped: list[tuple[str, str]]) -> Iterator[Taken]:
+    """One record written in a savepoint of its own: if the body raises one of :data:`RECORD_ERRORS`,
+    what it wrote is undone, ``(where(), why)`` goes into ``skipped`` and the error stops there (one
+    record never stops a rebuild); the result says whether the record was taken."""
+    taken = Taken()
+    db.execute("SAVEPOINT one_record")
+    try:
+        yield taken
+    except RECORD_ERRORS as exc:
+        db.execute("ROLLBACK TO one_record")
+        db.execute("RELEASE one_record")
+        skipped.append((where(), f"the store could not take it: {str(exc)[:200]}"))
+        return
+    db.execute("RELEASE one_record")
+    taken.taken = True
+
+
 #: Tables whose rows belong to a repository (children of ``reverts`` first, so moves keep keys unique).
 _REPO_TABLES = ("originals", "revert_modules", "reports", "backports", "gpu_results", "reverts", "incidents",
                 "incident_labels")  # fmt: skip
