@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from revertbot import git
-from revertbot.cli.fetch import plan_refspecs, target_from_event
+from revertbot.cli.fetch import plan_refspecs, release_branches, target_from_event
 from revertbot.cli.main import cli
 from tests.gitrepo import GitRepo
 
@@ -41,7 +41,7 @@ def origin(tmp_path: Path) -> dict[str, object]:
     pick = g.head()
     g.git("tag", "v1.0.0")
     g.git("branch", "stable")
-    g.git("branch", "stable-old")  # shares the prefix of "stable": fetched, never read
+    g.git("branch", "stable-old")  # shares the prefix of "stable", matches no pattern: not fetched
     g.git("branch", "release-2")  # a default pattern (release-*), not this repository's: not fetched
     g.checkout("main")
     base = g.head()
@@ -108,7 +108,7 @@ def test_fetch_gets_exactly_the_refs_the_analysis_reads(origin: dict[str, object
     code, _, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, base)))
     assert code == 0, err
     refs = sorted(r for r in _git(work, "for-each-ref", "--format=%(refname)").split())
-    names = ("main", "release/1.0", "revertbot-history", "stable", "stable-old")
+    names = ("main", "release/1.0", "revertbot-history", "stable")
     tracking = [f"refs/remotes/origin/{b}" for b in names]
     assert refs == [*tracking, f"refs/revertbot/pull/{PR}", "refs/tags/v1.0.0"]
     assert not git.is_shallow(work)
@@ -137,12 +137,12 @@ def test_dry_run_prints_the_refspecs_and_fetches_nothing(origin: dict[str, objec
     assert out.splitlines() == [
         "+refs/heads/main:refs/remotes/origin/main",
         f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}",
-        "+refs/heads/release/*:refs/remotes/origin/release/*",
-        "+refs/heads/stable*:refs/remotes/origin/stable*",
+        "+refs/heads/release/1.0:refs/remotes/origin/release/1.0",  # by name: stable-old is not fetched
+        "+refs/heads/stable:refs/remotes/origin/stable",
         *[f"+refs/tags/{d}*:refs/tags/{d}*" for d in "0123456789"],
         *[f"+refs/tags/V{d}*:refs/tags/V{d}*" for d in "0123456789"],
         *[f"+refs/tags/v{d}*:refs/tags/v{d}*" for d in "0123456789"],
-        "+refs/heads/revertbot-history*:refs/remotes/origin/revertbot-history*",
+        "+refs/heads/revertbot-history:refs/remotes/origin/revertbot-history",
     ]
     assert "removing the shallow boundary" in err
     assert _git(work, "for-each-ref", "--format=%(refname)").split() == []  # nothing fetched
@@ -194,9 +194,15 @@ def test_events_name_their_pull_request_and_base() -> None:
     assert (t.base, t.pr) == ("trunk", 12)
     t = target_from_event("schedule", {"repository": repo})
     assert (t.base, t.pr) == ("trunk", None)
-    specs = plan_refspecs("origin", t, ("release/*", "release/v*", "v*.*.x"), tags=False, history=False)
+    listed = ["trunk", "release/2.1", "release/v3", "v2.1.x", "viable/strict", "validate-x", "v2.1.x/y"]
+    release = release_branches(listed, ("release/*", "release/v*", "v*.*.x"))
+    assert release == {"release/*": ["release/2.1", "release/v3"], "release/v*": ["release/v3"], "v*.*.x": ["v2.1.x"]}
+    names = sorted({n for ns in release.values() for n in ns})
+    specs = plan_refspecs("origin", t, names, tags=False, history=False)
     assert specs == ["+refs/heads/trunk:refs/remotes/origin/trunk",
-                     "+refs/heads/release/*:refs/remotes/origin/release/*", "+refs/heads/v*:refs/remotes/origin/v*"]
+                     "+refs/heads/release/2.1:refs/remotes/origin/release/2.1",
+                     "+refs/heads/release/v3:refs/remotes/origin/release/v3",
+                     "+refs/heads/v2.1.x:refs/remotes/origin/v2.1.x"]  # fmt: skip
 
 
 def test_bench_measures_the_fetch_against_every_ref(origin: dict[str, object], tmp_path: Path,
@@ -208,7 +214,7 @@ def test_bench_measures_the_fetch_against_every_ref(origin: dict[str, object], t
     out = measure_refs("tiny", bare, "main", str(origin["revert"]), tmp_path / "work", env, estimate_full=False,
                        check_base=str(origin["revert"]))  # fmt: skip
     assert out["same"], out["differs"]
-    assert out["new_refs"] == 6 and out["origin_refs"] == 21  # main, release/1.0, stable, stable-old, history, v1.0.0
+    assert out["new_refs"] == 5 and out["origin_refs"] == 21  # main, release/1.0, stable, history, v1.0.0
     assert 0 < out["checkout_bytes"] + out["fetch_bytes"] < out["old_bytes"] < out["full_bytes"]
     assert full_pack_bytes(bare, env) == pytest.approx(out["full_bytes"], rel=0.05)
     assert "JSON identical to the complete clone's" in capsys.readouterr().out

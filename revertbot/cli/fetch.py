@@ -12,16 +12,20 @@ What is fetched, and why (see docs/workflows.md, "What each job fetches"):
   ``[0-9]*``): which releases carry the original and the revert;
 * the ``revertbot-history`` data branch: GPU results and flipped tests recorded earlier.
 
-Every other branch and tag is left on the server. The names come from the event payload
-(``GITHUB_EVENT_PATH``) and the options, are checked as git ref names, and reach git as argument
-lists (never a shell). Only this module and :mod:`revertbot.cli.main` read ``os.environ`` here.
+Every other branch and tag is left on the server: the remote's branches are listed first and each
+branch is fetched by its exact name (a pattern's refspec glob would bring every branch sharing its
+prefix). The names come from the event payload (``GITHUB_EVENT_PATH``), the options and the
+listing, are checked as git ref names, and reach git on stdin (never a shell, never an argument).
+The fetch writes only the refs it names: tags the clone has are kept, nothing is pruned. Only this
+module and :mod:`revertbot.cli.main` read ``os.environ`` here.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,7 @@ import click
 from revertbot import git
 from revertbot.config import load_config
 from revertbot.errors import ConfigError, UsageError
-from revertbot.globs import match_branch
+from revertbot.globs import compile_branch_glob, match_branch
 from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
 from revertbot.verdict.releases import TAG_PATTERNS, version_key
 
@@ -66,6 +70,13 @@ def _obj(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _same_repository(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two repository objects of a payload name the same repository (by id, else by API URL)."""
+    if isinstance(a.get("id"), int) and isinstance(b.get("id"), int):
+        return bool(a["id"] == b["id"])
+    return _text(a.get("url")) is not None and _text(a.get("url")) == _text(b.get("url"))
+
+
 def target_from_event(name: str, event: Mapping[str, Any]) -> FetchTarget:
     """The base branch, base commit and pull request an event is about, from its payload only."""
     default = _text(_obj(event.get("repository")).get("default_branch"))
@@ -90,7 +101,12 @@ def target_from_event(name: str, event: Mapping[str, Any]) -> FetchTarget:
     elif name == "workflow_run":
         run = _obj(event.get("workflow_run"))
         pulls = run.get("pull_requests")
-        first = _obj(pulls[0]) if isinstance(pulls, list) and pulls else {}
+        # GitHub may list pull requests of another repository here (a fork's own, numbered in the
+        # fork): their number and base branch name nothing of this one. Only this repository's count.
+        this = _obj(event.get("repository"))
+        ours = [_obj(p) for p in (pulls if isinstance(pulls, list) else [])
+                if _same_repository(_obj(_obj(_obj(p).get("base")).get("repo")), this)]  # fmt: skip
+        first = ours[0] if ours else {}
         target.pr = _number(first.get("number"))
         target.base = _text(_obj(first.get("base")).get("ref")) or default
         if target.pr is None:
@@ -106,7 +122,7 @@ def _read_event(path: str | None) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep for json
         raise UsageError(f"cannot read the event payload {path}: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"the event payload {path} is not a JSON object")
@@ -124,50 +140,77 @@ def _config_patterns(repo: Path, sha: str, say: Any) -> tuple[str, ...]:
         return load_config(None).release_branches
 
 
-def plan_refspecs(remote: str, target: FetchTarget, release_patterns: tuple[str, ...], *, tags: bool,
-                  history: bool) -> list[str]:  # fmt: skip
-    """The refspecs of one fetch: base branch, PR head, release branches, version tags, history branch."""
+def usable_patterns(patterns: Sequence[str], say: Callable[[str], None]) -> tuple[str, ...]:
+    """The patterns that are globs the branch matching can read (one it cannot is said and left out:
+    the analysis reports the file)."""
+    kept = []
+    for pattern in patterns:
+        try:
+            compile_branch_glob(pattern)
+        except re.error as exc:
+            say(f"warning: release_branches pattern {pattern!r} of {CONFIG_FILE} is not a glob ({exc}): "
+                "no branch is fetched for it")  # fmt: skip
+            continue
+        kept.append(pattern)
+    return tuple(kept)
+
+
+def release_branches(branches: Iterable[str], patterns: Sequence[str]) -> dict[str, list[str]]:
+    """For each pattern, the branches (of a listing) it matches, in name order: exactly the names
+    the analysis reads as release branches (the same matching)."""
+    names = sorted(branches)
+    return {pattern: [b for b in names if match_branch(b, pattern)] for pattern in patterns}
+
+
+def plan_refspecs(remote: str, target: FetchTarget, release: Sequence[str], *, tags: bool, history: bool,
+                  kept_tags: Sequence[str] = ()) -> list[str]:  # fmt: skip
+    """The refspecs of one fetch: base branch, PR head, the ``release`` branches (by name), version
+    tags but those the clone has (``kept_tags``, full ref names: a fetch never moves a tag the clone
+    has), the history branch (``history``: the remote has it)."""
     tracking = f"refs/remotes/{remote}/"
     specs: list[str] = []
     if target.base:
         specs.append(f"+refs/heads/{target.base}:{tracking}{target.base}")
     if target.pr is not None:
         specs.append(f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}")
-    specs += git.pattern_refspecs("refs/heads/", tracking, release_patterns)
+    specs += [f"+refs/heads/{name}:{tracking}{name}" for name in release]
     if tags:
         specs += git.pattern_refspecs("refs/tags/", "refs/tags/", [p.removeprefix("refs/tags/") for p in TAG_PATTERNS])
+        specs += [f"^{ref}" for ref in kept_tags]
     if history:
-        # A glob: a repository whose data branch does not exist yet fetches nothing for it, and fails not.
-        specs.append(f"+refs/heads/{HISTORY_BRANCH}*:{tracking}{HISTORY_BRANCH}*")
+        specs.append(f"+refs/heads/{HISTORY_BRANCH}:{tracking}{HISTORY_BRANCH}")
     return list(dict.fromkeys(specs))
 
 
-def _summary(remote: str, target: FetchTarget, patterns: tuple[str, ...], refs: tuple[tuple[str, str], ...]
-             ) -> list[str]:  # fmt: skip
+def _summary(remote: str, target: FetchTarget, patterns: tuple[str, ...], release: Sequence[str],
+             refs: tuple[tuple[str, str], ...], kept_tags: int) -> list[str]:  # fmt: skip
     tracking = f"refs/remotes/{remote}/"
-    branches = [r[len(tracking):] for r, _ in refs if r.startswith(tracking)]
-    release = [b for b in branches if any(match_branch(b, p) for p in patterns)]
-    history = [b for b in branches if b == HISTORY_BRANCH]
+    fetched = dict(refs)
+    release = [b for b in release if f"{tracking}{b}" in fetched]
     tags = [r[len("refs/tags/"):] for r, _ in refs if r.startswith("refs/tags/")]
     versions = [t for t in tags if version_key(t) is not None]
-    extra = len(branches) - len(release) - len(history) - (1 if target.base in branches and target.base not in release
-                                                           else 0)  # fmt: skip
     lines = []
     if target.base:
-        base = dict(refs).get(f"{tracking}{target.base}", "")
+        base = fetched.get(f"{tracking}{target.base}", "")
         lines.append(f"  base branch {target.base}: {base[:12] or 'NOT FETCHED'}")
     if target.pr is not None:
-        head = dict(refs).get(PR_REF.format(number=target.pr), "")
+        head = fetched.get(PR_REF.format(number=target.pr), "")
         lines.append(f"  #{target.pr} head: {head[:12] or 'NOT FETCHED'}")
     shown = ", ".join(release[:8]) + (f", ... ({len(release)} in all)" if len(release) > 8 else "")
     lines.append(f"  release branches ({', '.join(patterns) or 'none configured'}): {shown or 'none on the remote'}")
-    if extra > 0:
-        lines.append(f"  {extra} other branch(es) share a release pattern's prefix (fetched, not read)")
     others = len(tags) - len(versions)
     lines.append(f"  version tags: {len(versions)}" + (f" (and {others} other tag(s) sharing their prefixes)"
                                                        if others else ""))  # fmt: skip
+    if kept_tags:
+        lines.append(f"  {kept_tags} of them already in the clone, kept as they are (a fetch never moves a tag)")
+    history = f"{tracking}{HISTORY_BRANCH}" in fetched
     lines.append(f"  {HISTORY_BRANCH}: {'fetched' if history else 'not on the remote'}")
     return lines
+
+
+#: A pattern matching more branches than this is said (it is still fetched in full: the analysis
+#: reads every branch it matches as a release branch).
+MANY_RELEASE_BRANCHES = 200
 
 
 @click.command("fetch")
@@ -224,45 +267,66 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         filter_spec = "blob:none" if shallow or git.is_partial_clone(root) else "none"
     filt = None if filter_spec == "none" else filter_spec
 
+    # The remote's branches, listed first (one request): every branch is then fetched by its exact
+    # name, and a base branch the remote lacks is one sentence before anything is fetched.
+    listing = git.remote_branches(root, remote)
+    if target.base not in listing.tips:
+        raise git.FetchError(f"the remote {remote!r} has no branch {target.base!r}",
+                             hint="name the base branch with --base")  # fmt: skip
+    history = history and HISTORY_BRANCH in listing.tips
+    kept_tags = git.local_refs(root, TAG_PATTERNS) if tags else []
     config_sha = (target.base_sha or "").lower() or git.run("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=root,
                                                               check=False).strip()  # fmt: skip
     mode = f"{'filter ' + filt if filt else 'every object'}{', removing the shallow boundary' if shallow else ''}"
+    listed = f"{len(listing.tips)} branches of {remote} listed in {listing.seconds:.1f}s"
     first: list[str] = []  # fetched before .revertbot.yml can be read
     seconds = 0.0
     if config_sha and not git.commit_present(root, config_sha):
         # The base commit is not here (a checkout of the PR's merge commit): what does not depend on
         # .revertbot.yml comes first, with the base's history; then the release branches it names.
-        first = plan_refspecs(remote, target, (), tags=tags, history=history)
+        first = plan_refspecs(remote, target, (), tags=tags, history=history, kept_tags=kept_tags)
         if dry_run:
-            say(f"would fetch from {remote} ({mode}), as the base commit {config_sha[:12]} is not in the clone:")
+            say(f"would fetch from {remote} ({mode}; {listed}), as the base commit {config_sha[:12]} is not in the "
+                "clone:")  # fmt: skip
             for spec in first:
                 click.echo(spec)
             say(f"then the release branches that {CONFIG_FILE} at {config_sha[:12]} names (read after that fetch)")
             for note in target.notes:
                 say(f"note: {note}")
             return
-        say(f"fetching {len(first)} refspec(s) from {remote} ({mode}); the base commit {config_sha[:12]} is not in "
-            f"the clone, so the release branches its {CONFIG_FILE} names follow")  # fmt: skip
+        say(f"fetching {len(first)} refspec(s) from {remote} ({mode}; {listed}); the base commit {config_sha[:12]} "
+            f"is not in the clone, so the release branches its {CONFIG_FILE} names follow")  # fmt: skip
         seconds += git.fetch_refspecs(root, remote, first, filter_spec=filt, unshallow=shallow).seconds
         shallow = False
         if not git.commit_present(root, config_sha):
             raise UsageError(f"the base commit {config_sha[:12]} is not on {remote}'s {target.base}",
                              hint="name the base commit with --base-sha, or the branch with --base")  # fmt: skip
     patterns = _config_patterns(root, config_sha, say) if config_sha else load_config(None).release_branches
-    specs = [s for s in plan_refspecs(remote, target, patterns, tags=tags, history=history) if s not in first]
+    matched = release_branches(listing.tips, usable_patterns(patterns, say))
+    for pattern, names in matched.items():
+        if len(names) > MANY_RELEASE_BRANCHES:
+            say(f"warning: release_branches pattern {pattern!r} matches {len(names)} branches of {remote}, each "
+                f"fetched and read as a release branch: narrow it in {CONFIG_FILE}")  # fmt: skip
+    refused = [n for n in listing.refused if any(match_branch(n, p) for p in matched)]
+    if refused:
+        say(f"warning: {len(refused)} branch(es) of {remote} that a release pattern matches are never fetched "
+            "(HEAD, a name git refuses or one not in UTF-8): " + ", ".join(repr(n) for n in refused[:5]))  # fmt: skip
+    release = sorted({name for names in matched.values() for name in names})
+    specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=history, kept_tags=kept_tags)
+             if s not in first]  # fmt: skip
     where = f"{CONFIG_FILE} at {config_sha[:12]}" if config_sha else "the defaults"
     if dry_run:
-        say(f"would fetch from {remote} ({mode}); release branches from {where}:")
+        say(f"would fetch from {remote} ({mode}; {listed}); release branches from {where}:")
         for spec in specs:
             click.echo(spec)
         for note in target.notes:
             say(f"note: {note}")
         return
     if specs:
-        say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}); release branches from {where}")
+        say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}; {listed}); release branches from {where}")
         seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
-    for line in _summary(remote, target, patterns, git.fetched_refs(root, [*first, *specs])):
+    for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)
     say("  not fetched: every other branch and tag")
     for note in target.notes:

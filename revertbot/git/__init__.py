@@ -37,8 +37,10 @@ from revertbot.git.fetching import (
     commit_present as commit_present,
     fetch_refspecs as fetch_refspecs,
     fetched_refs as fetched_refs,
+    local_refs as local_refs,
     object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,
+    remote_branches as remote_branches,
     remote_url as remote_url,
     valid_branch as valid_branch,
 )

@@ -7,10 +7,14 @@ version tags and the history data branch. :func:`fetch_refspecs` fetches exactly
 filter (``blob:none``: commits and trees, no file contents), removing the shallow boundary of a
 ``fetch-depth: 1`` checkout in the same request.
 
-Refspecs are built from patterns here (:func:`pattern_refspecs`): a glob such as ``release/*``
-or ``v[0-9]*`` becomes the git refspec globs that cover it (git's refspecs know one ``*`` only),
-so what is fetched is never less than what the pattern matches; the caller's own matching picks
-the refs it reads among them.
+Branches are fetched by their exact names: :func:`remote_branches` lists the remote's branches
+(one ``git ls-remote --heads``) and the caller picks those its patterns match, so a pattern such as
+``v*.*.x`` fetches ``v2.1.x`` and not ``viable/strict``. Tags are fetched by refspec globs built
+from patterns (:func:`pattern_refspecs`): ``v[0-9]*`` becomes the globs that cover it (git's
+refspecs know one ``*`` only), never less than what the pattern matches. Every refspec reaches git
+on stdin (``--stdin``), never as an argument; the fetch never prunes, never follows the remote's
+configured refspecs (``--refmap=``), and the caller keeps a tag the clone already has (a negative
+refspec), as git itself never moves a tag it has.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ def glob_prefixes(pattern: str) -> list[str]:
     """Literal prefixes whose ``prefix*`` refspec globs together cover every name ``pattern``
     matches: the text before the first glob character, with a leading simple set (``[0-9]``)
     expanded into one prefix per member. A pattern without glob characters is its own prefix
-    (``prefix*`` then also covers longer names, which the caller's matching leaves out)."""
+    (``prefix*`` then also covers longer names, which the caller's matching leaves out). A leading
+    ``/`` is dropped, as the branch matching drops it (``/release/*`` is ``release/*``)."""
+    pattern = pattern.lstrip("/")
     cut = next((i for i, ch in enumerate(pattern) if ch in _GLOB_CHARS), len(pattern))
     prefix = pattern[:cut]
     m = _SIMPLE_CLASS.match(pattern, cut)
@@ -94,10 +100,63 @@ def pattern_refspecs(source_prefix: str, dest_prefix: str, patterns: Iterable[st
 
 def valid_branch(repo: Path, name: str) -> bool:
     """Whether ``name`` is a branch name git accepts, and one that cannot read as an option or a
-    refspec (no leading ``-``, no ``:``, no glob, no ``refs/`` prefix)."""
-    if not name or name.startswith(("-", "refs/")) or any(ch in name for ch in ":*?[\\ \t\n"):
+    refspec (no leading ``-``, no ``:``, no glob, no ``refs/`` prefix), nor name ``HEAD`` (fetched
+    to ``refs/remotes/<remote>/HEAD``, a symbolic ref in most clones, it would move the branch that
+    ref points to)."""
+    if not name or name == "HEAD" or name.startswith(("-", "refs/")) or any(ch in name for ch in ":*?[\\ \t\n"):
         return False
     return run_bytes("check-ref-format", f"refs/heads/{name}", cwd=repo, check=False).returncode == 0
+
+
+#: What git's ``check-ref-format`` refuses anywhere in a ref name (controls, space, ``~^:?*[\``,
+#: ``..``, ``@{``, ``//``), and in a component (a leading ``.``, a trailing ``.lock``).
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(?:^|/)\.|\.lock(?:/|$)")
+
+
+def plain_branch_name(name: str) -> bool:
+    """Whether ``name`` (below ``refs/heads/``) is a name git accepts, checked here (a listing of
+    thousands of names, each of which becomes a refspec), and not ``HEAD`` (see :func:`valid_branch`)
+    nor one whose bytes were not UTF-8 (read with U+FFFD in their place, it names no ref)."""
+    return (bool(name) and name != "HEAD" and not name.endswith(("/", ".")) and "\ufffd" not in name
+            and not name.startswith("/") and _BAD_REF.search(name) is None)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RemoteBranches:
+    """The branches of a remote, as ``git ls-remote --heads`` lists them."""
+
+    tips: dict[str, str]  # name below refs/heads/ -> sha
+    refused: tuple[str, ...]  # names listed that git would not accept (never fetched)
+    seconds: float
+
+
+def remote_branches(repo: Path, remote: str) -> RemoteBranches:
+    """Every branch of ``remote`` and its tip, in one ``git ls-remote --heads`` (one request; the
+    server lists every branch, as git sends ls-remote's patterns to no server). Raises
+    :class:`FetchError` with a sentence when the remote cannot be reached."""
+    start = time.perf_counter()
+    try:
+        out = run("ls-remote", "--heads", "--", remote, cwd=repo)
+    except GitError as exc:
+        message, hint = describe_fetch_failure(exc.stderr, remote)
+        raise FetchError(message, hint=hint) from None
+    tips: dict[str, str] = {}
+    refused: list[str] = []
+    for line in out.splitlines():
+        sha, _, ref = line.partition("\t")
+        name = ref.removeprefix("refs/heads/")
+        if name == ref or not HEX_RE.match(sha):
+            continue
+        if plain_branch_name(name):
+            tips[name] = sha
+        else:
+            refused.append(name)
+    return RemoteBranches(tips, tuple(refused), time.perf_counter() - start)
+
+
+def local_refs(repo: Path, patterns: Sequence[str]) -> list[str]:
+    """Names of the clone's refs that ``patterns`` match (``for-each-ref`` patterns); none fetched."""
+    return run("for-each-ref", "--format=%(refname)", "--", *patterns, cwd=repo).split()
 
 
 def commit_present(repo: Path, sha: str) -> bool:
@@ -166,18 +225,25 @@ def fetch_refspecs(
 ) -> FetchResult:
     """Fetch ``refspecs`` from ``remote`` in one ``git fetch`` (no tags beyond those named, no
     submodules), with ``filter_spec`` (None: every object), removing the shallow boundary when the
-    repository is shallow (``unshallow`` None: when it is). Raises :class:`FetchError` with a
-    sentence when the remote cannot be reached or lacks a ref that is named exactly."""
+    repository is shallow (``unshallow`` None: when it is). The refspecs go on stdin (any number of
+    them; a name never reads as an option); nothing is pruned (a ``fetch.prune`` of the user's
+    config would delete the clone's own tags that a refspec names), and the remote's configured
+    refspecs write nothing (``--refmap=``: a ``+refs/heads/*:refs/heads/*`` there would move local
+    branches). Raises :class:`FetchError` with a sentence when the remote cannot be reached or lacks
+    a ref that is named exactly."""
+    if not refspecs:  # on stdin, none would mean the remote's configured refspecs
+        return FetchResult((), False, 0.0, ())
     if unshallow is None:
         unshallow = is_shallow(repo)
-    args = ["fetch", "--quiet", "--no-tags", "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance"]
+    args = ["fetch", "--quiet", "--no-tags", "--no-prune", "--no-prune-tags", "--refmap=", "--stdin",
+            "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance"]  # fmt: skip
     if filter_spec:
         args.append(f"--filter={filter_spec}")
     if unshallow:
         args.append("--unshallow")
     start = time.perf_counter()
     try:
-        run(*args, "--", remote, *refspecs, cwd=repo)
+        run(*args, "--", remote, cwd=repo, input="".join(f"{spec}\n" for spec in refspecs))
     except GitError as exc:
         message, hint = describe_fetch_failure(exc.stderr, remote)
         raise FetchError(message, hint=hint) from None
