@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from revertbot.errors import ConfigError
-from revertbot.globs import compile_glob, first_match, match_glob, matching_globs, normalize_path
+from revertbot.globs import compile_branch_glob, compile_glob, first_match, match_glob, matching_globs, normalize_path
 
 if TYPE_CHECKING:
     import yaml
@@ -75,17 +75,19 @@ def _meta(
     argv: bool = False,
     key_pattern: re.Pattern[str] | None = None,
     one_or_many: bool = False,
+    glob: Literal["path", "branch"] | None = None,
 ) -> dict[str, Any]:
     """Constraints on one key, beyond its type, for the validator: a minimum, a string accepted as an argv,
-    a pattern for the names in a mapping, a string accepted as a list of that one string."""
-    return {"minimum": minimum, "argv": argv, "key_pattern": key_pattern, "one_or_many": one_or_many}
+    a pattern for the names in a mapping, a string accepted as a list of that one string, strings that
+    are path or branch globs (each must compile: a bad one is the file's error, not a crash later)."""
+    return {"minimum": minimum, "argv": argv, "key_pattern": key_pattern, "one_or_many": one_or_many, "glob": glob}
 
 
 @dataclass(frozen=True)
 class ModuleRule:
     """Paths matching ``pattern`` belong to the module ``name``."""
 
-    pattern: str
+    pattern: str = field(metadata=_meta(glob="path"))
     name: str
 
 
@@ -93,7 +95,7 @@ class ModuleRule:
 class CategoryRule:
     """Paths matching ``pattern`` have the category ``category``."""
 
-    pattern: str
+    pattern: str = field(metadata=_meta(glob="path"))
     category: Category
 
 
@@ -101,7 +103,7 @@ class CategoryRule:
 class GpuSuite:
     """A GPU test suite: which changed paths select it and how a CUDA runner runs it."""
 
-    paths: tuple[str, ...]
+    paths: tuple[str, ...] = field(metadata=_meta(glob="path"))
     # An argv, run without a shell; a string is split like a shell would (shlex) but never run by one.
     command: tuple[str, ...] = field(metadata=_meta(argv=True))
     runner_labels: tuple[str, ...] = ("self-hosted", "linux", "x64", "cuda")
@@ -206,13 +208,9 @@ class Config:
     """The whole ``.revertbot.yml``. ``Config()`` is the default configuration."""
 
     language: Language = "en"
-    critical_paths: tuple[str, ...] = (
-        "**/cuda*/**",
-        "**/*cuda_graph*",
-        "**/*.cu",
-        "**/*.cuh",
-        "**/kernels/**",
-        "**/model_executor/**",
+    critical_paths: tuple[str, ...] = field(
+        default=("**/cuda*/**", "**/*cuda_graph*", "**/*.cu", "**/*.cuh", "**/kernels/**", "**/model_executor/**"),
+        metadata=_meta(glob="path"),
     )
     # On top of the globs: what the repository itself shows is GPU code (revertbot.analysis.critical).
     critical_paths_from_repository: bool = True
@@ -221,7 +219,9 @@ class Config:
     gpu: GpuConfig = field(default_factory=GpuConfig)
     thresholds: Thresholds = field(default_factory=Thresholds)
     labels: Labels = field(default_factory=Labels)
-    release_branches: tuple[str, ...] = ("release/*", "release-*", "v*.*.x", "stable*")
+    release_branches: tuple[str, ...] = field(
+        default=("release/*", "release-*", "v*.*.x", "stable*"), metadata=_meta(glob="branch")
+    )
     report: ReportConfig = field(default_factory=ReportConfig)
     propose: ProposeConfig = field(default_factory=ProposeConfig)
 
@@ -398,6 +398,12 @@ def _convert(value: object, tp: Any, path: str, meta: Mapping[str, Any], source:
     if tp is str:
         if not isinstance(value, str) or not value.strip():
             raise _fail(source, path, tp, meta, value)
+        if meta.get("glob"):
+            try:
+                (compile_branch_glob if meta["glob"] == "branch" else compile_glob)(value)
+            except re.error:  # its words are about the regular expression made of it, not the glob
+                raise ConfigError(f"{source}: '{path}' is not a glob revertbot can read: {value!r} (a character "
+                                  "range goes from low to high, as in [a-z])") from None
         return value
     if origin is Literal:
         choices = typing.get_args(tp)
@@ -418,7 +424,8 @@ def _convert(value: object, tp: Any, path: str, meta: Mapping[str, Any], source:
         if not isinstance(value, list) or (meta.get("argv") and not value) or (meta.get("one_or_many") and not value):
             raise _fail(source, path, tp, meta, value)
         item = typing.get_args(tp)[0]
-        return tuple(_convert(element, item, f"{path}[{i}]", {}, source) for i, element in enumerate(value))
+        each = {"glob": meta.get("glob")}  # what the strings of the list must be
+        return tuple(_convert(element, item, f"{path}[{i}]", each, source) for i, element in enumerate(value))
     if origin is Mapping:
         if not isinstance(value, dict):
             raise _fail(source, path, tp, meta, value)

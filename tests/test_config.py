@@ -342,6 +342,27 @@ def test_config_is_frozen() -> None:
             ".revertbot.yml: 'thresholds.drift_commits_medium' (3) must not be greater than"
             " 'thresholds.drift_commits_high' (0)",
         ),
+        # globs that cannot be read: the file's error, not a crash of the analysis later
+        (
+            "critical_paths: ['**/[z-a]*.cu']\n",
+            ".revertbot.yml: 'critical_paths[0]' is not a glob revertbot can read: '**/[z-a]*.cu' (a character"
+            " range goes from low to high, as in [a-z])",
+        ),
+        (
+            "release_branches: [release/*, 'v[9-0]*']\n",
+            ".revertbot.yml: 'release_branches[1]' is not a glob revertbot can read: 'v[9-0]*' (a character"
+            " range goes from low to high, as in [a-z])",
+        ),
+        (
+            "modules:\n  - {pattern: 'src/[b-a]/**', name: core}\n",
+            ".revertbot.yml: 'modules[0].pattern' is not a glob revertbot can read: 'src/[b-a]/**' (a character"
+            " range goes from low to high, as in [a-z])",
+        ),
+        (
+            "gpu:\n  suites:\n    graphs: {paths: ['[z-a]'], command: pytest}\n",
+            ".revertbot.yml: 'gpu.suites.graphs.paths[0]' is not a glob revertbot can read: '[z-a]' (a character"
+            " range goes from low to high, as in [a-z])",
+        ),
         # globs of artifacts: a string or a non-empty list of strings
         (
             "propose:\n  artifacts: []\n",
