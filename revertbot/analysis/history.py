@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from revertbot import git
@@ -18,21 +18,31 @@ _PICK_TRAILER_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40,64})\)"
 _PICK_PREFIX_RE = re.compile(r"^\s*\[(?:cherry[- ]?pick(?:ed)?(?: to)?|backport(?: to)?)?\s*[^\]]*\]\s*", re.I)
 
 
+#: Originals of one revert whose later commits are searched for drift (the oldest first).
+MAX_DRIFT_ORIGINALS = 16
+
+
 def find_drift(
-    repo: Path, since: str, base: str, files: Sequence[str], exclude: Sequence[str] = ()
+    repo: Path, since: str | Sequence[str], base: str, files: Sequence[str], exclude: Sequence[str] = ()
 ) -> list[DriftCommit]:
-    """Commits on ``base`` after ``since`` (the original) that touched any of ``files``."""
+    """Commits on ``base`` after ``since`` (the original, or the originals: after any of them) that
+    touched any of ``files``, newest first; the originals themselves and ``exclude`` are not drift.
+
+    A revert of several commits undoes the oldest too: a commit between it and the newest one that
+    builds on it is drift as much as one after them all."""
     if not files:
         return []
-    skip = set(exclude)
-    out = []
-    commits = git.log(repo, f"{since}..{base}", paths=list(files))
+    originals = [since] if isinstance(since, str) else list(dict.fromkeys(since))[:MAX_DRIFT_ORIGINALS]
+    skip = {*exclude, *originals}
+    found: dict[str, Commit] = {}
+    for original in originals:
+        found.update((c.sha, c) for c in git.log(repo, f"{original}..{base}", paths=list(files)) if c.sha not in skip)
+    commits = list(found.values())
+    if len(originals) > 1:  # the ranges interleave: newest first again (git's order within a range)
+        order = {sha: i for i, sha in enumerate(found)}
+        commits.sort(key=lambda c: (-c.commit_time, order[c.sha]))
     touched = _files_touched(repo, [c.sha for c in commits], files)
-    for c in commits:
-        if c.sha in skip:
-            continue
-        out.append(DriftCommit(c.sha, c.subject, c.commit_time, tuple(touched.get(c.sha, ()))))
-    return out
+    return [DriftCommit(c.sha, c.subject, c.commit_time, tuple(touched.get(c.sha, ()))) for c in commits]
 
 
 def _files_touched(repo: Path, shas: Sequence[str], files: Sequence[str]) -> dict[str, list[str]]:
@@ -130,7 +140,9 @@ def find_backports(
         return []
     orig = originals[-1]
     orig_shas = {o.sha for o in originals}
-    orig_titles = {title_key(o.subject) for o in originals}
+    by_title: dict[str, str] = {}  # an original's title -> the newest original with it
+    for o in originals:
+        by_title[title_key(o.subject)] = o.sha
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
     by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
@@ -178,36 +190,45 @@ def find_backports(
         seen_tips.add(tip)
         own = _reachable(tip, by_sha)  # newest first: what the branch has that the base (and orig) lacks
         if name in with_original:
-            pick = revert.sha if name in with_revert else _find_revert_pick(own, revert, orig_shas, None, None)
+            # Made after the newest original: every original is there (the older ones are its history).
+            carried = {o: {o} for o in orig_shas}
+            pick = revert.sha if name in with_revert else _find_revert_pick(own, revert, carried, None, None)
             results.append(Backport(name, orig.sha, "branched after original", pick))
             continue
         if not own:
             continue
-        original_pick: str | None = None
-        how = ""
+        # Each original's copy on the branch (the oldest), and how it was found.
+        copies: dict[str, tuple[str, str]] = {}
         for c in reversed(own):  # oldest first
-            trailer = set(_PICK_TRAILER_RE.findall(c.message))
-            if trailer & orig_shas:
-                original_pick, how = c.sha, "cherry-pick trailer"
-            elif parse_message(c.message).kind is None and title_key(c.subject) in orig_titles:
-                original_pick, how = c.sha, "title"
-            if original_pick:
-                break
-        if original_pick is None:
+            named = [o for o in _PICK_TRAILER_RE.findall(c.message) if o in orig_shas and o not in copies]
+            if named:
+                copies.update((o, (c.sha, "cherry-pick trailer")) for o in named)
+            elif parse_message(c.message).kind is None and (titled := by_title.get(title_key(c.subject))):
+                copies.setdefault(titled, (c.sha, "title"))
+        if orig.sha not in copies:
             orig_pid = patch_id_of(orig.sha)
             same = [c for c in reversed(own) if orig_pid and patch_id_of(c.sha) == orig_pid]
-            if not same:
-                if unchecked and any(c.sha in touching for c in own):
-                    results.append(Backport(name, None, "not checked", None, unchecked=unchecked))
-                continue
-            original_pick, how = same[0].sha, "same patch"
-        picks = {original_pick, *orig_shas}
-        later = [c for c in own if c.sha != original_pick]
-        revert_pick = _find_revert_pick(later, revert, picks, patch_id_of(revert.sha) if pids is not None else None,
+            if same:
+                copies[orig.sha] = (same[0].sha, "same patch")
+        if not copies:
+            if unchecked and any(c.sha in touching for c in own):
+                results.append(Backport(name, None, "not checked", None, unchecked=unchecked))
+            continue
+        # The row names the copy of the newest original where the branch has it, as a branch made
+        # after it does; the revert has reached the branch only when every copy there is undone.
+        original_pick, how = copies.get(orig.sha) or min(copies.values(), key=lambda v: own_order(own, v[0]))
+        carried = {o: {o, sha} for o, (sha, _) in copies.items()}
+        later = [c for c in own if c.sha not in {sha for sha, _ in copies.values()}]
+        revert_pick = _find_revert_pick(later, revert, carried, patch_id_of(revert.sha) if pids is not None else None,
                                         pids)  # fmt: skip
         maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
         results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
+
+
+def own_order(commits: Sequence[Commit], sha: str) -> int:
+    """How old ``sha`` is among ``commits`` (newest first): larger is older."""
+    return -next((i for i, c in enumerate(commits) if c.sha == sha), -1)
 
 
 def _containing(
@@ -263,19 +284,30 @@ def _reachable(tip: str, commits: Mapping[str, Commit]) -> list[Commit]:
 def _find_revert_pick(
     commits: Sequence[Commit],
     revert: Commit,
-    originals: set[str],
+    carried: Mapping[str, Collection[str]],
     revert_pid: str | None,
     pids: dict[str, str] | None = None,
 ) -> str | None:
+    """The commit of ``commits`` (newest first) with which the branch has undone every original it
+    carries (``carried``: each original and the names it goes by there, itself and its copy): a copy
+    of the revert (its trailer, its patch, or its title where it names no commit) undoes them all;
+    reverts naming them by id, each the ones they name, and the newest of those is answered once
+    all are undone. None while one is left: a branch that undid only part of the originals still
+    needs the revert."""
     revert_title = title_key(revert.subject)
+    left = set(carried)
+    newest: str | None = None
     for c in commits:
         if revert.sha in _PICK_TRAILER_RE.findall(c.message):
             return c.sha
         pm = parse_message(c.message)
-        if pm.kind in ("revert", "backout", "partial") and (
-            any(o.startswith(s) for s in pm.shas for o in originals) or title_key(c.subject) == revert_title
-        ):
-            return c.sha
+        if pm.kind in ("revert", "backout", "partial"):
+            if not pm.shas and title_key(c.subject) == revert_title:
+                return c.sha  # the revert's own title, naming nothing: a copy of it
+            undone = {o for o, names in carried.items() if any(n.startswith(s) for s in pm.shas for n in names)}
+            if undone & left:
+                newest = newest or c.sha
+                left -= undone
         if revert_pid and pids is not None and pids.get(c.sha) == revert_pid:
             return c.sha
-    return None
+    return newest if not left else None
