@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,28 @@ import pytest
 
 from tests.github_server import FakeGitHub, World, build_world, serve
 from tests.gitrepo import GitRepo
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A temporary root of this session's own: pytest makes the shared one (/tmp/pytest-of-<user>)
+    # private again when any session starts, which would cut the GPU job's suite user (see
+    # suite_python) off the paths a session running beside it had opened. Workers get theirs from
+    # the controller's base directory.
+    if "PYTEST_DEBUG_TEMPROOT" in os.environ or hasattr(config, "workerinput") or config.option.basetemp:
+        return
+    root = tempfile.mkdtemp(prefix="revertbot-tests-")
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = root
+    config.stash[_SESSION_ROOT] = root
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = config.stash.get(_SESSION_ROOT, None)
+    if root is not None:
+        os.environ.pop("PYTEST_DEBUG_TEMPROOT", None)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_SESSION_ROOT = pytest.StashKey[str]()
 
 
 def require_torch() -> Any:
