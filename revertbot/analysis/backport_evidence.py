@@ -74,7 +74,8 @@ def _changed_paths(root: Path, shas: Sequence[str]) -> dict[str, list[str]]:
 
 
 def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: Sequence[Commit]) -> list[Backport]:
-    """``backports`` with every match made on the title alone checked against the content.
+    """``backports`` with every match made on the title alone checked against the content of the
+    original whose title it has (a revert of several commits: each pick against its own original).
 
     The branch's commit has the original's patch id (limited to the original's paths) ->
     ``how`` says "title and same patch"; it changes the original's files and at least
@@ -84,14 +85,27 @@ def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: 
     titled = [b for b in backports if b.how == "title" and b.original_pick]
     if not titled or not originals:
         return list(backports)
-    orig = originals[-1]
     picks = [b.original_pick for b in titled if b.original_pick]
+    by_title = {title_key(o.subject): o for o in originals}
     try:
-        paths = _changed_paths(root, [orig.sha]).get(orig.sha, [])
-        pids = patch_ids(root, [orig.sha, *picks], paths) if paths else {}
-        same_patch = {p for p in picks if pids.get(orig.sha) and pids.get(p) == pids[orig.sha]}
-        rest = [p for p in picks if p not in same_patch]
-        shared = _shared_lines(root, orig.sha, rest, paths) if rest and paths else {}
+        subjects = {c.sha: c.subject for c in git.commits_of(root, picks)} if len(by_title) > 1 else {}
+        # The original each pick was matched by (the newest one when the title says nothing else).
+        of_pick = {p: by_title.get(title_key(subjects.get(p, "")), originals[-1]) for p in picks}
+        verdicts: dict[str, str] = {}  # pick -> how, or "" when the title alone is no evidence
+        for orig in dict.fromkeys(of_pick.values()):
+            mine = [p for p in picks if of_pick[p] is orig]
+            paths = _changed_paths(root, [orig.sha]).get(orig.sha, [])
+            pids = patch_ids(root, [orig.sha, *mine], paths) if paths else {}
+            same_patch = {p for p in mine if pids.get(orig.sha) and pids.get(p) == pids[orig.sha]}
+            rest = [p for p in mine if p not in same_patch]
+            shared = _shared_lines(root, orig.sha, rest, paths) if rest and paths else {}
+            for p in mine:
+                if p in same_patch:
+                    verdicts[p] = HOW_SAME_PATCH
+                elif shared.get(p, 0.0) >= MIN_SHARED_LINES:
+                    verdicts[p] = HOW_SAME_LINES
+                else:
+                    verdicts[p] = "" if is_generic_title(orig.subject) else "title"
     except GitError as exc:
         if not git.is_missing_object(exc.stderr):
             raise
@@ -100,12 +114,8 @@ def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: 
     for b in backports:
         if b not in titled:
             out.append(b)
-        elif b.original_pick in same_patch:
-            out.append(dataclasses.replace(b, how=HOW_SAME_PATCH))
-        elif shared.get(b.original_pick or "", 0.0) >= MIN_SHARED_LINES:
-            out.append(dataclasses.replace(b, how=HOW_SAME_LINES))
-        elif not is_generic_title(orig.subject):
-            out.append(b)
+        elif how := verdicts.get(b.original_pick or "", ""):
+            out.append(b if how == "title" else dataclasses.replace(b, how=how))
     return out
 
 

@@ -112,6 +112,12 @@ def commits_touching(repo: Path, shas: Sequence[str], paths: Sequence[str]) -> s
     return set(out.decode().split())
 
 
+#: Originals of one revert whose places on the release branches are worked out (the newest ones).
+MAX_BACKPORT_ORIGINALS = 16
+#: Commits of a reverted merge's side branch looked for on the release branches.
+MAX_MERGED_COMMITS = 100
+
+
 def find_backports(
     repo: Path,
     originals: Sequence[Commit],
@@ -123,10 +129,15 @@ def find_backports(
     """Release branches that carry the original (picked or branched after it), and whether the
     revert reached them too.
 
+    A revert of several commits counts each: a branch carries every original it contains (made
+    after it) or has a copy of (a cherry-pick by its trailer or title, or the same patch), and the
+    revert has reached it only when all of those are undone there. A merge original is carried by
+    copies of the commits it merged as well. The row names the newest original (or its copy).
+
     A constant number of git processes, whatever the number of release branches: the commits of
     every release branch that the base lacks come from one ``git log`` of all tips at once, and
     which branch has which commit is worked out from the parents, here. Which branches contain the
-    original and the revert is worked out the same way when ``history`` (the commits reachable
+    originals and the revert is worked out the same way when ``history`` (the commits reachable
     from the base or the revert, as the check read them) holds the commits where the branches
     leave it; otherwise ``for-each-ref --contains`` answers."""
     if not originals:
@@ -138,38 +149,41 @@ def find_backports(
     ]
     if not refs:
         return []
+    originals = list(originals)[-MAX_BACKPORT_ORIGINALS:]
     orig = originals[-1]
-    orig_shas = {o.sha for o in originals}
-    by_title: dict[str, str] = {}  # an original's title -> the newest original with it
+    # What stands for each original on a branch: itself, and for a merge the commits it brought in
+    # (what a release branch cherry-picks is the pull request's commits, not the merge).
+    owner: dict[str, str] = {}  # a commit that may be copied -> the original it belongs to
+    titles: dict[str, str] = {}  # its title -> that commit (the newest original's win)
+    units: list[Commit] = []
     for o in originals:
-        by_title[title_key(o.subject)] = o.sha
+        for c in [o, *_merged_commits(repo, o)]:
+            if c.sha not in owner:
+                owner[c.sha] = o.sha
+                units.append(c)
+                titles[title_key(c.subject)] = c.sha
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
     by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
     contains = _containing(refs, by_sha, history)
-    with_original, with_revert = contains(orig.sha), contains(revert.sha)
-    missing = [sha for sha, found in ((orig.sha, with_original), (revert.sha, with_revert)) if found is None]
+    containing = {sha: contains(sha) for sha in [*(o.sha for o in originals), revert.sha]}
+    missing = [sha for sha, found in containing.items() if found is None]
     if missing:
         # Git walks the history for what the commits in hand cannot tell: side by side.
         found = git.two_at_a_time(lambda sha: set(git.branches_containing(repo, sha, *names)), missing)
-        walked = dict(zip(missing, found, strict=True))
-        with_original = walked.get(orig.sha, with_original)
-        with_revert = walked.get(revert.sha, with_revert)
-    assert with_original is not None and with_revert is not None
+        containing.update(zip(missing, found, strict=True))
+    with_revert = containing[revert.sha] or set()
     pids: dict[str, str] | None = None  # patch ids, computed once and only when a branch needs them
     unchecked = ""  # why patches could not be compared
-    touching: set[str] = set()  # then: the commits that change the original's files (trees only)
+    touching: set[str] = set()  # then: the commits that change the originals' files (trees only)
 
     def patch_id_of(sha: str) -> str | None:
         nonlocal pids, unchecked, touching
         if pids is None:
-            # A copy of the original (or of the revert) changes the original's files and no other.
-            span = [orig.parents[0], orig.sha] if orig.parents else ["--root", orig.sha]
-            names = git.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span,
-                               cwd=repo)  # fmt: skip
-            paths = [p for p in names.split("\0") if p]
+            # A copy of an original (or of the revert) changes the originals' files and no other.
+            paths = sorted({p for o in originals for p in _changed_files(repo, o)})
             try:
-                pids = patch_ids(repo, [*by_sha, orig.sha, revert.sha], paths)
+                pids = patch_ids(repo, [*by_sha, *(u.sha for u in units), revert.sha], paths)
             except GitError as exc:
                 if not git.is_missing_object(exc.stderr):
                     raise
@@ -183,47 +197,71 @@ def find_backports(
         return pids.get(sha)
 
     results = []
-    seen_tips: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for name, tip in refs:
-        if tip in seen_tips:
-            continue  # a local branch and its remote-tracking twin
-        seen_tips.add(tip)
+        if (branch_name(name), tip) in seen:
+            continue  # a local branch and its remote-tracking twin (two branches at one commit both count)
+        seen.add((branch_name(name), tip))
         own = _reachable(tip, by_sha)  # newest first: what the branch has that the base (and orig) lacks
-        if name in with_original:
-            # Made after the newest original: every original is there (the older ones are its history).
-            carried = {o: {o} for o in orig_shas}
-            pick = revert.sha if name in with_revert else _find_revert_pick(own, revert, carried, None, None)
-            results.append(Backport(name, orig.sha, "branched after original", pick))
-            continue
-        if not own:
-            continue
-        # Each original's copy on the branch (the oldest), and how it was found.
+        made_after = [o.sha for o in originals if name in (containing[o.sha] or ())]
+        # Each other original's (or merged commit's) copy among the branch's own commits (the oldest).
         copies: dict[str, tuple[str, str]] = {}
-        for c in reversed(own):  # oldest first
-            named = [o for o in _PICK_TRAILER_RE.findall(c.message) if o in orig_shas and o not in copies]
+        wanted = {u.sha for u in units if owner[u.sha] not in made_after}
+        for c in reversed(own) if wanted else ():  # oldest first
+            named = [u for u in _PICK_TRAILER_RE.findall(c.message) if u in wanted and u not in copies]
             if named:
-                copies.update((o, (c.sha, "cherry-pick trailer")) for o in named)
-            elif parse_message(c.message).kind is None and (titled := by_title.get(title_key(c.subject))):
-                copies.setdefault(titled, (c.sha, "title"))
-        if orig.sha not in copies:
-            orig_pid = patch_id_of(orig.sha)
-            same = [c for c in reversed(own) if orig_pid and patch_id_of(c.sha) == orig_pid]
-            if same:
-                copies[orig.sha] = (same[0].sha, "same patch")
-        if not copies:
+                copies.update((u, (c.sha, "cherry-pick trailer")) for u in named)
+            elif (parse_message(c.message).kind is None and (u := titles.get(title_key(c.subject))) in wanted
+                  and u not in copies):  # fmt: skip
+                copies[u] = (c.sha, "title")
+        unfound = [x.sha for x in units if x.sha in wanted and x.sha not in copies and len(x.parents) <= 1]
+        if unfound and own:
+            by_pid: dict[str, str] = {}
+            for sha in unfound:
+                if (pid := patch_id_of(sha)) is not None:
+                    by_pid.setdefault(pid, sha)
+            for c in reversed(own):
+                same = by_pid.get(patch_id_of(c.sha) or "")
+                if same is not None and same not in copies and c.sha not in {s for s, _ in copies.values()}:
+                    copies[same] = (c.sha, "same patch")
+        if not made_after and not copies:
             if unchecked and any(c.sha in touching for c in own):
                 results.append(Backport(name, None, "not checked", None, unchecked=unchecked))
             continue
-        # The row names the copy of the newest original where the branch has it, as a branch made
-        # after it does; the revert has reached the branch only when every copy there is undone.
-        original_pick, how = copies.get(orig.sha) or min(copies.values(), key=lambda v: own_order(own, v[0]))
-        carried = {o: {o, sha} for o, (sha, _) in copies.items()}
+        carried: dict[str, set[str]] = {o: {o} for o in made_after}
+        for u, (sha, _) in copies.items():
+            carried.setdefault(u, set()).update((u, sha))
         later = [c for c in own if c.sha not in {sha for sha, _ in copies.values()}]
-        revert_pick = _find_revert_pick(later, revert, carried, patch_id_of(revert.sha) if pids is not None else None,
-                                        pids)  # fmt: skip
+        if name in with_revert:
+            revert_pick: str | None = revert.sha
+        else:
+            revert_pid = patch_id_of(revert.sha) if pids is not None else None
+            revert_pick = _find_revert_pick(later, revert, carried, revert_pid, pids)
+        newest_copy = [copies[x.sha] for x in reversed(units) if owner[x.sha] == orig.sha and x.sha in copies]
+        if orig.sha in made_after or (made_after and not newest_copy):
+            original_pick, how = made_after[-1], "branched after original"
+        else:
+            original_pick, how = (newest_copy[0] if newest_copy
+                                  else min(copies.values(), key=lambda v: own_order(own, v[0])))  # fmt: skip
         maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
         results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
+
+
+def _merged_commits(repo: Path, original: Commit) -> list[Commit]:
+    """For a merge original, the commits it brought into its first parent (newest first, at most
+    :data:`MAX_MERGED_COMMITS`); none for any other commit."""
+    if len(original.parents) < 2:
+        return []
+    brought = git.log_revs(repo, [original.sha, f"^{original.parents[0]}"])
+    return [c for c in brought if c.sha != original.sha][:MAX_MERGED_COMMITS]
+
+
+def _changed_files(repo: Path, commit: Commit) -> list[str]:
+    """The paths ``commit`` changes against its first parent (a merge: what it brought in)."""
+    span = [commit.parents[0], commit.sha] if commit.parents else ["--root", commit.sha]
+    names = git.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span, cwd=repo)
+    return [p for p in names.split("\0") if p]
 
 
 def own_order(commits: Sequence[Commit], sha: str) -> int:
