@@ -73,7 +73,17 @@ else:
         progress("entries written as JSON", 1, 1)
         out["stages"] = stages
 out["seconds"] = time.perf_counter() - start
-out["self_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def own_peak_kib():
+    # VmHWM is this program's own peak; ru_maxrss also keeps the peak of the process it was forked
+    # from before the exec (a parent that had just built a large history in memory).
+    try:
+        for line in open("/proc/self/status", encoding="ascii"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out["self_mib"] = own_peak_kib() / 1024
 out["git_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
 """
