@@ -56,9 +56,19 @@ def _instrumented() -> Iterator[tuple[dict[str, float], list[int]]]:
         (check, "search_dependents", "dependents (Python)"),
         (check, "search_cpp_dependents", "dependents (C++ and its Python bindings; not timed when a child runs it)"),
         (split.Beside, "result", "waiting for the second core's part"),
+        (git.Background, "result", "waiting for a thread's part (relands by content, lookups by string, drift, ...)"),
         (check, "find_drift", "drift"),
         (check, "find_backports", "backports (not timed when a forked child finds them)"),
+        (check, "content_story", "relands by content (the days after it, the reverts before each original)"),
+        (check, "with_repository_rules", "critical paths from the repository"),
+        (check, "public_api_stage", "public API"),
+        (check, "string_lookups", "dependents by string and op registry"),
+        (check, "plan_string_lookups", "dependents by string and op registry: what to look for"),
+        (check, "select_excerpts", "excerpts"),
+        (check, "revert_fingerprint", "the revert's fingerprint (for its record)"),
     ]
+    # Stages one version of the code has and another has not (--old copies are timed too).
+    stages = [(mod, name, label) for mod, name, label in stages if hasattr(mod, name)]
     # Every git process starts through Popen (subprocess.run uses it too): count those.
     popen = subprocess.Popen  # the module revertbot.git.process starts git with
 

@@ -13,7 +13,7 @@ are listed as well (they are not verdicts, but a difference is worth a look). ``
 the median, the 95th percentile and the slowest check of each repository (the CLI's wall time,
 interpreter start-up included). The exit status is 1 when any verdict differs.
 
-    python -m bench.check_same timing --repo ~/src/executorch [--every 7] [--old DIR]
+    python -m bench.check_same timing --repo ~/src/executorch [--every 7] [--old DIR] [--slowest 5]
 
 ``timing`` prints the same figures for every N-th revert, and with ``--old`` (a PYTHONPATH that
 holds another copy of the ``revertbot`` package, e.g. a checkout from before a change) those of
@@ -131,10 +131,11 @@ def _p95(walls: list[float]) -> str:
     return f"median {statistics.median(walls):.2f} s, p95 {p95:.2f} s, slowest {walls[-1]:.2f} s"
 
 
-def timing(repos: list[Path], every: int, old: str | None) -> int:
+def timing(repos: list[Path], every: int, old: str | None, slowest: int = 0) -> int:
     """The CLI's wall time on every ``every``-th revert, today's code and, with ``old`` (a
     PYTHONPATH holding another copy of the package), that code, one after the other per revert
-    (the same load on both); the index of each repository is made first (its first check)."""
+    (the same load on both); the index of each repository is made first (its first check).
+    ``slowest``: also list that many of the slowest reverts (by today's time), with each time."""
     for repo in repos:
         shas = reverts(repo)[::every]
         envs = {"today": bench_env()}
@@ -147,6 +148,8 @@ def timing(repos: list[Path], every: int, old: str | None) -> int:
                 walls[name].append(check_json(repo, sha, env)[1])
         for name, w in walls.items():
             print(f"{repo.name} ({len(shas)} reverts), {name}: {_p95(w)}", flush=True)
+        for i in sorted(range(len(shas)), key=lambda i: -walls["today"][i])[:slowest]:
+            print(f"  {shas[i][:12]} " + ", ".join(f"{name} {w[i]:.2f} s" for name, w in walls.items()))
     return 0
 
 
@@ -164,9 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     tim.add_argument("--repo", type=Path, action="append", required=True)
     tim.add_argument("--every", type=int, default=1, help="time every N-th revert (default: all)")
     tim.add_argument("--old", default=None, help="PYTHONPATH of another copy of the package, timed beside")
+    tim.add_argument("--slowest", type=int, default=0, help="list this many of the slowest reverts (default: none)")
     args = parser.parse_args(argv)
     if args.mode == "timing":
-        return timing(args.repo, args.every, args.old)
+        return timing(args.repo, args.every, args.old, args.slowest)
     if args.mode == "record":
         return record(args.out, args.repo)
     return compare(args.saved, args.repo, args.times)

@@ -147,10 +147,15 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
     the in-tree build backend, and the Python/CMake files that mention a changed file by name."""
     whole = critical_build.build_files_for(natives)
     named: dict[str, None] = {}
-    for commit in sides:
+    # Each side's search is a git grep over the tree: the others run on threads meanwhile (each
+    # with its own notes, said in the order of the sides).
+    jobs = [git.Background(_files_naming_noted, root, commit, at.get(commit, natives)) for commit in sides[1:]]
+    for i, commit in enumerate(sides):
         listing = git.run("ls-tree", "-z", "--name-only", commit, "--", "op_builder/", cwd=root, check=False)
         whole += [p for p in listing.split("\0") if p.endswith(".py")]
-        named.update(dict.fromkeys(_files_naming(root, commit, at.get(commit, natives), notes)))
+        found, found_notes = jobs[i - 1].result() if i else _files_naming_noted(root, commit, at.get(commit, natives))
+        notes += found_notes
+        named.update(dict.fromkeys(found))
     whole = list(dict.fromkeys(whole))
     texts = _read_build_files(root, sides, [*whole, *(p for p in named if p not in whole)], notes)
     backends = {critical_build.pyproject_backend(t) for (_, p), t in texts.items() if p == "pyproject.toml"} - {""}
@@ -166,6 +171,12 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
             parsed[key] = critical_build.build_refs(path, text, whole=is_whole)
             refs += parsed[key]
     return list(dict.fromkeys(refs))
+
+
+def _files_naming_noted(root: Path, commit: str, natives: Sequence[str]) -> tuple[list[str], list[str]]:
+    """:func:`_files_naming` and the notes it adds."""
+    notes: list[str] = []
+    return _files_naming(root, commit, natives, notes), notes
 
 
 def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[str]) -> list[str]:

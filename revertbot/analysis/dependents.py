@@ -68,6 +68,7 @@ the grep and the reading of candidates (:mod:`~revertbot.analysis.dependents_sea
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -83,7 +84,7 @@ from revertbot.analysis.dependents_model import (
     DependentSearch,
     Target,
 )
-from revertbot.analysis.dependents_search import Search
+from revertbot.analysis.dependents_search import Riders, Search
 from revertbot.analysis.dependents_targets import index_changes
 from revertbot.analysis.dependents_words import may_define, names_pattern
 from revertbot.analysis.symbols import CALLABLE_KINDS, SymbolChange, bare_name
@@ -108,6 +109,7 @@ def search_dependents(
     removed_files: Sequence[str] = (),
     *,
     before: str | None = None,
+    riders: Riders | None = None,
 ) -> DependentSearch:
     """Find code in ``tree`` (commit or tree sha of the result of the revert) that still uses a
     symbol removed by ``changes``, calls a callable in a way its changed parameters no longer
@@ -116,6 +118,7 @@ def search_dependents(
     ``before``, when given, is the tree the revert was applied to: lines that differ between
     ``before`` and ``tree`` are the revert's own code and are never dependents.
     At most 50 uses are listed per symbol; notes say what was cut or not searched.
+    ``riders``: fixed strings another search wants found in the same ``git grep`` (see :class:`Riders`).
     """
     modules, notes = index_changes(changes, removed_files)
     if not modules:
@@ -124,6 +127,7 @@ def search_dependents(
     if not modules:
         return DependentSearch((), tuple(notes))
     search = Search(repo, tree, modules, notes)
+    search.riders = riders
     found = search.run(own)
     if before is not None and found:
         found = _outside_changed_lines(repo, before, tree, found)
@@ -259,39 +263,105 @@ def string_lookups(
 
     One ``cat-file`` for the changed Python files and one ``git grep``; lines already in ``known``
     are not listed again. A clone without the files' contents (partial) gets a note instead."""
-    try:
-        return _string_lookups(repo, tree, changes, before, known)
-    except GitError as exc:
-        if not git.is_missing_object(exc.stderr):
-            raise
-        return DependentSearch((), ("dependents: lookups by string not searched (this clone lacks the files' "
-                                    "contents)",))  # fmt: skip
+    return plan_string_lookups(repo, tree, changes, before, begin=False).finish(known)
 
 
-def _string_lookups(
-    repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, known: Sequence[Dependent]
-) -> DependentSearch:
-    notes: list[str] = []
+class StringLookups:
+    """:func:`string_lookups` in two steps: what to look for (read now: the changed files' op
+    registrations), then :meth:`finish`. Its ``riders`` can go with the dependents' ``git grep``
+    (:func:`search_dependents`), which then finds their lines too: no second pass over the tree."""
+
+    def __init__(self, repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None) -> None:
+        self.repo, self.tree, self.changes, self.before = repo, tree, changes, before
+        self.names: list[str] = []
+        self.ops: set[tuple[str, str]] = set()
+        self.missing = False  # the clone lacks the files' contents
+        self.riders: Riders | None = None
+        self.beside: git.Background[list[tuple[str, int, str]]] | None = None  # the grep begun on a thread
+
+    def finish(self, known: Sequence[Dependent]) -> DependentSearch:
+        """The uses, leaving out the lines of ``known`` (uses found by the import-based search)."""
+        if self.missing:
+            return _NO_CONTENTS
+        if not self.names and not self.ops:
+            return DependentSearch(())
+        try:
+            lines = self.riders.lines if self.riders is not None and self.riders.complete else None
+            if lines is None and self.beside is not None:
+                lines = self.beside.result()
+            found, notes = _string_lookups(self.repo, self.tree, self.changes, self.before, self.names, self.ops,
+                                           lines)  # fmt: skip
+        except GitError as exc:
+            if not git.is_missing_object(exc.stderr):
+                raise
+            return _NO_CONTENTS
+        seen = {(d.file, d.line) for d in known}
+        return DependentSearch(tuple([d for d in found if (d.file, d.line) not in seen][:MAX_DEPENDENTS]), notes)
+
+
+_NO_CONTENTS = DependentSearch((), ("dependents: lookups by string not searched (this clone lacks the files' "
+                                     "contents)",))  # fmt: skip
+
+
+def plan_string_lookups(
+    repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, *, begin: bool = True
+) -> StringLookups:
+    """What :func:`string_lookups` looks for (one ``cat-file``), ready to ride with the dependents'
+    grep; with ``begin`` and more than :data:`MAX_RIDING_NAMES` names, their grep begun on a thread."""
+    plan = StringLookups(repo, tree, changes, before)
     files = sorted({c.file for c in changes if c.file.endswith(".py") and "\n" not in c.file})
-    names = list(dict.fromkeys(
+    plan.names = list(dict.fromkeys(
         bare_name(c) for c in changes
         if c.change == "removed" and "." not in c.name and (c.kind in CALLABLE_KINDS or c.kind == "class")
     ))[:MAX_STRING_NAMES]  # fmt: skip
-    ops: set[tuple[str, str]] = set()
     if before is not None and files:
-        texts = git.blobs(repo, [f"{rev}:{f}" for f in files for rev in (before, tree)])
+        try:
+            texts = git.blobs(repo, [f"{rev}:{f}" for f in files for rev in (before, tree)])
+        except GitError as exc:
+            if not git.is_missing_object(exc.stderr):
+                raise
+            plan.missing = True
+            return plan
         for f in files:
             old, new = texts.get(f"{before}:{f}"), texts.get(f"{tree}:{f}")
             if old is not None:
-                ops |= python_op_registrations(old.decode("utf-8", "replace")) - (
+                plan.ops |= python_op_registrations(old.decode("utf-8", "replace")) - (
                     python_op_registrations(new.decode("utf-8", "replace")) if new is not None else set())
-    if not names and not ops:
-        return DependentSearch(())
+    patterns = _grep_patterns(plan.names, plan.ops)
+    if len(patterns) > MAX_RIDING_NAMES and begin:
+        # Many names make git's regular expression the slow part of a grep: theirs runs on its own,
+        # beside the dependents' (on a second core), instead of slowing that one down.
+        plan.beside = git.Background(_grep_lines, repo, tree, patterns, MAX_STRING_LINES + 1)
+    elif patterns:
+        plan.riders = Riders(tuple(patterns), MAX_STRING_LINES + 1)
+    return plan
+
+
+#: Names (and op names) looked up by string that ride in the dependents' grep; more get a grep of their own.
+MAX_RIDING_NAMES = 32
+
+
+def _grep_lines(repo: Path, tree: str, patterns: Sequence[str], limit: int) -> list[tuple[str, int, str]]:
+    """The first ``limit`` lines of the lookups' ``git grep``."""
+    return list(itertools.islice(git.grep_fixed(repo, tree, patterns, ["*.py"]), limit))
+
+
+def _grep_patterns(names: Sequence[str], ops: set[tuple[str, str]]) -> list[str]:
+    return [*names, *(name for _, name in ops)]
+
+
+def _string_lookups(
+    repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, names: list[str],
+    ops: set[tuple[str, str]], found_lines: Sequence[tuple[str, int, str]] | None,
+) -> tuple[list[Dependent], tuple[str, ...]]:  # fmt: skip
+    """Every use :func:`string_lookups` finds, whatever the import-based search found, in order,
+    not yet cut to ``MAX_DEPENDENTS``; and the notes. ``found_lines``: the ``git grep`` lines of the names,
+    when another grep found them already (else the grep runs here)."""
+    notes: list[str] = []
     by_name = {bare_name(c): c for c in changes if c.change == "removed"}
-    seen = {(d.file, d.line) for d in known}
     defined: set[str] = set()
     hits: list[tuple[str, int, str]] = []
-    grep = git.grep_fixed(repo, tree, [*names, *(name for _, name in ops)], ["*.py"])
+    grep = found_lines if found_lines is not None else git.grep_fixed(repo, tree, _grep_patterns(names, ops), ["*.py"])
     # A line can define only a name it spells as a whole word: one pass finds those, instead of a
     # pattern per name per line (hundreds of names over thousands of lines).
     spelled = names_pattern(names)
@@ -304,8 +374,6 @@ def _string_lookups(
         hits.append((path, lineno, text))
     found: dict[tuple[str, int, str], Dependent] = {}
     for path, lineno, text in hits:
-        if (path, lineno) in seen:
-            continue
         shown = text.strip()[:MAX_TEXT]
         for ns, name in _TORCH_OPS_RE.findall(text):
             if (ns, name) in ops:
@@ -328,6 +396,7 @@ def _string_lookups(
                     evidence=f"the string literal \"{name}\"; `{name}` is defined nowhere else in the repository's "
                              "Python files")  # fmt: skip
     if before is not None and found:
+        # Each use is kept or dropped by its own file's diff: the same whichever others are asked about.
         kept = set(outside_changed_lines(repo, before, tree, list(found.values())))
         found = {k: d for k, d in found.items() if d in kept}
-    return DependentSearch(tuple(list(found.values())[:MAX_DEPENDENTS]), tuple(notes))
+    return list(found.values()), tuple(notes)

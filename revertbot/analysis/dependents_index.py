@@ -41,6 +41,9 @@ class SearchIndex:
                 self.ancestors.update(".".join(sp[:j]) for j in range(1, len(sp)))
         # The first two parts of every suffix of two parts or more: what a dotted reference starts with.
         self.dotted_heads = {".".join(suffix.split(".")[:2]) for suffix in self.suffixes if "." in suffix}
+        # Whether a line holds one of them, in one pass over it (not one substring search per head).
+        heads = "|".join(map(re.escape, sorted(self.dotted_heads)))
+        self.any_dotted_head = re.compile(heads) if heads else None
         # An import, a dotted reference or a file path that leads to an affected module names one of
         # the parts of its dotted name, unless it is relative: lines with neither need no closer look.
         parts = sorted({part for m in modules.values() for part in m.name.split(".")})
@@ -86,7 +89,7 @@ class SearchIndex:
     def dotted_in(self, text: str) -> bool:
         # A dotted reference starts with the first two parts of a module suffix: without one of
         # those in the line, there is nothing to tokenize.
-        if not any(head in text for head in self.dotted_heads):
+        if self.any_dotted_head is None or not self.any_dotted_head.search(text):
             return False
         return any(self.dotted_ref(tok) is not None for tok in set(DOTTED.findall(text)))
 

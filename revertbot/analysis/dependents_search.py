@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from revertbot import git
 from revertbot.analysis.dependents_index import MAX_POSSIBLE_FILES, MAX_POSSIBLE_LINES, SearchIndex
@@ -41,8 +42,28 @@ _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b\s*(.*)")
 _FROM_PACKAGE = re.compile(r"from[\s\\]+\.+[\s\\]*import\b")  # from . import name: no module named
 
 
+@dataclass
+class Riders:
+    """Fixed strings another search of the same tree's ``*.py`` files wants (the lookups by string):
+    they ride in the dependents' ``git grep`` instead of a second pass over the tree. ``lines``
+    gets, in git's order, the lines of ``*.py`` files that hold one of them, up to ``limit``;
+    ``complete`` says whether those are all that grep would have given (up to ``limit``)."""
+
+    patterns: tuple[str, ...]
+    limit: int
+    lines: list[tuple[str, int, str]] = field(default_factory=list)
+    complete: bool = False
+
+
+def _may_ride(patterns: list[str]) -> bool:
+    # ASCII strings match the decoded line exactly where git matched its bytes.
+    return all(p and p.isascii() for p in patterns)
+
+
 class Search(SearchIndex):
     """Find candidate files with one grep, parse them, collect uses."""
+
+    riders: Riders | None = None
 
     def run(self, own: dict[str, AffectedModule]) -> dict[tuple[Target, str, int], Dependent]:
         candidates = self._grep()
@@ -62,12 +83,24 @@ class Search(SearchIndex):
         # files may use it.
         possible_re = names_pattern(self.possible)
         possible_lines: dict[str, list[tuple[str, str]]] = {}
-        for path, lineno, text in git.grep_fixed(self.repo, self.tree, ["import", *patterns, *self.possible],
+        own = ["import", *patterns, *self.possible]
+        riders = self.riders if self.riders is not None and _may_ride([*own, *self.riders.patterns]) else None
+        # With riders, git finds their lines too: each line is sorted here by what it holds.
+        own_re = re.compile("|".join(map(re.escape, own))) if riders is not None else None
+        rider_re = re.compile("|".join(map(re.escape, riders.patterns))) if riders is not None else None
+        read_all = True
+        for path, lineno, text in git.grep_fixed(self.repo, self.tree, [*own, *(riders.patterns if riders else ())],
                                                     ["*.py", "*.pyi", *CONFIG_GLOBS]):  # fmt: skip
+            if riders is not None and own_re is not None and rider_re is not None:
+                if len(riders.lines) < riders.limit and path.endswith(".py") and rider_re.search(text):
+                    riders.lines.append((path, lineno, text))
+                if not own_re.search(text):
+                    continue
             lines += 1
             if lines > MAX_GREP_LINES:
                 self.notes.append(f"dependents: stopped reading search results after {MAX_GREP_LINES:,} lines; "
                                   "files beyond were not checked")  # fmt: skip
+                read_all = False
                 break
             if possible_re is not None:
                 for name in possible_re.findall(text):
@@ -87,6 +120,8 @@ class Search(SearchIndex):
                 indirect.pop(path, None)
             elif how == "indirect":
                 indirect[path] = None
+        if riders is not None:
+            riders.complete = read_all or len(riders.lines) >= riders.limit
         possible_only = sorted(self._possible_files(possible_lines, lines <= MAX_GREP_LINES) - {*direct, *indirect})
         if len(possible_only) > MAX_POSSIBLE_FILES:
             self.notes.append(f"dependents: {len(possible_only)} files may use a removed name; only the first "

@@ -18,7 +18,7 @@ from revertbot import git
 from revertbot.analysis.backport_evidence import MAX_COPY_SEARCH, confirm_title_matches, relink_branch_copies
 from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
 from revertbot.analysis.critical_stage import critical_first, with_repository_rules
-from revertbot.analysis.dependents import search_dependents, string_lookups
+from revertbot.analysis.dependents import plan_string_lookups, search_dependents
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
 from revertbot.analysis.history import find_backports, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
@@ -186,7 +186,6 @@ def check_revert(
             touched = raw_entries(raws.get(link.revert, ""))
             commits = targeted.with_later_touching(link.revert, int(WINDOW_DAYS * 86400), touched)
         by_sha = {c.sha: c for c in commits}
-    link, content_relands = content_story(root, commits, link, merged)
     revert = by_sha[links[0].revert]  # the newest revert-like commit names the change
     parent = since_sha if since_sha is not None else (head.parents[0] if head.parents else None)
     _refuse_cut_history(root, link)
@@ -200,8 +199,12 @@ def check_revert(
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits if targeted is None else (),
     )  # fmt: skip
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
+    api_job: Beside | None = None  # the public API, judged by a second core (below)
     # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
     releases_job = git.Background(find_releases, root, link.originals, head_sha)
+    # Relands by content mostly wait on git too: found on a thread while the change is diffed and
+    # proven. They add to the story's chain and later commits only, which nothing reads before the drift.
+    story_job = git.Background(content_story, root, commits, link, merged)
     try:
         # A merge original is undone against the mainline the revert used (git revert -m N).
         mainlines = choose_mainlines(root, link, revert.message, {o: by_sha[o].parents for o in link.originals}, parent)
@@ -262,6 +265,7 @@ def check_revert(
         # What the repository itself shows is GPU code, at the change's own commits (trust rule 9).
         files, critical_notes = with_repository_rules(root, (head_sha, parent), files, raw_entries(head_raw), cfg,
                                                       readable=head_sha not in errors)  # fmt: skip
+        link, content_relands = story_job.result()
         drift_job = git.Background(
             find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
         ) if originals else None  # fmt: skip
@@ -285,14 +289,22 @@ def check_revert(
             symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
             notes += symbol_notes
             raw = raw_entries(patches.get(head_sha, ""))
-            api, api_notes = public_api_stage(root, parent, raw, symbols, revert_patch)
-            notes += api_notes
+            # The public API parses both versions of the changed files: a second core does it while
+            # this one searches the dependents.
+            python_changed = any(f.path.endswith((".py", ".pyi")) for f in files)  # else it has nothing to read
+            api_job = Beside(public_api_stage, root, parent, raw, symbols, revert_patch) if python_changed else None
+            # getattr(x, "name"), torch.ops.<ns>.<name> of a removed Python op registration: the names
+            # ride in the dependents' git grep (one pass over the tree's Python files, not two).
+            by_string_plan = plan_string_lookups(root, after_tree, symbols, applied_on)
             removed_files = [f.path for f in files if f.status == "deleted"]
-            search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on)
+            search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on,
+                                       riders=by_string_plan.riders)  # fmt: skip
+            api, api_notes = (api_job.result() if api_job is not None
+                              else public_api_stage(root, parent, raw, symbols, revert_patch))  # fmt: skip
+            notes += api_notes
             dependents = list(search.dependents)
             notes += list(search.notes)
-            # getattr(x, "name"), torch.ops.<ns>.<name> of a removed Python op registration.
-            by_string = string_lookups(root, after_tree, symbols, applied_on, dependents)
+            by_string = by_string_plan.finish(dependents)
             dependents += list(by_string.dependents)
             notes += list(by_string.notes)
             if cpp_job is not None:
@@ -310,7 +322,7 @@ def check_revert(
                              f"conflict (the newest {MAX_CONFLICT_COMMITS} were)")  # fmt: skip
         backports = confirm_title_matches(root, backports_job.result(), originals)  # a title is not evidence
     except BaseException:
-        for job in (backports_job, cpp_job):
+        for job in (backports_job, cpp_job, api_job):
             if job is not None:
                 job.close()  # its result will never be read
         raise
@@ -611,11 +623,17 @@ def select_excerpts(
         found = sum(words.get(w, 0) for w in set(_WORD_RE.findall(line))) if words else 0
         return found + sum(k for n, rx, k in others if n in line and rx.search(line))
 
+    by_file = [(path in critical, category.get(path) == "source", path, header, lines)
+               for path, header, lines, _old, _new in hunks(patch)]  # fmt: skip
+    # A hunk below the count-th best by its file alone cannot be among the chosen: its mentions
+    # are not counted (most of a large revert's lines can be in tests or docs).
+    ranks = sorted(((crit, source) for crit, source, *_ in by_file), reverse=True)
+    least = ranks[count - 1] if 0 < count <= len(ranks) else (False, False)
     scored = []
-    for i, (path, header, lines, _old, _new) in enumerate(hunks(patch)):
+    for i, (crit, source, path, header, lines) in enumerate(by_file):
         changed = [ln for ln in lines if ln[:1] in "+-"]
-        mentions = sum(mentions_in(ln) for ln in changed)
-        score = (path in critical, category.get(path) == "source", mentions, len(changed), -i)
+        mentions = sum(mentions_in(ln) for ln in changed) if (crit, source) >= least else 0
+        score = (crit, source, mentions, len(changed), -i)
         scored.append((score, path, header, lines))
     scored.sort(key=lambda t: t[0], reverse=True)
     out = []

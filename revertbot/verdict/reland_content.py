@@ -72,11 +72,12 @@ def normalise(line: str) -> str:
     return " ".join(line.split())
 
 
-_NON_WORD = re.compile(r"\W+")
+# MIN_LINE_CHARS word characters anywhere in the line: found from its start, without copying it.
+_ENOUGH_WORD_CHARS = re.compile(rf"(?:\W*\w){{{MIN_LINE_CHARS}}}")
 
 
 def _counts(text: str) -> bool:
-    return len(text) >= MIN_LINE_CHARS and len(_NON_WORD.sub("", text)) >= MIN_LINE_CHARS
+    return len(text) >= MIN_LINE_CHARS and _ENOUGH_WORD_CHARS.match(text) is not None
 
 
 def line_hash(text: str) -> str:
@@ -86,8 +87,13 @@ def line_hash(text: str) -> str:
 
 def changed_lines(patch: str) -> dict[str, list[tuple[str, str]]]:
     """Per file, the ``(sign, normalised text)`` of each changed line of a patch (raw lines allowed)."""
+    return _changed(file_hunks(strip_raw(patch)))
+
+
+def _changed(by_file: Mapping[str, list[str]]) -> dict[str, list[tuple[str, str]]]:
+    """:func:`changed_lines` of a patch's :func:`file_hunks`."""
     out: dict[str, list[tuple[str, str]]] = {}
-    for path, body in file_hunks(strip_raw(patch)).items():
+    for path, body in by_file.items():
         out[path] = [(line[0], normalise(line[1:])) for line in body if line[:1] in "+-" and line[1:].strip()]
     return out
 
@@ -100,9 +106,13 @@ def patch_files(patch: str) -> set[str]:
 def patch_key(patch: str, invert: bool = False) -> str:
     """The patch's identity whitespace and line numbers aside (its files' changed lines, as a set);
     ``invert`` swaps the signs (a revert's key is then its original's). "" for an empty patch."""
+    return _key(changed_lines(patch), invert)
+
+
+def _key(changed: Mapping[str, list[tuple[str, str]]], invert: bool) -> str:
+    """:func:`patch_key` of a patch's :func:`changed_lines`."""
     flip = {"+": "-", "-": "+"} if invert else {"+": "+", "-": "-"}
-    items = sorted({f"{path}\0{flip[sign]}{text}" for path, lines in changed_lines(patch).items()
-                    for sign, text in lines})  # fmt: skip
+    items = sorted({f"{path}\0{flip[sign]}{text}" for path, lines in changed.items() for sign, text in lines})
     if not items:
         return ""
     return hashlib.blake2b("\n".join(items).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
@@ -145,14 +155,41 @@ class Fingerprint:
                    max(0, total), key)  # fmt: skip
 
 
+#: The last fingerprints taken, by a digest of what each read: a check takes its revert's twice
+#: (relands by content, then its record) from diffs that differ only in their line counts, with
+#: those of earlier reverts in between.
+_RECENT_PRINTS: dict[bytes, tuple[Fingerprint | None]] = {}
+_RECENT_MAX = 16
+
+
 def fingerprint(revert_patch: str) -> Fingerprint | None:
     """The fingerprint of a revert's change (its original's, inverted); None when it changes no file."""
-    files = sorted(patch_files(revert_patch))
+    text = strip_raw(revert_patch)
+    paths = tuple(raw_entries(revert_patch))
+    names = "\0".join(paths).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(len(names).to_bytes(8, "big"), digest_size=16)  # where the names end
+    digest.update(names)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    key = digest.digest()
+    hit = _RECENT_PRINTS.get(key)  # one read: another thread may clear them meanwhile
+    if hit is not None:
+        return hit[0]
+    fp = _fingerprint(paths, text)
+    if len(_RECENT_PRINTS) >= _RECENT_MAX:
+        _RECENT_PRINTS.clear()  # a scan takes thousands: the few a check takes twice are recent
+    _RECENT_PRINTS[key] = (fp,)
+    return fp
+
+
+def _fingerprint(raw_paths: Sequence[str], text: str) -> Fingerprint | None:
+    by_file = file_hunks(text)  # the diff is split once, for the files, the lines and the key
+    files = sorted(set(raw_paths) | set(by_file))
     if not files:
         return None
+    changed = _changed(by_file)
     removed: set[str] = set()
     added: set[str] = set()
-    for lines in changed_lines(revert_patch).values():
+    for lines in changed.values():
         for sign, text in lines:
             if _counts(text):
                 (removed if sign == "-" else added).add(text)
@@ -161,7 +198,7 @@ def fingerprint(revert_patch: str) -> Fingerprint | None:
         side, pool = "", set()
     hashes = sorted({line_hash(t) for t in pool})
     return Fingerprint(tuple(files[:MAX_FINGERPRINT_FILES]), side, tuple(hashes[:MAX_FINGERPRINT_LINES]), len(pool),
-                       patch_key(revert_patch, invert=True))  # fmt: skip
+                       _key(changed, invert=True))  # fmt: skip
 
 
 @dataclass(frozen=True)
