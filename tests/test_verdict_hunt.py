@@ -162,3 +162,70 @@ def test_two_release_branches_at_the_same_commit_are_both_follow_ups(repo: GitRe
     repo.checkout("main")
     data = _check(repo, revert)
     assert sorted(data["follow_up_branches"]) == ["release/1.0", "release/1.0.1"]
+
+
+# --------------------------------------------------------------------------- age
+
+
+def test_the_age_of_a_revert_of_several_commits_is_that_of_the_oldest(repo: GitRepo) -> None:
+    """The first original landed 200 days before the second; one revert undoes both. The age
+    factor says "less than a day" (``check_revert``: ``originals[-1].commit_time``, the newest),
+    while code has been built on the first one for 200 days: past ``age_days_high`` (180)."""
+    repo.commit("base", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    first = repo.commit("Make A two", {"a.py": "A = 2\n"})
+    repo.tick(200 * 86400)
+    second = repo.commit("Make B two", {"b.py": "B = 2\n"})
+    data = _check(repo, _revert_both(repo, first, second))
+    age = _factor(data, "age")
+    assert (age["level"], age["params"]["days"]) == ("high", "200")
+    assert data["risk"]["action"] != "merge"
+
+
+# --------------------------------------------------------------------------- critical paths
+
+_SETUP = """from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="mylib",
+    ext_modules=[CUDAExtension("mylib._C", sources=["csrc/gemm.cu"], include_dirs=["3rdparty/cutlass/include"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+_CUTLASS_OLD = "1" * 40  # gitlinks name commits of another repository: they need not exist here
+_CUTLASS_NEW = "2" * 40
+
+
+def _commit_index(repo: GitRepo, message: str) -> str:
+    """Commit the index as it is (``GitRepo.commit`` adds the work tree, which has no submodule checkout)."""
+    repo.tick()
+    repo.git("commit", "-q", "-m", message)
+    return repo.head()
+
+
+def test_a_revert_of_a_submodule_bump_the_cuda_build_includes_is_gpu_critical(repo: GitRepo) -> None:
+    """setup.py compiles csrc/gemm.cu with ``include_dirs=["3rdparty/cutlass/include"]`` and
+    3rdparty/cutlass is a submodule. Reverting its bump changes every kernel built against it. The
+    same change to a vendored copy of the header is critical ("include-dir") and gets "merge after
+    GPU validation"; as a submodule pointer the changed path is the gitlink ``3rdparty/cutlass``,
+    which ``critical_build.compiled_rules`` drops (not a native file, not *under* the include dir),
+    so the check says low risk and "merge" with no GPU run."""
+    repo.commit("base", {
+        "setup.py": _SETUP,
+        "csrc/gemm.cu": '#include "cutlass/gemm.h"\nint f() { return 0; }\n',
+        ".gitmodules": '[submodule "3rdparty/cutlass"]\n\tpath = 3rdparty/cutlass\n'
+                       "\turl = https://github.com/NVIDIA/cutlass\n",
+    })  # fmt: skip
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{_CUTLASS_OLD},3rdparty/cutlass")
+    _commit_index(repo, "Add cutlass")
+    repo.git("update-index", "--cacheinfo", f"160000,{_CUTLASS_NEW},3rdparty/cutlass")
+    bump = _commit_index(repo, "Bump cutlass to 3.5 (#40)")
+    repo.checkout("-b", "revert-40")
+    revert = repo.revert(bump)
+    repo.checkout("main")
+    data = _check(repo, revert)
+    assert data["purity"] == "pure"
+    (changed,) = data["files"]
+    assert changed["path"] == "3rdparty/cutlass"
+    assert changed["critical"] is True
+    assert data["risk"]["action"] == "merge_after_gpu"

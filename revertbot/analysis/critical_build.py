@@ -369,6 +369,23 @@ def compiled_rules(path: str, refs: Sequence[BuildRef]) -> list[CriticalRule]:
     return rules
 
 
+def submodule_rules(path: str, refs: Sequence[BuildRef]) -> list[CriticalRule]:
+    """``include-dir`` / ``compiled-dir`` for a submodule at ``path`` (a gitlink: its files are not
+    this repository's, so no file of it is among a change's paths) that holds a directory the build
+    includes or compiles sources from: moving its pointer changes what every kernel built against
+    it compiles, as a change of a vendored copy would."""
+    include: dict[str, None] = {}
+    near: dict[str, None] = {}
+    for ref in refs:
+        for candidate, _loose in ref_candidates(ref):
+            directory = source_dir(candidate) if ref.role == "source" else candidate
+            if not directory or GLOB_CHARS.search(directory) or not (directory + "/").startswith(path + "/"):
+                continue
+            (near if ref.role == "source" else include).setdefault(f"{ref.where}: {directory}/", None)
+    rules = [CriticalRule("compiled-dir", w) for w in list(near)[:MAX_RULES_PER_KIND]]
+    return rules + [CriticalRule("include-dir", w) for w in list(include)[:MAX_RULES_PER_KIND]]
+
+
 def build_files_for(paths: Iterable[str]) -> list[str]:
     """The build files that may name ``paths``' native files: ``setup.py``, ``CMakeLists.txt`` and
     ``pyproject.toml`` at the root and in every directory above each of them (``op_builder/*.py``

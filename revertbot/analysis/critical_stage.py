@@ -83,7 +83,9 @@ def repository_rules(
     notes: list[str] = []
     _content_rules(root, paths, raw, readable, found, notes)
     natives = [p for p in paths if rules_of.is_native(p)]
-    if natives and sides:
+    # Submodules (gitlinks) whose pointer moves: what the build includes or compiles from them changes.
+    submodules = [p for p in paths if any(side and side[0] == "160000" for side in raw.get(p, (None, None)))]
+    if (natives or submodules) and sides:
         # A file the change deletes is named by the build files before it, one it adds by those after.
         at = {sides[0]: [p for p in natives if raw.get(p, (None, True))[1]]}
         if len(sides) > 1:
@@ -91,6 +93,8 @@ def repository_rules(
         refs = _build_refs(root, sides, natives, at, notes)
         for p in natives:
             found[p] += critical_build.compiled_rules(p, refs)
+        for p in submodules:
+            found[p] += critical_build.submodule_rules(p, refs)
     suites = {name: rules_of.suite_roots(s.command) for name, s in config.gpu.suites.items()}
     suites = {name: roots for name, roots in suites.items() if roots}
     if suites and sides:

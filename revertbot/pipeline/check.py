@@ -267,7 +267,9 @@ def check_revert(
                                                       readable=head_sha not in errors)  # fmt: skip
         link, content_relands = story_job.result()
         drift_job = git.Background(
-            find_drift, root, originals[-1].sha, drift_end, [f.path for f in files], sorted({*scope, *link.chain})
+            # After any of the originals, the oldest first: one built on the oldest is drift too.
+            find_drift, root, [o.sha for o in sorted(originals, key=lambda c: c.commit_time)], drift_end,
+            [f.path for f in files], sorted({*scope, *link.chain})
         ) if originals else None  # fmt: skip
         symbols: list[SymbolChange] = []
         notes: list[str] = [unread_note] if unread_note else []
@@ -328,7 +330,8 @@ def check_revert(
         raise
     age = None
     if originals:
-        age = max(0.0, (revert.commit_time - originals[-1].commit_time) / 86400)
+        # The oldest original's: code has been built on it that long (a revert of several commits).
+        age = max(0.0, (revert.commit_time - min(o.commit_time for o in originals)) / 86400)
     t = cfg.thresholds
     thresholds = RiskThresholds(
         age_days_medium=t.age_days_medium,

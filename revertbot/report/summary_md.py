@@ -182,7 +182,8 @@ def motivation_section(r: RevertReport, t: dict[str, str]) -> Section:
     if r.originals and r.reland is None:
         # Whole days, as the age factor says them: one span, one number in every line of the report.
         age = next((f for f in r.risk.factors if f.name == "age" and f.code in ("age", "same-day")), None)
-        days = int(age.param("days", "0")) if age is not None else whole_days(r.originals[-1].date, r.revert.date)
+        oldest = min(o.date for o in r.originals)
+        days = int(age.param("days", "0")) if age is not None else whole_days(oldest, r.revert.date)
         if days is not None and (age.code == "same-day" if age is not None else days < 1):
             s.add(f"- {t['reverted_same_day']}", joined=True)
         elif days is not None:
