@@ -124,7 +124,9 @@ def test_fetch_gets_exactly_the_refs_the_analysis_reads(origin: dict[str, object
     _git(full, "fetch", "-q", "origin", f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}")
     fetched, complete = _check_json(work, str(origin["revert"])), _check_json(full, str(origin["revert"]))
     assert fetched == complete
-    assert [b["branch"] for b in fetched["backports"]] == ["refs/remotes/origin/release/1.0"]  # type: ignore[index]
+    # Both release branches carry the pick (they point at one commit): both need the revert.
+    assert [b["branch"] for b in fetched["backports"]] == ["refs/remotes/origin/release/1.0",  # type: ignore[index]
+                                                           "refs/remotes/origin/stable"]  # fmt: skip
     assert fetched["backports"][0]["original_pick"] == origin["pick"]  # type: ignore[index]
 
 
