@@ -25,14 +25,19 @@ def _two_originals(repo: GitRepo) -> tuple[str, str]:
     return first, second
 
 
-@pytest.mark.parametrize("undone", ["first", "second"])
-def test_a_branch_that_reverted_only_one_of_two_picks_still_needs_the_revert(repo: GitRepo, undone: str) -> None:
-    first, second = _two_originals(repo)
+def _picked_on_release(repo: GitRepo, first: str, second: str) -> tuple[str, str]:
+    """Both originals cherry-picked (-x) onto release/1.0, which stays checked out; their picks."""
     repo.checkout("release/1.0")
     repo.git("cherry-pick", "-x", first)
     pick_first = repo.head()
     repo.git("cherry-pick", "-x", second)
-    pick_second = repo.head()
+    return pick_first, repo.head()
+
+
+@pytest.mark.parametrize("undone", ["first", "second"])
+def test_a_branch_that_reverted_only_one_of_two_picks_still_needs_the_revert(repo: GitRepo, undone: str) -> None:
+    first, second = _two_originals(repo)
+    pick_first, pick_second = _picked_on_release(repo, first, second)
     repo.revert(pick_first if undone == "first" else pick_second)  # the branch undoes one of them only
     repo.checkout("main")
     revert = repo.revert(second, first)
@@ -43,11 +48,7 @@ def test_a_branch_that_reverted_only_one_of_two_picks_still_needs_the_revert(rep
 
 def test_a_branch_that_reverted_each_pick_on_its_own_has_the_revert(repo: GitRepo) -> None:
     first, second = _two_originals(repo)
-    repo.checkout("release/1.0")
-    repo.git("cherry-pick", "-x", first)
-    pick_first = repo.head()
-    repo.git("cherry-pick", "-x", second)
-    pick_second = repo.head()
+    pick_first, pick_second = _picked_on_release(repo, first, second)
     repo.revert(pick_first)
     repo.revert(pick_second)
     last = repo.head()
