@@ -48,6 +48,8 @@ def test_m1_and_m2_reverts_of_one_merge_are_each_pure_against_their_mainline(rep
     assert f"against its parent 1 ({p1[:12]}), the mainline its message names" in one.reason
     assert two.verdict == "pure"
     assert f"against its parent 2 ({p2[:12]}), the mainline its message names" in two.reason
+    # -m 2 of a merge is said to undo the main line's side: a slip, for a merged pull request.
+    assert "not what the merge brought in" in two.reason and "not what the merge brought in" not in one.reason
 
 
 def test_m2_revert_without_the_mainline_line_is_matched_against_each_parent(repo: GitRepo) -> None:

@@ -414,6 +414,10 @@ def mainline_note(mainlines: Mapping[str, Mainline]) -> str:
                      "git revert's usual mainline is assumed")  # fmt: skip
         if m.named:
             what += f" (the message names {m.named[:12]}, which is not a parent of the merge)"
+        if m.number > 1:
+            # Almost always a slip for a merged pull request: -m 1 undoes what the merge brought in.
+            what += (f"; against parent {m.number} a revert undoes what the branch the merge was made on "
+                     "(parent 1) had and the other side lacked, not what the merge brought in")  # fmt: skip
         said.append(what)
     return "; ".join(said)
 
