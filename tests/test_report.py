@@ -448,11 +448,16 @@ def test_summary_grammar_an_before_a_vowel_and_same_day_age(tmp_path: Path) -> N
     import dataclasses
 
     from revertbot.analysis.risk import RiskThresholds, age_factor
-    from revertbot.report.i18n import factor_summary_en
+    from revertbot.report.i18n import factor_sentence, factor_summary_en
 
     same_day = "the original landed less than a day before the revert"
     assert factor_summary_en(age_factor(0.2, RiskThresholds())) == same_day
     assert factor_summary_en(age_factor(3.5, RiskThresholds())) == "the original landed 3 days before the revert"
+    # A revert of several commits: the age is the oldest one's, and the sentence says so.
+    several = age_factor(200.5, RiskThresholds(), originals=3)
+    assert (several.level, several.param("days"), several.param("originals")) == ("high", "200", "3")
+    assert factor_summary_en(several) == "the oldest of the 3 originals landed 200 days before the revert"
+    assert factor_sentence(several, "zh") == "3 个原始提交中最早的一个合入 200 天后被回退"
     report = _demo_report(tmp_path)
     for verdict, article in (("extra", "An extended"), ("unverifiable", "An unverified"), ("pure", "A pure")):
         md = render_markdown(dataclasses.replace(report, purity=PurityResult(verdict, "x")))  # type: ignore[arg-type]

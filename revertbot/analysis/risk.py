@@ -35,6 +35,7 @@ class RiskInputs:
     apply_params: tuple[tuple[str, str], ...] = ()  # e.g. why a no-op is one
     public_api: Sequence[Any] = ()  # analysis.public_api.ApiFinding: public names the change breaks
     public_api_restores: bool = False  # the change goes back to older signatures (a revert, not a reland)
+    originals: int = 1  # how many commits the change undoes (the age is the oldest one's)
 
 
 @dataclass(frozen=True)
@@ -269,13 +270,15 @@ def history_factor(chain_length: int) -> RiskFactor:
     return RiskFactor("history", level, "chain", _p(count=chain_length))
 
 
-def age_factor(age_days: float | None, t: RiskThresholds) -> RiskFactor:
+def age_factor(age_days: float | None, t: RiskThresholds, originals: int = 1) -> RiskFactor:
+    """The age of the original (of the oldest of ``originals``, said so when there are several)."""
     if age_days is None:
         return RiskFactor("age", "low", "unknown")
     level: RiskLevel = "high" if age_days >= t.age_days_high else "medium" if age_days >= t.age_days_medium else "low"
+    several = _p(originals=originals) if originals > 1 else ()
     if age_days < 1:
-        return RiskFactor("age", level, "same-day", _p(days=0))
-    return RiskFactor("age", level, "age", _p(days=int(age_days)))
+        return RiskFactor("age", level, "same-day", _p(days=0) + several)
+    return RiskFactor("age", level, "age", _p(days=int(age_days)) + several)
 
 
 # Factors a maintainer resolves by running the GPU suites rather than by reading code.
@@ -296,7 +299,7 @@ def assess(inputs: RiskInputs, t: RiskThresholds) -> Risk:
         gpu_factor(inputs.gpu, critical),
         backports_factor(inputs.backports),
         history_factor(inputs.chain_length),
-        age_factor(inputs.age_days, t),
+        age_factor(inputs.age_days, t, inputs.originals),
     )
     return _conclude(factors, inputs.backports, critical)
 

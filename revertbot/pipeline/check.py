@@ -345,7 +345,7 @@ def check_revert(
     risk = assess(
         RiskInputs(
             purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params,
-            public_api=tuple(api), public_api_restores=link.kind != "reland",
+            public_api=tuple(api), public_api_restores=link.kind != "reland", originals=len(originals),
         ),
         thresholds,
     )

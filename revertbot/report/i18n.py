@@ -566,6 +566,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("age", "unknown"): "original date unknown",
         ("age", "age"): "the original landed {days} day(s) before the revert",
         ("age", "same-day"): "the original landed less than a day before the revert",
+        ("age", "age several"): "the oldest of the {originals} originals landed {days} day(s) before the revert",
+        ("age", "same-day several"): "all {originals} originals landed less than a day before the revert",
     },
     "zh": {
         ("purity", "pure"): "完全回退：与原始提交完全互逆",
@@ -608,14 +610,23 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("age", "unknown"): "原始提交日期未知",
         ("age", "age"): "原始提交合入 {days} 天后被回退",
         ("age", "same-day"): "原始提交合入不到一天即被回退",
+        ("age", "age several"): "{originals} 个原始提交中最早的一个合入 {days} 天后被回退",
+        ("age", "same-day several"): "{originals} 个原始提交都是合入不到一天即被回退",
     },
 }
+
+
+def _sentence_key(f: RiskFactor) -> tuple[str, str]:
+    """The sentence of a factor: by its name and code, the age of several originals said as such."""
+    if f.name == "age" and f.param("originals"):
+        return f.name, f"{f.code} several"
+    return f.name, f.code
 
 
 def factor_sentence(f: RiskFactor, lang: str) -> str:
     """The finding of one risk factor as a sentence in ``lang`` (params escaped)."""
     table = _SENTENCES["zh" if lang == "zh" else "en"]
-    template = table.get((f.name, f.code), "{code}")
+    template = table.get(_sentence_key(f), "{code}")
     params = {k: _param(k, v, lang) for k, v in f.params}
     if f.name == "critical_paths" and "reasons" not in params:  # recorded before the repository's rules
         params["reasons"] = params.get("globs", "")
@@ -649,7 +660,7 @@ def _param(key: str, value: str, lang: str) -> str:
 
 def factor_summary_en(f: RiskFactor) -> str:
     """Plain (unescaped) English summary for the JSON report."""
-    template = _SENTENCES["en"].get((f.name, f.code), "{code}")
+    template = _SENTENCES["en"].get(_sentence_key(f), "{code}")
     params = dict(f.params)
     if "branches" in params:  # branch names as people say them; the full refs are in "params"
         params["branches"] = ", ".join(branch_name(b) for b in params["branches"].split(", "))
