@@ -224,3 +224,30 @@ def test_the_clones_own_programs_never_run_for_the_listing_or_the_fetch(tmp_path
     code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--no-tags")
     assert code == 5 and "transport 'file' not allowed" in err and "Traceback" not in err
     assert not marker.exists()
+
+
+def test_a_release_branch_deleted_between_the_listing_and_the_fetch_is_said_and_the_rest_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing names release/1.0 and release/2.0; release/2.0 is deleted on the remote before
+    the fetch asks for it. The fetch lists again and fetches what is there, saying which went away."""
+    from tests.gitspy import patch_git
+
+    bare, base, _ = _origin(tmp_path, "release_branches:\n  - release/*\n", ("release/1.0", "release/2.0"))
+    work = _clone_at(tmp_path, bare, base)
+    listings = []
+
+    def listing_then_delete(repo: Path, remote: str) -> object:
+        found = real(repo, remote)
+        listings.append(sorted(found.tips))
+        if len(listings) == 1:
+            _git(bare, "update-ref", "-d", "refs/heads/release/2.0")
+        return found
+
+    real = patch_git(monkeypatch, "remote_branches", listing_then_delete)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--no-tags")
+    assert code == 0, err
+    assert listings == [["main", "other", "release/1.0", "release/2.0"], ["main", "other", "release/1.0"]]
+    assert "1 release branch(es) of origin went away during the fetch (release/2.0)" in err
+    got = _refs(work, "refs/remotes/origin/")
+    assert "refs/remotes/origin/release/1.0" in got and "refs/remotes/origin/release/2.0" not in got

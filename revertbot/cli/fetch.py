@@ -324,7 +324,21 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         return
     if specs:
         say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}; {listed}); release branches from {where}")
-        seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+        try:
+            seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+        except git.FetchError:
+            # A release branch deleted between the listing and the fetch: list again, fetch what is there.
+            now = git.remote_branches(root, remote).tips
+            if target.base not in now or set(release) <= set(now):
+                raise
+            gone = sorted(set(release) - set(now))
+            say(f"warning: {len(gone)} release branch(es) of {remote} went away during the fetch "
+                f"({', '.join(gone[:5])}); fetching the others again")  # fmt: skip
+            release = [name for name in release if name in now]
+            still = history and HISTORY_BRANCH in now
+            specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=still, kept_tags=kept_tags)
+                     if s not in first]  # fmt: skip
+            seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)
