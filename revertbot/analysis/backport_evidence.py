@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from revertbot import git
-from revertbot.analysis.history import patch_ids, title_key
+from revertbot.analysis.history import changed_paths, patch_ids, title_key
 from revertbot.errors import GitError
 from revertbot.models import Commit, Link
 from revertbot.report_data import Backport
-from revertbot.verdict.purity import change_vector, raw_entries
+from revertbot.verdict.purity import change_vector
 
 #: Commits before a revert searched for the branch's copy of its original (newest first).
 MAX_COPY_SEARCH = 2000
@@ -67,12 +67,6 @@ def is_generic_title(subject: str) -> bool:
     return _GENERIC_RE.match(key) is not None or len(re.sub(r"\W", "", key)) < 3
 
 
-def _changed_paths(root: Path, shas: Sequence[str]) -> dict[str, list[str]]:
-    """The paths each commit changes against its first parent (raw diffs: trees only, one process)."""
-    raws, _ = git.commit_raws(root, [(s, None) for s in dict.fromkeys(shas)])
-    return {sha: list(raw_entries(raw)) for sha, raw in raws.items()}
-
-
 def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: Sequence[Commit]) -> list[Backport]:
     """``backports`` with every match made on the title alone checked against the content of the
     original whose title it has (a revert of several commits: each pick against its own original).
@@ -92,9 +86,11 @@ def confirm_title_matches(root: Path, backports: Sequence[Backport], originals: 
         # The original each pick was matched by (the newest one when the title says nothing else).
         of_pick = {p: by_title.get(title_key(subjects.get(p, "")), originals[-1]) for p in picks}
         verdicts: dict[str, str] = {}  # pick -> how, or "" when the title alone is no evidence
-        for orig in dict.fromkeys(of_pick.values()):
+        matched = list(dict.fromkeys(of_pick.values()))
+        paths_of = changed_paths(root, [o.sha for o in matched])
+        for orig in matched:
             mine = [p for p in picks if of_pick[p] is orig]
-            paths = _changed_paths(root, [orig.sha]).get(orig.sha, [])
+            paths = paths_of.get(orig.sha, [])
             pids = patch_ids(root, [orig.sha, *mine], paths) if paths else {}
             same_patch = {p for p in mine if pids.get(orig.sha) and pids.get(p) == pids[orig.sha]}
             rest = [p for p in mine if p not in same_patch]
@@ -155,7 +151,7 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
     if at is None:
         return link
     before = [c for c in commits[at + 1 : at + 1 + MAX_COPY_SEARCH] if len(c.parents) <= 1]
-    paths = sorted({p for c in named.values() for p in _changed_paths(root, [c.sha]).get(c.sha, [])})
+    paths = sorted({p for ps in changed_paths(root, [c.sha for c in named.values()]).values() for p in ps})
     if not paths:
         return link
     try:

@@ -12,6 +12,7 @@ from revertbot.globs import branch_name
 from revertbot.models import Commit
 from revertbot.report_data import Backport, DriftCommit
 from revertbot.verdict.grammar import parse_message, strip_pr_suffix
+from revertbot.verdict.purity import raw_entries
 
 _PICK_TRAILER_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40,64})\)")
 # "[Cherry-pick to release/1.2] Title (#12)", "[release/1.2] Title", "[Backport 1.2] Title"
@@ -181,7 +182,7 @@ def find_backports(
         nonlocal pids, unchecked, touching
         if pids is None:
             # A copy of an original (or of the revert) changes the originals' files and no other.
-            paths = sorted({p for o in originals for p in _changed_files(repo, o)})
+            paths = sorted({p for ps in changed_paths(repo, [o.sha for o in originals]).values() for p in ps})
             try:
                 pids = patch_ids(repo, [*by_sha, *(u.sha for u in units), revert.sha], paths)
             except GitError as exc:
@@ -220,10 +221,12 @@ def find_backports(
             for sha in unfound:
                 if (pid := patch_id_of(sha)) is not None:
                     by_pid.setdefault(pid, sha)
+            taken = {s for s, _ in copies.values()}
             for c in reversed(own):
                 same = by_pid.get(patch_id_of(c.sha) or "")
-                if same is not None and same not in copies and c.sha not in {s for s, _ in copies.values()}:
+                if same is not None and same not in copies and c.sha not in taken:
                     copies[same] = (c.sha, "same patch")
+                    taken.add(c.sha)
         if not made_after and not copies:
             if unchecked and any(c.sha in touching for c in own):
                 results.append(Backport(name, None, "not checked", None, unchecked=unchecked))
@@ -241,8 +244,9 @@ def find_backports(
         if orig.sha in made_after or (made_after and not newest_copy):
             original_pick, how = made_after[-1], "branched after original"
         else:
-            original_pick, how = (newest_copy[0] if newest_copy
-                                  else min(copies.values(), key=lambda v: own_order(own, v[0])))  # fmt: skip
+            newest_first = {c.sha: i for i, c in enumerate(own)}
+            original_pick, how = (newest_copy[0] if newest_copy  # else the oldest copy on the branch
+                                  else max(copies.values(), key=lambda v: newest_first[v[0]]))  # fmt: skip
         maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
         results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
@@ -257,16 +261,11 @@ def _merged_commits(repo: Path, original: Commit) -> list[Commit]:
     return [c for c in brought if c.sha != original.sha][:MAX_MERGED_COMMITS]
 
 
-def _changed_files(repo: Path, commit: Commit) -> list[str]:
-    """The paths ``commit`` changes against its first parent (a merge: what it brought in)."""
-    span = [commit.parents[0], commit.sha] if commit.parents else ["--root", commit.sha]
-    names = git.run("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames", *span, cwd=repo)
-    return [p for p in names.split("\0") if p]
-
-
-def own_order(commits: Sequence[Commit], sha: str) -> int:
-    """How old ``sha`` is among ``commits`` (newest first): larger is older."""
-    return -next((i for i, c in enumerate(commits) if c.sha == sha), -1)
+def changed_paths(root: Path, shas: Sequence[str]) -> dict[str, list[str]]:
+    """The paths each commit changes against its first parent (a merge: what it brought in; raw
+    diffs: trees only, one process)."""
+    raws, _ = git.commit_raws(root, [(s, None) for s in dict.fromkeys(shas)])
+    return {sha: list(raw_entries(raw)) for sha, raw in raws.items()}
 
 
 def _containing(
