@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ import click
 from revertbot import git
 from revertbot.config import load_config
 from revertbot.errors import ConfigError, UsageError
-from revertbot.globs import compile_branch_glob, match_branch
+from revertbot.globs import match_branch
 from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
 from revertbot.verdict.releases import TAG_PATTERNS, version_key
 
@@ -138,21 +137,6 @@ def _config_patterns(repo: Path, sha: str, say: Any) -> tuple[str, ...]:
         # The analysis reports the bad file; fetching still gives it what it needs to say so.
         say(f"warning: {exc.message.splitlines()[0]}; the default release branch patterns are fetched")
         return load_config(None).release_branches
-
-
-def usable_patterns(patterns: Sequence[str], say: Callable[[str], None]) -> tuple[str, ...]:
-    """The patterns that are globs the branch matching can read (one it cannot is said and left out:
-    the analysis reports the file)."""
-    kept = []
-    for pattern in patterns:
-        try:
-            compile_branch_glob(pattern)
-        except re.error as exc:
-            say(f"warning: release_branches pattern {pattern!r} of {CONFIG_FILE} is not a glob ({exc}): "
-                "no branch is fetched for it")  # fmt: skip
-            continue
-        kept.append(pattern)
-    return tuple(kept)
 
 
 def release_branches(branches: Iterable[str], patterns: Sequence[str]) -> dict[str, list[str]]:
@@ -302,7 +286,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             raise UsageError(f"the base commit {config_sha[:12]} is not on {remote}'s {target.base}",
                              hint="name the base commit with --base-sha, or the branch with --base")  # fmt: skip
     patterns = _config_patterns(root, config_sha, say) if config_sha else load_config(None).release_branches
-    matched = release_branches(listing.tips, usable_patterns(patterns, say))
+    # Each pattern compiles: .revertbot.yml is refused (and the defaults taken) when one does not.
+    matched = release_branches(listing.tips, patterns)
     for pattern, names in matched.items():
         if len(names) > MANY_RELEASE_BRANCHES:
             say(f"warning: release_branches pattern {pattern!r} matches {len(names)} branches of {remote}, each "
