@@ -119,16 +119,32 @@ def accuracy(truth: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, 
     }
 
 
+#: ``own_peak_kib()`` for the measuring child scripts: the child's own peak resident memory in KiB.
+#: ``ru_maxrss`` also keeps the peak of the process the child was forked from before its ``exec``
+#: (a benchmark that had just built a large history in memory); ``VmHWM`` is the program's own.
+OWN_PEAK_SOURCE = """
+import resource
+def own_peak_kib():
+    try:
+        for line in open("/proc/self/status", encoding="ascii"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
+
 def _peak_rss_mib(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Peak resident memory of one ``revertbot ARGS`` run, measured by the kernel: the revertbot
     process itself, and the largest git process it started (git's own caches, e.g. the trees a
     ``diff-tree --stdin`` keeps, are not revertbot's memory but are shown beside it)."""
-    code = ("import contextlib, os, resource, sys\n"
+    code = (OWN_PEAK_SOURCE + "import contextlib, os, resource, sys\n"
             "from revertbot.cli.main import run_cli\n"
             "with open(os.devnull, 'w') as sink, contextlib.redirect_stdout(sink):\n"
             "    run_cli(sys.argv[1:])\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)")  # fmt: skip
+            "print(own_peak_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,\n"
+            "      file=sys.stderr)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, check=True)
     own, children = out.stderr.decode().split()[-2:]
     return int(own) / 1024, int(children) / 1024

@@ -38,10 +38,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.scan import accuracy, bench_env
+from bench.scan import OWN_PEAK_SOURCE, accuracy, bench_env
 from bench.synth import build_repo
 
-_CHILD = r"""
+_CHILD = OWN_PEAK_SOURCE + r"""
 import json, resource, sys, time, tracemalloc
 from pathlib import Path
 from revertbot.verdict import scan
@@ -73,16 +73,6 @@ else:
         progress("entries written as JSON", 1, 1)
         out["stages"] = stages
 out["seconds"] = time.perf_counter() - start
-def own_peak_kib():
-    # VmHWM is this program's own peak; ru_maxrss also keeps the peak of the process it was forked
-    # from before the exec (a parent that had just built a large history in memory).
-    try:
-        for line in open("/proc/self/status", encoding="ascii"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 out["self_mib"] = own_peak_kib() / 1024
 out["git_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
