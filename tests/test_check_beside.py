@@ -54,7 +54,7 @@ def test_lookups_by_string_riding_in_the_dependents_grep_find_what_their_own_gre
         greps.append(list(patterns)) or grep_fixed(repo, tree, patterns, paths)))  # fmt: skip
     plan = plan_string_lookups(repo.path, revert, report.symbols, parent)
     assert plan.riders is not None and plan.riders.patterns == ("fused_rope",)
-    search = search_dependents(repo.path, revert, report.symbols, before=parent, riders=plan.riders)
+    search = search_dependents(repo.path, revert, report.symbols, before=parent, riders=[plan.riders])
     assert search == plain  # the riders change nothing of the dependents
     assert plan.riders.complete
     assert [(p, n) for p, n, _ in plan.riders.lines] == [("pkg/user.py", 5), ("pkg/user.py", 9)]
@@ -66,7 +66,7 @@ def test_lookups_by_string_riding_in_the_dependents_grep_find_what_their_own_gre
     greps.clear()
     odd = StringLookups(repo.path, revert, report.symbols, parent)
     odd.names, odd.riders = ["fused_rope", "größe"], Riders(("fused_rope", "größe"), 100)
-    assert search_dependents(repo.path, revert, report.symbols, before=parent, riders=odd.riders) == plain
+    assert search_dependents(repo.path, revert, report.symbols, before=parent, riders=[odd.riders]) == plain
     assert not odd.riders.complete and odd.riders.lines == []
     assert odd.finish(known) == alone
     assert len(greps) == 2 and greps[1] == ["fused_rope", "größe"]  # the lookups searched on their own

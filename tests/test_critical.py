@@ -126,6 +126,41 @@ def test_a_cpp_source_compiled_by_setup_py_needs_gpu_validation(repo: GitRepo) -
     assert "1 个文件位于关键路径（编译的扩展源码）" in zh
 
 
+LOADER_V1 = 'from torch.utils.cpp_extension import load\n\nmod = load(name="attn", sources=["native/attn/attn.cpp"])\n'
+
+
+def test_a_build_file_the_revert_changes_is_read_on_each_side_and_the_others_once(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The original made attn.cpp a compiled source (tools/loader.py) and changed it; the revert
+    # takes both back. After the revert no build file names attn.cpp; before it, the loader did.
+    # setup.py, which the revert leaves alone, names the other source on both sides.
+    base = {"setup.py": SETUP_PY.replace('"native/attn/attn.cpp", ', ""), "native/attn/attn.cpp": ATTN_V0,
+            "native/attn/attn_kernel.cu": "__global__ void k() {}\n", "tools/loader.py": "import os\n"}
+    revert = revert_of(repo, base, {"native/attn/attn.cpp": ATTN_V1, "tools/loader.py": LOADER_V1,
+                                    "native/attn/attn_kernel.cu": "__global__ void k2() {}\n"})  # fmt: skip
+    searched: list[tuple[str, tuple[str, ...]]] = []
+    real = critical_stage.git.grep_fixed
+
+    def recording(root: Path, tree: str, patterns: Any, pathspecs: Any = ()) -> Any:
+        searched.append((tree, tuple(pathspecs)))
+        return real(root, tree, patterns, pathspecs)
+
+    monkeypatch.setattr(critical_stage.git, "grep_fixed", recording)
+    report = check_revert(repo.path, revert)
+    monkeypatch.undo()
+    assert file_of(report, "native/attn/attn.cpp").critical_rules == (
+        CriticalRule("compiled", "tools/loader.py (load 'attn')"),)
+    assert CriticalRule("compiled", "setup.py (CUDAExtension 'pkg._attn')") in file_of(
+        report, "native/attn/attn_kernel.cu").critical_rules
+    # The Python files were read once, by the dependents' search; the build search read the CMake
+    # files of the tree searched, then only the build file that differs on each side.
+    whole = [specs for _, specs in searched if "*.py" in specs]
+    assert len(whole) == 1 and "*.pyi" in whole[0]  # the dependents' search
+    build = [specs for _, specs in searched if "*.py" not in specs]
+    assert build == [("*CMakeLists.txt", "*.cmake"), (":(literal)tools/loader.py",)]
+
+
 def test_the_switch_off_gives_the_globs_alone(repo: GitRepo) -> None:
     revert = revert_of(repo, {"setup.py": SETUP_PY, "native/attn/attn.cpp": ATTN_V0,
                               ".revertbot.yml": "critical_paths_from_repository: false\n"},
@@ -345,3 +380,25 @@ def test_bounds_are_constants_the_docs_state() -> None:
         f"{critical.MAX_FILE_BYTES // 1_000_000} MB" in docs and f"{critical.MAX_TOTAL_BYTES // 1_000_000} MB" in docs
     )
     assert f"at most {critical.MAX_BUILD_FILES}" in docs and f"at most {critical.MAX_SUITE_FILES} test files" in docs
+
+
+def test_a_file_made_critical_by_a_build_file_that_names_it_reorders_the_symbols(repo: GitRepo) -> None:
+    # The symbols are worked out while the build files that name a changed file are still being
+    # searched (with the dependents); here that search makes b.cpp critical, which puts it before
+    # the larger lib/a.cpp: the symbols are worked out again in that order.
+    a_v0 = "int fa(int x) {\n  return x;\n}\n"
+    a_v1 = "int fa(int x, int y) {\n" + "".join(f"  x += {i};\n" for i in range(20)) + "  return x * y;\n}\n"
+    b_v0 = "int fb(int x) {\n  return x;\n}\n"
+    b_v1 = "int fb(int x, int z) {\n  return x + z;\n}\n"
+    loader = 'from torch.utils.cpp_extension import load\n\nmod = load(name="b", sources=["native/b.cpp"])\n'
+    revert = revert_of(repo, {"lib/a.cpp": a_v0, "native/b.cpp": b_v0, "tools/loader.py": "import os\n",
+                              "pkg/__init__.py": "", "pkg/m.py": "def keep():\n    return 1\n"},
+                       {"lib/a.cpp": a_v1, "native/b.cpp": b_v1, "tools/loader.py": loader,
+                        "pkg/m.py": "def keep():\n    return 1\n\n\ndef gone():\n    return 2\n"})  # fmt: skip
+    report = check_revert(repo.path, revert)
+    assert [f.path for f in report.files if f.path.endswith(".cpp")] == ["native/b.cpp", "lib/a.cpp"]
+    assert file_of(report, "native/b.cpp").critical_rules == (CriticalRule("compiled", "tools/loader.py (load 'b')"),)
+    assert not file_of(report, "lib/a.cpp").critical
+    cpp_files = [s.file for s in report.symbols if s.file.endswith(".cpp")]
+    assert cpp_files and cpp_files == sorted(cpp_files, key=lambda f: f != "native/b.cpp")
+    assert cpp_files[0] == "native/b.cpp"

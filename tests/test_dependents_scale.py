@@ -128,3 +128,88 @@ def test_thousands_of_changed_classes_imported_names_and_local_subclasses(tmp_pa
     assert time.perf_counter() - start < BOUND_S
     lines = user.split("\n")
     assert found(result) == {("app/use.py", lines.index("        return self.run()") + 1)}
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the search reads whole (``git.blobs``), recorded as it asks for them."""
+    from revertbot import git
+
+    read: list[str] = []
+    real = git.blobs
+
+    def recording(repo: Path, specs: Any) -> Any:
+        read.extend(spec.split(":", 1)[1] for spec in specs)
+        return real(repo, specs)
+
+    monkeypatch.setattr(git, "blobs", recording)
+    return read
+
+
+def test_files_that_import_the_package_but_write_no_lost_name_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "import pkg" makes every file a candidate for a module under pkg (as "import torch" does in
+    # PyTorch): only those that write a name the module loses are worth reading.
+    module = "def lost_fn(x):\n    return x\n\n\ndef kept(x):\n    return x\n"
+    bystanders = {f"b/b{i}.py": "import pkg.mod\n\npkg.mod.kept(1)\n" for i in range(400)}
+    users = {
+        "u/direct.py": "from pkg.mod import lost_fn\n\nlost_fn(1)\n",
+        "u/dotted.py": "import pkg\n\n\ndef f():\n    return pkg.mod.lost_fn(2)\n",
+        "u/late.py": "import pkg.mod as m\n" + "\n" * 50 + "y = m.lost_fn(3)\n",  # the name far from the import
+    }
+    repo = tmp_path / "r"
+    shas = fast_import(repo, [("base", {"pkg/__init__.py": "", "pkg/mod.py": module, **bystanders, **users}),
+                              ("Revert", {"pkg/mod.py": "def kept(x):\n    return x\n"})])  # fmt: skip
+    changes, _ = diff_symbols("pkg/mod.py", module, "def kept(x):\n    return x\n")
+    read = _reads(monkeypatch)
+    result = search_dependents(repo, shas[-1], changes, [], before=shas[-2])
+    assert {(d.file, d.line) for d in result.dependents} == {("u/direct.py", 1), ("u/direct.py", 3),
+                                                              ("u/dotted.py", 5), ("u/late.py", 52)}  # fmt: skip
+    assert set(read) <= {"pkg/mod.py", *users}, sorted(set(read) - {"pkg/mod.py", *users})[:5]
+
+
+def test_a_lost_name_outside_ascii_is_still_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python names may be any Unicode letters; git matches bytes. Such names are not searched by the
+    # grep, so every candidate is read as before.
+    module = "def größe(x):\n    return x\n\n\ndef kept(x):\n    return x\n"
+    repo = tmp_path / "r"
+    shas = fast_import(repo, [("base", {"pkg/__init__.py": "", "pkg/mod.py": module,
+                                        "u/a.py": "import pkg.mod\n\npkg.mod.größe(1)\n",
+                                        "u/b.py": "import pkg.mod\n\npkg.mod.kept(1)\n"}),
+                              ("Revert", {"pkg/mod.py": "def kept(x):\n    return x\n"})])  # fmt: skip
+    changes, _ = diff_symbols("pkg/mod.py", module, "def kept(x):\n    return x\n")
+    read = _reads(monkeypatch)
+    result = search_dependents(repo, shas[-1], changes, [], before=shas[-2])
+    assert {(d.file, d.line) for d in result.dependents} == {("u/a.py", 3)}
+    assert "u/b.py" in read
+
+
+def test_putting_lines_aside_changes_nothing_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Files that import the package (their lines put aside), write the removed method on several
+    # lines (read for possible uses), name the class, or use a factory: the same uses whether the
+    # lost names ride in the grep or not.
+    factory = "\n\ndef make_runner() -> Runner:\n    return Runner()\n"
+    module = ("class Runner:\n    def run(self):\n        return 1\n\n    def _slice_output(self, x):\n"
+              "        return x\n" + factory + "\n\ndef lost_fn():\n    return 2\n")  # fmt: skip
+    after = "class Runner:\n    def run(self):\n        return 1\n\n" + factory
+    users = {
+        "u/twice.py": "import pkg\n\n\ndef f(r, q):\n    r._slice_output(1)\n    return q._slice_output(2)\n",
+        "u/plain.py": "def g(r):\n    r._slice_output(1)\n    return r._slice_output(2)\n",
+        "u/named.py": "from pkg.mod import Runner\n\nRunner()._slice_output(3)\n",
+        "u/factory.py": "from pkg.mod import make_runner\n\nr = make_runner()\nr._slice_output(4)\n",
+        "u/fn.py": "import pkg.mod\n\npkg.mod.lost_fn()\n",
+        "u/other.py": "import pkg.mod\n\npkg.mod.make_runner()\n",
+    }
+    repo = tmp_path / "r"
+    shas = fast_import(repo, [("base", {"pkg/__init__.py": "", "pkg/mod.py": module, **users}),
+                              ("Revert", {"pkg/mod.py": after})])  # fmt: skip
+    changes, _ = diff_symbols("pkg/mod.py", module, after)
+    aside = search_dependents(repo, shas[-1], changes, [], before=shas[-2])
+    from revertbot.analysis import dependents_search
+
+    monkeypatch.setattr(dependents_search, "FEW_NAMES", 0)  # no names ride: every candidate read
+    plain = search_dependents(repo, shas[-1], changes, [], before=shas[-2])
+    assert aside == plain
+    assert {d.file for d in aside.dependents} >= {"u/named.py", "u/factory.py", "u/fn.py"}
+
+

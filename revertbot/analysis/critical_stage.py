@@ -7,7 +7,9 @@ diff) are read once, within :data:`~revertbot.analysis.critical.MAX_FILE_BYTES` 
 ``unread``, which counts as critical (never "not GPU code" on a guess), and a note says so. Build
 files are read only when a native file changed: ``setup.py``, ``pyproject.toml`` and
 ``CMakeLists.txt`` at the root and above each such file, ``op_builder/*.py``, and the Python and
-CMake files that name one of the changed files (``git grep`` for their names), within
+CMake files that name one of the changed files (their names searched once per tree: the Python
+files by the dependents' ``git grep`` where the check has one, see :class:`Naming`; the other side
+of the change where its files differ), within
 :data:`~revertbot.analysis.critical.MAX_BUILD_FILES` files and
 :data:`~revertbot.analysis.critical.MAX_BUILD_BYTES` bytes. The GPU suites' test files are found by
 ``git grep`` under the suites' test paths for the changed modules' names, and at most
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from revertbot import git
@@ -35,13 +38,27 @@ from revertbot.config import Config
 from revertbot.report_data import CriticalRule, FileChange
 from revertbot.verdict.purity import Side
 
-__all__ = ["repository_rules", "with_repository_rules"]
+__all__ = ["UNSEARCHED", "Naming", "names_to_search", "naming_from_lines", "repository_rules", "with_repository_rules"]
 
 _NOT_BLOBS = ("160000", "120000")  # gitlinks (another repository's commits) and symlinks
 #: Lines of ``git grep`` output read when looking for build files that name a changed file.
 MAX_GREP_LINES = 20_000
 #: Changed native files whose names are searched for in the build files (the rest: by directory only).
 MAX_NAMED_FILES = 200
+
+
+@dataclass(frozen=True)
+class Naming:
+    """The Python and CMake files at ``tree`` that write one of ``names`` (the changed native files'
+    names), found by a search made elsewhere: the dependents' ``git grep`` of that tree."""
+
+    tree: str
+    names: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+#: No build file names a changed file: the rules as they stand before that search.
+UNSEARCHED = Naming("", (), ())
 
 
 def with_repository_rules(
@@ -51,12 +68,15 @@ def with_repository_rules(
     raw: Mapping[str, tuple[Side, Side]],
     config: Config,
     readable: bool = True,
+    naming: Naming | None = None,
 ) -> tuple[tuple[FileChange, ...], list[str]]:
     """``files`` with the repository's rules added (critical first again), and the notes on what
-    bounds were hit. Without ``config.critical_paths_from_repository`` nothing changes."""
+    bounds were hit. Without ``config.critical_paths_from_repository`` nothing changes. ``naming``:
+    the build files that name a changed native file, found elsewhere (:data:`UNSEARCHED`: taken as
+    none); without it they are searched here."""
     if not config.critical_paths_from_repository or not files:
         return tuple(files), []
-    found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable)
+    found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable, naming)
     out = [dataclasses.replace(f, critical_rules=found[f.path], critical=True) if found.get(f.path) else f
            for f in files]  # fmt: skip
     return tuple(sorted(out, key=critical_first)), notes
@@ -74,6 +94,7 @@ def repository_rules(
     raw: Mapping[str, tuple[Side, Side]],
     config: Config,
     readable: bool = True,
+    naming: Naming | None = None,
 ) -> tuple[dict[str, tuple[CriticalRule, ...]], list[str]]:
     """The rules that make each of ``paths`` GPU-critical, read at ``commits`` (the change's head
     and the commit it applies to). ``raw``: each path's blob ids on both sides; ``readable``:
@@ -90,7 +111,7 @@ def repository_rules(
         at = {sides[0]: [p for p in natives if raw.get(p, (None, True))[1]]}
         if len(sides) > 1:
             at[sides[1]] = [p for p in natives if raw.get(p, (True, None))[0]]
-        refs = _build_refs(root, sides, natives, at, notes)
+        refs = _build_refs(root, sides, natives, at, notes, naming)
         for p in natives:
             found[p] += critical_build.compiled_rules(p, refs)
         for p in submodules:
@@ -146,18 +167,30 @@ def _content_rules(root: Path, paths: Sequence[str], raw: Mapping[str, tuple[Sid
 
 
 def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Mapping[str, Sequence[str]],
-                notes: list[str]) -> list[BuildRef]:  # fmt: skip
+                notes: list[str], naming: Naming | None = None) -> list[BuildRef]:  # fmt: skip
     """What the build files at ``sides`` name: those above the changed native files, ``op_builder/*.py``,
     the in-tree build backend, and the Python/CMake files that mention a changed file by name."""
     whole = critical_build.build_files_for(natives)
     named: dict[str, None] = {}
-    # Each side's search is a git grep over the tree: the others run on threads meanwhile (each
-    # with its own notes, said in the order of the sides).
-    jobs = [git.Background(_files_naming_noted, root, commit, at.get(commit, natives)) for commit in sides[1:]]
+    first: list[str] | None = None
     for i, commit in enumerate(sides):
         listing = git.run("ls-tree", "-z", "--name-only", commit, "--", "op_builder/", cwd=root, check=False)
         whole += [p for p in listing.split("\0") if p.endswith(".py")]
-        found, found_notes = jobs[i - 1].result() if i else _files_naming_noted(root, commit, at.get(commit, natives))
+        wanted = at.get(commit, natives)
+        found: list[str]
+        found_notes: list[str]
+        if naming is UNSEARCHED:
+            found, found_notes = [], []
+        elif naming is not None and tuple(_names(wanted)) == naming.names:
+            found, found_notes = _files_naming_beside(root, naming.tree, naming.files, commit, wanted)
+        elif i and first is not None and _names(wanted) == _names(at.get(sides[0], natives)):
+            # The same names, and trees that differ only where the change is: the first side's
+            # answer holds for every file the change leaves alone (one grep of the tree, not two).
+            found, found_notes = _files_naming_beside(root, sides[0], first, commit, wanted)
+        else:
+            found, found_notes = _files_naming_noted(root, commit, wanted)
+            if not i and not found_notes:
+                first = found
         notes += found_notes
         named.update(dict.fromkeys(found))
     whole = list(dict.fromkeys(whole))
@@ -177,22 +210,75 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
     return list(dict.fromkeys(refs))
 
 
+def names_to_search(paths: Sequence[str], raw: Mapping[str, tuple[Side, Side]]) -> list[str]:
+    """The names :func:`repository_rules` looks for in the build files of the change's head: those
+    of the changed native files it keeps (none: nothing to search)."""
+    return _names([p for p in paths if rules_of.is_native(p) and raw.get(p, (None, True))[1]])
+
+
+def naming_from_lines(root: Path, tree: str, names: Sequence[str], py_lines: Sequence[tuple[str, int, str]]
+                      ) -> Naming | None:  # fmt: skip
+    """The :class:`Naming` of ``tree`` from the lines of its ``*.py`` files that hold one of
+    ``names`` (all of them, from another search of the tree) and a search of its CMake files; None
+    where a bound of the search here would have been reached (the search here then runs)."""
+    cmake = list(git.grep_fixed(root, tree, names, _BUILD_PATHSPECS[1:]))
+    files = sorted({path for path, _, _ in [*py_lines, *cmake]})
+    if len(py_lines) + len(cmake) >= MAX_GREP_LINES or len(files) >= MAX_BUILD_FILES:
+        return None
+    return Naming(tree, tuple(names), tuple(files))
+
+
+def _names(natives: Sequence[str]) -> list[str]:
+    """The file names searched for: those of the first MAX_NAMED_FILES changed native files."""
+    return sorted({p.rsplit("/", 1)[-1] for p in natives[:MAX_NAMED_FILES]})
+
+
+#: Where build files that name a changed file are looked for (git's pathspecs: ``*`` crosses ``/``).
+_BUILD_PATHSPECS = ("*.py", "*CMakeLists.txt", "*.cmake")
+_BUILD_SUFFIXES = (".py", "CMakeLists.txt", ".cmake")
+#: Changed build files searched by name on the second side; past this, its whole tree is searched.
+MAX_BESIDE_PATHS = 500
+
+
+def _files_naming_beside(root: Path, done: str, found: Sequence[str], commit: str,
+                         natives: Sequence[str]) -> tuple[list[str], list[str]]:  # fmt: skip
+    """:func:`_files_naming_noted` at ``commit`` from its answer at ``done`` (the same names, not
+    bounded): the files whose entries differ between the two trees are searched again, the rest
+    keep the answer at ``done``."""
+    if len(natives) > MAX_NAMED_FILES:  # the search says which names it left out
+        return _files_naming_noted(root, commit, natives)
+    differ = git.tree_differences(root, done, commit) if done != commit else set()
+    # Paths decoded two ways (a byte that is not UTF-8) or too many to name: the whole tree instead.
+    searched = [p for p in differ if p.endswith(_BUILD_SUFFIXES)]
+    if len(searched) > MAX_BESIDE_PATHS or any("\\" in p for p in differ):
+        return _files_naming_noted(root, commit, natives)
+    kept = [p for p in found if p not in differ]
+    notes: list[str] = []
+    literal = [f":(literal){p}" for p in sorted(searched)]
+    again = _files_naming(root, commit, natives, notes, literal) if searched else []
+    out = sorted({*kept, *again})
+    if notes or len(out) >= MAX_BUILD_FILES:
+        return _files_naming_noted(root, commit, natives)  # a bound was reached: as the whole search says it
+    return out, []
+
+
 def _files_naming_noted(root: Path, commit: str, natives: Sequence[str]) -> tuple[list[str], list[str]]:
     """:func:`_files_naming` and the notes it adds."""
     notes: list[str] = []
     return _files_naming(root, commit, natives, notes), notes
 
 
-def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[str]) -> list[str]:
+def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[str],
+                  pathspecs: Sequence[str] = _BUILD_PATHSPECS) -> list[str]:  # fmt: skip
     """Python and CMake files at ``commit`` that contain the file name of a changed native file."""
     if not natives:
         return []
-    names = sorted({p.rsplit("/", 1)[-1] for p in natives[:MAX_NAMED_FILES]})
+    names = _names(natives)
     if len(natives) > MAX_NAMED_FILES:
         notes.append(f"GPU-critical rules: build files searched for the names of {MAX_NAMED_FILES} of "
                      f"{len(natives)} changed C/C++/CUDA files")  # fmt: skip
     out: dict[str, None] = {}
-    found = git.grep_fixed(root, commit, names, ["*.py", "*CMakeLists.txt", "*.cmake"])
+    found = git.grep_fixed(root, commit, names, pathspecs)
     for lines, (path, _line, _text) in enumerate(found, 1):
         out.setdefault(path, None)
         if lines >= MAX_GREP_LINES or len(out) >= MAX_BUILD_FILES:

@@ -109,7 +109,7 @@ def search_dependents(
     removed_files: Sequence[str] = (),
     *,
     before: str | None = None,
-    riders: Riders | None = None,
+    riders: Sequence[Riders] = (),
 ) -> DependentSearch:
     """Find code in ``tree`` (commit or tree sha of the result of the revert) that still uses a
     symbol removed by ``changes``, calls a callable in a way its changed parameters no longer
@@ -118,7 +118,7 @@ def search_dependents(
     ``before``, when given, is the tree the revert was applied to: lines that differ between
     ``before`` and ``tree`` are the revert's own code and are never dependents.
     At most 50 uses are listed per symbol; notes say what was cut or not searched.
-    ``riders``: fixed strings another search wants found in the same ``git grep`` (see :class:`Riders`).
+    ``riders``: fixed strings other searches want found in the same ``git grep`` (see :class:`Riders`).
     """
     modules, notes = index_changes(changes, removed_files)
     if not modules:

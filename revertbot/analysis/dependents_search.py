@@ -6,7 +6,7 @@ candidates read and parsed within budgets, each walked by
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from revertbot import git
@@ -31,6 +31,7 @@ MAX_FILES = 600  # files parsed
 MAX_FILE_BYTES = 2_000_000  # a larger Python file is generated code: not parsed
 MAX_TOTAL_BYTES = 64_000_000
 MAX_GREP_LINES = 2_000_000
+MAX_DEFERRED_LINES = 200_000  # lines of Python files put aside until it is known whether they are read
 #: Files where a dotted or file path can break something at run time (docs cannot).
 CONFIG_GLOBS = ("*.yml", "*.yaml", "*.toml", "*.cfg", "*.ini", "*.json", "*.sh", "*.bash")
 
@@ -44,8 +45,9 @@ _FROM_PACKAGE = re.compile(r"from[\s\\]+\.+[\s\\]*import\b")  # from . import na
 
 @dataclass
 class Riders:
-    """Fixed strings another search of the same tree's ``*.py`` files wants (the lookups by string):
-    they ride in the dependents' ``git grep`` instead of a second pass over the tree. ``lines``
+    """Fixed strings another search of the same tree's ``*.py`` files wants (the lookups by string,
+    the build files that name a changed native file): they ride in the dependents' ``git grep``
+    instead of a second pass over the tree. ``lines``
     gets, in git's order, the lines of ``*.py`` files that hold one of them, up to ``limit``;
     ``complete`` says whether those are all that grep would have given (up to ``limit``)."""
 
@@ -63,20 +65,55 @@ def _may_ride(patterns: list[str]) -> bool:
 class Search(SearchIndex):
     """Find candidate files with one grep, parse them, collect uses."""
 
-    riders: Riders | None = None
+    riders: Sequence[Riders] = ()
+    #: The Python files with a line that holds one of ``file_words`` (found by the same grep); None
+    #: when that search was not made or not read to the end.
+    word_files: set[str] | None = None
 
     def run(self, own: dict[str, AffectedModule]) -> dict[tuple[Target, str, int], Dependent]:
-        candidates = self._grep()
-        ordered = list(own) + [p for p in candidates if p not in own]
-        self._scan(ordered, own)
+        self._grep()
+        self._scan(list(own), own)
         return self.found
 
-    def _grep(self) -> list[str]:
+    def _candidates(self, own: Mapping[str, AffectedModule]) -> list[str]:
+        """The files to read besides the affected modules: those that import an affected module or
+        name one in a dotted path, then those that import a package above one, in git's order, then
+        those with possible uses alone."""
+        def seen(path: str) -> int:
+            return self._seen[path]
+
+        ordered = sorted(self._direct, key=seen) + sorted(self._indirect, key=seen) + self._possible_only
+        return [p for p in ordered if p not in own]
+
+    def _classify(self, path: str, text: str) -> None:
+        """What one line of a Python file says about the file: it imports an affected module (or
+        names one in a dotted path), or only a package above one."""
+        if path in self._direct:
+            return
+        how = self._import_line(path, text)
+        if how == "direct" or (how != "indirect" and self.dotted_in(text)):
+            self._direct[path] = None
+            self._indirect.pop(path, None)
+        elif how == "indirect":
+            self._indirect[path] = None
+
+    def _classify_deferred(self, paths: Iterable[str] | None = None) -> None:
+        """Classify the lines put aside for ``paths`` (all of them: None)."""
+        for path in list(self._deferred) if paths is None else dict.fromkeys(paths):
+            for text in self._deferred.pop(path, ()):  # a path may be named twice
+                self._classify(path, text)
+
+    def _grep(self) -> None:
         patterns, pattern_note = self._patterns()
         if pattern_note:
             self.notes.append(pattern_note)
-        direct: dict[str, None] = {}
-        indirect: dict[str, None] = {}
+        self._direct: dict[str, None] = {}
+        self._indirect: dict[str, None] = {}
+        self._seen: dict[str, int] = {}  # Python files in git's order
+        # The lines of Python files that have not (yet) written one of the names: classified only
+        # if the file is read after all (see _scan); most files of a large tree never are.
+        self._deferred: dict[str, list[str]] = {}
+        deferred_lines = 0
         lines = 0
         # The distinctive names ride along in the same git grep (a second one would scan the tree
         # again): the lines that write one tell whether the repository still defines it and which
@@ -84,18 +121,28 @@ class Search(SearchIndex):
         possible_re = names_pattern(self.possible)
         possible_lines: dict[str, list[tuple[str, str]]] = {}
         own = ["import", *patterns, *self.possible]
-        riders = self.riders if self.riders is not None and _may_ride([*own, *self.riders.patterns]) else None
-        # With riders, git finds their lines too: each line is sorted here by what it holds.
-        own_re = re.compile("|".join(map(re.escape, own))) if riders is not None else None
-        rider_re = re.compile("|".join(map(re.escape, riders.patterns))) if riders is not None else None
+        riders = [r for r in self.riders if _may_ride([*own, *r.patterns])]
+        # The names a file must write to be parsed (see _may_use) ride along too: a candidate with no
+        # line holding one is never read (in a tree of 20,000 files, "import torch" makes nearly every
+        # file a candidate for a module under torch).
+        words = sorted(self.file_words)
+        by_words = 0 < len(words) <= FEW_NAMES and _may_ride([*own, *words])
+        word_re = re.compile("|".join(map(re.escape, words))) if by_words else None
+        word_files: set[str] = set()
+        extra = [*(p for r in riders for p in r.patterns), *(words if by_words else ())]
+        # With lines wanted for others, git finds those too: each line is sorted here by what it holds.
+        own_re = re.compile("|".join(map(re.escape, own))) if extra else None
+        rider_res = [(r, re.compile("|".join(map(re.escape, r.patterns)))) for r in riders]
         read_all = True
-        for path, lineno, text in git.grep_fixed(self.repo, self.tree, [*own, *(riders.patterns if riders else ())],
+        for path, lineno, text in git.grep_fixed(self.repo, self.tree, [*own, *extra],
                                                     ["*.py", "*.pyi", *CONFIG_GLOBS]):  # fmt: skip
-            if riders is not None and own_re is not None and rider_re is not None:
-                if len(riders.lines) < riders.limit and path.endswith(".py") and rider_re.search(text):
-                    riders.lines.append((path, lineno, text))
-                if not own_re.search(text):
-                    continue
+            if word_re is not None and path not in word_files and word_re.search(text):
+                word_files.add(path)
+            for rider, rider_re in rider_res:
+                if len(rider.lines) < rider.limit and path.endswith(".py") and rider_re.search(text):
+                    rider.lines.append((path, lineno, text))
+            if own_re is not None and not own_re.search(text):
+                continue
             lines += 1
             if lines > MAX_GREP_LINES:
                 self.notes.append(f"dependents: stopped reading search results after {MAX_GREP_LINES:,} lines; "
@@ -112,23 +159,30 @@ class Search(SearchIndex):
             if not path.endswith(PYTHON_SUFFIXES):
                 self._config_line(path, lineno, text)
                 continue
-            if path in direct:
+            self._seen.setdefault(path, len(self._seen))
+            if word_re is not None and path not in word_files:
+                self._deferred.setdefault(path, []).append(text)
+                deferred_lines += 1
+                if deferred_lines > MAX_DEFERRED_LINES:  # memory stays bounded: classified as they come
+                    self._classify_deferred()
+                    word_re, by_words = None, False
                 continue
-            how = self._import_line(path, text)
-            if how == "direct" or (how != "indirect" and self.dotted_in(text)):
-                direct[path] = None
-                indirect.pop(path, None)
-            elif how == "indirect":
-                indirect[path] = None
-        if riders is not None:
-            riders.complete = read_all or len(riders.lines) >= riders.limit
-        possible_only = sorted(self._possible_files(possible_lines, lines <= MAX_GREP_LINES) - {*direct, *indirect})
+            self._classify(path, text)
+        for rider in riders:
+            rider.complete = read_all or len(rider.lines) >= rider.limit
+        self.word_files = word_files if by_words and read_all else None
+        if self.word_files is None:
+            self._classify_deferred()
+        else:  # the files that will be read, and those that may be read for possible uses
+            self._classify_deferred([*word_files, *(path for hits in possible_lines.values() for path, _ in hits)])
+        known = {*self._direct, *self._indirect}
+        possible_only = sorted(self._possible_files(possible_lines, lines <= MAX_GREP_LINES) - known)
         if len(possible_only) > MAX_POSSIBLE_FILES:
             self.notes.append(f"dependents: {len(possible_only)} files may use a removed name; only the first "
                               f"{MAX_POSSIBLE_FILES} were checked for possible uses")  # fmt: skip
             possible_only = possible_only[:MAX_POSSIBLE_FILES]
+        self._possible_only = possible_only
         self.possible_files = set(possible_only)
-        return list(direct) + list(indirect) + possible_only
 
     def _possible_files(self, lines_of: dict[str, list[tuple[str, str]]], complete: bool) -> set[str]:
         """Keep in ``self.possible`` the names that no Python file of the tree defines and that are
@@ -237,23 +291,42 @@ class Search(SearchIndex):
         return runs
 
 
-    def _scan(self, paths: list[str], own: dict[str, AffectedModule]) -> None:
-        """Read candidates (within a byte budget), skip those that mention none of the names, and
-        parse the rest (within a file budget); say what a budget left unchecked."""
+    def _scan(self, own_paths: list[str], own: dict[str, AffectedModule]) -> None:
+        """Read the affected modules, then the other candidates (within a byte budget), skip those
+        that mention none of the names, and parse the rest (within a file budget); say what a budget
+        left unchecked. A candidate the grep saw write none of the names is not read, unless parsing
+        the modules taught more names (factories) than the grep looked for."""
+        words = set(self.file_words)
+        rest = self._candidates(own)
+        narrowed = rest
+        if self.word_files is not None:
+            keep = self.possible_files | self.word_files
+            narrowed = [p for p in rest if p in keep]
+        state = _Budget()
+        self._read_and_parse(own_paths + narrowed, own, state)
+        if state.stopped or narrowed is rest or self.file_words == words:
+            return
+        # Factories of the modules taught names the grep did not look for: every candidate then.
+        self._classify_deferred()
+        taken = set(narrowed)
+        self._read_and_parse([p for p in self._candidates(own) if p not in taken], own, state)
+
+    def _read_and_parse(self, paths: list[str], own: dict[str, AffectedModule], state: _Budget) -> None:
+        if not paths:
+            return
         sizes = git.blob_sizes(self.repo, [f"{self.tree}:{p}" for p in paths])
         readable, too_big, stop = within_budget(paths, lambda p: sizes.get(f"{self.tree}:{p}"), MAX_FILE_BYTES,
-                                                MAX_TOTAL_BYTES)  # fmt: skip
+                                                MAX_TOTAL_BYTES - state.bytes)  # fmt: skip
+        state.bytes += sum(sizes.get(f"{self.tree}:{p}") or 0 for p in readable)
         if stop is not None:
             self.notes.append(f"dependents: {len(paths) - stop} candidate file(s) not read (limit "
                               f"{MAX_TOTAL_BYTES // 1_000_000} MB), e.g. `{paths[stop]}`")  # fmt: skip
         if too_big:
             self.notes.append(f"dependents: {len(too_big)} file(s) over {MAX_FILE_BYTES // 1_000_000} MB not parsed, "
                               f"e.g. `{too_big[0]}`")  # fmt: skip
-        parsed = 0
         for batch in _slices(readable, sizes, self.tree):
             contents = git.blobs(self.repo, [f"{self.tree}:{p}" for p in batch])
             others: list[tuple[str, str]] = []
-            stopped = False
             for p in batch:
                 blob = contents.get(f"{self.tree}:{p}")
                 if blob is None:
@@ -261,11 +334,11 @@ class Search(SearchIndex):
                 text = blob.decode("utf-8", "replace")
                 if p not in own and p not in self.possible_files and not self._may_use(text):
                     continue
-                if parsed >= MAX_FILES:
+                if state.parsed >= MAX_FILES:
                     left = len(readable) - readable.index(p)
-                    stopped = True
+                    state.stopped = True
                     break
-                parsed += 1
+                state.parsed += 1
                 if p in own:  # first, and here: they settle which removed names still count
                     self._scan_file(p, text, own[p])
                     self._learn_factories(own[p])
@@ -276,7 +349,7 @@ class Search(SearchIndex):
                 for key, dependent in found:
                     self.found.setdefault(key, dependent)
                 self.notes += notes
-            if stopped:
+            if state.stopped:
                 self.notes.append(f"dependents: parsing stopped at {MAX_FILES} files; {left} candidate file(s) "
                                   f"not checked, e.g. `{p}`")  # fmt: skip
                 return
@@ -326,6 +399,15 @@ class Search(SearchIndex):
             self.file_words.add(name)
             self.words.add(name)
             self.module_parts.setdefault(name, set()).add(m.name.rsplit(".", 1)[-1])
+
+
+@dataclass
+class _Budget:
+    """What the reading of candidates has spent so far (the modules first, then the others)."""
+
+    bytes: int = 0
+    parsed: int = 0
+    stopped: bool = False
 
 
 def _slices(

@@ -17,9 +17,18 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.backport_evidence import MAX_COPY_SEARCH, confirm_title_matches, relink_branch_copies
 from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
-from revertbot.analysis.critical_stage import critical_first, with_repository_rules
+from revertbot.analysis.critical_stage import (
+    MAX_GREP_LINES as MAX_NAMING_LINES,
+    UNSEARCHED,
+    critical_first,
+    names_to_search,
+    naming_from_lines,
+    with_repository_rules,
+)
 from revertbot.analysis.dependents import plan_string_lookups, search_dependents
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
+from revertbot.analysis.dependents_model import Dependent
+from revertbot.analysis.dependents_search import Riders
 from revertbot.analysis.history import find_backports, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
@@ -263,23 +272,33 @@ def check_revert(
                 unread_note = (f"the revert's diff could not be read ({errors[head_sha]}): its {listed} listed "
                                "from the trees, without line counts or symbols")  # fmt: skip
         # What the repository itself shows is GPU code, at the change's own commits (trust rule 9).
-        files, critical_notes = with_repository_rules(root, (head_sha, parent), files, raw_entries(head_raw), cfg,
-                                                      readable=head_sha not in errors)  # fmt: skip
+        # The build files that name a changed native file are found by the dependents' git grep
+        # below (one pass over the tree, not two): the symbols are worked out from the files in the
+        # order the other rules give, and again should the whole answer reorder them.
+        head_entries = raw_entries(head_raw)
+        readable = head_sha not in errors
+        ahead, _ = with_repository_rules(root, (head_sha, parent), files, head_entries, cfg, readable=readable,
+                                         naming=UNSEARCHED)  # fmt: skip
         link, content_relands = story_job.result()
         drift_job = git.Background(
             # After any of the originals, the oldest first: one built on the oldest is drift too.
             find_drift, root, [o.sha for o in sorted(originals, key=lambda c: c.commit_time)], drift_end,
-            [f.path for f in files], sorted({*scope, *link.chain})
+            [f.path for f in ahead], sorted({*scope, *link.chain})
         ) if originals else None  # fmt: skip
         symbols: list[SymbolChange] = []
-        notes: list[str] = [unread_note] if unread_note else []
-        notes += critical_notes
-        dependents = []
+        code_notes: list[str] = []
+        dependents: list[Dependent] = []
         api: list[ApiFinding] = []  # public names the change breaks for users outside the repository
-        if apply_note != "no-op":
-            # Uses inside the lines the revert itself changes are not dependents: they are read
-            # against the tree the revert was applied to.
-            applied_on = drift_end if apply is not None and apply.clean else None
+        # Uses inside the lines the revert itself changes are not dependents: they are read
+        # against the tree the revert was applied to.
+        applied_on = drift_end if apply is not None and apply.clean else None
+        names = names_to_search([f.path for f in ahead], head_entries) if cfg.critical_paths_from_repository else []
+        naming_rider = Riders(tuple(names), MAX_NAMING_LINES) if names else None
+
+        def analyse_code(ordered: Sequence[FileChange], riders: Sequence[Riders]) -> None:
+            """Symbols, their dependents and the public API, from ``ordered`` (critical first)."""
+            nonlocal symbols, code_notes, dependents, api, cpp_job, api_job
+            symbols, code_notes, dependents, api = [], [], [], []
 
             def search_cpp(cpp_symbols: list[SymbolChange]) -> None:
                 # tree-sitter holds the interpreter lock: a second core searches the C++ uses while
@@ -288,31 +307,47 @@ def check_revert(
                 if cpp_symbols:
                     cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
 
-            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), files, search_cpp)
-            notes += symbol_notes
+            cpp_job = None
+            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), ordered, search_cpp)
+            code_notes += symbol_notes
             raw = raw_entries(patches.get(head_sha, ""))
             # The public API parses both versions of the changed files: a second core does it while
             # this one searches the dependents.
-            python_changed = any(f.path.endswith((".py", ".pyi")) for f in files)  # else it has nothing to read
+            python_changed = any(f.path.endswith((".py", ".pyi")) for f in ordered)  # else it has nothing to read
             api_job = Beside(public_api_stage, root, parent, raw, symbols, revert_patch) if python_changed else None
             # getattr(x, "name"), torch.ops.<ns>.<name> of a removed Python op registration: the names
             # ride in the dependents' git grep (one pass over the tree's Python files, not two).
             by_string_plan = plan_string_lookups(root, after_tree, symbols, applied_on)
-            removed_files = [f.path for f in files if f.status == "deleted"]
+            removed_files = [f.path for f in ordered if f.status == "deleted"]
             search = search_dependents(root, after_tree, symbols, removed_files, before=applied_on,
-                                       riders=by_string_plan.riders)  # fmt: skip
+                                       riders=[*riders, *([by_string_plan.riders] if by_string_plan.riders else [])])
             api, api_notes = (api_job.result() if api_job is not None
                               else public_api_stage(root, parent, raw, symbols, revert_patch))  # fmt: skip
-            notes += api_notes
+            api_job = None
+            code_notes += api_notes
             dependents = list(search.dependents)
-            notes += list(search.notes)
+            code_notes += list(search.notes)
             by_string = by_string_plan.finish(dependents)
             dependents += list(by_string.dependents)
-            notes += list(by_string.notes)
+            code_notes += list(by_string.notes)
             if cpp_job is not None:
                 cpp_search = cpp_job.result()
+                cpp_job = None
                 dependents += list(cpp_search.dependents)
-                notes += list(cpp_search.notes)
+                code_notes += list(cpp_search.notes)
+
+        if apply_note != "no-op":
+            analyse_code(ahead, [naming_rider] if naming_rider is not None else [])
+        naming = None
+        if naming_rider is not None and naming_rider.complete:
+            naming = naming_from_lines(root, after_tree, names, naming_rider.lines)
+        files, critical_notes = with_repository_rules(root, (head_sha, parent), files, head_entries, cfg,
+                                                      readable=readable, naming=naming)  # fmt: skip
+        if apply_note != "no-op" and _symbol_inputs(files) != _symbol_inputs(ahead):
+            analyse_code(files, [])  # the build files made another file critical: the order changed
+        notes: list[str] = [unread_note] if unread_note else []
+        notes += critical_notes
+        notes += code_notes
 
         drift = drift_job.result() if drift_job else []
         if apply is not None and not apply.clean and parent is not None:
@@ -520,6 +555,13 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
 
 #: Python files whose symbols one check analyses (parsing costs about a millisecond per file and side).
 MAX_SYMBOL_FILES = 5_000
+
+
+def _symbol_inputs(files: Sequence[FileChange]) -> tuple[list[str], list[str]]:
+    """What :func:`_symbol_changes` reads of ``files``, in its order: the Python files it analyses
+    and the C++/CUDA ones."""
+    py = [f.path for f in files if f.path.endswith((".py", ".pyi"))][:MAX_SYMBOL_FILES]
+    return py, [f.path for f in files if is_cpp_path(f.path)]
 
 
 def _symbol_changes(
