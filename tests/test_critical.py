@@ -222,6 +222,36 @@ def test_a_module_the_gpu_suite_imports_is_critical_and_a_plain_utility_is_not(r
     assert "imported by GPU suite `graph-capture (tests/gpu/test_runner.py)`" in render_markdown(report)
 
 
+def test_the_two_readings_of_a_check_read_markers_and_suite_imports_once(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check reads the rules before the build-file search and again after it: the changed
+    # files' markers and the suites' imports are read the first time only, and say the same.
+    revert = revert_of(repo, {".revertbot.yml": SUITE_CONFIG, "pkg/__init__.py": "", "pkg/runner.py": RUNNER_V0,
+                              "tests/gpu/test_runner.py": GPU_TEST, "setup.py": SETUP_PY,
+                              "native/attn/attn.cpp": ATTN_V0},
+                       {"pkg/runner.py": RUNNER_V1, "native/attn/attn.cpp": ATTN_V1})  # fmt: skip
+    calls = {"content": 0, "suites": 0}
+    content, suites = critical_stage._content_rules, critical_stage._suite_importers
+
+    def counted(name: str, real: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            calls[name] += 1
+            return real(*args)
+        return wrapper
+
+    monkeypatch.setattr(critical_stage, "_content_rules", counted("content", content))
+    monkeypatch.setattr(critical_stage, "_suite_importers", counted("suites", suites))
+    report = check_revert(repo.path, revert)
+    monkeypatch.undo()
+    assert calls == {"content": 1, "suites": 1}
+    assert file_of(report, "pkg/runner.py").critical_rules == (
+        CriticalRule("suite-import", "graph-capture (tests/gpu/test_runner.py)"),)
+    assert CriticalRule("compiled", "setup.py (CUDAExtension 'pkg._attn')") in file_of(
+        report, "native/attn/attn.cpp").critical_rules
+    assert report == check_revert(repo.path, revert)  # the same report with each read once more
+
+
 def test_a_plain_python_utility_is_not_critical(repo: GitRepo) -> None:
     revert = revert_of(repo, {"setup.py": SETUP_PY, "pkg/util.py": UTIL_V0}, {"pkg/util.py": UTIL_V1})
     report = check_revert(repo.path, revert)

@@ -38,7 +38,15 @@ from revertbot.config import Config
 from revertbot.report_data import CriticalRule, FileChange
 from revertbot.verdict.purity import Side
 
-__all__ = ["UNSEARCHED", "Naming", "names_to_search", "naming_from_lines", "repository_rules", "with_repository_rules"]
+__all__ = [
+    "UNSEARCHED",
+    "Naming",
+    "Shared",
+    "names_to_search",
+    "naming_from_lines",
+    "repository_rules",
+    "with_repository_rules",
+]
 
 _NOT_BLOBS = ("160000", "120000")  # gitlinks (another repository's commits) and symlinks
 #: Lines of ``git grep`` output read when looking for build files that name a changed file.
@@ -61,6 +69,15 @@ class Naming:
 UNSEARCHED = Naming("", (), ())
 
 
+@dataclass
+class Shared:
+    """What two readings of one change's rules share (the second with the build files found by
+    another search): the markers in its files and the GPU suites' imports, each read once."""
+
+    content: tuple[dict[str, list[CriticalRule]], list[str]] | None = None
+    importers: tuple[dict[str, dict[str, set[str]]], list[str]] | None = None
+
+
 def with_repository_rules(
     root: Path,
     commits: Sequence[str | None],
@@ -69,14 +86,16 @@ def with_repository_rules(
     config: Config,
     readable: bool = True,
     naming: Naming | None = None,
+    shared: Shared | None = None,
 ) -> tuple[tuple[FileChange, ...], list[str]]:
     """``files`` with the repository's rules added (critical first again), and the notes on what
     bounds were hit. Without ``config.critical_paths_from_repository`` nothing changes. ``naming``:
     the build files that name a changed native file, found elsewhere (:data:`UNSEARCHED`: taken as
-    none); without it they are searched here."""
+    none); without it they are searched here. ``shared``: what an earlier reading of the same
+    change read (see :class:`Shared`)."""
     if not config.critical_paths_from_repository or not files:
         return tuple(files), []
-    found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable, naming)
+    found, notes = repository_rules(root, commits, [f.path for f in files], raw, config, readable, naming, shared)
     out = [dataclasses.replace(f, critical_rules=found[f.path], critical=True) if found.get(f.path) else f
            for f in files]  # fmt: skip
     return tuple(sorted(out, key=critical_first)), notes
@@ -95,14 +114,21 @@ def repository_rules(
     config: Config,
     readable: bool = True,
     naming: Naming | None = None,
+    shared: Shared | None = None,
 ) -> tuple[dict[str, tuple[CriticalRule, ...]], list[str]]:
     """The rules that make each of ``paths`` GPU-critical, read at ``commits`` (the change's head
     and the commit it applies to). ``raw``: each path's blob ids on both sides; ``readable``:
     False when the clone lacks the change's blobs (every code file is then ``unread``)."""
     sides = [c for c in dict.fromkeys(commits) if c]
-    found: dict[str, list[CriticalRule]] = {p: rules_of.path_rules(p) for p in paths}
-    notes: list[str] = []
-    _content_rules(root, paths, raw, readable, found, notes)
+    if shared is not None and shared.content is not None:
+        found = {p: list(rules) for p, rules in shared.content[0].items()}
+        notes = list(shared.content[1])
+    else:
+        found = {p: rules_of.path_rules(p) for p in paths}
+        notes = []
+        _content_rules(root, paths, raw, readable, found, notes)
+        if shared is not None:
+            shared.content = ({p: list(rules) for p, rules in found.items()}, list(notes))
     natives = [p for p in paths if rules_of.is_native(p)]
     # Submodules (gitlinks) whose pointer moves: what the build includes or compiles from them changes.
     submodules = [p for p in paths if any(side and side[0] == "160000" for side in raw.get(p, (None, None)))]
@@ -119,7 +145,15 @@ def repository_rules(
     suites = {name: rules_of.suite_roots(s.command) for name, s in config.gpu.suites.items()}
     suites = {name: roots for name, roots in suites.items() if roots}
     if suites and sides:
-        importers = _suite_importers(root, sides, [p for p in paths if rules_of.is_python(p)], suites, notes)
+        if shared is not None and shared.importers is not None:
+            importers, suite_notes = shared.importers
+        else:
+            suite_notes = []
+            importers = _suite_importers(root, sides, [p for p in paths if rules_of.is_python(p)], suites,
+                                         suite_notes)  # fmt: skip
+            if shared is not None:
+                shared.importers = (importers, suite_notes)
+        notes += suite_notes
         for p in paths:
             found[p] += rules_of.suite_rules(p, suites, importers)
     return {p: rules_of.ordered(r) for p, r in found.items() if r}, notes

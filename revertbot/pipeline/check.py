@@ -20,6 +20,7 @@ from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, co
 from revertbot.analysis.critical_stage import (
     MAX_GREP_LINES as MAX_NAMING_LINES,
     UNSEARCHED,
+    Shared as CriticalShared,
     critical_first,
     names_to_search,
     naming_from_lines,
@@ -277,8 +278,9 @@ def check_revert(
         # order the other rules give, and again should the whole answer reorder them.
         head_entries = raw_entries(head_raw)
         readable = head_sha not in errors
+        shared = CriticalShared()
         ahead, _ = with_repository_rules(root, (head_sha, parent), files, head_entries, cfg, readable=readable,
-                                         naming=UNSEARCHED)  # fmt: skip
+                                         naming=UNSEARCHED, shared=shared)  # fmt: skip
         link, content_relands = story_job.result()
         drift_job = git.Background(
             # After any of the originals, the oldest first: one built on the oldest is drift too.
@@ -342,7 +344,7 @@ def check_revert(
         if naming_rider is not None and naming_rider.complete:
             naming = naming_from_lines(root, after_tree, names, naming_rider.lines)
         files, critical_notes = with_repository_rules(root, (head_sha, parent), files, head_entries, cfg,
-                                                      readable=readable, naming=naming)  # fmt: skip
+                                                      readable=readable, naming=naming, shared=shared)  # fmt: skip
         if apply_note != "no-op" and _symbol_inputs(files) != _symbol_inputs(ahead):
             analyse_code(files, [])  # the build files made another file critical: the order changed
         notes: list[str] = [unread_note] if unread_note else []
