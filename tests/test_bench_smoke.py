@@ -94,3 +94,16 @@ def test_agree_benchmark_on_a_synthetic_history(tmp_path: Path, capsys: object) 
     assert set(truth["reverts"]) <= set(scan)
     assert agree.main(["--repo", str(tmp_path / "synth")]) == 0
     assert "300 commits" in capsys.readouterr().out
+
+
+def test_the_old_copy_timed_beside_today_is_compiled_first(tmp_path: Path) -> None:
+    # With PYTHONDONTWRITEBYTECODE set, a copy without bytecode would compile every module on
+    # every run and look slower than it is.
+    from bench.check_same import _compile_copies
+
+    package = tmp_path / "copy" / "revertbot"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "mod.py").write_text("def f():\n    return 2\n")
+    _compile_copies(f"{tmp_path / 'elsewhere'}:{tmp_path / 'copy'}")
+    assert sorted(p.name.split(".")[0] for p in (package / "__pycache__").iterdir()) == ["__init__", "mod"]
