@@ -156,6 +156,10 @@ class PurityResult:
     #: Set when the message limits the revert to part of the original: the verdict is then about
     #: that part, and the files of the original it leaves alone are not missing (see purity_scope).
     scope: PurityScope | None = None
+    #: The parents above the first that a merge original was undone against (``git revert -m 2``):
+    #: such a revert takes back what the branch the merge was made on had, not what the merge
+    #: brought in, however exact it is.
+    side_mainlines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import pytest
 
 from revertbot.models import PurityResult
 from revertbot.pipeline.check import check_revert
+from revertbot.report import render_markdown
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
@@ -50,6 +51,32 @@ def test_m1_and_m2_reverts_of_one_merge_are_each_pure_against_their_mainline(rep
     assert f"against its parent 2 ({p2[:12]}), the mainline its message names" in two.reason
     # -m 2 of a merge is said to undo the main line's side: a slip, for a merged pull request.
     assert "not what the merge brought in" in two.reason and "not what the merge brought in" not in one.reason
+    assert one.side_mainlines == () and two.side_mainlines == (2,)
+
+
+def test_an_exact_revert_against_the_second_parent_is_never_advised_to_merge(repo: GitRepo) -> None:
+    # Proven pure, applies cleanly, nothing else to say: -m 1 reads "merge"; -m 2 takes back the
+    # main line's own work instead of the merged branch, and must be looked at first.
+    merge, _, _ = _merge_history(repo)
+    repo.git("checkout", "-q", "-b", "undo-feature", merge)
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "1", merge)
+    m1 = repo.head()
+    repo.git("checkout", "-q", "-b", "undo-main", merge)
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "2", merge)
+    m2 = repo.head()
+    repo.checkout("main")
+    one, two = check_revert(repo.path, m1), check_revert(repo.path, m2)
+    assert one.purity.verdict == "pure" and one.risk.action == "merge"
+    assert two.purity.verdict == "pure" and two.risk.action == "review"
+    factor = next(f for f in two.risk.factors if f.name == "purity")
+    assert (factor.level, factor.code, dict(factor.params)["parents"]) == ("high", "pure against side", "2")
+    assert "purity" in two.risk.open_items
+    md, zh = render_markdown(two), render_markdown(two, "zh")
+    assert "pure against parent 2 of the merge: it takes back what the branch the merge was made on had" in md
+    assert "相对合并提交的第 2 个父提交完全互逆" in zh
+    assert "Needs review before merging." in md and "合并前需要人工审查。" in zh
 
 
 def test_m2_revert_without_the_mainline_line_is_matched_against_each_parent(repo: GitRepo) -> None:

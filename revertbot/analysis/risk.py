@@ -72,6 +72,12 @@ def purity_factor(purity: PurityResult) -> RiskFactor:
         evidence += [f"  extra   {line}" for line in f.extra[:5]]
     if purity.verdict == "unverifiable":
         evidence.append(purity.reason)
+    if purity.side_mainlines and purity.verdict != "modified":  # modified is high already
+        # Exact against parent 2 of a merge: it takes back the branch the merge was made on, not
+        # what the merge brought in. Almost always a slip; never a change to merge as it is.
+        parents = ", ".join(map(str, purity.side_mainlines))
+        return RiskFactor("purity", "high", f"{purity.verdict} against side", _p(reason=purity.reason, parents=parents),
+                          _cap([purity.reason, *evidence]))  # fmt: skip
     return RiskFactor("purity", level, purity.verdict, _p(reason=purity.reason), _cap(evidence))
 
 

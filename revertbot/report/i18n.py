@@ -529,6 +529,13 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("purity", "extra"): "extra: {reason}",
         ("purity", "modified"): "modified: {reason}",
         ("purity", "unverifiable"): "unverifiable: {reason}",
+        ("purity", "pure against side"): "pure against parent {parents} of the merge: it takes back what the branch "
+        "the merge was made on had, not what the merge brought in ({reason})",
+        ("purity", "partial against side"): "partial, against parent {parents} of the merge: it takes back what the "
+        "branch the merge was made on had, not what the merge brought in ({reason})",
+        ("purity", "extra against side"): "extra, against parent {parents} of the merge: it takes back what the "
+        "branch the merge was made on had, not what the merge brought in ({reason})",
+        ("purity", "unverifiable against side"): "unverifiable, against parent {parents} of the merge: {reason}",
         ("applies", "clean"): "applies cleanly to the base ({base})",
         ("applies", "conflicts"): "conflicts in {count} file(s) on the base ({base})",
         ("applies", "already-merged"): "already part of the base",
@@ -575,6 +582,13 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("purity", "extra"): "附带额外改动：在完整回退之外还有其他修改",
         ("purity", "modified"): "经过修改：与原始改动的逆不一致（双向都有差异）",
         ("purity", "unverifiable"): "无法验证：{reason}",
+        ("purity", "pure against side"): "相对合并提交的第 {parents} 个父提交完全互逆："
+        "它撤销的是合并所在分支原有的改动，而不是合并带入的改动",
+        ("purity", "partial against side"): "不完整，且相对合并提交的第 {parents} 个父提交："
+        "它撤销的是合并所在分支原有的改动，而不是合并带入的改动",
+        ("purity", "extra against side"): "附带额外改动，且相对合并提交的第 {parents} 个父提交："
+        "它撤销的是合并所在分支原有的改动，而不是合并带入的改动",
+        ("purity", "unverifiable against side"): "无法验证（相对合并提交的第 {parents} 个父提交）：{reason}",
         ("applies", "clean"): "可干净地应用到目标分支（{base}）",
         ("applies", "conflicts"): "在目标分支（{base}）上有 {count} 个文件冲突",
         ("applies", "already-merged"): "已包含在目标分支中",

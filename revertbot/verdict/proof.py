@@ -426,7 +426,8 @@ def with_mainlines(purity: PurityResult, mainlines: Mapping[str, Mainline]) -> P
     """``purity`` with its reason saying which mainline each merge original was undone against."""
     if not mainlines:
         return purity
-    return dataclasses.replace(purity, reason=f"{purity.reason}; {mainline_note(mainlines)}")
+    side = tuple(sorted({m.number for m in mainlines.values() if m.number > 1}))
+    return dataclasses.replace(purity, reason=f"{purity.reason}; {mainline_note(mainlines)}", side_mainlines=side)
 
 
 def mainline_parents(root: Path, links: Sequence[Link], commits: Mapping[str, Commit]) -> dict[str, str]:
