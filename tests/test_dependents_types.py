@@ -361,6 +361,21 @@ def test_common_or_still_defined_names_give_no_possible_uses(repo: GitRepo) -> N
     ]
 
 
+def test_a_possible_use_in_a_file_that_imports_the_module_for_something_else(repo: GitRepo) -> None:
+    # The file imports the runner's module (for its factory-free helper) and calls the removed
+    # method on an object of unknown type: it writes no lost name and not the class, yet the call
+    # is a possible use. It was not read: files that import an affected module had to write one.
+    _, revert = bcg_repo(repo, {
+        "tools/imports_module.py": "import minisgl.srt.model_executor.graph_runner as gr\n\n\n"
+                                   "def f(x, b):\n    gr.torch.zeros(1)\n    return x._copy_output_to_buffer(b, b)\n",
+        "tools/imports_package.py": "import minisgl.srt\n\n\ndef g(x, b):\n    return x._copy_output_to_buffer(b, b)\n",
+    })  # fmt: skip
+    assert [(d.file, d.line, d.name, d.tier) for d in deps_of(repo, revert)] == [
+        ("tools/imports_module.py", 6, "_copy_output_to_buffer", "possible"),
+        ("tools/imports_package.py", 5, "_copy_output_to_buffer", "possible"),
+    ]
+
+
 def test_a_name_on_too_many_lines_is_not_distinctive(repo: GitRepo) -> None:
     from revertbot.analysis import dependents_index
 

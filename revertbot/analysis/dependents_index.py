@@ -75,7 +75,7 @@ class SearchIndex:
             self.notes.append(f"dependents: possible uses searched for {MAX_POSSIBLE_NAMES} of {len(self.possible)} "
                               "distinctive removed names")  # fmt: skip
             self.possible = dict(list(self.possible.items())[:MAX_POSSIBLE_NAMES])
-        self.possible_files: set[str] = set()  # files parsed for possible uses alone
+        self.possible_files: set[str] = set()  # files that write a possible use: always parsed
         self.removed_paths: dict[str, list[AffectedModule]] = {}  # removed files by each trailing part of their path
         for m in modules.values():
             fparts = m.file.split("/")

@@ -176,13 +176,16 @@ class Search(SearchIndex):
         else:  # the files that will be read, and those that may be read for possible uses
             self._classify_deferred([*word_files, *(path for hits in possible_lines.values() for path, _ in hits)])
         known = {*self._direct, *self._indirect}
-        possible_only = sorted(self._possible_files(possible_lines, lines <= MAX_GREP_LINES) - known)
+        # Files that write a possible use: read for it even when they import an affected module
+        # (they need not write a lost name to call a removed method on an object of unknown type).
+        writing = self._possible_files(possible_lines, lines <= MAX_GREP_LINES)
+        possible_only = sorted(writing - known)
         if len(possible_only) > MAX_POSSIBLE_FILES:
             self.notes.append(f"dependents: {len(possible_only)} files may use a removed name; only the first "
                               f"{MAX_POSSIBLE_FILES} were checked for possible uses")  # fmt: skip
             possible_only = possible_only[:MAX_POSSIBLE_FILES]
         self._possible_only = possible_only
-        self.possible_files = set(possible_only)
+        self.possible_files = writing
 
     def _possible_files(self, lines_of: dict[str, list[tuple[str, str]]], complete: bool) -> set[str]:
         """Keep in ``self.possible`` the names that no Python file of the tree defines and that are
