@@ -79,6 +79,29 @@ def test_an_exact_revert_against_the_second_parent_is_never_advised_to_merge(rep
     assert "Needs review before merging." in md and "合并前需要人工审查。" in zh
 
 
+def test_the_scan_says_a_revert_against_the_second_parent_takes_back_the_other_side(repo: GitRepo) -> None:
+    # The dashboard's list reads the scan: an exact -m 2 revert is pure there too, and says so.
+    merge, _, p2 = _merge_history(repo)
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "2", merge)
+    m2 = repo.head()
+    repo.commit("later work", {"c.txt": "c\n"})
+    repo.git("checkout", "-q", "-b", "feature2", "HEAD~1")
+    repo.commit("feature2 work", {"d.txt": "d2\n"})
+    repo.checkout("main")
+    repo.tick()
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge feature2", "feature2")
+    merge2 = repo.head()
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "1", merge2)
+    m1 = repo.head()
+    by_revert = {e.link.revert: e.purity for e in scan_repository(repo.path).entries}
+    two, one = by_revert[m2], by_revert[m1]
+    assert two.verdict == "pure" and two.side_mainlines == (2,)
+    assert f"against its parent 2 ({p2[:12]})" in two.reason and "not what the merge brought in" in two.reason
+    assert one.verdict == "pure" and one.side_mainlines == () and "parent" not in one.reason
+
+
 def test_m2_revert_without_the_mainline_line_is_matched_against_each_parent(repo: GitRepo) -> None:
     merge, _, p2 = _merge_history(repo)
     repo.git("checkout", "-q", "-b", "undo", merge)

@@ -430,12 +430,12 @@ def with_mainlines(purity: PurityResult, mainlines: Mapping[str, Mainline]) -> P
     return dataclasses.replace(purity, reason=f"{purity.reason}; {mainline_note(mainlines)}", side_mainlines=side)
 
 
-def mainline_parents(root: Path, links: Sequence[Link], commits: Mapping[str, Commit]) -> dict[str, str]:
-    """For a scan: the parent each merge original is diffed against (see :func:`choose_mainlines`),
+def mainline_parents(root: Path, links: Sequence[Link], commits: Mapping[str, Commit]) -> dict[str, Mainline]:
+    """For a scan: the mainline each merge original is diffed against (see :func:`choose_mainlines`),
     keyed by the original; an original that reverts on the ref undo against different parents
-    keeps its first parent (the diffs are keyed by commit). ``commits``: the scanned commits by
-    sha (a revert or original not among them keeps its first parent)."""
-    chosen: dict[str, set[str]] = {}
+    keeps its first parent (the diffs are keyed by commit) and is left out. ``commits``: the
+    scanned commits by sha (a revert or original not among them keeps its first parent)."""
+    chosen: dict[str, dict[str, Mainline]] = {}
     for link in links:
         revert = commits.get(link.revert)
         parents_of = {o: commits[o].parents for o in link.originals if o in commits}
@@ -443,5 +443,5 @@ def mainline_parents(root: Path, links: Sequence[Link], commits: Mapping[str, Co
             continue
         revert_parent = revert.parents[0] if revert.parents else None
         for o, m in choose_mainlines(root, link, revert.message, parents_of, revert_parent).items():
-            chosen.setdefault(o, set()).add(m.parent)
-    return {o: next(iter(ps)) for o, ps in chosen.items() if len(ps) == 1}
+            chosen.setdefault(o, {}).setdefault(m.parent, m)
+    return {o: next(iter(by_parent.values())) for o, by_parent in chosen.items() if len(by_parent) == 1}

@@ -30,7 +30,7 @@ from revertbot.verdict import history_cache
 from revertbot.verdict.detect import choose_candidate, link_reverts
 from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
 from revertbot.verdict.history_stream import Ancestry, named_history
-from revertbot.verdict.proof import mainline_parents, prove
+from revertbot.verdict.proof import mainline_parents, prove, with_mainlines
 from revertbot.verdict.purity import (
     Raws,
     Vector,
@@ -341,7 +341,8 @@ def classify_batches(
             sha, *parents = line.split()
             first_parent[sha] = parents[0] if parents else None
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
-    first_parent.update(mainline_parents(root, links, by_sha))
+    mainlines = mainline_parents(root, links, by_sha)
+    first_parent.update({o: m.parent for o, m in mainlines.items()})
     proof_cache = _ProofCache(*history_cache.kept_proofs(root))
     size = max(batch or BATCH_LINKS, 1)
 
@@ -359,10 +360,12 @@ def classify_batches(
             entries: list[ScanEntry] = []
             for n, link in enumerate(part, start + 1):
                 c = by_sha.get(link.revert)
+                # Against a parent after the first, an exact revert still takes back the wrong side: said.
+                side = {o: mainlines[o] for o in link.originals if o in mainlines and mainlines[o].number > 1}
                 entries.append(
                     ScanEntry(
                         link=link,
-                        purity=verdicts[link.revert],
+                        purity=with_mainlines(verdicts[link.revert], side),
                         author=c.author_name if c else "",
                         date=c.commit_time if c else 0,
                         # A link chosen by diff since (see _choose_by_diff) may tell another story.
