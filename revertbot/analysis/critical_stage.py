@@ -134,7 +134,7 @@ def repository_rules(
     submodules = [p for p in paths if any(side and side[0] == "160000" for side in raw.get(p, (None, None)))]
     if (natives or submodules) and sides:
         # A file the change deletes is named by the build files before it, one it adds by those after.
-        at = {sides[0]: [p for p in natives if raw.get(p, (None, True))[1]]}
+        at = {sides[0]: _kept_natives(natives, raw)}
         if len(sides) > 1:
             at[sides[1]] = [p for p in natives if raw.get(p, (True, None))[0]]
         refs = _build_refs(root, sides, natives, at, notes, naming)
@@ -247,7 +247,17 @@ def _build_refs(root: Path, sides: Sequence[str], natives: Sequence[str], at: Ma
 def names_to_search(paths: Sequence[str], raw: Mapping[str, tuple[Side, Side]]) -> list[str]:
     """The names :func:`repository_rules` looks for in the build files of the change's head: those
     of the changed native files it keeps (none: nothing to search)."""
-    return _names([p for p in paths if rules_of.is_native(p) and raw.get(p, (None, True))[1]])
+    return _names(_kept_natives(paths, raw))
+
+
+def _kept_natives(paths: Sequence[str], raw: Mapping[str, tuple[Side, Side]]) -> list[str]:
+    """The native files of ``paths`` that the change's head has (a deleted one is named only before it)."""
+    return [p for p in paths if rules_of.is_native(p) and raw.get(p, (None, True))[1]]
+
+
+def _past_bounds(lines: int, files: int) -> bool:
+    """Whether a search for build files naming a changed file read as far as it may: its lines or files."""
+    return lines >= MAX_GREP_LINES or files >= MAX_BUILD_FILES
 
 
 def naming_from_lines(root: Path, tree: str, names: Sequence[str], py_lines: Sequence[tuple[str, int, str]]
@@ -257,7 +267,7 @@ def naming_from_lines(root: Path, tree: str, names: Sequence[str], py_lines: Seq
     where a bound of the search here would have been reached (the search here then runs)."""
     cmake = list(git.grep_fixed(root, tree, names, _BUILD_PATHSPECS[1:]))
     files = sorted({path for path, _, _ in [*py_lines, *cmake]})
-    if len(py_lines) + len(cmake) >= MAX_GREP_LINES or len(files) >= MAX_BUILD_FILES:
+    if _past_bounds(len(py_lines) + len(cmake), len(files)):
         return None
     return Naming(tree, tuple(names), tuple(files))
 
@@ -315,7 +325,7 @@ def _files_naming(root: Path, commit: str, natives: Sequence[str], notes: list[s
     found = git.grep_fixed(root, commit, names, pathspecs)
     for lines, (path, _line, _text) in enumerate(found, 1):
         out.setdefault(path, None)
-        if lines >= MAX_GREP_LINES or len(out) >= MAX_BUILD_FILES:
+        if _past_bounds(lines, len(out)):
             notes.append(f"GPU-critical rules: the search for build files naming the changed files stopped "
                          f"at {len(out)} files ({lines} lines)")  # fmt: skip
             break

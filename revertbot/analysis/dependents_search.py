@@ -72,7 +72,7 @@ class Search(SearchIndex):
 
     def run(self, own: dict[str, AffectedModule]) -> dict[tuple[Target, str, int], Dependent]:
         self._grep()
-        self._scan(list(own), own)
+        self._scan(own)
         return self.found
 
     def _candidates(self, own: Mapping[str, AffectedModule]) -> list[str]:
@@ -294,7 +294,7 @@ class Search(SearchIndex):
         return runs
 
 
-    def _scan(self, own_paths: list[str], own: dict[str, AffectedModule]) -> None:
+    def _scan(self, own: dict[str, AffectedModule]) -> None:
         """Read the affected modules, then the other candidates (within a byte budget), skip those
         that mention none of the names, and parse the rest (within a file budget); say what a budget
         left unchecked. A candidate the grep saw write none of the names is not read, unless parsing
@@ -306,7 +306,7 @@ class Search(SearchIndex):
             keep = self.possible_files | self.word_files
             narrowed = [p for p in rest if p in keep]
         state = _Budget()
-        self._read_and_parse(own_paths + narrowed, own, state)
+        self._read_and_parse([*own, *narrowed], own, state)
         if state.stopped or narrowed is rest or self.file_words == words:
             return
         # Factories of the modules taught names the grep did not look for: every candidate then.

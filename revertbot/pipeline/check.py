@@ -295,6 +295,7 @@ def check_revert(
         # against the tree the revert was applied to.
         applied_on = drift_end if apply is not None and apply.clean else None
         names = names_to_search([f.path for f in ahead], head_entries) if cfg.critical_paths_from_repository else []
+        raw = raw_entries(patches.get(head_sha, ""))  # the revert's own diff, as the symbols read it
         naming_rider = Riders(tuple(names), MAX_NAMING_LINES) if names else None
 
         def analyse_code(ordered: Sequence[FileChange], riders: Sequence[Riders]) -> None:
@@ -310,9 +311,8 @@ def check_revert(
                     cpp_job = Beside(search_cpp_dependents, root, after_tree, cpp_symbols, before=applied_on)
 
             cpp_job = None
-            symbols, symbol_notes = _symbol_changes(root, raw_entries(patches.get(head_sha, "")), ordered, search_cpp)
+            symbols, symbol_notes = _symbol_changes(root, raw, ordered, search_cpp)
             code_notes += symbol_notes
-            raw = raw_entries(patches.get(head_sha, ""))
             # The public API parses both versions of the changed files: a second core does it while
             # this one searches the dependents.
             python_changed = any(f.path.endswith((".py", ".pyi")) for f in ordered)  # else it has nothing to read
