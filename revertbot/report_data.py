@@ -242,6 +242,10 @@ class RevertReport:
     #: What a reland of the reverted change would make again (reland_content.Fingerprint as JSON):
     #: kept in history records, so that a pull request can be matched against recent reverts.
     fingerprint: Any = None
+    #: For a revert meant for another branch than the main line (``main``, or what ``origin/HEAD``
+    #: names): whether the main line carries the original (``original_pick`` None: it does not) and
+    #: has undone it too (``revert_pick``). Said, not weighed: the main line may have fixed it otherwise.
+    main_line: Backport | None = None
 
 
 # --------------------------------------------------------------------------- why it was reverted; relands

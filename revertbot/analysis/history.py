@@ -126,9 +126,11 @@ def find_backports(
     base: str,
     branch_matches: Callable[[str], bool],
     history: Sequence[Commit] = (),
+    refs: Sequence[tuple[str, str]] | None = None,
 ) -> list[Backport]:
     """Release branches that carry the original (picked or branched after it), and whether the
-    revert reached them too.
+    revert reached them too; ``refs`` (full name, tip) instead of the branches ``branch_matches``
+    picks.
 
     A revert of several commits counts each: a branch carries every original it contains (made
     after it) or has a copy of (a cherry-pick by its trailer or title, or the same patch), and the
@@ -143,11 +145,12 @@ def find_backports(
     leave it; otherwise ``for-each-ref --contains`` answers."""
     if not originals:
         return []
-    refs = [
-        (name, sha)
-        for name, sha in git.list_refs(repo, "refs/heads/") + git.list_refs(repo, "refs/remotes/")
-        if branch_matches(branch_name(name)) and not name.endswith("/HEAD")
-    ]
+    if refs is None:
+        refs = [
+            (name, sha)
+            for name, sha in git.list_refs(repo, "refs/heads/") + git.list_refs(repo, "refs/remotes/")
+            if branch_matches(branch_name(name)) and not name.endswith("/HEAD")
+        ]
     if not refs:
         return []
     originals = list(originals)[-MAX_BACKPORT_ORIGINALS:]
@@ -163,6 +166,12 @@ def find_backports(
                 owner[c.sha] = o.sha
                 units.append(c)
                 titles[title_key(c.subject)] = c.sha
+    # An original that is itself a cherry-pick (a release branch's revert of its own copy) shares its
+    # source with the other copies of that commit, and the source itself is one (on the main line).
+    source_of: dict[str, str] = {}  # a commit an original was picked from -> that original
+    for unit in units:
+        for source in _PICK_TRAILER_RE.findall(unit.message):
+            source_of.setdefault(source, unit.sha)
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
     by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
@@ -210,6 +219,11 @@ def find_backports(
         wanted = {u.sha for u in units if owner[u.sha] not in made_after}
         for c in reversed(own) if wanted else ():  # oldest first
             named = [u for u in _PICK_TRAILER_RE.findall(c.message) if u in wanted and u not in copies]
+            # A commit another copy came from, or a copy of the same commit: the same change.
+            for x in (c.sha, *_PICK_TRAILER_RE.findall(c.message)):
+                kin = source_of.get(x, "")
+                if kin in wanted and kin not in copies and kin not in named:
+                    named.append(kin)
             if named:
                 copies.update((u, (c.sha, "cherry-pick trailer")) for u in named)
             elif (parse_message(c.message).kind is None and (u := titles.get(title_key(c.subject))) in wanted
@@ -250,6 +264,32 @@ def find_backports(
         maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
         results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
+
+
+def find_main_line(
+    repo: Path, originals: Sequence[Commit], revert: Commit, base: str, base_name: str, history: Sequence[Commit] = ()
+) -> Backport | None:
+    """For a revert meant for a branch other than the main line (a release branch undoing its copy
+    of a change): whether the main line carries the original (itself, made after it, or a copy) and
+    whether it has undone it too, as a :class:`Backport` row of the main line (``original_pick``
+    None: it does not carry it). None when the base is the main line or the clone has none."""
+    found = git.main_line_ref(repo)
+    if found is None or not originals:
+        return None
+    ref, tip = found
+    if tip == base or branch_name(ref) == branch_name(base_name):
+        return None
+    rows = find_backports(repo, originals, revert, base, lambda _: True, history, refs=[(ref, tip)])
+    return rows[0] if rows else Backport(ref, None, "", None)
+
+
+def backports_and_main_line(
+    repo: Path, originals: Sequence[Commit], revert: Commit, base: str, branch_matches: Callable[[str], bool],
+    history: Sequence[Commit], base_name: str,
+) -> tuple[list[Backport], Backport | None]:  # fmt: skip
+    """:func:`find_backports` and :func:`find_main_line` together (one forked child runs both)."""
+    backports = find_backports(repo, originals, revert, base, branch_matches, history)
+    return backports, find_main_line(repo, originals, revert, base, base_name, history)
 
 
 def _merged_commits(repo: Path, original: Commit) -> list[Commit]:

@@ -111,6 +111,7 @@ from revertbot.git.refs import (
     is_ancestor as is_ancestor,
     is_shallow as is_shallow,
     list_refs as list_refs,
+    main_line_ref as main_line_ref,
     merge_base as merge_base,
     ref_sha as ref_sha,
     repo_root as repo_root,

@@ -259,6 +259,21 @@ def list_refs(repo: Path, pattern: str = "refs/heads/") -> list[tuple[str, str]]
     return refs
 
 
+#: Where a clone keeps its main line when ``origin/HEAD`` does not say: the usual names, remote first.
+MAIN_LINE_REFS = ("refs/remotes/origin/main", "refs/remotes/origin/master", "refs/heads/main", "refs/heads/master")
+
+
+def main_line_ref(repo: Path) -> tuple[str, str] | None:
+    """The repository's main line as (full ref, commit): the branch ``origin/HEAD`` names, else the
+    first of :data:`MAIN_LINE_REFS` that exists; None when there is none."""
+    named = run("symbolic-ref", "-q", "refs/remotes/origin/HEAD", cwd=repo, check=False).strip()
+    for ref in ([named] if named.startswith("refs/") else []) + list(MAIN_LINE_REFS):
+        sha = ref_sha(repo, ref)
+        if sha is not None:
+            return ref, sha
+    return None
+
+
 def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
     proc = run_bytes("merge-base", "--is-ancestor", ancestor, descendant, cwd=repo, check=False)
     if proc.returncode in (0, 1):

@@ -30,7 +30,7 @@ from revertbot.analysis.dependents import plan_string_lookups, search_dependents
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
 from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.dependents_search import Riders
-from revertbot.analysis.history import find_backports, find_drift
+from revertbot.analysis.history import backports_and_main_line, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
 from revertbot.analysis.pyparse import collector_paused
@@ -203,10 +203,13 @@ def check_revert(
     # Backports and drift mostly wait on git: they run beside the rest of the check (the
     # backports in a forked child: reading the release branches' logs would hold the interpreter
     # lock the symbols' parsing needs).
+    # Base: the branch the revert is meant for.
+    base_name = base_ref or (head_ref or git.current_branch_ref(root)).removeprefix("refs/heads/")
     backports_job = Beside(
-        find_backports, root, originals, revert, base_sha,
+        backports_and_main_line, root, originals, revert, base_sha,
         # Part of the history does not tell which branches leave it where: git answers then.
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits if targeted is None else (),
+        base_name,  # where the main line stands is said for a revert meant for another branch
     )  # fmt: skip
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     api_job: Beside | None = None  # the public API, judged by a second core (below)
@@ -229,9 +232,8 @@ def check_revert(
                              lambda path: categorize(path, cfg) == "test", {n for n in named_by if n})  # fmt: skip
         revert_patch = strip_raw(patches.get(head_sha, ""))
 
-        # Base: the branch the revert is meant for. A revert that is already part of it is judged as
-        # of its own time: at its parent, not at today's branch.
-        base_name = base_ref or (head_ref or git.current_branch_ref(root)).removeprefix("refs/heads/")
+        # A revert that is already part of the base is judged as of its own time: at its parent, not
+        # at today's branch.
         apply_params: tuple[tuple[str, str], ...] = ()
         if merged:
             apply = ApplyResult(base=base_sha, clean=True, method="already-merged")
@@ -359,7 +361,12 @@ def check_revert(
             if untried:
                 notes.append(f"{untried} older later commit(s) on the conflicting files not checked for causing the "
                              f"conflict (the newest {MAX_CONFLICT_COMMITS} were)")  # fmt: skip
-        backports = confirm_title_matches(root, backports_job.result(), originals)  # a title is not evidence
+        backports, main_line = backports_job.result()
+        backports = confirm_title_matches(root, backports, originals)  # a title is not evidence
+        if main_line is not None and main_line.how == "title":
+            # A title that is no evidence there: the main line does not carry it as far as is known.
+            main_line = next(iter(confirm_title_matches(root, [main_line], originals)),
+                             dataclasses.replace(main_line, original_pick=None, how=""))  # fmt: skip
     except BaseException:
         for job in (backports_job, cpp_job, api_job):
             if job is not None:
@@ -408,6 +415,7 @@ def check_revert(
         public_api=tuple(api),
         drift=tuple(drift),
         backports=tuple(backports),
+        main_line=main_line,
         excerpts=select_excerpts(revert_patch, files, symbols, cfg.report.max_excerpt_lines),
         risk=risk,
         github=github,

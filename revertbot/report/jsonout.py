@@ -70,6 +70,8 @@ def report_to_json(report: RevertReport) -> dict[str, Any]:
         # Each release branch by name (the full ref beside it) with its backport PR and the revert's.
         "backport_branches": backport_branches(report),
         "follow_up_branches": list(follow_up_branches(report)),
+        # A revert meant for another branch: whether the main line carries the original and undid it.
+        "main_line": to_jsonable(report.main_line),
         "excerpts": to_jsonable(report.excerpts),
         # What the removed code did: the definitions the report quotes (each symbol above carries
         # its own "doc" and "excerpt"), in the report's order.

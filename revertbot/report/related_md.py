@@ -4,7 +4,7 @@ and state), earlier reverts and relands of the same change, and the releases tha
 from __future__ import annotations
 
 from revertbot.globs import branch_name
-from revertbot.report.backport import nothing_to_do_line, split_backports
+from revertbot.report.backport import BRANCHED_AFTER, nothing_to_do_line, split_backports
 from revertbot.report.escape import code, inline
 from revertbot.report.facts import (
     backport_state,
@@ -48,6 +48,23 @@ def backport_line(b: Backport, r: RevertReport, t: dict[str, str]) -> str:
     return f"{code(branch_name(b.branch), 80)}{t['colon']}{carried}{how_text}{t['semicolon']}{after}"
 
 
+def main_line_line(b: Backport, t: dict[str, str]) -> str:
+    """Where the main line stands on a change a release branch reverts: carries it, undid it, never had it."""
+    branch = code(branch_name(b.branch), 80)
+    state = backport_state(b)
+    if b.original_pick is None:
+        key = "ml_unchecked" if b.unchecked else "ml_never"
+        return f"{t['main_line']}{t['colon']}{t[key].format(branch=branch)}"
+    if state == "reverted":
+        undone = t["ml_reverted"].format(branch=branch, sha=short_sha(b.revert_pick or ""))
+        return f"{t['main_line']}{t['colon']}{undone}"
+    # The original itself (the main line has it in its history) needs no "how".
+    how = t.get("how_" + b.how, inline(b.how, 40)) if b.how and b.how != BRANCHED_AFTER else ""
+    said = t["list_sep"] + how if how else ""
+    carries = t["ml_carries"].format(branch=branch, sha=short_sha(b.original_pick), how=said)
+    return f"{t['main_line']}{t['colon']}{carries}"
+
+
 def related_section(r: RevertReport, t: dict[str, str]) -> Section:
     s = Section(t["h_related"])
     c = t["colon"]
@@ -80,6 +97,8 @@ def related_section(r: RevertReport, t: dict[str, str]) -> Section:
             items.append("\n" + folded(t["more_entries"].format(n=len(acting) - SHOWN), rest) + "\n")
     elif not idle:
         items.append(f"- {t['backport']}{c}{t['backports_none']}")
+    if r.main_line is not None:
+        items.append("- " + main_line_line(r.main_line, t))
     if r.github and r.github.revert_backport_prs:
         prs = t["list_sep"].join(backport_pr(ref, t) for ref in r.github.revert_backport_prs)
         items.append("- " + t["revert_backport_prs"].format(prs=prs))
