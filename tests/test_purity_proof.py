@@ -370,13 +370,24 @@ def test_undoing_a_move_where_a_file_was_added_since_is_never_pure(repo: GitRepo
     assert _entry(repo, clean).purity.verdict == "pure"
 
 
-@pytest.mark.xfail(strict=True, reason="paths decoded with backslashreplace: byte 0xff and a literal '\\xff' collide")
 def test_a_path_with_an_undecodable_byte_is_not_confused_with_its_escaped_spelling(repo: GitRepo) -> None:
     byte, spelled = "a\udcffb", "a\\xffb"  # b"a\xffb" on disk, and the four characters \xff
     repo.commit("init", {"README": "r\n", byte: "old\n", spelled: "new\n"})
     original = repo.commit("Change the byte path", {byte: "new\n"})
     revert = _hand_revert(repo, original, {spelled: "old\n"})  # undoes nothing of the original
     assert _entry(repo, revert).purity.verdict != "pure"
+
+
+def test_an_edit_hidden_behind_a_name_that_spells_another_names_escape_is_never_pure(repo: GitRepo) -> None:
+    # The revert undoes the original on the byte name and writes more into the spelled one: keyed by
+    # the name they both read as, one change hid the other.
+    byte, spelled = "\udcff", "\\xff"
+    repo.commit("init", {spelled: "enforce=off\n"})
+    original = repo.commit("Enforce policy", {spelled: "enforce=on\n"})
+    repo.commit("Add mirror file", {byte: "enforce=on\n"})
+    revert = _hand_revert(repo, original, {spelled: "enforce=off\nbackdoor=1\n", byte: "enforce=off\n"})
+    purity = _entry(repo, revert).purity
+    assert purity.verdict == "unverifiable" and "read as one name" in purity.reason
 
 
 def test_merge_attributes_are_those_of_the_reverts_parent_not_of_the_checkout(repo: GitRepo) -> None:

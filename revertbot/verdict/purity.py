@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Literal
@@ -365,6 +365,19 @@ def raw_entries(patch: str) -> dict[str, tuple[Side, Side]]:
     return entries
 
 
+def colliding_paths(patches: Iterable[str]) -> list[str]:
+    """Names that two different paths of ``patches`` (their ``--raw`` lines) both read as: a name
+    that is not UTF-8, its bytes escaped (``\\xff``), beside one that spells the escape. Keyed by
+    name, the proof would take one for the other; git's quoted spelling tells them apart."""
+    spellings: dict[str, set[str]] = {}
+    for patch in patches:
+        for line in _split_header(patch)[0].split("\n"):
+            meta, tab, quoted = line.partition("\t")
+            if line.startswith(":") and tab and "\\" in quoted and len(meta[1:].split()) >= 5:
+                spellings.setdefault(unquote_path(quoted), set()).add(quoted)
+    return [name for name, quoted in spellings.items() if len(quoted) > 1]
+
+
 def strip_raw(patch: str) -> str:
     """The patch without its leading ``--raw`` and ``--numstat`` lines."""
     return _split_header(patch)[1]
@@ -460,6 +473,11 @@ def classify(
             return PurityResult("unverifiable", f"no diff available for {sha[:12]}")
     known_entries = entries or {}
     raws = {sha: known_entries.get(sha) or raw_entries(patches[sha]) for sha in (link.revert, *link.originals)}
+    if any("\\" in path for found in raws.values() for path in found) and (
+        same := colliding_paths([patches[sha] for sha in raws])
+    ):
+        return PurityResult("unverifiable", f"two changed paths read as one name ({same[0]!r}: a name that is not "
+                            "UTF-8 beside one that spells its escape), so they cannot be told apart")  # fmt: skip
     if not any(raws[o] for o in link.originals):
         return PurityResult("unverifiable", "the original change is empty, so there is nothing to invert")
     if proof is None:
