@@ -24,7 +24,7 @@ EVIDENCE_CAP = 20
 class RiskInputs:
     purity: PurityResult
     apply: ApplyResult | None
-    apply_note: str  # "" | "already-merged" | "not-checked"
+    apply_note: str  # "" | "already-merged" | "not-checked" | "no-op" | "already-undone" | "original-missing"
     drift: Sequence[DriftCommit]
     dependents: Sequence[Any]  # analysis.dependents.Dependent
     files: Sequence[FileChange]
@@ -123,6 +123,15 @@ def apply_factor(
     if note == "no-op":
         # Merging it would change nothing: never a reason to merge, whatever else holds.
         return RiskFactor("applies", "medium", "no-op", _p(base=apply.base[:12], **dict(params)))
+    if note == "already-undone":
+        # The base undid the original already: merging it again takes back the work done since.
+        by = dict(params).get("by", "")
+        return RiskFactor("applies", "high", "already-undone", _p(base=apply.base[:12], by=by[:12]), (by,))
+    if note == "original-missing":
+        # The base never had the original: merging takes back whatever else wrote the same lines.
+        missing = dict(params).get("missing", "").split()
+        return RiskFactor("applies", "high", "original-missing", _p(base=apply.base[:12], count=len(missing)),
+                          _cap([m[:12] for m in missing]))  # fmt: skip
     if apply.clean:
         return RiskFactor("applies", "low", "clean", _p(base=apply.base[:12]))
     evidence = []

@@ -30,7 +30,7 @@ from revertbot.analysis.dependents import plan_string_lookups, search_dependents
 from revertbot.analysis.dependents_cpp import search_cpp_dependents
 from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.dependents_search import Riders
-from revertbot.analysis.history import backports_and_main_line, find_drift
+from revertbot.analysis.history import MAX_BASE_COMMITS, backports_and_main_line, base_state, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
 from revertbot.analysis.pyparse import collector_paused
@@ -211,6 +211,9 @@ def check_revert(
         lambda name: any(match_branch(name, g) for g in cfg.release_branches), commits if targeted is None else (),
         base_name,  # where the main line stands is said for a revert meant for another branch
     )  # fmt: skip
+    # Whether the base carries the originals and has not undone them already: merged, it had them.
+    base_job = None if merged else git.Background(base_state, root, originals, revert, base_sha)
+    base_note = ""
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     api_job: Beside | None = None  # the public API, judged by a second core (below)
     # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
@@ -256,6 +259,18 @@ def check_revert(
                 apply_note = "no-op"
                 had = any(git.is_ancestor(root, o, base_sha) for o in link.originals)
                 apply_params = (("why", "already-undone" if had else "never-had"),)
+            elif base_job is not None:
+                # It changes the base, but not what it claims: the base never had the original (the
+                # revert takes back whatever else wrote the same lines), or undid it already (the
+                # revert takes back the work since). An exact inverse all the same.
+                missing, undone_by, searched = base_job.result()
+                if undone_by is not None:
+                    apply_note, apply_params = "already-undone", (("by", undone_by),)
+                elif missing:
+                    apply_note, apply_params = "original-missing", (("missing", " ".join(missing)),)
+                if searched >= MAX_BASE_COMMITS:
+                    base_note = (f"the base's own commits were searched for copies and reverts of the original "
+                                 f"up to the newest {MAX_BASE_COMMITS:,}")  # fmt: skip
 
         reland_info = None
         if link.kind == "reland":
@@ -349,7 +364,7 @@ def check_revert(
                                                       readable=readable, naming=naming, shared=shared)  # fmt: skip
         if apply_note != "no-op" and _symbol_inputs(files) != _symbol_inputs(ahead):
             analyse_code(files, [])  # the build files made another file critical: the order changed
-        notes: list[str] = [unread_note] if unread_note else []
+        notes: list[str] = [n for n in (unread_note, base_note) if n]
         notes += critical_notes
         notes += code_notes
 

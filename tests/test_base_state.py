@@ -1,0 +1,110 @@
+"""An exact inverse of the original is still no reason to merge where the base never had the
+original (the revert takes back whatever else wrote the same lines) or has undone it already (it
+takes back the work done since). Copies of the original on the base count as having it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from revertbot.pipeline.check import check_revert
+from revertbot.report import render_markdown
+from revertbot.report.jsonout import report_to_json
+from tests.gitrepo import GitRepo
+
+PAD = "".join(f"# setting {i}\n" for i in range(8))  # the two settings far enough apart to merge apart
+CONF = f"tls_verify=false\n{PAD}timeout=10\n"
+ORIGINAL = f"tls_verify=true\n{PAD}timeout=30\n"
+TLS_ONLY = f"tls_verify=true\n{PAD}timeout=10\n"
+
+
+def _data(report: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(json.dumps(report_to_json(report)))
+    return data
+
+
+def _applies(data: dict[str, Any]) -> dict[str, Any]:
+    return next(f for f in data["risk"]["factors"] if f["name"] == "applies")
+
+
+def _revert_branch(repo: GitRepo, original: str) -> str:
+    repo.checkout("-b", "rv", "main")
+    repo.tick()
+    revert = repo.revert(original)
+    repo.checkout("main")
+    return revert
+
+
+def test_a_base_that_never_had_the_original_is_never_merge(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF})
+    repo.git("branch", "stable")
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    revert = _revert_branch(repo, original)
+    repo.checkout("stable")  # stable got only the TLS half, by its own commit
+    repo.commit("Security: verify TLS", {"conf.txt": TLS_ONLY})
+    report = check_revert(repo.path, revert, base_ref="stable")
+    data = _data(report)
+    assert data["purity"] == "pure" and data["base"]["applies"] is True
+    assert _applies(data)["code"] == "original-missing" and _applies(data)["evidence"] == [original[:12]]
+    assert data["risk"]["level"] == "high" and data["risk"]["action"] == "review"
+    assert "does not carry 1 original it undoes (nor a copy)" in render_markdown(report)
+    zh = render_markdown(check_revert(repo.path, revert, base_ref="stable", language="zh"))
+    assert "不包含本次回退所撤销的 1 个原始提交" in zh
+
+
+def test_a_base_that_undid_the_original_already_is_never_merge(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF})
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    stale = _revert_branch(repo, original)  # made before main reverted it
+    repo.tick()
+    first = repo.revert(original)
+    repo.tick()
+    repo.commit("Security: verify TLS", {"conf.txt": TLS_ONLY})
+    data = _data(check_revert(repo.path, stale, base_ref="main"))
+    assert _applies(data)["code"] == "already-undone" and _applies(data)["params"]["by"] == first[:12]
+    assert data["risk"]["action"] == "review"
+
+
+def test_a_hand_made_undo_on_the_base_counts_by_its_patch(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF, "other.txt": "a\n"})
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    stale = _revert_branch(repo, original)
+    repo.tick()
+    undo = repo.commit("Back to the old settings", {"conf.txt": CONF})  # says nothing of the original
+    repo.tick()
+    repo.commit("Security: verify TLS", {"conf.txt": TLS_ONLY})
+    data = _data(check_revert(repo.path, stale, base_ref="main"))
+    assert _applies(data)["code"] == "already-undone" and _applies(data)["params"]["by"] == undo[:12]
+
+
+def test_a_base_with_a_picked_copy_of_the_original_carries_it(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF})
+    repo.git("branch", "release/1.0")
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    revert = _revert_branch(repo, original)  # made on main, meant for the release branch too
+    repo.checkout("release/1.0")
+    repo.tick()
+    repo.git("cherry-pick", "-x", original)
+    data = _data(check_revert(repo.path, revert, base_ref="release/1.0"))
+    assert _applies(data)["code"] == "clean" and data["risk"]["action"] in ("merge", "merge_after_gpu")
+
+
+def test_a_base_with_an_unmarked_copy_carries_it_by_its_patch(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF})
+    repo.git("branch", "release/1.0")
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    revert = _revert_branch(repo, original)
+    repo.checkout("release/1.0")
+    repo.tick()
+    repo.commit("[1.0] settings from main", {"conf.txt": ORIGINAL})
+    assert _applies(_data(check_revert(repo.path, revert, base_ref="release/1.0")))["code"] == "clean"
+
+
+def test_a_base_that_moved_on_elsewhere_still_merges(repo: GitRepo) -> None:
+    repo.commit("init", {"conf.txt": CONF, "other.txt": "a\n"})
+    original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
+    revert = _revert_branch(repo, original)
+    repo.tick()
+    repo.commit("Unrelated", {"other.txt": "b\n"})
+    data = _data(check_revert(repo.path, revert, base_ref="main"))
+    assert _applies(data)["code"] == "clean" and data["risk"]["action"] == "merge"
