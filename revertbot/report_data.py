@@ -54,7 +54,7 @@ class FileChange:
     added: int
     removed: int
     critical: bool = False
-    critical_globs: tuple[str, ...] = ()  # the configured critical_paths globs it matches
+    critical_globs: tuple[str, ...] = ()  # the configured critical_paths globs it matches, and GPU suites' paths
     critical_rules: tuple[CriticalRule, ...] = ()  # what the repository shows about it (compiled, kernels, ...)
 
 

@@ -108,3 +108,4 @@ def test_a_base_that_moved_on_elsewhere_still_merges(repo: GitRepo) -> None:
     repo.commit("Unrelated", {"other.txt": "b\n"})
     data = _data(check_revert(repo.path, revert, base_ref="main"))
     assert _applies(data)["code"] == "clean" and data["risk"]["action"] == "merge"
+

@@ -6,7 +6,7 @@ rules read the repository, at the commits being analysed, and say for each file 
 GPU-critical:
 
 ``cuda-source``
-    a CUDA source or header (``*.cu``, ``*.cuh``);
+    a CUDA or HIP source or header (``*.cu``, ``*.cuh``, ``*.hip``, ``x.cu.cc``);
 ``extension-dir``
     any file under a ``csrc/`` or ``op_builder/`` directory (compiled extension sources and the
     recipes that build them);
@@ -20,6 +20,10 @@ GPU-critical:
     ``m.def(`` (C/C++), ``torch.library`` (Python);
 ``triton-kernel``
     ``@triton.jit``, ``@triton.autotune``;
+``cuda-code``, ``gpu-python``, ``gpu-build``
+    device code, launches and the CUDA runtime/driver/NCCL/HIP APIs in any C/C++ file; Python that
+    drives the GPU beyond tensor calls (streams, events, numba/CuPy/inline kernels); GPU build
+    settings and pinned GPU libraries in build recipes and environments;
 ``cuda-graph``, ``cuda-memory``
     CUDA graph capture (``torch.cuda.graph``, ``CUDAGraph``, ``graph_pool_handle``,
     ``cudaStreamBeginCapture``, ...) and memory-pool code (``torch.cuda.memory``, ``cudaMalloc``,
@@ -51,9 +55,15 @@ from revertbot.analysis.pyparse import parser
 from revertbot.report_data import CriticalRule
 
 #: C/C++/CUDA sources and headers that a build compiles.
-NATIVE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
-CUDA_SUFFIXES = (".cu", ".cuh")
+NATIVE_SUFFIXES = (".cu", ".cuh", ".hip", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
+CUDA_SUFFIXES = (".cu", ".cuh", ".hip")
+#: A CUDA source named for its compiler's C++ mode: TensorFlow's ``add_op_gpu.cu.cc``, ``x.cu.h``.
+CUDA_INFIX = ".cu."
 PYTHON_SUFFIXES = (".py", ".pyi")
+#: Build recipes and environments, read for what they say about GPU builds (``gpu-build``).
+BUILD_NAMES = ("CMakeLists.txt", "Makefile", "meson.build", "setup.py", "setup.cfg", "pyproject.toml",
+               "environment.yml", "environment.yaml")  # fmt: skip
+BUILD_PREFIXES = ("Dockerfile", "requirements", "constraints")
 #: Directories whose every file is extension source or its build recipe.
 EXTENSION_DIRS = ("csrc", "op_builder")
 
@@ -82,6 +92,9 @@ RULE_TEXT_EN: Mapping[str, str] = {
     "triton-kernel": "Triton kernel {detail}",
     "cuda-graph": "CUDA graph code ({detail})",
     "cuda-memory": "CUDA memory code ({detail})",
+    "cuda-code": "CUDA device or runtime code ({detail})",
+    "gpu-python": "Python that drives the GPU ({detail})",
+    "gpu-build": "GPU build settings ({detail})",
     "suite-import": "imported by GPU suite {detail}",
     "suite-test": "a test of GPU suite {detail}",
     "unread": "not read for GPU markers ({detail}), so taken as critical",
@@ -97,6 +110,9 @@ KIND_LABEL_EN: Mapping[str, str] = {
     "triton-kernel": "Triton kernel",
     "cuda-graph": "CUDA graph code",
     "cuda-memory": "CUDA memory code",
+    "cuda-code": "CUDA device or runtime code",
+    "gpu-python": "Python that drives the GPU",
+    "gpu-build": "GPU build settings",
     "suite-import": "imported by a GPU suite",
     "suite-test": "GPU suite test",
     "unread": "not read",
@@ -117,9 +133,16 @@ def is_python(path: str) -> bool:
     return path.endswith(PYTHON_SUFFIXES)
 
 
+def is_build(path: str) -> bool:
+    """A build recipe or environment file (CMake, Make, setup.py, pyproject, Dockerfile, requirements)."""
+    name = path.rsplit("/", 1)[-1]
+    return (name in BUILD_NAMES or name.endswith((".cmake", ".dockerfile", ".mk"))
+            or (name.startswith(BUILD_PREFIXES) and not name.endswith(PYTHON_SUFFIXES)))  # fmt: skip
+
+
 def is_code(path: str) -> bool:
-    """Whether the file's contents are read for markers (Python, C/C++/CUDA)."""
-    return is_python(path) or is_native(path)
+    """Whether the file's contents are read for markers (Python, C/C++/CUDA, build recipes)."""
+    return is_python(path) or is_native(path) or is_build(path)
 
 
 # --------------------------------------------------------------------------- rules on the path alone
@@ -132,6 +155,8 @@ def path_rules(path: str) -> list[CriticalRule]:
     for suffix in CUDA_SUFFIXES:
         if lower.endswith(suffix):
             rules.append(CriticalRule("cuda-source", "*" + suffix))
+    if CUDA_INFIX in lower.rsplit("/", 1)[-1] and lower.endswith(NATIVE_SUFFIXES):
+        rules.append(CriticalRule("cuda-source", "*" + CUDA_INFIX + "*"))
     parts = path.split("/")[:-1]
     for i, part in enumerate(parts):
         if part in EXTENSION_DIRS:
@@ -151,6 +176,10 @@ class Marker:
     native: bool  # looked for in C/C++/CUDA files
     #: The fixed strings that any line matching ``pattern`` contains (for ``git grep``).
     needles: tuple[str, ...]
+    build: bool = False  # looked for in build recipes and environments (setup.py too)
+    #: Read only in the files a change touches: its needles are too common to grep a whole tree
+    #: for (``init`` proposes paths from the others).
+    broad: bool = False
 
 
 MARKERS: tuple[Marker, ...] = (
@@ -170,6 +199,45 @@ MARKERS: tuple[Marker, ...] = (
     Marker("cuda-memory", re.compile(r"\bcudaMalloc"), True, True, ("cudaMalloc",)),
     Marker("cuda-memory", re.compile(r"\bCUDACachingAllocator\b"), True, True, ("CUDACachingAllocator",)),
     Marker("cuda-memory", re.compile(r"\btorch\.cuda\.MemPool\b"), True, False, ("torch.cuda.MemPool",)),
+    # Device code, kernel launches, and the CUDA runtime, driver and NCCL APIs in any C/C++ file:
+    # host code that only a GPU run exercises (streams, copies, IPC, virtual memory).
+    Marker("cuda-code", re.compile(r"\b__(?:global|device)__\b|<<<"), False, True,
+           ("__global__", "__device__", "<<<"), broad=True),
+    Marker("cuda-code", re.compile(r"\b(?:cuda|cu|nccl|hip)(?!Malloc|StreamBeginCapture|Graph)[A-Z]\w*(?=[ \t]*\()"),
+           False, True, ("cuda", "cu", "nccl", "hip"), broad=True),
+    Marker("cuda-code", re.compile(r"#[ \t]*include[ \t]*[<\"](?:cuda[\w.]*|cu\w*\.h|nccl\.h|hip/[\w.]+|"
+                                   r"(?:ATen|c10)/cuda/[\w./]+)[>\"]"), False, True, ("include",), broad=True),
+    Marker("cuda-code", re.compile(r"\b(?:at|c10)::cuda::|\bC10_CUDA_\w+"), False, True,
+           ("::cuda::", "C10_CUDA_"), broad=True),
+    # Python that drives the GPU beyond plain tensor calls: streams and events (ordering races),
+    # kernels of its own (Triton imported under any name, numba, CuPy, inline CUDA sources), and
+    # compile modes that capture CUDA graphs.
+    Marker("gpu-python", re.compile(r"\btorch\.cuda\.(?:Stream|Event|stream|current_stream|set_stream|ExternalStream)\b"
+                                    r"|\b(?:wait_stream|wait_event|record_stream)\b"), True, False,
+           ("torch.cuda.", "wait_stream", "wait_event", "record_stream"), broad=True),
+    Marker("gpu-python", re.compile(r"^[ \t]*(?:from[ \t]+torch\.cuda[ \t]+import|import[ \t]+torch\.cuda\b)",
+                                    re.M), True, False, ("torch.cuda",), broad=True),
+    Marker("triton-kernel", re.compile(r"^[ \t]*(?:import[ \t]+triton\b|from[ \t]+triton\b)", re.M), True, False,
+           ("triton",), broad=True),
+    Marker("gpu-python", re.compile(r"\bnumba\.cuda\b|from[ \t]+numba[ \t]+import[^\n]*\bcuda\b|@[ \t]*cuda\.jit\b"),
+           True, False, ("numba", "cuda.jit"), broad=True),
+    Marker("gpu-python", re.compile(r"\b(?:import|from)[ \t]+(?:cupy|pycuda)\b|\bRawKernel\b"), True, False,
+           ("cupy", "pycuda", "RawKernel"), broad=True),
+    Marker("gpu-python", re.compile(r"\bcuda_sources\b|\bload_inline\b"), True, False,
+           ("cuda_sources", "load_inline"), broad=True),
+    Marker("cuda-graph", re.compile(r"mode[ \t]*=[ \t]*[\"'](?:reduce-overhead|max-autotune)[\"']|\bcudagraphs\b"),
+           True, False, ("reduce-overhead", "max-autotune", "cudagraphs"), broad=True),
+    # What a GPU build compiles for and with: architectures, the CUDA toolchain and images, and
+    # the GPU libraries a recipe or environment pins.
+    Marker("gpu-build", re.compile(r"\b(?:CUDAExtension|CUDA_HOME|CUDA_ARCH\w*|TORCH_CUDA_ARCH_LIST|CMAKE_CUDA\w*|"
+                                   r"CUDAToolkit|nvcc|gencode|sm_\d+a?|compute_\d+a?)\b|\bLANGUAGES[^\n]*\bCUDA\b|"
+                                   r"nvidia/cuda|find_package\(\s*(?:CUDA|Torch)\b"), True, False,
+           ("CUDA", "nvcc", "gencode", "sm_", "compute_", "nvidia/cuda", "Torch"), build=True, broad=True),
+    Marker("gpu-build", re.compile(r"^[ \t]*[\"']?(?:torch|triton|flashinfer[\w-]*|xformers|flash[-_]attn|vllm|"
+                                   r"sglang|cupy[\w-]*|nvidia-[\w-]+|tensorrt[\w-]*|deepspeed|apex|bitsandbytes)\b"
+                                   r"[ \t]*(?:[=<>!~]=|@|[<>])", re.M | re.I), False, False,
+           ("torch", "triton", "flashinfer", "xformers", "flash", "vllm", "sglang", "cupy", "nvidia-", "tensorrt",
+            "deepspeed", "apex", "bitsandbytes"), build=True, broad=True),
 )  # fmt: skip
 
 
@@ -177,10 +245,12 @@ def _comment_line(stripped: str, python: bool) -> bool:
     return stripped.startswith("#") if python else stripped.startswith(("//", "/*", "*"))
 
 
-def marker_hits(path: str, text: str) -> dict[tuple[str, str], int]:
-    """``(kind, what matched) -> first line number`` of the markers in one version of a file."""
-    python = is_python(path)
-    markers = [m for m in MARKERS if (m.python if python else m.native)]
+def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str], int]:
+    """``(kind, what matched) -> first line number`` of the markers in one version of a file
+    (without ``broad``, only those a whole tree is searched for)."""
+    python, build = is_python(path), is_build(path)
+    markers = [m for m in MARKERS if ((m.python if python else m.native and is_native(path)) or (build and m.build))
+               and (broad or not m.broad)]  # fmt: skip
     if not markers or not is_code(path):
         return {}
     # One cheap substring test per marker first: most files contain none of them.
@@ -195,13 +265,14 @@ def marker_hits(path: str, text: str) -> dict[tuple[str, str], int]:
             if key in found:
                 continue
             start = text.rfind("\n", 0, hit.start()) + 1
-            if not _comment_line(text[start : hit.start()].lstrip() + hit.group(0), python):
+            if not _comment_line(text[start : hit.start()].lstrip() + hit.group(0), python or not is_native(path)):
                 found[key] = text.count("\n", 0, start) + 1
     return found
 
 
 def _marker_name(matched: str) -> str:
-    return re.sub(r"[ \t]+", "", matched)  # "@ triton.jit" -> "@triton.jit", "m.def (" -> "m.def("
+    # "@ triton.jit" -> "@triton.jit", "m.def (" -> "m.def(", "  import  triton" -> "import triton"
+    return re.sub(r"(?<=@) |(?<=\w) (?=\()", "", re.sub(r"[ \t]+", " ", matched.strip()))
 
 
 def marker_rules(path: str, texts: Iterable[str | None]) -> list[CriticalRule]:
@@ -211,6 +282,9 @@ def marker_rules(path: str, texts: Iterable[str | None]) -> list[CriticalRule]:
         if text:
             for key in marker_hits(path, text):
                 seen.setdefault(key, None)
+    # Triton imported: said only where no decorator says more.
+    if any(k == "triton-kernel" and not n.startswith(("import", "from")) for k, n in seen):
+        seen = {key: None for key in seen if not (key[0] == "triton-kernel" and key[1].startswith(("import", "from")))}
     return [CriticalRule(kind, name) for kind, name in seen]
 
 
@@ -323,8 +397,11 @@ def suite_roots(command: Sequence[str]) -> list[str]:
 
 
 def ordered(rules: Iterable[CriticalRule]) -> tuple[CriticalRule, ...]:
-    """Rules without duplicates, in :data:`KIND_ORDER`, at most :data:`MAX_RULES_PER_KIND` per kind."""
+    """Rules without duplicates, in :data:`KIND_ORDER`, at most :data:`MAX_RULES_PER_KIND` per kind
+    (device and runtime code is not said again of a CUDA source)."""
     unique = list(dict.fromkeys(rules))
+    if any(r.kind == "cuda-source" for r in unique):
+        unique = [r for r in unique if r.kind != "cuda-code"]
     out: list[CriticalRule] = []
     for kind in (*KIND_ORDER, *sorted({r.kind for r in unique} - set(KIND_ORDER))):
         out += [r for r in unique if r.kind == kind][:MAX_RULES_PER_KIND]

@@ -266,14 +266,14 @@ def _compiled_dirs(refs: Sequence[BuildRef], native_dirs: set[str]) -> list[tupl
 
 def _marked_files(root: Path, commit: str, notes: list[str]) -> dict[str, dict[tuple[str, str], None]]:
     """Files at ``commit`` with a marker line: path -> (kind, marker)."""
-    needles = sorted({n for m in MARKERS for n in m.needles})
+    needles = sorted({n for m in MARKERS if not m.broad for n in m.needles})
     specs = [f"*{s}" for s in (*critical.PYTHON_SUFFIXES, *critical.NATIVE_SUFFIXES)]
     found: dict[str, dict[tuple[str, str], None]] = defaultdict(dict)
     for lines, (path, _line, text) in enumerate(git.grep_fixed(root, commit, needles, specs), 1):
         if lines > MAX_GREP_LINES:
             notes.append(f"the search for GPU markers stopped after {MAX_GREP_LINES:,} lines")
             break
-        for kind, what in critical.marker_hits(path, text):
+        for kind, what in critical.marker_hits(path, text, broad=False):
             found[path].setdefault((kind, what), None)
     return found
 

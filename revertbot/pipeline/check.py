@@ -563,6 +563,9 @@ def _file_changes(patch: str, cfg: Config) -> tuple[FileChange, ...]:
     for path, st in patch_stats(patch).items():
         status = "added" if st.existence > 0 else "deleted" if st.existence < 0 else "modified"
         globs = tuple(g for g in cfg.critical_paths if match_glob(path, g))
+        # A file a GPU suite is configured for needs that suite: it is on a critical path too.
+        globs += tuple(f"{g} (GPU suite {name})" for name, suite in sorted(cfg.gpu.suites.items())
+                       for g in suite.paths if g not in globs and match_glob(path, g))  # fmt: skip
         out.append(
             FileChange(
                 path=path,
