@@ -109,3 +109,31 @@ def test_a_base_that_moved_on_elsewhere_still_merges(repo: GitRepo) -> None:
     data = _data(check_revert(repo.path, revert, base_ref="main"))
     assert _applies(data)["code"] == "clean" and data["risk"]["action"] == "merge"
 
+
+
+def test_the_configuration_is_the_bases_whatever_is_checked_out(repo: GitRepo) -> None:
+    # The pull request's branch, checked out, empties critical_paths below its revert: the base's
+    # committed configuration still decides (an uncommitted edit does not count either).
+    repo.commit("init", {".revertbot.yml": 'critical_paths: ["auth/**"]\n', "auth/policy.txt": "strict\n"})
+    original = repo.commit("Relax the policy", {"auth/policy.txt": "relaxed\n"})
+    repo.checkout("-b", "rv", "main")
+    repo.commit("Tidy the configuration", {".revertbot.yml": "critical_paths: []\n"})
+    repo.tick()
+    revert = repo.revert(original)
+    (repo.path / ".revertbot.yml").write_text("critical_paths: []\n")
+    data = _data(check_revert(repo.path, revert, base_ref="main"))
+    assert data["files"][0]["critical"] and data["risk"]["action"] == "merge_after_gpu"
+
+
+def test_a_branch_is_judged_whole_and_a_commit_id_alone(repo: GitRepo) -> None:
+    repo.commit("init", {"auth.txt": "ALLOW_ALL=0\n", "b.txt": "b\n"})
+    original = repo.commit("Change b", {"b.txt": "B\n"})
+    repo.checkout("-b", "rv", "main")
+    repo.commit("tidy", {"auth.txt": "ALLOW_ALL=1\n"})  # rides along below the revert
+    repo.tick()
+    revert = repo.revert(original)
+    repo.checkout("main")
+    whole = _data(check_revert(repo.path, "rv", base_ref="main"))
+    assert len(whole["scope"]) == 2 and whole["purity"] == "extra" and whole["risk"]["action"] == "review"
+    alone = _data(check_revert(repo.path, revert, base_ref="main"))  # a pick of the revert itself
+    assert alone["scope"] == [] and alone["purity"] == "pure"

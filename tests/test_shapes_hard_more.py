@@ -40,6 +40,22 @@ def test_a_revert_picked_with_x_onto_a_copy_without_trailer_is_judged_against_th
     assert check_revert(repo.path, other, base_ref=other).purity.verdict == "unverifiable"
 
 
+def test_a_copy_that_folds_in_another_change_is_no_copy(repo: GitRepo) -> None:
+    # The branch's commit has the original's patch on its files and a fix of its own elsewhere: a
+    # revert of all of it names the main line's original, and would read as its exact inverse.
+    repo.commit("base", {"f.txt": "a\nb\nc\n", "sec.txt": "check=off\n"})
+    repo.git("branch", "release/1.0")
+    original = repo.commit("change b", {"f.txt": "a\nB\nc\n"})
+    repo.checkout("release/1.0")
+    repo.tick()
+    repo.commit("change b", {"f.txt": "a\nB\nc\n", "sec.txt": "check=on\n"})
+    repo.tick()
+    revert = repo.commit(f'Revert "change b"\n\nThis reverts commit {original}.\n',
+                         {"f.txt": "a\nb\nc\n", "sec.txt": "check=off\n"})  # fmt: skip
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert report.purity.verdict == "unverifiable" and "copy" not in report.linked_by
+
+
 def test_a_generic_title_alone_is_no_backport(repo: GitRepo) -> None:
     original, revert = _release_history(repo)
     repo.checkout("release/1.0")

@@ -166,6 +166,12 @@ def relink_branch_copies(root: Path, link: Link, commits: Sequence[Commit]) -> L
         copy = next((c for c in before if pid and pids.get(c.sha) == pid), None)  # the newest copy
         if copy is not None:
             found[ref] = copy
+    # The same patch id on the original's files is not enough: a copy that changes other files too
+    # (a fix folded into the pick) would make a revert of all of it read as an exact inverse of the
+    # original. Such a copy is no copy; the original stays unresolved ("cannot tell").
+    own_paths = changed_paths(root, [c.sha for c in [*named.values(), *found.values()]])
+    found = {ref: c for ref, c in found.items()
+             if set(own_paths.get(c.sha, ())) == set(own_paths.get(named[ref].sha, ()))}  # fmt: skip
     if not found:
         return link
     titles = {title_key(named[ref].subject) for ref in found}

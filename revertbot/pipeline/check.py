@@ -46,8 +46,8 @@ from revertbot.analysis.symbols_cpp import (
     is_cpp_path,
     too_large_note,
 )
-from revertbot.config import Config, categorize, load_config_file, module_for
-from revertbot.errors import GitError, NotFoundError
+from revertbot.config import Config, categorize, default_config, load_config, module_for
+from revertbot.errors import ConfigError, GitError, NotFoundError
 from revertbot.globs import match_branch, match_glob
 from revertbot.models import ApplyResult, Commit, Link, LinkMethod, Override, Unresolved
 from revertbot.report_data import CodeExcerpt, CommitRef, FileChange, GitHubContext, GpuSummary, RevertReport
@@ -123,11 +123,11 @@ def check_revert(
     the original instead of the messages; the report carries it.
     """
     root = git.repo_root(repo, started)
-    cfg = config if config is not None else load_config_file(root / CONFIG_FILE)
     head_sha = _resolve_in_clone(root, revert_ref)
     head_ref, base_sha = git.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
         base_sha = git.resolve_commit(root, base_ref or "HEAD")
+    cfg = config if config is not None else base_config(root, base_sha)
     # Only what linking and the story need is read, through the repository's history index (see
     # history_cache); it also says whether the revert is merged, without a walk of the history.
     base_index = _history_index(root, base_sha, started)
@@ -140,6 +140,12 @@ def check_revert(
     # A merged revert is read in the base's history, so that later relands of it are seen too.
     history_tip = base_sha if merged else head_sha
     since_sha = git.resolve_commit(root, since) if since else None
+    if since_sha is None and not merged and git.is_branch(root, revert_ref):
+        # A branch merges all it carries: judged whole from where it leaves the base, as a pull
+        # request is (a commit named by its id is judged alone, as a pick of it).
+        fork = git.merge_base(root, base_sha, head_sha)
+        if fork is not None and len(git.log(root, f"{fork}..{head_sha}")) > 1:
+            since_sha = fork
     scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     in_scope = set(scope)
     tip_index = base_index if merged or base_index is None else _history_index(root, head_sha, None)
@@ -449,6 +455,20 @@ def check_revert(
         fingerprint=revert_fingerprint(patches.get(head_sha, "")) if link.direction == 1 and link.kind != "reland"
         else None,
     )
+
+
+def base_config(root: Path, base_sha: str) -> Config:
+    """The configuration the base commit holds (its ``.revertbot.yml`` as committed; the defaults
+    without one): the branch checked out, a pull request's own, never decides how it is judged.
+    ``--config`` names another file."""
+    text = git.blobs(root, [f"{base_sha}:{CONFIG_FILE}"]).get(f"{base_sha}:{CONFIG_FILE}")
+    if text is None:
+        return default_config()
+    try:
+        decoded = text.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{CONFIG_FILE} at {base_sha[:12]}: not valid UTF-8 (byte {exc.start})") from None
+    return load_config(decoded, f"{CONFIG_FILE} at {base_sha[:12]}")
 
 
 def _history_index(root: Path, tip: str, started: git.StartedLog | None) -> history_cache.HistoryIndex | None:
