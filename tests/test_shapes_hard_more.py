@@ -180,3 +180,20 @@ def test_a_name_looked_up_by_string_that_another_file_defines_is_no_use(repo: Gi
     report = check_revert(repo.path, revert, base_ref="main")
     got = sorted((d.file, d.line, d.tier, d.symbol) for d in report.dependents)
     assert got == [("pkg/user.py", 5, "possible", "fused_rope")]
+
+
+def test_a_title_that_names_another_commit_than_the_id_cannot_tell(repo: GitRepo) -> None:
+    # 'Revert "Make flaky test quieter"' whose body names "Add auth check" by id and undoes it.
+    repo.commit("base", {"auth.py": "CHECK = False\n", "t.py": "QUIET = False\n"})
+    auth = repo.commit("Add auth check", {"auth.py": "CHECK = True\n"})
+    repo.commit("Make flaky test quieter", {"t.py": "QUIET = True\n"})
+    repo.tick()
+    message = f'Revert "Make flaky test quieter"\n\nThis reverts commit {auth}.\n'
+    revert = repo.commit(message, {"auth.py": "CHECK = False\n"})
+    report = check_revert(repo.path, revert, base_ref="main")
+    assert report.purity.verdict == "unverifiable" and report.risk.action != "merge"
+    assert report.unresolved[0].reason.startswith("the title names ")
+    # The same title as the commit the id names: linked, pure.
+    repo.tick()
+    again = repo.commit(f'Revert "Add auth check"\n\nThis reverts commit {auth}.\n', {"auth.py": "CHECK = False\n"})
+    assert check_revert(repo.path, again, base_ref=again).purity.verdict != "unverifiable"

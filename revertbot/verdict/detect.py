@@ -483,6 +483,16 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         what = "starting with" if pm.title_truncated else "titled"
         unresolved.append(Unresolved(title_missing, f"no earlier commit {what} {title_missing!r} on {ctx.ref_name}"))
 
+    # A quoted title that names another commit than the id found: which one is meant cannot be told
+    # (a message naming the commit it undoes by id and a different change by title).
+    named_by_id = [i for i, _, how in found if how == "sha" and i < len(idx.commits)]
+    if named_by_id and not several and pm.titles and not any(title_matches(i) for i in named_by_id):
+        t = pm.titles[0]
+        others = [i for i in idx.older(idx.titled(t, pm.title_truncated), pos) if i not in named_by_id]
+        if others:
+            unresolved.append(Unresolved(t, f"the title names {_short(idx.commits[others[0]].sha)}, not "
+                                            f"{_short(idx.commits[named_by_id[0]].sha)} that the commit id names"))
+
     # 4. Names that only say which commit in another system or repository it was.
     for cs in pm.changesets:
         hits = idx.find_prefix(cs)
