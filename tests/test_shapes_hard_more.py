@@ -197,3 +197,18 @@ def test_a_title_that_names_another_commit_than_the_id_cannot_tell(repo: GitRepo
     repo.tick()
     again = repo.commit(f'Revert "Add auth check"\n\nThis reverts commit {auth}.\n', {"auth.py": "CHECK = False\n"})
     assert check_revert(repo.path, again, base_ref=again).purity.verdict != "unverifiable"
+
+
+def test_an_op_namespace_named_underscore_c_is_a_name_not_a_build_macro(repo: GitRepo) -> None:
+    # vLLM registers its ops as torch.ops._C.*: "_C" is upper case but no TORCH_EXTENSION_NAME.
+    one = "#include <torch/library.h>\nat::Tensor add(at::Tensor x) { return x; }\n"
+    two = one + "at::Tensor rope(at::Tensor x) { return x; }\n"
+    reg = 'TORCH_LIBRARY(_C, m) {{\n  m.def("add(Tensor x) -> Tensor", &add);\n{}}}\n'
+    repo.commit("base", {"kernels/ops.cpp": one + reg.format(""), "eng/__init__.py": ""})
+    with_rope = two + reg.format('  m.def("rope(Tensor x) -> Tensor", &rope);\n')
+    original = repo.commit("Add rope op", {"kernels/ops.cpp": with_rope})
+    repo.commit("use", {"eng/model.py": "import torch\n\ndef run(x):\n    return torch.ops._C.rope(x)\n"})
+    repo.tick()
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [(d.symbol, d.file) for d in report.dependents] == [("torch.ops._C.rope", "eng/model.py")]

@@ -71,7 +71,7 @@ from revertbot.analysis.dependents_cpp_syntax import (
     role_of,
     written_scope,
 )
-from revertbot.analysis.dependents_cpp_targets import IDENT, CppTarget, OpTarget, index_cpp_changes
+from revertbot.analysis.dependents_cpp_targets import IDENT, CppTarget, OpTarget, index_cpp_changes, is_build_macro
 from revertbot.analysis.dependents_model import (
     MAX_DEPENDENTS,
     MAX_PER_SYMBOL,
@@ -524,7 +524,7 @@ class _Search:
         namespace = block_args[0]
         kind = "python binding" if macro in PYBIND_BLOCKS else "torch op"
         symbol = f"{namespace}.{name}" if kind == "python binding" else f"torch.ops.{namespace}.{name}"
-        if any(o.symbol == symbol for o in self.ops) or not IDENT.match(namespace) or namespace.isupper():
+        if any(o.symbol == symbol for o in self.ops) or not IDENT.match(namespace) or is_build_macro(namespace):
             return
         via = f"{t.file}: {t.word} removed; still registered as {symbol} in {path}:{call.start_point[0] + 1}"
         self.ops.append(OpTarget(symbol, kind, namespace, name, via, t.seq))

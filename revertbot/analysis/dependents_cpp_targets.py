@@ -97,6 +97,12 @@ def index_cpp_changes(
     return targets, ops
 
 
+def is_build_macro(name: str) -> bool:
+    """A module or namespace name that is a macro set at build time (``TORCH_EXTENSION_NAME``), not
+    a name of its own: upper case, not starting with an underscore (vLLM's ``_C`` is a name)."""
+    return name.isupper() and not name.startswith("_")
+
+
 def plain_name(name: str) -> str:
     """``ns::f(int, float)`` -> ``ns::f``: the name without an overload's parameter types."""
     return name.split("(", 1)[0] if not name.split("::")[-1].startswith("operator") else name
@@ -112,7 +118,7 @@ def _op_target(c: SymbolChange, seq: int, removed_functions: dict[str, SymbolCha
         if len(parts) < 2:
             return None
         namespace, name = parts[-2], parts[-1]
-    if not IDENT.match(namespace) or namespace.isupper():  # a macro: the real name is set at build time
+    if not IDENT.match(namespace) or is_build_macro(namespace):  # the real name is set at build time
         return None
     binds = getattr(c, "binds", "")
     fn = removed_functions.get(binds.rsplit("::", 1)[-1]) if binds else None

@@ -90,8 +90,9 @@ def patch_ids(repo: Path, shas: Sequence[str], paths: Sequence[str] = ()) -> dic
     # log to git patch-id.
     stdin, odd = git.stdin_revisions(shas, paths)
     out = git.run_pipeline(
-        ["--literal-pathspecs", "log", "-p", "--no-merges", "--no-walk=unsorted", "--format=commit %H", "--stdin",
-         "--", *odd],
+        # No textconv or external diff (the repository's drivers never run), as on every diff.
+        ["--literal-pathspecs", "log", "-p", "--no-textconv", "--no-ext-diff", "--no-merges", "--no-walk=unsorted",
+         "--format=commit %H", "--stdin", "--", *odd],
         ["patch-id", "--stable"],
         cwd=repo,
         input=stdin,
