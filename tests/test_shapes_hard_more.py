@@ -212,3 +212,20 @@ def test_an_op_namespace_named_underscore_c_is_a_name_not_a_build_macro(repo: Gi
     revert = repo.revert(original)
     report = check_revert(repo.path, revert, base_ref=revert)
     assert [(d.symbol, d.file) for d in report.dependents] == [("torch.ops._C.rope", "eng/model.py")]
+
+
+def test_a_header_the_revert_deletes_but_other_files_include_is_a_dependent(repo: GitRepo) -> None:
+    repo.commit("base", {"src/eng/launch.cpp": "void launch(int b) {}\n", "src/other/tuning.h": "#pragma once\n",
+                         "src/other/use.cpp": '#include "tuning.h"\n'})  # another header of that name  # fmt: skip
+    original = repo.commit("Add tuning header", {"src/eng/tuning.h": "#pragma once\nconstexpr int kBlock = 256;\n"})
+    repo.commit("use", {"src/eng/launch.cpp": '#include "tuning.h"\nint blocks(int n) { return n / kBlock; }\n',
+                        "src/eng/more.cpp": "#include <eng/tuning.h>\n"})  # fmt: skip
+    repo.tick()
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert, base_ref=revert)
+    found = sorted((d.file, d.line, d.symbol) for d in report.dependents)
+    # The quoted include resolves from its own directory; <eng/tuning.h> by its tail (no other file
+    # ends so); src/other/use.cpp includes its own tuning.h.
+    assert found == [("src/eng/launch.cpp", 1, "header:src/eng/tuning.h"),
+                     ("src/eng/more.cpp", 1, "header:src/eng/tuning.h")]  # fmt: skip
+    assert report.risk.level == "high"

@@ -49,6 +49,7 @@ The targets come from :mod:`~revertbot.analysis.dependents_cpp_targets`, what a 
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,43 @@ def search_cpp_dependents(
     if before is not None and deps:
         deps = _outside_untouched_calls(repo, before, tree, deps, search.spans)
     return DependentSearch(_capped(deps, search.order, notes), tuple(notes))
+
+
+#: Headers whose deletion breaks the files that still include them.
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+
+
+def deleted_header_includes(repo: Path, tree: str, deleted: Sequence[str]) -> list[Dependent]:
+    """Lines of ``tree`` (the base with the revert applied) that still ``#include`` a header the
+    revert deletes: the build breaks there, whatever symbols the header held (constants, enums and
+    includes are no symbols). An include names the header when, quoted, it resolves from the
+    including file's directory, or when its path is the end of the header's and no file left in
+    the tree ends so (an include directory; another header of that name may be the one meant)."""
+    headers = [p for p in deleted if p.lower().endswith(HEADER_SUFFIXES) and "\n" not in p]
+    if not headers:
+        return []
+    names = sorted({h.rsplit("/", 1)[-1] for h in headers})
+    left = [p for p in git.tree_files(repo, tree) if p.rsplit("/", 1)[-1] in names]
+    headers = [h for h in headers if h not in left]  # still there (the revert did not apply): nothing breaks
+    found: list[Dependent] = []
+    for path, lineno, text in git.grep_fixed(repo, tree, names, CPP_GLOBS):
+        m = _INCLUDE_RE.match(text)
+        if not m:
+            continue
+        written = m.group(1)
+        relative = posixpath.normpath(posixpath.join(posixpath.dirname(path), written))
+        for header in headers:
+            by_dir = relative == header and text.lstrip().startswith("#") and '"' in text
+            by_tail = (header == written or header.endswith("/" + written)) and not any(
+                p == written or p.endswith("/" + written) for p in left)
+            if by_dir or by_tail:
+                found.append(Dependent(f"header:{header}", header.rsplit("/", 1)[-1], path, lineno,
+                                       text.strip()[:MAX_TEXT], f"includes {header}, which the revert deletes"))
+                break
+        if len(found) >= MAX_DEPENDENTS:
+            break
+    return found
 
 
 def _outside_untouched_calls(

@@ -30,6 +30,7 @@ from revertbot.git.contents import (
     object_types as object_types,
     show_file as show_file,
     start_object_types as start_object_types,
+    tree_files as tree_files,
 )
 from revertbot.git.fetching import (
     FetchError as FetchError,

@@ -117,6 +117,12 @@ def blobs(repo: Path, specs: Sequence[str], env: Mapping[str, str] | None = None
 _ERE_SPECIAL = re.compile(r"([\\.\[\](){}*+?|^$])")
 
 
+def tree_files(repo: Path, tree: str) -> list[str]:
+    """Every file path of ``tree`` (recursively; one ``ls-tree``)."""
+    out = run_bytes("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, cwd=repo).stdout
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
 def grep_fixed(
     repo: Path, tree: str, patterns: Sequence[str], pathspecs: Sequence[str] = ()
 ) -> Iterator[tuple[str, int, str]]:
