@@ -396,11 +396,20 @@ def test_cli_language_from_config(repo: GitRepo, capsys: pytest.CaptureFixture[s
 
 def test_cli_bad_config_exits_6_with_key_path(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     _, revert = simple_repo(repo)
-    (repo.path / ".revertbot.yml").write_text("thresholds:\n  drift_comits_high: 3\n")
+    repo.commit("Configure", {".revertbot.yml": "thresholds:\n  drift_comits_high: 3\n"})  # the base's own
     assert run_cli(["check", "--repo", str(repo.path), revert]) == 6
     err = capsys.readouterr().err
-    assert "thresholds.drift_comits_high" in err
+    assert "thresholds.drift_comits_high" in err and f".revertbot.yml at {repo.head()[:12]}" in err
     assert "drift_commits_high" in err.replace("thresholds.drift_comits_high", "")  # the did-you-mean hint
+
+
+def test_an_edited_checkout_config_is_said_and_not_used(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    _, revert = simple_repo(repo)
+    (repo.path / ".revertbot.yml").write_text("thresholds:\n  drift_comits_high: 3\n")  # not committed
+    assert run_cli(["check", "--repo", str(repo.path), "--format", "json", revert]) == 0
+    notes = json.loads(capsys.readouterr().out)["symbol_notes"]
+    assert any(n.startswith("the checkout's .revertbot.yml is not the base commit's") for n in notes), notes
+    assert run_cli(["check", "--repo", str(repo.path), "--config", str(repo.path / ".revertbot.yml"), revert]) == 6
 
 
 def test_cli_config_option_overrides_repo_file(

@@ -128,6 +128,7 @@ def check_revert(
     if base_sha is None:
         base_sha = git.resolve_commit(root, base_ref or "HEAD")
     cfg = config if config is not None else base_config(root, base_sha)
+    config_note = "" if config is not None else _working_tree_config_note(root, base_sha)
     # Only what linking and the story need is read, through the repository's history index (see
     # history_cache); it also says whether the revert is merged, without a walk of the history.
     base_index = _history_index(root, base_sha, started)
@@ -372,7 +373,7 @@ def check_revert(
                                                       readable=readable, naming=naming, shared=shared)  # fmt: skip
         if apply_note != "no-op" and _symbol_inputs(files) != _symbol_inputs(ahead):
             analyse_code(files, [])  # the build files made another file critical: the order changed
-        notes: list[str] = [n for n in (unread_note, base_note) if n]
+        notes: list[str] = [n for n in (config_note, unread_note, base_note) if n]
         notes += critical_notes
         notes += code_notes
 
@@ -471,6 +472,19 @@ def base_config(root: Path, base_sha: str) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{CONFIG_FILE} at {base_sha[:12]}: not valid UTF-8 (byte {exc.start})") from None
     return load_config(decoded, f"{CONFIG_FILE} at {base_sha[:12]}")
+
+
+def _working_tree_config_note(root: Path, base_sha: str) -> str:
+    """A note when the checkout's ``.revertbot.yml`` is not the base commit's (edited, or another
+    branch checked out): the base's was used."""
+    try:
+        here = (root / CONFIG_FILE).read_bytes()
+    except OSError:
+        return ""
+    if here == git.blobs(root, [f"{base_sha}:{CONFIG_FILE}"]).get(f"{base_sha}:{CONFIG_FILE}"):
+        return ""
+    return (f"the checkout's {CONFIG_FILE} is not the base commit's ({base_sha[:12]}): the base's was used "
+            f"(--config {CONFIG_FILE} uses the checkout's)")
 
 
 def _history_index(root: Path, tip: str, started: git.StartedLog | None) -> history_cache.HistoryIndex | None:
