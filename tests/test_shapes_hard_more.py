@@ -229,3 +229,17 @@ def test_a_header_the_revert_deletes_but_other_files_include_is_a_dependent(repo
     assert found == [("src/eng/launch.cpp", 1, "header:src/eng/tuning.h"),
                      ("src/eng/more.cpp", 1, "header:src/eng/tuning.h")]  # fmt: skip
     assert report.risk.level == "high"
+
+
+def test_a_name_reexported_by_a_package_star_import_is_still_used(repo: GitRepo) -> None:
+    # eng/_impl/__init__.py star-imports ops; model.py imports fused_rope from the package.
+    repo.commit("base", {"eng/__init__.py": "", "eng/_impl/__init__.py": "from .ops import *\n",
+                         "eng/_impl/ops.py": "def foo():\n    return 1\n"})  # fmt: skip
+    original = repo.commit("Add fused_rope", {"eng/_impl/ops.py": "def foo():\n    return 1\n\n\n"
+                                                                  "def fused_rope(x):\n    return x * 2\n"})
+    repo.commit("use", {"eng/model.py": "from eng._impl import fused_rope\n\ndef run(x):\n    return fused_rope(x)\n"})
+    repo.tick()
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert sorted({(d.file, d.line) for d in report.dependents}) == [("eng/model.py", 1), ("eng/model.py", 4)]
+    assert report.risk.level == "high"

@@ -52,7 +52,9 @@ a function of another (unaffected) module, a container element or ``a.b.c`` chai
 (a distinctive name still gives a possible use), and uses through a subclass defined in another
 file are not found, nor are ``importlib`` with computed names, nested functions, removed special methods
 (called implicitly; a note lists them), or a name re-exported by a package ``__init__`` the
-change leaves alone or by ``import *`` (the ``__init__``'s own import line is reported instead).
+change leaves alone (the ``__init__``'s own import line is reported instead). A package whose
+``__init__`` star-imports an affected module loses its public names too (``from pkg import
+name`` breaks): one more ``git grep`` of the ``__init__`` files for ``import *`` finds them.
 Module names are matched by dotted suffix (``python/pkg/mod.py`` is ``pkg.mod``); a single-part
 name matches only from the same directory or below a ``python``/``src``/``lib`` root. Every bound
 (files read and parsed, bytes, grep patterns and lines, uses listed) is reported in
@@ -85,7 +87,7 @@ from revertbot.analysis.dependents_model import (
     Target,
 )
 from revertbot.analysis.dependents_search import Riders, Search
-from revertbot.analysis.dependents_targets import index_changes
+from revertbot.analysis.dependents_targets import add_star_reexports, index_changes
 from revertbot.analysis.dependents_words import may_define, names_pattern
 from revertbot.analysis.symbols import CALLABLE_KINDS, SymbolChange, bare_name
 from revertbot.errors import GitError
@@ -129,6 +131,12 @@ def search_dependents(
     search = Search(repo, tree, modules, notes)
     search.riders = riders
     found = search.run(own)
+    # A package whose __init__ star-imports an affected module loses its names too: its importers
+    # are searched again for those (one more grep, only where such a package exists).
+    if search.star_lines and (added := add_star_reexports(modules, search.star_lines)):
+        packages = {name: modules[name] for name in added}
+        again = Search(repo, tree, packages, notes)
+        found.update(again.run(_own_files(repo, tree, packages, notes)))
     if before is not None and found:
         found = _outside_changed_lines(repo, before, tree, found)
     return DependentSearch(_capped(found, modules, notes), tuple(notes))

@@ -57,6 +57,10 @@ class Riders:
     complete: bool = False
 
 
+#: ``import *`` lines of package ``__init__`` files kept, at most.
+MAX_STAR_LINES = 2_000
+
+
 def _may_ride(patterns: list[str]) -> bool:
     # ASCII strings match the decoded line exactly where git matched its bytes.
     return all(p and p.isascii() for p in patterns)
@@ -69,6 +73,9 @@ class Search(SearchIndex):
     #: The Python files with a line that holds one of ``file_words`` (found by the same grep); None
     #: when that search was not made or not read to the end.
     word_files: set[str] | None = None
+    #: ``import *`` lines of package ``__init__`` files the grep passed (path, text), at most
+    #: :data:`MAX_STAR_LINES`: a package that star-imports an affected module loses its names too.
+    star_lines: list[tuple[str, str]]
 
     def run(self, own: dict[str, AffectedModule]) -> dict[tuple[Target, str, int], Dependent]:
         self._grep()
@@ -134,8 +141,11 @@ class Search(SearchIndex):
         own_re = re.compile("|".join(map(re.escape, own))) if extra else None
         rider_res = [(r, re.compile("|".join(map(re.escape, r.patterns)))) for r in riders]
         read_all = True
+        self.star_lines = []
         for path, lineno, text in git.grep_fixed(self.repo, self.tree, [*own, *extra],
                                                     ["*.py", "*.pyi", *CONFIG_GLOBS]):  # fmt: skip
+            if "import *" in text and path.endswith("__init__.py") and len(self.star_lines) < MAX_STAR_LINES:
+                self.star_lines.append((path, text))
             if word_re is not None and path not in word_files and word_re.search(text):
                 word_files.add(path)
             for rider, rider_re in rider_res:

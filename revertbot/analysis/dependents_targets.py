@@ -4,6 +4,7 @@ in code refers to one of those modules. Pure: no I/O."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from revertbot.analysis.dependents_model import PYTHON_SUFFIXES, AffectedModule, Target
@@ -140,6 +141,43 @@ def _add_reexports(changes: Sequence[SymbolChange], modules: dict[str, AffectedM
         if package and package != target.name:
             pm = modules.setdefault(package, AffectedModule(package, c.file))
             pm.names.setdefault(bare_name(c), []).extend(t for t in target.names[name] if t.kind != "params")
+
+
+_STAR_RE = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\*")
+
+
+def add_star_reexports(modules: dict[str, AffectedModule], lines: Sequence[tuple[str, str]]) -> list[str]:
+    """Packages whose ``__init__`` star-imports an affected module lose what it loses (``from
+    pkg import name`` breaks; the ``__init__`` itself does not); followed through packages that
+    star-import those, a few levels. ``lines``: ``(path, text)`` of ``import *`` lines of
+    ``__init__.py`` files. The packages added, in order."""
+    stars = [(path, m.group(1)) for path, text in lines if path.endswith("__init__.py") and (m := _STAR_RE.match(text))]
+    added: list[str] = []
+    for _ in range(MAX_STAR_LEVELS):
+        grew = False
+        for path, source in stars:
+            package = module_of(path)
+            written = absolute_module(source, path)
+            target = next((m for m in list(modules.values()) if same_module(written, m.name, path)), None)
+            if not package or target is None or package == target.name:
+                continue
+            pm = modules.setdefault(package, AffectedModule(package, path))
+            for name, targets in target.names.items():
+                if name.startswith("_") or name in pm.names:
+                    continue  # import * leaves out private names
+                kept = [t for t in targets if t.kind != "params"]
+                if kept:
+                    pm.names[name] = kept
+                    grew = True
+            if grew and package not in added:
+                added.append(package)
+        if not grew:
+            break
+    return added
+
+
+#: Packages star-importing packages that star-import an affected module, followed this deep.
+MAX_STAR_LEVELS = 3
 
 
 def absolute_module(module: str, path: str) -> str:
