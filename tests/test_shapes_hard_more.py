@@ -243,3 +243,18 @@ def test_a_name_reexported_by_a_package_star_import_is_still_used(repo: GitRepo)
     report = check_revert(repo.path, revert, base_ref=revert)
     assert sorted({(d.file, d.line) for d in report.dependents}) == [("eng/model.py", 1), ("eng/model.py", 4)]
     assert report.risk.level == "high"
+
+
+def test_a_source_the_revert_deletes_but_a_build_file_still_lists_is_a_dependent(repo: GitRepo) -> None:
+    setup = ('from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n'
+             'setup(ext_modules=[CUDAExtension("eng._C", [{}"csrc/other/rope.cu"])])\n')  # fmt: skip
+    repo.commit("base", {"setup.py": setup.format(""), "csrc/other/rope.cu": "void other() {}\n"})
+    original = repo.commit("Add the rope kernel", {"csrc/rope.cu": "__global__ void rope() {}\n"})
+    repo.commit("Build it", {"setup.py": setup.format('"csrc/rope.cu", '),
+                             "bench/CMakeLists.txt": "add_executable(b ../csrc/rope.cu)\n"})  # fmt: skip
+    repo.tick()
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert, base_ref=revert)
+    # Each line that lists the deleted file, once; the other rope.cu listed beside it is not it.
+    assert sorted((d.file, d.line, d.symbol) for d in report.dependents) == [
+        ("bench/CMakeLists.txt", 1, "source:csrc/rope.cu"), ("setup.py", 3, "source:csrc/rope.cu")]

@@ -180,6 +180,42 @@ def deleted_header_includes(repo: Path, tree: str, deleted: Sequence[str]) -> li
     return found
 
 
+#: Sources whose deletion breaks the build files that still list them.
+SOURCE_SUFFIXES = (".cu", ".hip", ".c", ".cc", ".cpp", ".cxx")
+#: Build files read for the sources they list (git's pathspecs: ``*`` crosses ``/``).
+BUILD_PATHSPECS = ("*.py", "*CMakeLists.txt", "*.cmake", "*Makefile", "*.mk", "*meson.build")
+_LITERAL_RE = re.compile(r"[\w${}./@+-]+")
+
+
+def deleted_source_builds(repo: Path, tree: str, deleted: Sequence[str]) -> list[Dependent]:
+    """Lines of build files in ``tree`` (the base with the revert applied) that still list a source
+    the revert deletes (``setup.py``'s ``CUDAExtension`` sources, a CMake target, a Makefile rule):
+    the build breaks there. A path written in the line names the source when it resolves to it from
+    the build file's directory or from the repository's root, or is its last two components or more."""
+    sources = [p for p in deleted if p.lower().endswith(SOURCE_SUFFIXES) and "\n" not in p]
+    if not sources:
+        return []
+    names = sorted({p.rsplit("/", 1)[-1] for p in sources})
+    found: list[Dependent] = []
+    for path, lineno, text in git.grep_fixed(repo, tree, names, BUILD_PATHSPECS):
+        if text.lstrip().startswith("#") and not path.endswith((".py", "Makefile", ".mk")):
+            continue  # a CMake comment
+        here = posixpath.dirname(path)
+        words = [w.strip("./") if w.startswith("./") else w for w in _LITERAL_RE.findall(text)]
+        for source in sources:
+            tail = source.rsplit("/", 1)[-1]
+            if not any(w.endswith(tail) and (
+                posixpath.normpath(posixpath.join(here, w)) == source or w == source
+                or (w.count("/") >= 1 and source.endswith("/" + w))) for w in words):  # fmt: skip
+                continue
+            found.append(Dependent(f"source:{source}", tail, path, lineno, text.strip()[:MAX_TEXT],
+                                   f"lists {source}, which the revert deletes"))
+            break
+        if len(found) >= MAX_DEPENDENTS:
+            break
+    return found
+
+
 def _outside_untouched_calls(
     repo: Path, before: str, tree: str, deps: list[Dependent], spans: dict[tuple[str, str, int], tuple[int, int]]
 ) -> list[Dependent]:

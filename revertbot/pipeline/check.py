@@ -27,7 +27,7 @@ from revertbot.analysis.critical_stage import (
     with_repository_rules,
 )
 from revertbot.analysis.dependents import plan_string_lookups, search_dependents
-from revertbot.analysis.dependents_cpp import deleted_header_includes, search_cpp_dependents
+from revertbot.analysis.dependents_cpp import deleted_header_includes, deleted_source_builds, search_cpp_dependents
 from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.dependents_search import Riders
 from revertbot.analysis.history import MAX_BASE_COMMITS, backports_and_main_line, base_state, find_drift
@@ -362,7 +362,9 @@ def check_revert(
                 dependents += list(cpp_search.dependents)
                 code_notes += list(cpp_search.notes)
             # Headers the revert deletes that files left in the tree still include: the build breaks.
-            dependents += deleted_header_includes(root, after_tree, [f.path for f in ordered if f.status == "deleted"])
+            deleted = [f.path for f in ordered if f.status == "deleted"]
+            dependents += deleted_header_includes(root, after_tree, deleted)
+            dependents += deleted_source_builds(root, after_tree, deleted)  # sources build files still list
 
         if apply_note != "no-op":
             analyse_code(ahead, [naming_rider] if naming_rider is not None else [])
