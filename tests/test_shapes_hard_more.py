@@ -258,3 +258,17 @@ def test_a_source_the_revert_deletes_but_a_build_file_still_lists_is_a_dependent
     # Each line that lists the deleted file, once; the other rope.cu listed beside it is not it.
     assert sorted((d.file, d.line, d.symbol) for d in report.dependents) == [
         ("bench/CMakeLists.txt", 1, "source:csrc/rope.cu"), ("setup.py", 3, "source:csrc/rope.cu")]
+
+
+def test_a_merges_revert_titled_after_a_commit_it_brought_in_is_no_title_conflict(repo: GitRepo) -> None:
+    repo.commit("base", {"a.py": "a1\na2\n"})
+    repo.checkout("-b", "u/add-feature")
+    repo.commit("Add feature", {"a.py": "a1\nA2\n"})
+    repo.checkout("main")
+    repo.git("merge", "-q", "--no-ff", "u/add-feature", "-m", "Merge pull request #5 from u/add-feature\n\nAdd it")
+    merge = repo.head()
+    repo.tick()
+    repo.git("revert", "--no-edit", "-m", "1", merge)
+    repo.git("commit", "-q", "--amend", "-m", f'Revert "Add feature"\n\nThis reverts commit {merge}.')
+    report = check_revert(repo.path, repo.head(), base_ref=repo.head())
+    assert report.unresolved == () and report.purity.verdict == "pure"

@@ -26,10 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from revertbot import git
-from revertbot.analysis.history import changed_paths, patch_ids, title_key
+from revertbot.analysis.history import _PICK_TRAILER_RE, _merged_commits, changed_paths, patch_ids, title_key
 from revertbot.errors import GitError
 from revertbot.models import Commit, Link
 from revertbot.report_data import Backport
+from revertbot.verdict.grammar import UNDO_KINDS, parse_message
+from revertbot.verdict.history_index import _index_keys
 from revertbot.verdict.purity import change_vector
 
 #: Commits before a revert searched for the branch's copy of its original (newest first).
@@ -196,3 +198,99 @@ def _commit(root: Path, sha: str) -> Commit | None:
     except GitError:
         return None
     return found[0] if found else None
+
+
+#: Commits of the base that the revert's history lacks, read at most, for :func:`base_state`.
+MAX_BASE_COMMITS = 20_000
+
+
+def base_state(
+    repo: Path, originals: Sequence[Commit], revert: Commit, base: str
+) -> tuple[tuple[str, ...], str | None, int]:
+    """What the base a revert is meant for does with its originals: the originals it carries
+    neither itself nor a copy of, the base's own commit that has undone one it carries already,
+    and how many of the base's own commits were read (the newest :data:`MAX_BASE_COMMITS` that the
+    revert's history lacks).
+
+    A copy changes exactly the files of what it copies, and is named by a pick trailer (naming it,
+    or the commit it was itself picked from), has its patch on those files, or its title (not a
+    generic one). A merge original is carried when the base has it or a copy of every commit it
+    brought in. An undo is a revert, backout or partial revert on the base that names one of them
+    (by id, title, pull request or Phabricator revision) or any of their copies, or a copy of this
+    revert (its patch).
+
+    Merging a revert where the base never had the original undoes nothing of it and takes back
+    whatever else wrote the same lines; merging it where the base undid it already takes back the
+    work done since. Both are exact inverses of the original all the same."""
+    if not originals:
+        return (), None, 0
+    own = git.log_revs(repo, [base, f"^{revert.sha}"])[:MAX_BASE_COMMITS]  # newest first
+    ancestors = {o.sha for o in originals if git.is_ancestor(repo, o.sha, base)}
+    # What each original is on a branch: itself, and for a merge the commits it brought in.
+    units = {o.sha: [o] if len(o.parents) <= 1 else _merged_commits(repo, o) or [o] for o in originals}
+    wanted = [u for o in originals if o.sha not in ancestors for u in units[o.sha]]
+    copies: dict[str, str] = {}  # unit sha -> its copy on the base
+    if wanted and own:
+        paths_of = changed_paths(repo, [*(u.sha for u in wanted), *(c.sha for c in own)])
+        source_of: dict[str, str] = {}  # a unit, or what it was picked from -> the unit
+        for u in wanted:
+            source_of[u.sha] = u.sha
+            for source in _PICK_TRAILER_RE.findall(u.message):
+                source_of.setdefault(source, u.sha)
+        titled = {title_key(u.subject): u.sha for u in wanted if not is_generic_title(u.subject)}
+        pids: dict[str, str] = {}
+        paths = sorted({p for u in wanted for p in paths_of.get(u.sha, ())})
+        try:
+            pids = patch_ids(repo, [*(u.sha for u in wanted), *(c.sha for c in own)], paths) if paths else {}
+        except GitError as exc:
+            if not git.is_missing_object(exc.stderr):
+                raise  # a clone without the contents: copies by patch stay unknown (not carried)
+        by_pid = {pids[u.sha]: u.sha for u in wanted if u.sha in pids}
+        for c in reversed(own):  # oldest first
+            named = [source_of[x] for x in (c.sha, *_PICK_TRAILER_RE.findall(c.message)) if x in source_of]
+            if not named and pids.get(c.sha) in by_pid:
+                named = [by_pid[pids[c.sha]]]
+            if not named and parse_message(c.message).kind is None and title_key(c.subject) in titled:
+                named = [titled[title_key(c.subject)]]
+            for unit in named:
+                if unit not in copies and set(paths_of.get(c.sha, ())) == set(paths_of.get(unit, ())):
+                    copies[unit] = c.sha
+    carried = {o.sha for o in originals if o.sha in ancestors or all(u.sha in copies for u in units[o.sha])}
+    missing = tuple(o.sha for o in originals if o.sha not in carried)
+    # The base undid one it carries already: the newest of its own commits that undoes one.
+    names: dict[str, set[str]] = {}
+    keys: dict[str, tuple[set[int], set[str], set[str]]] = {}
+    for o in originals:
+        if o.sha in carried:
+            for u in {o.sha: o, **{u.sha: u for u in units[o.sha]}}.values():
+                names.setdefault(o.sha, set()).update({u.sha} | ({copies[u.sha]} if u.sha in copies else set()))
+            prs, own_titles, diff, _sources = _index_keys(o)
+            keys[o.sha] = (prs, {title_key(t) for t in own_titles}, {diff} if diff else set())
+    undone = None
+    taken = {sha for shas in names.values() for sha in shas}
+    revert_pid = None
+    for c in own if carried else ():
+        if c.sha in taken:
+            continue
+        pm = parse_message(c.message)
+        if pm.kind in UNDO_KINDS or pm.kind == "revert":
+            undo_titles = {title_key(t) for t in pm.titles}
+            if any(any(n.startswith(s.lower()) for s in pm.shas for n in names[o])
+                   or keys[o][0] & set(pm.prs) or keys[o][1] & undo_titles or keys[o][2] & set(pm.diffs)
+                   for o in names):  # fmt: skip
+                undone = c.sha
+                break
+        if revert_pid is None:
+            paths = sorted({p for ps in changed_paths(repo, [revert.sha]).values() for p in ps})
+            try:
+                found = patch_ids(repo, [revert.sha, *(x.sha for x in own if x.sha not in taken)], paths)
+            except GitError as exc:
+                if not git.is_missing_object(exc.stderr):
+                    raise
+                found = {}
+            revert_pid = found.pop(revert.sha, "")
+            copies_of_revert = {sha for sha, pid in found.items() if revert_pid and pid == revert_pid}
+        if c.sha in copies_of_revert:
+            undone = c.sha
+            break
+    return missing, undone, len(own)

@@ -284,61 +284,6 @@ def find_main_line(
     return rows[0] if rows else Backport(ref, None, "", None)
 
 
-#: Commits of the base that the revert's history lacks, read at most, for :func:`base_state`.
-MAX_BASE_COMMITS = 20_000
-
-
-def base_state(
-    repo: Path, originals: Sequence[Commit], revert: Commit, base: str
-) -> tuple[tuple[str, ...], str | None, int]:
-    """What the base a revert is meant for does with its originals: the originals it carries neither
-    itself nor a copy of (by a pick trailer, shared or naming it, or the same patch on the original's
-    files), the base's own commit that has undone every original it carries already (a revert naming
-    them, or a copy of this revert by its trailer, title or patch), and how many of the base's own
-    commits were read (the newest :data:`MAX_BASE_COMMITS` that the revert's history lacks).
-
-    Merging a revert where the base never had the original undoes nothing of it and takes back
-    whatever else wrote the same lines; merging it where the base undid it already undoes the
-    work done since. Both are exact inverses of the original all the same."""
-    if not originals:
-        return (), None, 0
-    own = git.log_revs(repo, [base, f"^{revert.sha}"])[:MAX_BASE_COMMITS]  # newest first
-    units = list(originals)
-    carried: dict[str, set[str]] = {o.sha: {o.sha} for o in units if git.is_ancestor(repo, o.sha, base)}
-    source_of: dict[str, str] = {}  # an original, or what it was picked from -> the original
-    for o in units:
-        source_of[o.sha] = o.sha
-        for source in _PICK_TRAILER_RE.findall(o.message):
-            source_of.setdefault(source, o.sha)
-    for c in reversed(own):  # oldest first
-        for x in (c.sha, *_PICK_TRAILER_RE.findall(c.message)):
-            if (picked := source_of.get(x)) is not None:
-                carried.setdefault(picked, set()).add(c.sha)
-    unfound = [o.sha for o in units if o.sha not in carried and len(o.parents) <= 1]
-    pids: dict[str, str] | None = None
-    if own and (unfound or carried):
-        paths = sorted({p for ps in changed_paths(repo, [o.sha for o in units]).values() for p in ps})
-        try:
-            pids = patch_ids(repo, [*(c.sha for c in own), *(o.sha for o in units), revert.sha], paths)
-        except GitError as exc:
-            if not git.is_missing_object(exc.stderr):
-                raise
-            pids = None  # a clone without the contents: copies by patch stay unknown (not carried)
-        if pids is not None:
-            for sha in unfound:
-                pid = pids.get(sha)
-                copy = next((c.sha for c in reversed(own) if pid is not None and pids.get(c.sha) == pid), None)
-                if copy is not None:
-                    carried[sha] = {sha, copy}
-    missing = tuple(o.sha for o in units if o.sha not in carried)
-    undone = None
-    if carried:
-        taken = {sha for names in carried.values() for sha in names}
-        later = [c for c in own if c.sha not in taken]
-        undone = _find_revert_pick(later, revert, carried, (pids or {}).get(revert.sha), pids)
-    return missing, undone, len(own)
-
-
 def backports_and_main_line(
     repo: Path, originals: Sequence[Commit], revert: Commit, base: str, branch_matches: Callable[[str], bool],
     history: Sequence[Commit], base_name: str,

@@ -15,7 +15,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from revertbot import git
-from revertbot.analysis.backport_evidence import MAX_COPY_SEARCH, confirm_title_matches, relink_branch_copies
+from revertbot.analysis.backport_evidence import (
+    MAX_BASE_COMMITS,
+    MAX_COPY_SEARCH,
+    base_state,
+    confirm_title_matches,
+    relink_branch_copies,
+)
 from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
 from revertbot.analysis.critical_stage import (
     MAX_GREP_LINES as MAX_NAMING_LINES,
@@ -30,7 +36,7 @@ from revertbot.analysis.dependents import plan_string_lookups, search_dependents
 from revertbot.analysis.dependents_cpp import deleted_header_includes, deleted_source_builds, search_cpp_dependents
 from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.dependents_search import Riders
-from revertbot.analysis.history import MAX_BASE_COMMITS, backports_and_main_line, base_state, find_drift
+from revertbot.analysis.history import backports_and_main_line, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
 from revertbot.analysis.pyparse import collector_paused
@@ -141,9 +147,10 @@ def check_revert(
     # A merged revert is read in the base's history, so that later relands of it are seen too.
     history_tip = base_sha if merged else head_sha
     since_sha = git.resolve_commit(root, since) if since else None
-    if since_sha is None and not merged and git.is_branch(root, revert_ref):
-        # A branch merges all it carries: judged whole from where it leaves the base, as a pull
-        # request is (a commit named by its id is judged alone, as a pick of it).
+    if since_sha is None and not merged and not git.HEX_RE.fullmatch(revert_ref.strip()):
+        # A name (a branch, a pull request's ref, HEAD, a tag) merges all it carries: judged whole
+        # from where it leaves the base, as a pull request is (a commit id is judged alone, as a
+        # pick of it).
         fork = git.merge_base(root, base_sha, head_sha)
         if fork is not None and len(git.log(root, f"{fork}..{head_sha}")) > 1:
             since_sha = fork

@@ -552,8 +552,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("applies", "already-merged"): "already part of the base",
         ("applies", "no-op"): "changes nothing on the base ({base})",
         ("applies", "not-checked"): "not checked: {reason}",
-        ("applies", "already-undone"): "the base ({base}) undid the original already ({by}): merging this takes back "
-                                       "the work done since",
+        ("applies", "already-undone"): "the base ({base}) undid the original already, in whole or in part ({by}): "
+                                       "merging this again takes back any work done on it since",
         ("applies", "original-missing"): "the base ({base}) does not carry {count} original(s) it undoes (nor a copy): "
                                          "merging this takes back whatever else wrote the same lines",
         ("drift", "none"): "no later commit touched the same files",
@@ -609,7 +609,8 @@ _SENTENCES: dict[str, dict[tuple[str, str], str]] = {
         ("applies", "already-merged"): "已包含在目标分支中",
         ("applies", "no-op"): "在目标分支（{base}）上不产生任何改动",
         ("applies", "not-checked"): "未检查：{reason}",
-        ("applies", "already-undone"): "目标分支（{base}）已经回退过原始提交（{by}）：再合并本次回退会撤销此后的工作",
+        ("applies", "already-undone"): "目标分支（{base}）已经（全部或部分）回退过原始提交（{by}）："
+                                       "再合并本次回退会撤销此后在其上所做的工作",
         ("applies", "original-missing"): "目标分支（{base}）不包含本次回退所撤销的 {count} 个原始提交（也没有其副本）："
                                          "合并会撤销其他写了相同代码行的改动",
         ("drift", "none"): "原始提交之后没有提交修改相同文件",

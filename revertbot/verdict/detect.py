@@ -485,7 +485,9 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
 
     # A quoted title that names another commit than the id found: which one is meant cannot be told
     # (a message naming the commit it undoes by id and a different change by title).
-    named_by_id = [i for i, _, how in found if how == "sha" and i < len(idx.commits)]
+    # (A merge is left alone: its revert's title is often that of a commit it brought in.)
+    named_by_id = [i for i, _, how in found if how == "sha" and i < len(idx.commits)
+                   and len(idx.commits[i].parents) <= 1]  # fmt: skip
     if named_by_id and not several and pm.titles and not any(title_matches(i) for i in named_by_id):
         t = pm.titles[0]
         others = [i for i in idx.older(idx.titled(t, pm.title_truncated), pos) if i not in named_by_id]
