@@ -110,7 +110,6 @@ from revertbot.git.refs import (
     head_ref_and_commit as head_ref_and_commit,
     invalid_ref_name as invalid_ref_name,
     is_ancestor as is_ancestor,
-    is_branch as is_branch,
     is_shallow as is_shallow,
     list_refs as list_refs,
     main_line_ref as main_line_ref,

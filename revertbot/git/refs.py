@@ -318,12 +318,6 @@ def _newest_first(repo: Path, shas: Sequence[str]) -> list[str]:
     return sorted(by_time, key=lambda s: -n_ancestors[s])
 
 
-def is_branch(repo: Path, name: str) -> bool:
-    """Whether ``name`` names a branch (local or remote-tracking), not a commit id or tag."""
-    proc = run_bytes("rev-parse", "--symbolic-full-name", "--verify", "--quiet", name, cwd=repo, check=False)
-    return proc.returncode == 0 and proc.stdout.decode().strip().startswith(("refs/heads/", "refs/remotes/"))
-
-
 def ref_sha(repo: Path, ref: str) -> str | None:
     """The commit a full ref name points to, or None when there is no such ref."""
     proc = run_bytes("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo, check=False)
