@@ -287,8 +287,8 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
           original: str | None = None) -> None:  # fmt: skip
     """Full risk report for one REVERT commit (sha, branch or tag), offline; or for a
     pull request given as owner/repo#N, with GitHub context (GITHUB_API_URL, token).
-    A name not yet on the base (branch, pull request ref, HEAD, tag) is judged whole, from where
-    it leaves the base (merging it merges every commit it carries); a commit id is judged alone. The configuration is the
+    A name not yet on the base (branch, pull request ref, HEAD, tag) is judged whole, from
+    where it leaves the base (merging it merges every commit it carries); a commit id alone. The configuration is the
     base commit's .revertbot.yml (or --config), whatever is checked out.
 
     Finds what the revert undoes, proves whether it is exactly the inverse (pure), applies it
