@@ -21,6 +21,7 @@ Pure functions of parsed results (no I/O), so every rule is testable on CPU:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,6 +133,9 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
     out: dict[str, Any] = {
         "fixed": [], "broken": [], "failing_both": [], "flaky": [], "infra": [],
         "only_before": [], "only_after": [], "not_compared": [],
+        # Tests that passed or failed before the revert and were skipped after it (or xfailed):
+        # what they checked was not checked on the revert's side.
+        "lost": [],
         "passed_both": 0, "skipped": 0, "total": len(tests),
         # Tests that passed or failed on each side: a side with none validated nothing.
         "decided": {"before": 0, "after": 0},
@@ -164,6 +168,8 @@ def compare_tests(before: Sequence[RunData], after: Sequence[RunData], local_mod
                 out["only_before"].append({"test": test, "before": _word(b_seen)})
         elif "skip" in (b, a):
             out["skipped"] += 1
+            if b in ("pass", "fail") and a == "skip":
+                out["lost"].append({"test": test, "before": _word(b_seen), "after": _word(a_seen)})
         elif b == "fail" and a == "pass":
             out["fixed"].append({"test": test, "before": _word(b_seen), "after": _word(a_seen)})
             passed_after.append(test)
@@ -226,15 +232,19 @@ def _spreads(runs: Sequence[RunData]) -> dict[tuple[str, str, str], float]:
 
 
 def spread_of(before: float | None, after: float | None) -> float | None:
-    """The noise of a before/after pair: the larger of the two sides' spreads (None when neither is known)."""
-    known = [s for s in (before, after) if s is not None]
-    return max(known) if known else None
+    """The noise of a before/after pair: the spread of the side before the revert (the code as it
+    was; the other side's is the change's own to widen), else the other's (None when neither is known)."""
+    return before if before is not None else after
 
 
 def is_regression(before: float, after: float, threshold: float | None, spread: float | None) -> bool:
-    """Past the threshold (percent of before) and, when the spread is known, larger than it."""
+    """Past the threshold (percent of before) and, when the spread is known, larger than it. A
+    value that is not a finite, non-negative number is never taken for "no regression"."""
     if threshold is None:
         return False
+    values = (before, after) if spread is None else (before, after, spread)
+    if not all(math.isfinite(v) and v >= 0 for v in values):
+        return True
     pct = (after - before) / before * 100.0 if before else None
     past_threshold = (pct is not None and pct > threshold) or (before == 0 and after > 0)
     return past_threshold and (spread is None or after - before > spread)

@@ -119,7 +119,10 @@ def collect_manifest(python: str | None = None, env: Mapping[str, str] | None = 
     fields: dict[str, Any] = {}
 
     names: list[str] = probe.get("gpu_names") or []
-    if names:
+    # What the suite's interpreter says is counted only where nvidia-smi (run here, not by the
+    # suite) lists a GPU too: the suite's own code can write the probe.
+    unconfirmed = bool(names) and not rows
+    if names and not unconfirmed:
         fields["gpu_model"] = _ok(sorted(set(names)) if len(set(names)) > 1 else names[0], "torch")
         fields["gpu_count"] = _ok(len(names), "torch")
         fields["gpu_memory_mib"] = _ok(probe.get("gpu_memory_mib", [None])[0], "torch")
@@ -130,7 +133,9 @@ def collect_manifest(python: str | None = None, env: Mapping[str, str] | None = 
         fields["gpu_memory_mib"] = _ok(_int(rows[0][2]) if len(rows[0]) > 2 else None, "nvidia-smi")
     else:
         why = "; ".join(w for w in (smi_error, torch_why or cuda_why or
-                                    ("torch sees no CUDA device" if probe else "")) if w)  # fmt: skip
+                                    ("torch sees no CUDA device" if probe else ""),
+                                    "the suite's torch names a GPU that nvidia-smi does not list" if unconfirmed
+                                    else "") if w)  # fmt: skip
         for name in ("gpu_model", "gpu_count", "gpu_memory_mib"):
             fields[name] = _missing(why or "no GPU found")
     fields["driver"] = _ok(rows[0][1], "nvidia-smi") if rows and len(rows[0]) > 1 else _missing(

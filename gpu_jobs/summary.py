@@ -116,8 +116,10 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
             shards.append({**entry, "status": "duplicate (ignored)"})
             continue
         comparisons[(suite, index)] = (d, comparison)
+        # A GPU the machine has is no GPU run where the suite's torch could not use it (CPU-only
+        # torch on a GPU host, CUDA_VISIBLE_DEVICES emptied): both must hold.
         if not (isinstance(manifest, dict) and isinstance(value(manifest, "gpu_count"), int)
-                and value(manifest, "gpu_count") > 0):  # fmt: skip
+                and value(manifest, "gpu_count") > 0 and value(manifest, "cuda_available") is True):  # fmt: skip
             cpu_only.append(label)
         if hw not in hardware:
             hardware.append(hw)
@@ -168,6 +170,18 @@ def merge_dirs(dirs: Sequence[Path]) -> Merged:
             if not any(i.get("side") == side for i in comp.get("infra", [])):
                 infra.append(f"{label} {side}: no test results")
         unvalidated += _unvalidated_sides(label, tests, comp.get("sides_without_results", []))
+        # What ran before the revert and not after it (skipped, xfailed, gone, renamed) was not
+        # validated on the revert's side; a test only the revert's side has that fails is broken.
+        for t in tests.get("lost", []):
+            not_run.append(f"{name(suite, t['test'])}: {t['before']} before the revert, {t['after']} after it")
+        for t in tests.get("only_before", []):
+            not_run.append(f"{name(suite, t['test'])}: {t['before']} before the revert, not run after it")
+        for t in tests.get("only_after", []):
+            if t.get("after") in ("failed", "error"):
+                broken.append(GpuTestFlip(name(suite, t["test"]), "absent", str(t["after"])))
+        for m in comp.get("metrics_unpaired", []):
+            if m.get("side") == "before":  # measured on the code as it was, not on the revert's side
+                not_run.append(f"{label}: metric {m.get('name')} ({m.get('unit', '')}) not measured after the revert")
         for m in comp.get("metrics", []):
             key = (suite, str(m["name"]), str(m.get("test", "")), str(m.get("unit", "")))
             metric_rows.setdefault(key, []).append(m)

@@ -95,7 +95,8 @@ def test_risk_factor_uses_the_demo_threshold(demo, tmp_path: Path) -> None:  # t
                   "passed_both": 3},
         "metrics": metrics}))
     (job / "manifest.json").write_text(json.dumps({"fields": {"gpu_model": {"value": "NVIDIA H200"},
-                                                              "gpu_count": {"value": 1}}}))
+                                                              "gpu_count": {"value": 1},
+                                                              "cuda_available": {"value": True}}}))
     summary = merge_dirs([job]).summary
     report = check_revert(demo.path, demo.revert, gpu=summary)
     gpu = next(f for f in report.risk.factors if f.name == "gpu")

@@ -20,6 +20,7 @@ H200 = {
     "fields": {
         "gpu_model": {"value": "NVIDIA H200", "source": "torch"},
         "gpu_count": {"value": 1, "source": "torch"},
+        "cuda_available": {"value": True, "source": "torch"},
         "driver": {"value": "570.124.06", "source": "nvidia-smi"},
         "cuda_runtime": {"value": "12.8", "source": "torch"},
         "torch": {"value": "2.7.1+cu128", "source": "torch"},
@@ -190,3 +191,63 @@ def test_a_suite_that_ran_without_a_gpu_is_not_gpu_validation(
     if code == "cpu-only":
         assert summary.cpu_only == ("graph",)
         assert any(line.startswith("no GPU: graph") for line in factor.evidence)
+
+
+def _gpu(tmp_path: Path, before: dict[str, str], after: dict[str, str], manifest: dict[str, Any] | None = H200,
+         before_metrics: list[dict[str, Any]] = (), after_metrics: list[dict[str, Any]] = ()) -> Any:  # type: ignore[assignment]
+    write_job(tmp_path / "job", "graph-capture", 1, 1, [_run("before", before, before_metrics)],
+              [_run("after", after, after_metrics)], manifest=manifest)  # fmt: skip
+    summary = merge_dirs([tmp_path / "job"]).summary
+    return summary, gpu_factor(summary, critical=True)
+
+
+def test_a_gpu_host_whose_torch_has_no_cuda_is_no_gpu_run(tmp_path: Path) -> None:
+    # nvidia-smi names the H100; the suite's torch could not use it (a CPU build, CUDA_VISIBLE_DEVICES=).
+    no_cuda = {"schema": 1, "fields": {**H200["fields"], "cuda_available": {"value": False, "source": "torch"}}}
+    summary, factor = _gpu(tmp_path, {"t.py::a": "failed"}, {"t.py::a": "passed"}, no_cuda)
+    assert summary.cpu_only == ("graph-capture",) and factor.code == "cpu-only" and factor.level == "medium"
+
+
+def test_tests_that_stop_running_after_the_revert_are_not_validated(tmp_path: Path) -> None:
+    # Passing before, skipped or xfailed after, or gone (renamed): what they checked went unchecked.
+    summary, factor = _gpu(tmp_path, {"t.py::graph": "passed", "t.py::old": "passed", "t.py::cpu": "passed"},
+                           {"t.py::graph": "skipped", "t.py::new": "passed", "t.py::cpu": "passed"})  # fmt: skip
+    assert factor.code == "incomplete" and factor.level == "medium"
+    assert summary.not_run == ("t.py::graph: passed before the revert, skipped after it",
+                               "t.py::old: passed before the revert, not run after it")  # fmt: skip
+
+
+def test_a_test_only_the_revert_has_that_fails_is_broken(tmp_path: Path) -> None:
+    # A collection error after the revert: one error "test" the base never had.
+    summary, factor = _gpu(tmp_path, {"t.py::a": "passed"}, {"t.py::a": "passed", "t.py": "error"})
+    assert [(b.name, b.before, b.after) for b in summary.broken] == [("t.py", "absent", "error")]
+    assert factor.code == "broken"
+
+
+def test_metrics_that_vanish_or_are_not_numbers_are_never_green(tmp_path: Path) -> None:
+    summary, factor = _gpu(tmp_path, {"t.py::a": "passed"}, {"t.py::a": "passed"}, H200, [mem(100)],
+                           [{**mem(0), "unit": "MB", "value": 100}])  # the unit renamed: measured before only
+    assert summary.not_run == ("graph-capture: metric gpu_memory_peak_allocated (MiB) not measured after the revert",)
+    assert factor.level == "medium"
+    summary, factor = _gpu(tmp_path / "nan", {"t.py::a": "passed"}, {"t.py::a": "passed"}, H200, [mem(100)],
+                           [mem(float("nan"))])  # fmt: skip
+    assert [m.regressed for m in summary.metrics] == [True] and factor.code == "regressed"
+
+
+def test_check_takes_only_a_summary_of_this_reverts_gpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:  # fmt: skip
+    from tests.gitrepo import GitRepo
+
+    repo = GitRepo(tmp_path / "r")
+    repo.commit("init", {"a.py": "A = 1\n"})
+    original = repo.commit("Change A", {"a.py": "A = 2\n"})
+    repo.tick()
+    revert = repo.revert(original)
+    empty, other = tmp_path / "empty.json", tmp_path / "other.json"
+    empty.write_text("{}")  # names no suite: must not read as a clean run
+    write_job(tmp_path / "job", "graph-capture", 1, 1, [_run("before", {"t::a": "passed"})],
+              [_run("after", {"t::a": "passed"})])  # fmt: skip
+    other.write_text(json.dumps(merge_dirs([tmp_path / "job"]).to_json()))  # ran revert "bbbb…"
+    for path, said in ((empty, "names no suite"), (other, f"not of {revert[:12]}")):
+        assert run_cli(["check", "--repo", str(repo.path), "--gpu-summary", str(path), revert]) == 2
+        assert said in capsys.readouterr().err

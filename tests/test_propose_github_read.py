@@ -28,6 +28,7 @@ FLAKY = "tests/test_engine.py::test_coin"
 OOM = "tests/test_engine.py::test_big"
 MANIFEST = {"fields": {"gpu_model": {"value": "NVIDIA H100 80GB HBM3", "source": "nvidia-smi"},
                        "gpu_count": {"value": 1, "source": "nvidia-smi"},
+                       "cuda_available": {"value": True, "source": "torch"},
                        "driver": {"value": "550.54.15", "source": "nvidia-smi"},
                        "cuda_runtime": {"value": "12.4", "source": "torch"}}}  # fmt: skip
 ENGINE_TESTS = "import engine\n\n\ndef test_answer():\n    assert engine.answer() == 42\n"

@@ -272,10 +272,18 @@ def gate(number: int, head_sha: str, event_name: str, repository: str | None, ap
     click.echo(f"GPU run allowed: {why}")
 
 
-def load_gpu_summary(path: str) -> GpuSummary:
-    """A ``gpu_summary.json`` written by ``revertbot gpu report --summary-json``; a clear error otherwise."""
+def load_gpu_summary(path: str, revert: str | None = None) -> GpuSummary:
+    """A ``gpu_summary.json`` written by ``revertbot gpu report --summary-json``; a clear error
+    otherwise. With ``revert`` (a full sha), every shard it names must have run that commit: GPU
+    results of another change are no evidence for this one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not data.get("suites"):
+            raise ValueError("it names no suite")  # an empty document must not read as a clean run
+        ran = {str(s.get("revert")) for s in data.get("shards", ()) if isinstance(s, dict) and s.get("revert")}
+        if revert is not None and ran - {revert}:
+            raise UsageError(f"{path} holds GPU results of {', '.join(sorted(r[:12] for r in ran))}, not of "
+                             f"{revert[:12]}", hint="pass the summary of this revert's GPU run")  # fmt: skip
         return summary_from_json(data)
     except OSError as exc:
         raise UsageError(f"cannot read the GPU summary {path}: {exc.strerror}") from exc

@@ -317,7 +317,7 @@ def check(ctx: click.Context, revert: str, repo: str, base: str | None, fmt: str
     if gpu_summary:
         from revertbot.cli.gpu import load_gpu_summary
 
-        gpu = load_gpu_summary(gpu_summary)
+        gpu = load_gpu_summary(gpu_summary, git.resolve_commit(git.repo_root(repo), revert))
     started = time.monotonic()
     # git reads the base's history while the analysis modules load; the check uses that read
     # when it is the history it needs (a revert merged on the base).
