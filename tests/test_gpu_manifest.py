@@ -11,7 +11,6 @@ from gpu_jobs import metrics
 from gpu_jobs.manifest import collect_manifest, hardware_line
 from tests.conftest import require_torch
 
-
 PROBE = {"python": "3.12.3", "torch": "2.11.0+cu130", "cuda_runtime": "13.0", "cuda_available": True,
          "gpu_count": 1, "gpu_names": ["NVIDIA H200"], "gpu_memory_mib": [143156]}  # fmt: skip
 
