@@ -153,12 +153,19 @@ def add_star_reexports(modules: dict[str, AffectedModule], lines: Sequence[tuple
     ``__init__.py`` files. The packages added, in order."""
     stars = [(path, m.group(1)) for path, text in lines if path.endswith("__init__.py") and (m := _STAR_RE.match(text))]
     added: list[str] = []
-    for _ in range(MAX_STAR_LEVELS):
+    for _ in range(MAX_STAR_LEVELS if stars else 0):
         grew = False
+        by_suffix: dict[str, AffectedModule] = {}  # every dotted suffix of a module's name (one lookup a line)
+        for affected in modules.values():
+            parts = affected.name.split(".")
+            for i in range(len(parts)):
+                by_suffix.setdefault(".".join(parts[i:]), affected)
         for path, source in stars:
             package = module_of(path)
             written = absolute_module(source, path)
-            target = next((m for m in list(modules.values()) if same_module(written, m.name, path)), None)
+            target = by_suffix.get(written)
+            if target is not None and not same_module(written, target.name, path):
+                target = None
             if not package or target is None or package == target.name:
                 continue
             pm = modules.setdefault(package, AffectedModule(package, path))

@@ -33,7 +33,8 @@ from revertbot.analysis.critical_stage import (
     with_repository_rules,
 )
 from revertbot.analysis.dependents import plan_string_lookups, search_dependents
-from revertbot.analysis.dependents_cpp import deleted_header_includes, deleted_source_builds, search_cpp_dependents
+from revertbot.analysis.dependents_cpp import search_cpp_dependents
+from revertbot.analysis.dependents_files import deleted_header_includes, deleted_source_builds
 from revertbot.analysis.dependents_model import Dependent
 from revertbot.analysis.dependents_search import Riders
 from revertbot.analysis.history import backports_and_main_line, find_drift
