@@ -66,6 +66,15 @@ class GitRepo:
         self.git("commit", "-q", "--allow-empty", "-F", "-", input=message)
         return self.head()
 
+    def revert_on_branch(self, original: str, branch: str = "rv", start: str = "main") -> str:
+        """A revert of ``original`` on a new ``branch`` from ``start`` (a revert PR's branch), back
+        on ``start`` afterwards: the revert's sha."""
+        self.checkout("-b", branch, start)
+        self.tick()
+        revert = self.revert(original)
+        self.checkout(start)
+        return revert
+
     def head(self, ref: str = "HEAD") -> str:
         return self.git("rev-parse", ref).strip()
 

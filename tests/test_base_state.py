@@ -27,19 +27,11 @@ def _applies(data: dict[str, Any]) -> dict[str, Any]:
     return next(f for f in data["risk"]["factors"] if f["name"] == "applies")
 
 
-def _revert_branch(repo: GitRepo, original: str) -> str:
-    repo.checkout("-b", "rv", "main")
-    repo.tick()
-    revert = repo.revert(original)
-    repo.checkout("main")
-    return revert
-
-
 def test_a_base_that_never_had_the_original_is_never_merge(repo: GitRepo) -> None:
     repo.commit("init", {"conf.txt": CONF})
     repo.git("branch", "stable")
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     repo.checkout("stable")  # stable got only the TLS half, by its own commit
     repo.commit("Security: verify TLS", {"conf.txt": TLS_ONLY})
     report = check_revert(repo.path, revert, base_ref="stable")
@@ -55,7 +47,7 @@ def test_a_base_that_never_had_the_original_is_never_merge(repo: GitRepo) -> Non
 def test_a_base_that_undid_the_original_already_is_never_merge(repo: GitRepo) -> None:
     repo.commit("init", {"conf.txt": CONF})
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    stale = _revert_branch(repo, original)  # made before main reverted it
+    stale = repo.revert_on_branch(original)  # made before main reverted it
     repo.tick()
     first = repo.revert(original)
     repo.tick()
@@ -68,7 +60,7 @@ def test_a_base_that_undid_the_original_already_is_never_merge(repo: GitRepo) ->
 def test_a_hand_made_undo_on_the_base_counts_by_its_patch(repo: GitRepo) -> None:
     repo.commit("init", {"conf.txt": CONF, "other.txt": "a\n"})
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    stale = _revert_branch(repo, original)
+    stale = repo.revert_on_branch(original)
     repo.tick()
     undo = repo.commit("Back to the old settings", {"conf.txt": CONF})  # says nothing of the original
     repo.tick()
@@ -81,7 +73,7 @@ def test_a_base_with_a_picked_copy_of_the_original_carries_it(repo: GitRepo) -> 
     repo.commit("init", {"conf.txt": CONF})
     repo.git("branch", "release/1.0")
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    revert = _revert_branch(repo, original)  # made on main, meant for the release branch too
+    revert = repo.revert_on_branch(original)  # made on main, meant for the release branch too
     repo.checkout("release/1.0")
     repo.tick()
     repo.git("cherry-pick", "-x", original)
@@ -93,7 +85,7 @@ def test_a_base_with_an_unmarked_copy_carries_it_by_its_patch(repo: GitRepo) -> 
     repo.commit("init", {"conf.txt": CONF})
     repo.git("branch", "release/1.0")
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     repo.checkout("release/1.0")
     repo.tick()
     repo.commit("[1.0] settings from main", {"conf.txt": ORIGINAL})
@@ -103,7 +95,7 @@ def test_a_base_with_an_unmarked_copy_carries_it_by_its_patch(repo: GitRepo) -> 
 def test_a_base_that_moved_on_elsewhere_still_merges(repo: GitRepo) -> None:
     repo.commit("init", {"conf.txt": CONF, "other.txt": "a\n"})
     original = repo.commit("Raise the timeout and verify TLS", {"conf.txt": ORIGINAL})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     repo.tick()
     repo.commit("Unrelated", {"other.txt": "b\n"})
     data = _data(check_revert(repo.path, revert, base_ref="main"))
@@ -162,7 +154,7 @@ def test_an_undo_named_by_its_pull_request_or_revision_counts(repo: GitRepo) -> 
     repo.commit("init", {"a.py": _lines(*(f"a{i}" for i in range(1, 12)))})
     original = repo.commit("Use A4 (#1)\n\nDifferential Revision: D100",
                            {"a.py": _lines("a1", "a2", "a3", "A4", *(f"a{i}" for i in range(5, 12)))})  # fmt: skip
-    stale = _revert_branch(repo, original)
+    stale = repo.revert_on_branch(original)
     undo = repo.commit("Back out the A4 change, it broke the nightly (#3)\n\nReverts org/repo#1",
                        {"a.py": _lines(*(f"a{i}" for i in range(1, 11)), "A11")})  # fmt: skip
     repo.commit("Use A4 again (#4)", {"a.py": _lines("a1", "a2", "a3", "A4", *(f"a{i}" for i in range(5, 11)), "A11")})
@@ -193,7 +185,7 @@ def test_a_larger_commit_or_a_partial_pick_is_no_copy(repo: GitRepo) -> None:
     repo.git("branch", "release/1.0")
     repo.git("branch", "release/2.0")
     original = repo.commit("Use A2 and B2 (#1)", {"a.py": _lines("a1", "A2", "a3"), "b.py": _lines("b1", "B2", "b3")})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     repo.checkout("release/1.0")  # a rework of its own that happens to write the same lines, and more
     repo.commit("Rework for 1.0", {"a.py": _lines("a1", "A2", "a3"), "b.py": _lines("b1", "B2", "b3"),
                                    "c.py": "c\n"})  # fmt: skip

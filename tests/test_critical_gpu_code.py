@@ -22,14 +22,6 @@ def _data(report: Any) -> dict[str, Any]:
     return data
 
 
-def _revert_branch(repo: GitRepo, original: str) -> str:
-    repo.checkout("-b", "rv", "main")
-    repo.tick()
-    revert = repo.revert(original)
-    repo.checkout("main")
-    return revert
-
-
 CASES = [
     ("eng/ops/add_op_gpu.cu.cc", "void f(int n) {}\n", "void f(int n) { g(n); }\n", "cuda-source"),
     ("include/eng/reduce.h", "template <typename T>\n__device__ T r(T v) { return v; }\n",
@@ -61,7 +53,7 @@ def test_gpu_code_without_a_glob_is_never_plain_merge(repo: GitRepo, path: str, 
                                                       kind: str) -> None:  # fmt: skip
     repo.commit("init", {path: before, "README.md": "x\n"})
     original = repo.commit("Change it", {path: after})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     report = check_revert(repo.path, revert, base_ref="main")
     data = _data(report)
     [changed] = data["files"]
@@ -77,7 +69,7 @@ def test_plain_code_stays_merge(repo: GitRepo) -> None:
     repo.commit("init", before)
     original = repo.commit("Change", {"eng/math.py": "import torch\n\ndef f(x):\n    return x.cuda()\n",
                                        "src/util.cpp": "// see cudaMemcpyAsync( in the docs\nint f() { return 2; }\n"})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     data = _data(check_revert(repo.path, revert, base_ref="main"))
     assert not any(f["critical"] for f in data["files"]) and data["risk"]["action"] == "merge"
 
@@ -96,7 +88,7 @@ def test_a_file_a_gpu_suite_is_configured_for_needs_that_suite(repo: GitRepo) ->
     repo.commit("init", {".revertbot.yml": config, "eng/__init__.py": "", "eng/attention/__init__.py": "",
                          "eng/attention/backend.py": "def attend(q):\n    return q\n"})  # fmt: skip
     original = repo.commit("fp32 softmax", {"eng/attention/backend.py": "def attend(q):\n    return q.float()\n"})
-    revert = _revert_branch(repo, original)
+    revert = repo.revert_on_branch(original)
     data = _data(check_revert(repo.path, revert, base_ref="main"))
     crit = next(f for f in data["risk"]["factors"] if f["name"] == "critical_paths")
     assert crit["evidence"] == ["eng/attention/backend.py  (matches eng/attention/** (GPU suite attention))"]
