@@ -272,3 +272,17 @@ def test_a_merges_revert_titled_after_a_commit_it_brought_in_is_no_title_conflic
     repo.git("commit", "-q", "--amend", "-m", f'Revert "Add feature"\n\nThis reverts commit {merge}.')
     report = check_revert(repo.path, repo.head(), base_ref=repo.head())
     assert report.unresolved == () and report.purity.verdict == "pure"
+
+
+def test_a_removed_parameter_passed_through_partial_or_a_literal_mapping(repo: GitRepo) -> None:
+    repo.commit("base", {"eng/__init__.py": "", "eng/ops.py": "def launch(x):\n    return x\n"})
+    original = repo.commit("Add use_cuda_graph",
+                           {"eng/ops.py": "def launch(x, use_cuda_graph=False):\n    return x\n"})  # fmt: skip
+    repo.commit("use", {"model.py": "import functools\nfrom eng.ops import launch\n\n"
+                                    "run = functools.partial(launch, use_cuda_graph=True)\n"
+                                    "launch(1, **{'use_cuda_graph': True})\n"})  # fmt: skip
+    repo.tick()
+    revert = repo.revert(original)
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert sorted((d.line, d.reason) for d in report.dependents) == [
+        (4, "uses removed parameter `use_cuda_graph`"), (5, "uses removed parameter `use_cuda_graph`")]

@@ -733,6 +733,13 @@ class FileScan(ast.NodeVisitor):
                     self._add_possible(node.args[0], name.value, node.lineno, f"names in {func.id}()")
         for t, bound, evidence in self._callees(func):
             self._check_call(t, node, bound, evidence)
+        if _is_partial(func) and node.args:
+            # functools.partial(f, kw=...) passes its keywords to f (only those are checked: the
+            # positions are filled later).
+            bound_call = ast.Call(func=node.args[0], args=[], keywords=node.keywords)
+            ast.copy_location(bound_call, node)
+            for t, _bound, evidence in self._callees(node.args[0]):
+                self._check_call(t, bound_call, False, evidence)
         self.generic_visit(node)
 
     def _callees(self, func: ast.expr) -> Iterator[tuple[Target, bool, str]]:
@@ -769,9 +776,9 @@ class FileScan(ast.NodeVisitor):
     def _check_call(self, t: Target, call: ast.Call, bound: bool, evidence: str = "") -> None:
         sig = self.s.signatures.get(t)
         if sig is None or not sig.varkw:
-            for kw in call.keywords:
-                if kw.arg is not None and kw.arg in t.params and (sig is None or kw.arg not in sig.accepted):
-                    self._add(t, getattr(kw, "lineno", call.lineno), f"uses removed parameter `{kw.arg}`", evidence)
+            for name, line in _keyword_names(call):
+                if name in t.params and (sig is None or name not in sig.accepted):
+                    self._add(t, line, f"uses removed parameter `{name}`", evidence)
         if sig is None or not bound or any(isinstance(a, ast.Starred) for a in call.args):
             return  # cannot tell which parameters the arguments fill
         n = len(call.args)
@@ -784,6 +791,26 @@ class FileScan(ast.NodeVisitor):
             if missing:
                 names = ", ".join(f"`{p}`" for p in missing)
                 self._add(t, call.lineno, f"does not pass new required parameter {names}", evidence)
+
+
+def _is_partial(func: ast.expr) -> bool:
+    """``partial`` or ``functools.partial``."""
+    return (isinstance(func, ast.Name) and func.id == "partial") or (
+        isinstance(func, ast.Attribute) and func.attr == "partial"
+        and isinstance(func.value, ast.Name) and func.value.id == "functools")  # fmt: skip
+
+
+def _keyword_names(call: ast.Call) -> list[tuple[str, int]]:
+    """The keywords a call passes by name, with their lines: ``kw=...`` and the string keys of a
+    ``**{...}`` literal."""
+    out: list[tuple[str, int]] = []
+    for kw in call.keywords:
+        line = getattr(kw, "lineno", call.lineno)
+        if kw.arg is not None:
+            out.append((kw.arg, line))
+        elif isinstance(kw.value, ast.Dict):
+            out += [(k.value, line) for k in kw.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return out
 
 
 #: Values that are never an instance of an affected class.
