@@ -212,9 +212,10 @@ MARKERS: tuple[Marker, ...] = (
     # Python that drives the GPU beyond plain tensor calls: streams and events (ordering races),
     # kernels of its own (Triton imported under any name, numba, CuPy, inline CUDA sources), and
     # compile modes that capture CUDA graphs.
-    Marker("gpu-python", re.compile(r"\btorch\.cuda\.(?:Stream|Event|stream|current_stream|set_stream|ExternalStream)\b"
-                                    r"|\b(?:wait_stream|wait_event|record_stream)\b"), True, False,
-           ("torch.cuda.", "wait_stream", "wait_event", "record_stream"), broad=True),
+    Marker("gpu-python", re.compile(r"torch\.cuda\.(?:Stream|Event|stream|current_stream|set_stream|ExternalStream)\b"),
+           True, False, ("torch.cuda.",), broad=True),
+    Marker("gpu-python", re.compile(r"(?:wait_stream|wait_event|record_stream)\b"), True, False,
+           ("wait_stream", "wait_event", "record_stream"), broad=True),
     Marker("gpu-python", re.compile(r"^[ \t]*(?:from[ \t]+torch\.cuda[ \t]+import|import[ \t]+torch\.cuda\b)",
                                     re.M), True, False, ("torch.cuda",), broad=True),
     Marker("triton-kernel", re.compile(r"^[ \t]*(?:import[ \t]+triton\b|from[ \t]+triton\b)", re.M), True, False,
@@ -231,7 +232,7 @@ MARKERS: tuple[Marker, ...] = (
     # the GPU libraries a recipe or environment pins.
     Marker("gpu-build", re.compile(r"\b(?:CUDAExtension|CUDA_HOME|CUDA_ARCH\w*|TORCH_CUDA_ARCH_LIST|CMAKE_CUDA\w*|"
                                    r"CUDAToolkit|nvcc|gencode|sm_\d+a?|compute_\d+a?)\b|\bLANGUAGES[^\n]*\bCUDA\b|"
-                                   r"nvidia/cuda|find_package\(\s*(?:CUDA|Torch)\b"), True, False,
+                                   r"nvidia/cuda|find_package\(\s*(?:CUDA|Torch)\b"), False, False,
            ("CUDA", "nvcc", "gencode", "sm_", "compute_", "nvidia/cuda", "Torch"), build=True, broad=True),
     Marker("gpu-build", re.compile(r"^[ \t]*[\"']?(?:torch|triton|flashinfer[\w-]*|xformers|flash[-_]attn|vllm|"
                                    r"sglang|cupy[\w-]*|nvidia-[\w-]+|tensorrt[\w-]*|deepspeed|apex|bitsandbytes)\b"
@@ -249,8 +250,10 @@ def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str
     """``(kind, what matched) -> first line number`` of the markers in one version of a file
     (without ``broad``, only those a whole tree is searched for)."""
     python, build = is_python(path), is_build(path)
+    # A CUDA source is critical by its name: its device and runtime code would not be said again.
+    cuda = any(r.kind == "cuda-source" for r in path_rules(path))
     markers = [m for m in MARKERS if ((m.python if python else m.native and is_native(path)) or (build and m.build))
-               and (broad or not m.broad)]  # fmt: skip
+               and (broad or not m.broad) and not (cuda and m.kind == "cuda-code")]  # fmt: skip
     if not markers or not is_code(path):
         return {}
     # One cheap substring test per marker first: most files contain none of them.
@@ -258,15 +261,20 @@ def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str
     found: dict[tuple[str, str], int] = {}
     if not present:
         return found
-    # Each marker searched in the whole text (a loop over lines costs 10x more); a hit on a comment line is skipped.
+    # Each marker searched in the whole text (a loop over lines costs 10x more); a hit on a comment
+    # line is skipped. A kind stops at the rules a file can show of it (CUDA calls by the thousand).
+    per_kind: dict[str, int] = {}
     for m in present:
         for hit in m.pattern.finditer(text):
+            if per_kind.get(m.kind, 0) >= MAX_RULES_PER_KIND:
+                break
             key = (m.kind, _marker_name(hit.group(0)))
             if key in found:
                 continue
             start = text.rfind("\n", 0, hit.start()) + 1
             if not _comment_line(text[start : hit.start()].lstrip() + hit.group(0), python or not is_native(path)):
                 found[key] = text.count("\n", 0, start) + 1
+                per_kind[m.kind] = per_kind.get(m.kind, 0) + 1
     return found
 
 
