@@ -77,8 +77,10 @@ def test_a_base_with_a_picked_copy_of_the_original_carries_it(repo: GitRepo) -> 
     repo.checkout("release/1.0")
     repo.tick()
     repo.git("cherry-pick", "-x", original)
+    pick = repo.head()
     data = _data(check_revert(repo.path, revert, base_ref="release/1.0"))
     assert _applies(data)["code"] == "clean" and data["risk"]["action"] in ("merge", "merge_after_gpu")
+    assert pick not in [d["sha"] for d in data["drift"]]  # the change itself, not a later commit on its file
 
 
 def test_a_base_with_an_unmarked_copy_carries_it_by_its_patch(repo: GitRepo) -> None:

@@ -206,11 +206,11 @@ MAX_BASE_COMMITS = 20_000
 
 def base_state(
     repo: Path, originals: Sequence[Commit], revert: Commit, base: str
-) -> tuple[tuple[str, ...], str | None, int]:
+) -> tuple[tuple[str, ...], str | None, int, tuple[str, ...]]:
     """What the base a revert is meant for does with its originals: the originals it carries
     neither itself nor a copy of, the base's own commit that has undone one it carries already,
-    and how many of the base's own commits were read (the newest :data:`MAX_BASE_COMMITS` that the
-    revert's history lacks).
+    how many of the base's own commits were read (the newest :data:`MAX_BASE_COMMITS` that the
+    revert's history lacks), and the base's copies of them (no drift: they are the change itself).
 
     A copy changes exactly the files of what it copies, and is named by a pick trailer (naming it,
     or the commit it was itself picked from), has its patch on those files, or its title (not a
@@ -223,7 +223,7 @@ def base_state(
     whatever else wrote the same lines; merging it where the base undid it already takes back the
     work done since. Both are exact inverses of the original all the same."""
     if not originals:
-        return (), None, 0
+        return (), None, 0, ()
     own = git.log_revs(repo, [base, f"^{revert.sha}"])[:MAX_BASE_COMMITS]  # newest first
     ancestors = {o.sha for o in originals if git.is_ancestor(repo, o.sha, base)}
     # What each original is on a branch: itself, and for a merge the commits it brought in.
@@ -293,4 +293,4 @@ def base_state(
         if c.sha in copies_of_revert:
             undone = c.sha
             break
-    return missing, undone, len(own)
+    return missing, undone, len(own), tuple(copies.values())

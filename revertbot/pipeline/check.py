@@ -229,6 +229,7 @@ def check_revert(
     # Whether the base carries the originals and has not undone them already: merged, it had them.
     base_job = None if merged else git.Background(base_state, root, originals, revert, base_sha)
     base_note = ""
+    base_copies: tuple[str, ...] = ()  # the base's own copies of the originals: the change, not drift
     cpp_job: Beside | None = None  # the C++ dependents, searched by a second core (below)
     api_job: Beside | None = None  # the public API, judged by a second core (below)
     # Which version tags carry the original and the revert: waits on git too (two for-each-ref calls).
@@ -278,7 +279,7 @@ def check_revert(
                 # It changes the base, but not what it claims: the base never had the original (the
                 # revert takes back whatever else wrote the same lines), or undid it already (the
                 # revert takes back the work since). An exact inverse all the same.
-                missing, undone_by, searched = base_job.result()
+                missing, undone_by, searched, base_copies = base_job.result()
                 if undone_by is not None:
                     apply_note, apply_params = "already-undone", (("by", undone_by),)
                 elif missing:
@@ -387,7 +388,7 @@ def check_revert(
         notes += critical_notes
         notes += code_notes
 
-        drift = drift_job.result() if drift_job else []
+        drift = [d for d in (drift_job.result() if drift_job else []) if d.sha not in base_copies]
         if apply is not None and not apply.clean and parent is not None:
             # Name the later commits that wrote what the revert now conflicts with.
             causes, untried = conflict_causes(root, parent, head_sha, base_sha, apply.conflicts)
