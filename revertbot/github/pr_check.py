@@ -40,13 +40,13 @@ from pathlib import Path
 
 from revertbot import git
 from revertbot.analysis.risk import with_backports, with_revert_ci
-from revertbot.config import Config, load_config, select_suites
+from revertbot.config import Config, select_suites
 from revertbot.errors import GitError, NotFoundError
 from revertbot.github import ci_facts
 from revertbot.github.client import CiRun, GitHubAPI, GitHubError, NotFoundOnGitHub, PullInfo, ReviewItem
 from revertbot.globs import branch_name, match_branch
 from revertbot.models import Override, ParsedMessage, Unresolved
-from revertbot.pipeline.check import CONFIG_FILE, check_revert
+from revertbot.pipeline.check import base_config, check_revert
 from revertbot.report import MARKER
 from revertbot.report_data import Backport, CiCheck, GitHubContext, GpuSummary, RevertReport, ReviewHighlight
 from revertbot.store.history_branch import HISTORY_REFS, HistoryError, normalise_repo, read_records, recorded_gpu
@@ -242,7 +242,7 @@ class RepoSource:
     def base_config(self, pr: PullInfo) -> Config:
         """``.revertbot.yml`` of the PR's base commit (fetches what is needed)."""
         with self.open(pr) as prep:
-            return load_base_config(prep.root, prep.base_sha)
+            return base_config(prep.root, prep.base_sha)
 
     def _cached(self, pr: PullInfo, path: Path) -> Prepared:
         env = self._auth_env(pr.clone_url)
@@ -286,12 +286,6 @@ def _safe_url(url: str) -> str:
     if parts.username or parts.password:
         parts = parts._replace(netloc=parts.hostname or "")
     return urllib.parse.urlunsplit(parts)
-
-
-def load_base_config(root: Path, base_sha: str) -> Config:
-    """``.revertbot.yml`` as it is on the base commit (a PR cannot change its own checks)."""
-    text = git.show_file(root, base_sha, CONFIG_FILE)
-    return load_config(text, source=f"{CONFIG_FILE} (base {base_sha[:10]})")
 
 
 def pick_revert_commit(root: Path, base_sha: str, head_sha: str) -> str:
@@ -388,7 +382,7 @@ def check_pull(
             gpu = earlier_gpu()
         if gpu is None:
             gpu = _recorded_for_head(prep.root, pr, say)
-        cfg = config or load_base_config(prep.root, prep.base_sha)
+        cfg = config or base_config(prep.root, prep.base_sha)
         base_sha = prep.base_sha
         # The unit is the whole PR: everything from its merge base to its head.
         since = pr_change_start(prep.root, base_sha, prep.head_sha)

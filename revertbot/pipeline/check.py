@@ -134,8 +134,10 @@ def check_revert(
     head_ref, base_sha = git.head_ref_and_commit(root, started) if base_ref is None else (None, None)
     if base_sha is None:
         base_sha = git.resolve_commit(root, base_ref or "HEAD")
-    cfg = config if config is not None else base_config(root, base_sha)
-    config_note = "" if config is not None else _working_tree_config_note(root, base_sha)
+    cfg, config_note = config, ""
+    if cfg is None:
+        committed = _committed_config(root, base_sha)
+        cfg, config_note = _parsed_config(committed, base_sha), _checkout_config_note(root, committed, base_sha)
     # Only what linking and the story need is read, through the repository's history index (see
     # history_cache); it also says whether the revert is merged, without a walk of the history.
     base_index = _history_index(root, base_sha, started)
@@ -148,14 +150,15 @@ def check_revert(
     # A merged revert is read in the base's history, so that later relands of it are seen too.
     history_tip = base_sha if merged else head_sha
     since_sha = git.resolve_commit(root, since) if since else None
+    scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
     if since_sha is None and not merged and not git.HEX_RE.fullmatch(revert_ref.strip()):
         # A name (a branch, a pull request's ref, HEAD, a tag) merges all it carries: judged whole
         # from where it leaves the base, as a pull request is (a commit id is judged alone, as a
         # pick of it).
         fork = git.merge_base(root, base_sha, head_sha)
-        if fork is not None and len(git.log(root, f"{fork}..{head_sha}")) > 1:
-            since_sha = fork
-    scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
+        whole = [c.sha for c in git.log(root, f"{fork}..{head_sha}")] if fork is not None else []
+        if len(whole) > 1:
+            since_sha, scope = fork, whole
     in_scope = set(scope)
     tip_index = base_index if merged or base_index is None else _history_index(root, head_sha, None)
     targeted = _targeted_history(root, tip_index, head_sha, scope, override)
@@ -475,7 +478,14 @@ def base_config(root: Path, base_sha: str) -> Config:
     """The configuration the base commit holds (its ``.revertbot.yml`` as committed; the defaults
     without one): the branch checked out, a pull request's own, never decides how it is judged.
     ``--config`` names another file."""
-    text = git.blobs(root, [f"{base_sha}:{CONFIG_FILE}"]).get(f"{base_sha}:{CONFIG_FILE}")
+    return _parsed_config(_committed_config(root, base_sha), base_sha)
+
+
+def _committed_config(root: Path, base_sha: str) -> bytes | None:
+    return git.blobs(root, [f"{base_sha}:{CONFIG_FILE}"]).get(f"{base_sha}:{CONFIG_FILE}")
+
+
+def _parsed_config(text: bytes | None, base_sha: str) -> Config:
     if text is None:
         return default_config()
     try:
@@ -485,14 +495,14 @@ def base_config(root: Path, base_sha: str) -> Config:
     return load_config(decoded, f"{CONFIG_FILE} at {base_sha[:12]}")
 
 
-def _working_tree_config_note(root: Path, base_sha: str) -> str:
-    """A note when the checkout's ``.revertbot.yml`` is not the base commit's (edited, or another
-    branch checked out): the base's was used."""
+def _checkout_config_note(root: Path, committed: bytes | None, base_sha: str) -> str:
+    """A note when the checkout's ``.revertbot.yml`` is not the base commit's (``committed``; edited,
+    or another branch checked out): the base's was used."""
     try:
         here = (root / CONFIG_FILE).read_bytes()
     except OSError:
         return ""
-    if here == git.blobs(root, [f"{base_sha}:{CONFIG_FILE}"]).get(f"{base_sha}:{CONFIG_FILE}"):
+    if here == committed:
         return ""
     return (f"the checkout's {CONFIG_FILE} is not the base commit's ({base_sha[:12]}): the base's was used "
             f"(--config {CONFIG_FILE} uses the checkout's)")
