@@ -26,7 +26,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from revertbot import git
-from revertbot.analysis.history import _PICK_TRAILER_RE, _merged_commits, changed_paths, patch_ids, title_key
+from revertbot.analysis.history import (
+    _PICK_TRAILER_RE,
+    _merged_commits,
+    changed_paths,
+    patch_ids,
+    pick_sources,
+    title_key,
+)
 from revertbot.errors import GitError
 from revertbot.models import Commit, Link
 from revertbot.report_data import Backport
@@ -232,11 +239,8 @@ def base_state(
     copies: dict[str, str] = {}  # unit sha -> its copy on the base
     if wanted and own:
         paths_of = changed_paths(repo, [*(u.sha for u in wanted), *(c.sha for c in own)])
-        source_of: dict[str, str] = {}  # a unit, or what it was picked from -> the unit
-        for u in wanted:
-            source_of[u.sha] = u.sha
-            for source in _PICK_TRAILER_RE.findall(u.message):
-                source_of.setdefault(source, u.sha)
+        # A unit, or what it was picked from -> the unit.
+        source_of = {**pick_sources(wanted), **{u.sha: u.sha for u in wanted}}
         titled = {title_key(u.subject): u.sha for u in wanted if not is_generic_title(u.subject)}
         pids: dict[str, str] = {}
         paths = sorted({p for u in wanted for p in paths_of.get(u.sha, ())})
@@ -257,40 +261,41 @@ def base_state(
                     copies[unit] = c.sha
     carried = {o.sha for o in originals if o.sha in ancestors or all(u.sha in copies for u in units[o.sha])}
     missing = tuple(o.sha for o in originals if o.sha not in carried)
-    # The base undid one it carries already: the newest of its own commits that undoes one.
+    # The base undid one it carries already: the newest of its own commits that undoes one (naming
+    # it or a copy by id, title, pull request or revision), or a copy of this revert (its patch).
     names: dict[str, set[str]] = {}
     keys: dict[str, tuple[set[int], set[str], set[str]]] = {}
     for o in originals:
         if o.sha in carried:
-            for u in {o.sha: o, **{u.sha: u for u in units[o.sha]}}.values():
-                names.setdefault(o.sha, set()).update({u.sha} | ({copies[u.sha]} if u.sha in copies else set()))
-            prs, own_titles, diff, _sources = _index_keys(o)
-            keys[o.sha] = (prs, {title_key(t) for t in own_titles}, {diff} if diff else set())
+            shas = {o.sha, *(u.sha for u in units[o.sha])}
+            names[o.sha] = shas | {copies[s] for s in shas if s in copies}
+            prs, titles, diff, _sources = _index_keys(o)
+            keys[o.sha] = (prs, set(titles), {diff} if diff else set())
+    taken = set().union(*names.values())
+    later = [c for c in own if c.sha not in taken] if carried else []
+    revert_copies = _patch_copies(repo, revert, later) if later else set()
     undone = None
-    taken = {sha for shas in names.values() for sha in shas}
-    revert_pid = None
-    for c in own if carried else ():
-        if c.sha in taken:
-            continue
+    for c in later:
         pm = parse_message(c.message)
-        if pm.kind in UNDO_KINDS or pm.kind == "revert":
-            undo_titles = {title_key(t) for t in pm.titles}
-            if any(any(n.startswith(s.lower()) for s in pm.shas for n in names[o])
-                   or keys[o][0] & set(pm.prs) or keys[o][1] & undo_titles or keys[o][2] & set(pm.diffs)
-                   for o in names):  # fmt: skip
-                undone = c.sha
-                break
-        if revert_pid is None:
-            paths = sorted({p for ps in changed_paths(repo, [revert.sha]).values() for p in ps})
-            try:
-                found = patch_ids(repo, [revert.sha, *(x.sha for x in own if x.sha not in taken)], paths)
-            except GitError as exc:
-                if not git.is_missing_object(exc.stderr):
-                    raise
-                found = {}
-            revert_pid = found.pop(revert.sha, "")
-            copies_of_revert = {sha for sha, pid in found.items() if revert_pid and pid == revert_pid}
-        if c.sha in copies_of_revert:
+        if c.sha in revert_copies or (pm.kind in UNDO_KINDS and any(
+            any(n.startswith(s.lower()) for s in pm.shas for n in names[o])
+            or keys[o][0] & set(pm.prs) or keys[o][1] & {title_key(t) for t in pm.titles}
+            or keys[o][2] & set(pm.diffs)
+            for o in names
+        )):  # fmt: skip
             undone = c.sha
             break
     return missing, undone, len(own), tuple(copies.values())
+
+
+def _patch_copies(repo: Path, change: Commit, commits: Sequence[Commit]) -> set[str]:
+    """Those of ``commits`` with ``change``'s patch on its files (none where the clone lacks the contents)."""
+    paths = sorted({p for ps in changed_paths(repo, [change.sha]).values() for p in ps})
+    try:
+        pids = patch_ids(repo, [change.sha, *(c.sha for c in commits)], paths)
+    except GitError as exc:
+        if not git.is_missing_object(exc.stderr):
+            raise
+        return set()
+    own = pids.pop(change.sha, "")
+    return {sha for sha, pid in pids.items() if own and pid == own}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from revertbot import git
@@ -169,10 +169,7 @@ def find_backports(
                 titles[title_key(c.subject)] = c.sha
     # An original that is itself a cherry-pick (a release branch's revert of its own copy) shares its
     # source with the other copies of that commit, and the source itself is one (on the main line).
-    source_of: dict[str, str] = {}  # a commit an original was picked from -> that original
-    for unit in units:
-        for source in _PICK_TRAILER_RE.findall(unit.message):
-            source_of.setdefault(source, unit.sha)
+    source_of = pick_sources(units)  # a commit an original was picked from -> that original
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
     by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
@@ -265,6 +262,16 @@ def find_backports(
         maybe_copied = unchecked and revert_pick is None and any(c.sha in touching for c in later)
         results.append(Backport(name, original_pick, how, revert_pick, unchecked=unchecked if maybe_copied else ""))
     return results
+
+
+def pick_sources(commits: Iterable[Commit]) -> dict[str, str]:
+    """The commits that ``commits`` were cherry-picked from (their ``-x`` trailers), each to the
+    first of ``commits`` that names it."""
+    sources: dict[str, str] = {}
+    for c in commits:
+        for source in _PICK_TRAILER_RE.findall(c.message):
+            sources.setdefault(source, c.sha)
+    return sources
 
 
 def find_main_line(
