@@ -249,10 +249,10 @@ def _comment_line(stripped: str, python: bool) -> bool:
 def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str], int]:
     """``(kind, what matched) -> first line number`` of the markers in one version of a file
     (without ``broad``, only those a whole tree is searched for)."""
-    python, build = is_python(path), is_build(path)
-    # A CUDA source is critical by its name: its device and runtime code would not be said again.
+    python, native, build = is_python(path), is_native(path), is_build(path)
+    # A CUDA source is critical by its name: its device and runtime code is not said again.
     cuda = any(r.kind == "cuda-source" for r in path_rules(path))
-    markers = [m for m in MARKERS if ((m.python if python else m.native and is_native(path)) or (build and m.build))
+    markers = [m for m in MARKERS if ((m.python if python else m.native and native) or (build and m.build))
                and (broad or not m.broad) and not (cuda and m.kind == "cuda-code")]  # fmt: skip
     if not markers or not is_code(path):
         return {}
@@ -272,7 +272,7 @@ def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str
             if key in found:
                 continue
             start = text.rfind("\n", 0, hit.start()) + 1
-            if not _comment_line(text[start : hit.start()].lstrip() + hit.group(0), python or not is_native(path)):
+            if not _comment_line(text[start : hit.start()].lstrip() + hit.group(0), python or not native):
                 found[key] = text.count("\n", 0, start) + 1
                 per_kind[m.kind] = per_kind.get(m.kind, 0) + 1
     return found
@@ -405,11 +405,8 @@ def suite_roots(command: Sequence[str]) -> list[str]:
 
 
 def ordered(rules: Iterable[CriticalRule]) -> tuple[CriticalRule, ...]:
-    """Rules without duplicates, in :data:`KIND_ORDER`, at most :data:`MAX_RULES_PER_KIND` per kind
-    (device and runtime code is not said again of a CUDA source)."""
+    """Rules without duplicates, in :data:`KIND_ORDER`, at most :data:`MAX_RULES_PER_KIND` per kind."""
     unique = list(dict.fromkeys(rules))
-    if any(r.kind == "cuda-source" for r in unique):
-        unique = [r for r in unique if r.kind != "cuda-code"]
     out: list[CriticalRule] = []
     for kind in (*KIND_ORDER, *sorted({r.kind for r in unique} - set(KIND_ORDER))):
         out += [r for r in unique if r.kind == kind][:MAX_RULES_PER_KIND]

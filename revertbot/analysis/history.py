@@ -281,8 +281,8 @@ def find_main_line(
     of a change): whether the main line carries the original (itself, made after it, or a copy) and
     whether it has undone it too, as a :class:`Backport` row of the main line (``original_pick``
     None: it does not carry it). None when the base is the main line or the clone has none."""
-    found = git.main_line_ref(repo)
-    if found is None or not originals:
+    found = git.main_line_ref(repo) if originals else None
+    if found is None:
         return None
     ref, tip = found
     if tip == base or branch_name(ref) == branch_name(base_name):
