@@ -38,12 +38,11 @@ def deleted_header_includes(repo: Path, tree: str, deleted: Sequence[str]) -> li
         if not m:
             continue
         written = m.group(1)
-        relative = posixpath.normpath(posixpath.join(posixpath.dirname(path), written))
+        # Quoted, from the including file's directory; else by its end, where no file left ends so.
+        relative = posixpath.normpath(posixpath.join(posixpath.dirname(path), written)) if '"' in text else ""
+        unique_tail = not any(p == written or p.endswith("/" + written) for p in left)
         for header in headers:
-            by_dir = relative == header and text.lstrip().startswith("#") and '"' in text
-            by_tail = (header == written or header.endswith("/" + written)) and not any(
-                p == written or p.endswith("/" + written) for p in left)
-            if by_dir or by_tail:
+            if relative == header or (unique_tail and (header == written or header.endswith("/" + written))):
                 found.append(Dependent(f"header:{header}", header.rsplit("/", 1)[-1], path, lineno,
                                        text.strip()[:MAX_TEXT], f"includes {header}, which the revert deletes"))
                 break
