@@ -342,14 +342,71 @@ def _reference_clone(origin: Path, dest: Path, env: dict[str, str]) -> None:
     _git("remote", "add", "origin", origin.as_uri(), cwd=dest, env=env)
 
 
+def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: dict[str, str]) -> Path:
+    """A bare copy of ``origin`` (its objects shared) as it was just before ``revert`` merged: the
+    base branch at the revert's parent, ``refs/pull/1/head`` at the revert, every other branch at
+    its newest commit not committed after the revert (gone where it has none) and the tags
+    committed after it gone; filters and fetches by id allowed, as GitHub allows them."""
+    shutil.rmtree(dest, ignore_errors=True)
+    _git("clone", "-q", "--mirror", "--shared", str(origin), str(dest), cwd=dest.parent, env=env)
+    when = subprocess.run(["git", "log", "-1", "--format=%ct", revert], cwd=dest, env=env, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(*objectname)%(objectname) %(committerdate:unix)"
+                           " %(*committerdate:unix)", "refs/heads", "refs/tags"], cwd=dest, env=env,
+                          capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
+    moves = [f"update refs/heads/{base} {revert}^\n", f"create refs/pull/1/head {revert}\n"]
+    for line in refs:
+        ref, _, dates = line.split(" ", 2)[0], None, line.split()[2:]
+        if ref == f"refs/heads/{base}" or max(int(d) for d in dates if d.isdigit()) <= int(when):
+            continue
+        if ref.startswith("refs/tags/"):
+            moves.append(f"delete {ref}\n")
+            continue
+        # A branch that left the base after the revert did not exist yet; one that left before it
+        # stood at its newest commit of its own (or where it left) committed by then.
+        fork = subprocess.run(["git", "merge-base", ref, revert], cwd=dest, env=env, capture_output=True, text=True,
+                              check=False).stdout.strip()  # fmt: skip
+        fork = "" if fork.startswith(revert) else fork
+        own = subprocess.run(["git", "rev-list", "-1", f"--before={when}", ref, f"^{fork}", "--"], cwd=dest, env=env,
+                             capture_output=True, text=True, check=False).stdout.strip() if fork else ""  # fmt: skip
+        moves.append(f"update {ref} {own or fork}\n" if fork else f"delete {ref}\n")
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=dest, env=env, input="".join(moves).encode(), check=True)
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        _git("config", key, "true", cwd=dest, env=env)
+    return dest
+
+
+def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[str, str], trace: Path,
+                        fetch_args: list[str]) -> dict[str, Any]:  # fmt: skip
+    """A ``fetch-depth: 1`` checkout of ``tip`` (blob:none, sparse) in ``new``, then ``revertbot fetch``."""
+    out: dict[str, Any] = {}
+    trace.unlink(missing_ok=True)
+    start = time.perf_counter()
+    _git("init", "-q", str(new), cwd=new.parent, env=env)
+    _git("remote", "add", "origin", origin.as_uri(), cwd=new, env=env)
+    _traced(["git", "fetch", "-q", "--no-tags", "--depth=1", "--filter=blob:none", "origin",
+             f"+{tip}:refs/remotes/origin/{base}"], new, env, trace)  # fmt: skip
+    _git("sparse-checkout", "set", "--no-cone", "/.revertbot.yml", cwd=new, env=env)
+    _git("checkout", "-q", "--detach", tip, cwd=new, env=env)
+    out["checkout_s"] = time.perf_counter() - start
+    out["checkout_bytes"] = _size(trace)
+    out["fetch_s"] = _traced([*revertbot_command(), "fetch", "--repo", str(new), "--base", base, "--base-sha", tip,
+                              *fetch_args], new, {**env, "GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""},
+                             trace)  # fmt: skip
+    out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
+    return out
+
+
 def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, env: dict[str, str], *,
-                 estimate_full: bool, check_base: str | None = None) -> dict[str, Any]:  # fmt: skip
+                 estimate_full: bool, check_base: str | None = None, as_pr: bool = False) -> dict[str, Any]:  # fmt: skip
     """``fetch-depth: 0`` against ``revertbot fetch`` on one origin; see :func:`refs_main`."""
     mib = 1 << 20
-    for d in ("full", "old", "new", "ref"):
+    for d in ("full", "old", "new", "ref", "whole"):
         shutil.rmtree(work / d, ignore_errors=True)
         (work / d).mkdir(parents=True)
     out: dict[str, Any] = {"name": name}
+    if as_pr:
+        origin = pull_request_origin(origin, base, revert, work / "origin-pr.git", env)
     # fetch-depth: 0, every object (actions/checkout without a filter).
     if estimate_full:
         out["full_bytes"], out["full_s"] = full_pack_bytes(origin, env), float("nan")
@@ -370,19 +427,12 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
     tip = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=origin, env=env, capture_output=True,
                          text=True, check=True).stdout.strip()  # fmt: skip
     trace = work / "new.packs"
-    trace.unlink(missing_ok=True)
-    start = time.perf_counter()
-    _git("init", "-q", str(new), cwd=work, env=env)
-    _git("remote", "add", "origin", origin.as_uri(), cwd=new, env=env)
-    _traced(["git", "fetch", "-q", "--no-tags", "--depth=1", "--filter=blob:none", "origin",
-             f"+{tip}:refs/remotes/origin/{base}"], new, env, trace)  # fmt: skip
-    _git("sparse-checkout", "set", "--no-cone", "/.revertbot.yml", cwd=new, env=env)
-    _git("checkout", "-q", "--detach", tip, cwd=new, env=env)
-    out["checkout_s"] = time.perf_counter() - start
-    out["checkout_bytes"] = _size(trace)
-    out["fetch_s"] = _traced([*revertbot_command(), "fetch", "--repo", str(new), "--base", base, "--base-sha", tip],
-                             new, {**env, "GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""}, trace)  # fmt: skip
-    out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
+    out.update(_checkout_and_fetch(origin, base, tip, new, env, trace, ["--pr", "1"] if as_pr else []))
+    if as_pr:
+        # The same pull request with the whole history (the fetch until now), in the same run.
+        whole = _checkout_and_fetch(origin, base, tip, work / "whole" / "repo", env, work / "whole.packs",
+                                    ["--pr", "1", "--whole-history"])  # fmt: skip
+        out["whole_fetch_s"], out["whole_fetch_bytes"] = whole["fetch_s"], whole["fetch_bytes"]
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=new, env=env, capture_output=True,
                           text=True, check=True).stdout.split()  # fmt: skip
     out["new_refs"] = len(refs)
@@ -427,6 +477,10 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
           f"{'met' if total / full <= GOALS['bytes'] else 'NOT MET'}); the check then fetched "
           f"{out['check_bytes'] / 1024:.0f} KiB of blobs ({(total + out['check_bytes']) / full:.1%} in all)"
           )  # fmt: skip
+    if as_pr:
+        print(f"[{name}] the same pull request with --whole-history: revertbot fetch "
+              f"{out['whole_fetch_bytes'] / mib:.1f} MiB in {out['whole_fetch_s']:.1f}s "
+              f"({(out['checkout_bytes'] + out['whole_fetch_bytes']) / full:.1%} of fetch-depth: 0)")  # fmt: skip
     event = out["checkout_s"] + out["fetch_s"] + out["check_s"]
     print(f"[{name}] event to report: checkout {out['checkout_s']:.1f}s + fetch {out['fetch_s']:.1f}s + check "
           f"{out['check_s']:.1f}s = {event:.1f}s (goal <= {GOALS['event']:.0f}s: "
@@ -458,6 +512,9 @@ def refs_main(argv: list[str]) -> int:
     parser.add_argument("--revert", default=None)
     parser.add_argument("--estimate-full", action="store_true")
     parser.add_argument("--check-base", default=None, help="the check's --base (default: the fetched base branch)")
+    parser.add_argument("--as-pr", action="store_true",
+                        help="the revert as a pull request (refs/pull/1/head) on its parent, fetched with --pr 1 "
+                             "(the history window) and with --whole-history, in a copy of the origin")  # fmt: skip
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args(argv)
     env = bench_env()
@@ -473,7 +530,7 @@ def refs_main(argv: list[str]) -> int:
             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     args.work.mkdir(parents=True, exist_ok=True)
     measure_refs(name, origin, args.base, revert, args.work.resolve(), env, estimate_full=args.estimate_full,
-                 check_base=args.check_base)  # fmt: skip
+                 check_base=args.check_base, as_pr=args.as_pr)  # fmt: skip
     return 0
 
 

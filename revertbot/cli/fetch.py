@@ -22,8 +22,10 @@ module and :mod:`revertbot.cli.main` read ``os.environ`` here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from revertbot import git
 from revertbot.config import load_config
 from revertbot.errors import ConfigError, UsageError
 from revertbot.globs import match_branch
+from revertbot.pipeline import history_window
 from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
 from revertbot.verdict.releases import TAG_PATTERNS, version_key
 
@@ -213,10 +216,16 @@ MANY_RELEASE_BRANCHES = 200
 @click.option("--filter", "filter_spec", default=None,
               help="Object filter of the fetch (default: blob:none in a shallow or partial clone, none in a "
                    "complete one); 'none' for every object.")  # fmt: skip
+@click.option("--window/--whole-history", default=True, show_default=True,
+              help="For a pull request in a shallow clone: fetch the history its reverts need (from the oldest "
+                   "commit they name by id, less a margin) instead of the whole history; the whole history "
+                   "when they name what they revert otherwise.")  # fmt: skip
+@click.option("--window-margin-days", type=click.IntRange(min=1, max=3650), default=history_window.MARGIN_DAYS,
+              show_default=True, help="Days of history fetched before the oldest commit the reverts name.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the refspecs and fetch nothing.")
 def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None, base: str | None,
-                  base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, dry_run: bool
-                  ) -> None:  # fmt: skip
+                  base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, window: bool,
+                  window_margin_days: int, dry_run: bool) -> None:  # fmt: skip
     """Fetch only the refs the analysis reads, in one `git fetch`: the base branch with its whole
     history, the PR head, the release branches of .revertbot.yml, the version tags and the
     revertbot-history data branch (commits and trees; file contents are fetched in batches as
@@ -265,6 +274,14 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     listed = f"{len(listing.tips)} branches of {remote} listed in {listing.seconds:.1f}s"
     first: list[str] = []  # fetched before .revertbot.yml can be read
     seconds = 0.0
+    windowed = window and shallow and target.pr is not None
+    if windowed and not dry_run and config_sha and not git.commit_present(root, config_sha):
+        # The base commit alone, for its .revertbot.yml; the history follows in the window's steps.
+        with contextlib.suppress(git.FetchError):  # said below, as the commit is looked for
+            seconds += git.fetch_refspecs(root, remote, [config_sha], filter_spec=filt, depth=1).seconds
+        if not git.commit_present(root, config_sha):
+            raise UsageError(f"the base commit {config_sha[:12]} is not on {remote}",
+                             hint="name the base commit with --base-sha, or the branch with --base")  # fmt: skip
     if config_sha and not git.commit_present(root, config_sha):
         # The base commit is not here (a checkout of the PR's merge commit): what does not depend on
         # .revertbot.yml comes first, with the base's history; then the release branches it names.
@@ -304,9 +321,23 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         say(f"would fetch from {remote} ({mode}; {listed}); release branches from {where}:")
         for spec in specs:
             click.echo(spec)
+        if windowed:
+            say(f"the history from {window_margin_days} days before the oldest commit #{target.pr}'s reverts name "
+                "(known once its commits are fetched; the whole history where they name none by id)")  # fmt: skip
         for note in target.notes:
             say(f"note: {note}")
         return
+    if windowed and target.base is not None and target.pr is not None:
+        done = _fetch_window(root, remote, target, release, tags, history, kept_tags, filt, window_margin_days, say)
+        if done is not None:
+            seconds += done
+            say(f"fetched in {seconds:.1f}s:")
+            for line in _summary(remote, target, patterns, release, git.fetched_refs(root, specs), len(kept_tags)):
+                say(line)
+            say("  not fetched: every other branch and tag")
+            for note in target.notes:
+                say(f"note: {note}")
+            return
     if specs:
         say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}; {listed}); release branches from {where}")
         try:
@@ -330,3 +361,28 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     say("  not fetched: every other branch and tag")
     for note in target.notes:
         say(f"note: {note}")
+
+
+def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequence[str], tags: bool, history: bool,
+                  kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any) -> float | None:  # fmt: skip
+    """The history window of the pull request's check (see :mod:`history_window`), then the history
+    branch whole: the seconds, or None where the whole history is to be fetched (said why)."""
+    assert target.base is not None and target.pr is not None
+    tracking = f"refs/remotes/{remote}/"
+    others = plan_refspecs(remote, FetchTarget(), release, tags=tags, history=False, kept_tags=kept_tags)
+    say(f"fetching #{target.pr}'s commits and what its reverts name, then the history they need")
+    done = history_window.fetch_window(root, remote, target.base, f"+refs/heads/{target.base}:{tracking}{target.base}",
+                                       f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}", others, filt,
+                                       margin_days)  # fmt: skip
+    if done.window.whole:
+        say(f"the whole history is fetched: {done.window.reason}")
+        return None
+    since = time.strftime("%Y-%m-%d", time.gmtime(done.window.since))
+    say(f"history since {since} ({done.window.reason}); {done.old_tips} release branch(es) and tag(s) older than "
+        "that fetched one commit deep")  # fmt: skip
+    seconds = done.seconds
+    if history:
+        # A data branch of its own: whole (the limits above would cut its records by date).
+        spec = f"+refs/heads/{HISTORY_BRANCH}:{tracking}{HISTORY_BRANCH}"
+        seconds += git.fetch_refspecs(root, remote, [spec], filter_spec=filt, unshallow=False).seconds
+    return seconds

@@ -41,6 +41,7 @@ from revertbot.git.fetching import (
     local_refs as local_refs,
     object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,
+    ref_commits as ref_commits,
     remote_branches as remote_branches,
     remote_url as remote_url,
     valid_branch as valid_branch,

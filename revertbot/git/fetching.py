@@ -177,11 +177,15 @@ def object_types_fetching(repo: Path, names: Iterable[str]) -> dict[str, str | N
     lacks by name, in a negotiated fetch of its own (the server sends only what the clone's refs do
     not reach), instead of git's lazy fetch: that one sends no "have" and, when the server lacks the
     name too, reads every promisor object to say so (seconds at 100,000 commits). At most
-    :data:`MAX_NAMED_FETCHES` names are fetched; a name no server has reads as missing."""
+    :data:`MAX_NAMED_FETCHES` names are fetched; a name no server has reads as missing. A shallow
+    clone fetches nothing (a commit fetched by name would bring its whole history, past the
+    clone's boundary): what it lacks reads as missing."""
     names = list(dict.fromkeys(names))
     remote = promisor_remote(repo)
     if remote is None:
         return object_types(repo, names)
+    if is_shallow(repo):
+        return local_object_types(repo, names)
     found = local_object_types(repo, names)
     wanted = [n for n in names if found.get(n) is None and HEX_RE.match(n)]  # full shas only
     for sha in wanted[:MAX_NAMED_FETCHES]:
@@ -222,6 +226,9 @@ def fetch_refspecs(
     *,
     filter_spec: str | None = "blob:none",
     unshallow: bool | None = None,
+    depth: int | None = None,
+    shallow_since: int | None = None,
+    shallow_exclude: str | None = None,
 ) -> FetchResult:
     """Fetch ``refspecs`` from ``remote`` in one ``git fetch`` (no tags beyond those named, no
     submodules), with ``filter_spec`` (None: every object), removing the shallow boundary when the
@@ -230,10 +237,18 @@ def fetch_refspecs(
     config would delete the clone's own tags that a refspec names), and the remote's configured
     refspecs write nothing (``--refmap=``: a ``+refs/heads/*:refs/heads/*`` there would move local
     branches). Raises :class:`FetchError` with a sentence when the remote cannot be reached or lacks
-    a ref that is named exactly."""
+    a ref that is named exactly.
+
+    A limited fetch keeps the clone shallow: ``depth`` commits of each ref, the history committed
+    since ``shallow_since`` (a Unix time; a ref whose tip is older brings its whole history, so
+    callers name only newer tips), or the commits not reachable from the remote's ref
+    ``shallow_exclude``. A refspec may be a bare commit id (fetched without a ref)."""
     if not refspecs:  # on stdin, none would mean the remote's configured refspecs
         return FetchResult((), False, 0.0, ())
-    if unshallow is None:
+    limited = depth is not None or shallow_since is not None or shallow_exclude is not None
+    if limited:
+        unshallow = False
+    elif unshallow is None:
         unshallow = is_shallow(repo)
     args = ["fetch", "--quiet", "--no-tags", "--no-prune", "--no-prune-tags", "--refmap=", "--stdin",
             "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance"]  # fmt: skip
@@ -241,6 +256,12 @@ def fetch_refspecs(
         args.append(f"--filter={filter_spec}")
     if unshallow:
         args.append("--unshallow")
+    if depth is not None:
+        args.append(f"--depth={int(depth)}")
+    if shallow_since is not None:
+        args.append(f"--shallow-since=@{int(shallow_since)}")
+    if shallow_exclude is not None:
+        args.append(f"--shallow-exclude={shallow_exclude}")
     start = time.perf_counter()
     try:
         run(*args, "--", remote, cwd=repo, input="".join(f"{spec}\n" for spec in refspecs))
@@ -270,3 +291,17 @@ def fetched_refs(repo: Path, refspecs: Sequence[str]) -> tuple[tuple[str, str], 
         if ref in exact or any(ref.startswith(p) for p in prefixes):
             refs.append((ref, sha))
     return tuple(refs)
+
+
+def ref_commits(repo: Path, refs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """For ``(ref, sha)`` pairs (see :func:`fetched_refs`), each ref's commit: an annotated tag
+    peeled to what it points at; one ``for-each-ref``."""
+    wanted = dict(refs)
+    out = run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", cwd=repo)
+    commits: dict[str, str] = {}
+    for line in out.splitlines():
+        ref, _, rest = line.partition("\0")
+        if ref in wanted:
+            sha, _, peeled = rest.partition("\0")
+            commits[ref] = peeled or sha
+    return commits

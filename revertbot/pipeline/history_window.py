@@ -1,0 +1,238 @@
+"""How much of the history one pull request's check reads, so that the analyze job fetches that
+much and no more.
+
+A revert names its original by commit id; everything the check reads about that original comes
+after it: the reverts and relands that name it, the chain of earlier reverts reached through the
+commits it names, the drift of its files, its copies on release branches, the base's own undo.
+So the history from the oldest commit the pull request's reverts name (and the commits those
+name, and so on), less a margin for clocks that disagree, holds what the check reads. The window
+is chosen only where that holds by construction: every revert-like commit of the pull request and
+of that chain names what it undoes by full commit id, and its quoted titles, pull request numbers
+and Phabricator revisions name the same commits. Anything else (a title alone, an abbreviated id,
+a reland found by its diff, a name the remote lacks) reads the whole history, as before.
+
+The decision is plain data: the commits come in, a Unix time (or None: the whole history) and the
+reason go out; fetching is the caller's (see ``revertbot fetch``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from revertbot import git
+from revertbot.models import Commit, ParsedMessage
+from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
+
+#: Days of history fetched before the oldest commit the reverts name: committer clocks disagree,
+#: and a pick or a reland is never older than its original by more than that skew.
+MARGIN_DAYS = 30
+#: Commits named in all (the pull request's reverts, what they name, ...): past that, the whole history.
+MAX_NAMED = 64
+#: Rounds of "what do the named commits name" (a revert of a reland of a revert ...).
+MAX_ROUNDS = 6
+_FULL_LENGTHS = (40, 64)
+
+
+@dataclass(frozen=True)
+class HistoryWindow:
+    """The history a check of the pull request reads: since ``since`` (a Unix time), or all of it."""
+
+    since: int | None
+    reason: str
+    named: tuple[str, ...] = ()  # the commits the reverts name, directly or through others
+
+    @property
+    def whole(self) -> bool:
+        return self.since is None
+
+
+def _whole(reason: str) -> HistoryWindow:
+    return HistoryWindow(None, reason)
+
+
+def _revert_like(commits: Iterable[Commit]) -> list[tuple[Commit, ParsedMessage]]:
+    out = []
+    for c in commits:
+        if might_be_revert(c.message):
+            pm = parse_message(c.message)
+            if pm.kind is not None:
+                out.append((c, pm))
+    return out
+
+
+def _unsupported(pm: ParsedMessage) -> str | None:
+    """Why a revert-like message's names cannot be dated without the history (None: they can)."""
+    if not pm.shas:
+        return "names what it reverts by title or number only"
+    short = [s for s in pm.shas if len(s) not in _FULL_LENGTHS]
+    if short:
+        return f"names {short[0]} by an abbreviated id"
+    if pm.squashed:
+        return "is a squash merge listing its branch's commits"
+    if pm.changesets:
+        return "names a changeset of another repository"
+    return None
+
+
+def _titles(commits: Iterable[Commit]) -> set[str]:
+    """Every title the named commits can be called by: their subjects, with and without the PR
+    suffix, and the titles their own messages quote (a revert's ``Revert "X"`` is also X's)."""
+    out: set[str] = set()
+    for c in commits:
+        out |= {title_key(c.subject), title_key(strip_pr_suffix(c.subject))}
+        pm = parse_message(c.message) if might_be_revert(c.message) else None
+        if pm is not None and pm.kind is not None:
+            out |= {title_key(t) for t in (*pm.titles, pm.outer_title) if t}
+            out |= {title_key(strip_pr_suffix(t)) for t in pm.titles}
+    return out
+
+
+def _disagreement(c: Commit, pm: ParsedMessage, named: Sequence[Commit]) -> str | None:
+    """Where ``c``'s titles, pull request numbers or revisions name other commits than its ids."""
+    titles = _titles(named)
+    for t in pm.titles:
+        key, bare = title_key(t), title_key(strip_pr_suffix(t))
+        if key in titles or bare in titles:
+            continue
+        if pm.title_truncated and any(k.startswith(bare) for k in titles):
+            continue
+        return f"names the title {t!r}, which none of the commits it names by id has"
+    parsed = [parse_message(n.message) for n in named]
+    prs = {p.own_pr for p in parsed if p.own_pr is not None} | {n for p in parsed for n in p.prs}
+    for number in pm.prs:
+        if number not in prs:
+            return f"names #{number}, which none of the commits it names is"
+    diffs = {p.own_diff for p in parsed if p.own_diff} | {d for p in parsed for d in p.diffs}
+    for diff in pm.diffs:
+        if diff not in diffs:
+            return f"names {diff}, which none of the commits it names is"
+    return None
+
+
+def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]], list[Commit]],
+                  margin_days: int = MARGIN_DAYS) -> HistoryWindow:  # fmt: skip
+    """The history a check of a pull request whose own commits are ``pr_commits`` reads.
+
+    ``read_named(ids)`` gives the commits of ``ids`` that exist (fetched by id when the clone lacks
+    them); it is asked once a round, for the ids the last round's revert-like commits name."""
+    todo = _revert_like(pr_commits)
+    if not todo:
+        return _whole("no commit of the pull request names what it reverts or relands "
+                      "(a reland is then found by its diff, among every revert of the history)")  # fmt: skip
+    known: dict[str, Commit] = {}
+    judged: list[tuple[Commit, ParsedMessage]] = []
+    for _ in range(MAX_ROUNDS):
+        wanted: list[str] = []
+        for c, pm in todo:
+            why = _unsupported(pm)
+            if why is not None:
+                return _whole(f"{c.sha[:10]} {why}")
+            wanted += [s.lower() for s in pm.shas if s.lower() not in known]
+        judged += todo
+        wanted = list(dict.fromkeys(wanted))
+        if not wanted:
+            break
+        if len(known) + len(wanted) > MAX_NAMED:
+            return _whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
+        found = {c.sha.lower(): c for c in read_named(wanted)}
+        missing = [s for s in wanted if s not in found]
+        if missing:
+            return _whole(f"{missing[0][:10]}, which a revert names, is not on the remote (or not a commit)")
+        known.update(found)
+        todo = _revert_like(found[s] for s in wanted)
+    else:
+        return _whole(f"the chain of reverts is more than {MAX_ROUNDS} deep")
+    for c, pm in judged:
+        why = _disagreement(c, pm, [known[s.lower()] for s in pm.shas])
+        if why is not None:
+            return _whole(f"{c.sha[:10]} {why}")
+    dated = [*pr_commits, *known.values()]
+    oldest = min(dated, key=lambda c: c.commit_time)
+    since = oldest.commit_time - margin_days * 86400
+    return HistoryWindow(since, f"{margin_days} days before {oldest.sha[:10]}, the oldest of the pull request's "
+                         f"commits and the {len(known)} commit(s) its reverts name", tuple(known))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WindowFetch:
+    """What :func:`fetch_window` did: the window (``whole``: the caller fetches the whole history),
+    the refs fetched, how many tips were left at depth 1 (older than the window), the seconds."""
+
+    window: HistoryWindow
+    refspecs: tuple[str, ...]
+    old_tips: int
+    seconds: float
+
+
+def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
+                 filter_spec: str | None, margin_days: int = MARGIN_DAYS) -> WindowFetch:  # fmt: skip
+    """Fetch the history a check of the pull request reads into a shallow clone, in four steps:
+    the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs`` (release
+    branches, version tags) one commit deep; the pull request's own commits (those the remote's
+    ``base`` branch does not reach); the commits its reverts name, by id, one commit deep, as
+    often as they name more; then, from the window's start (see :func:`choose_window`), the
+    history of every ref whose commit is not older than it. A ref older than the window stays one
+    commit deep: it cannot hold the original nor a copy of it.
+
+    The clone stays shallow. Where the window cannot be chosen, or the fetched history does not
+    join the pull request to its base or reach a named commit's parents, ``window.whole`` says so
+    and the caller fetches the whole history (``--unshallow``)."""
+    seconds = 0.0
+
+    def fetch(specs: Sequence[str], **limits: int | str) -> None:
+        nonlocal seconds
+        seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filter_spec, **limits).seconds  # type: ignore[arg-type]
+
+    specs = [base_spec, pr_spec, *other_specs]
+    fetch(specs, depth=1)
+    base_ref, head_ref = _destination(base_spec), _destination(pr_spec)
+    try:
+        fetch([pr_spec], shallow_exclude=f"refs/heads/{base}")
+    except git.FetchError:
+        # The remote's base branch reaches the whole head (a merged pull request): nothing to exclude by.
+        return WindowFetch(_whole("the pull request's head is on its base branch already"), (), 0, seconds)
+    pr_commits = git.log_revs(root, [head_ref, f"^{base_ref}"])
+
+    def read_named(ids: list[str]) -> list[Commit]:
+        absent = [s for s in ids if not git.commit_present(root, s)]
+        if absent:
+            with contextlib.suppress(git.FetchError):  # each id is looked up below: a missing one ends the window
+                fetch(absent, depth=1)
+        return git.commits_of(root, [s for s in ids if git.commit_present(root, s)])
+
+    window = choose_window(pr_commits, read_named, margin_days)
+    if window.whole:
+        return WindowFetch(window, (), 0, seconds)
+    assert window.since is not None
+    refs = git.ref_commits(root, git.fetched_refs(root, specs))
+    times = {c.sha: c.commit_time for c in git.commits_of(root, sorted(set(refs.values())))}
+    kept = {spec.removeprefix("^") for spec in other_specs if spec.startswith("^")}
+    recent = [base_spec, pr_spec]
+    for ref, sha in sorted(refs.items()):
+        if ref not in (base_ref, head_ref) and ref not in kept and times.get(sha, 0) >= window.since:
+            recent.append(f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}")
+    fetch(recent, shallow_since=window.since)
+    boundary = git.shallow_commits(root)
+    cut = [s for s in (*window.named, *(c.sha for c in pr_commits)) if s in boundary]
+    if cut:
+        return WindowFetch(_whole(f"{cut[0][:10]} is older than the fetched history"), tuple(recent), 0, seconds)
+    if git.merge_base(root, base_ref, head_ref) is None:
+        return WindowFetch(_whole("the pull request leaves its base branch before the window"), tuple(recent), 0,
+                           seconds)  # fmt: skip
+    return WindowFetch(window, tuple(recent), len(refs) - len(recent), seconds)
+
+
+def _source(specs: Sequence[str], dest: str) -> str:
+    """The source of the refspec among ``specs`` that writes ``dest`` (exact refspecs only)."""
+    for spec in specs:
+        src, _, dst = spec.lstrip("+").partition(":")
+        if dst == dest:
+            return src
+    raise ValueError(f"no refspec writes {dest}")
+
+
+def _destination(refspec: str) -> str:
+    return refspec.lstrip("+").partition(":")[2] or refspec
