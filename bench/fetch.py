@@ -351,12 +351,12 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     _git("clone", "-q", "--mirror", "--shared", str(origin), str(dest), cwd=dest.parent, env=env)
     when = subprocess.run(["git", "log", "-1", "--format=%ct", revert], cwd=dest, env=env, capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(*objectname)%(objectname) %(committerdate:unix)"
-                           " %(*committerdate:unix)", "refs/heads", "refs/tags"], cwd=dest, env=env,
+    listing = "--format=%(refname) %(objectname) %(committerdate:unix) %(*committerdate:unix)"
+    refs = subprocess.run(["git", "for-each-ref", listing, "refs/heads", "refs/tags"], cwd=dest, env=env,
                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
     moves = [f"update refs/heads/{base} {revert}^\n", f"create refs/pull/1/head {revert}\n"]
     for line in refs:
-        ref, _, dates = line.split(" ", 2)[0], None, line.split()[2:]
+        ref, dates = line.split()[0], line.split()[2:]
         if ref == f"refs/heads/{base}" or max(int(d) for d in dates if d.isdigit()) <= int(when):
             continue
         if ref.startswith("refs/tags/"):
@@ -398,7 +398,8 @@ def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[
 
 
 def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, env: dict[str, str], *,
-                 estimate_full: bool, check_base: str | None = None, as_pr: bool = False) -> dict[str, Any]:  # fmt: skip
+                 estimate_full: bool, check_base: str | None = None, as_pr: bool = False
+                 ) -> dict[str, Any]:  # fmt: skip
     """``fetch-depth: 0`` against ``revertbot fetch`` on one origin; see :func:`refs_main`."""
     mib = 1 << 20
     for d in ("full", "old", "new", "ref", "whole"):

@@ -70,7 +70,8 @@ def decide(origin: Path, base: str, shas: list[str], margin: int) -> tuple[list[
     for sha in shas:
         window = choose_window(git.commits_of(origin, [sha]), read_named, margin)
         if window.whole:
-            reasons[_IDS.sub("<id>", window.reason.split(" ", 1)[1] if _IDS.match(window.reason) else window.reason)] += 1
+            why = window.reason.split(" ", 1)[1] if _IDS.match(window.reason) else window.reason
+            reasons[_IDS.sub("<id>", why)] += 1
             continue
         count = git.run("rev-list", "--count", f"--since={window.since}", f"{sha}^", cwd=origin).strip()
         served.append((sha, int(count)))

@@ -158,7 +158,8 @@ def test_a_checkout_without_the_base_commit_fetches_the_base_first(origin: dict[
     bare = Path(str(origin["path"]))
     work = tmp_path / "work"
     _checkout_depth_1(bare, work, str(origin["unrelated"][-1]))  # type: ignore[index]
-    code, _, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, str(origin["base"]))))
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(_event(tmp_path, str(origin["base"]))),
+                        "--whole-history")  # fmt: skip
     assert code == 0, err
     assert "(2 fetches)" in err
     refs = _git(work, "for-each-ref", "--format=%(refname)").split()

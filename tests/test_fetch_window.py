@@ -1,0 +1,282 @@
+"""`revertbot fetch` of a pull request whose reverts name their originals by id: the history from the
+oldest commit they name (less the margin) and no older, release branches and tags older than that
+one commit deep; the check on that clone says what it says on a complete clone. Anything the
+window cannot be sure of (a title alone, a title naming another commit, a chain naming a commit
+the remote lacks, a branch that left the base before the window) fetches the whole history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from revertbot import git
+from revertbot.cli.main import cli
+from revertbot.models import Commit
+from revertbot.pipeline.history_window import choose_window
+from tests.gitrepo import GitRepo
+
+CONFIG = "release_branches:\n  - release/*\n"
+PR = 7
+DAY = 86400
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+def _history(tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
+    """main over 200 days (a commit every 5 days), an old release branch and tag, then a release
+    branch, an original (#3) that it picks, and more work on main."""
+    g = GitRepo(tmp_path / "src")
+    shas: dict[str, str] = {}
+    shas["root"] = g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG, "b.py": "x = 0\n"})
+    for i in range(40):
+        g.tick(5 * DAY)
+        title = "Fix lint" if i == 3 else f"Work on b, step {i} (#{100 + i})"
+        shas[f"old{i}"] = g.commit(title, {"b.py": f"x = {i + 1}\n", f"old/{i}.py": f"v = {i}\n"})
+        if i == 5:
+            g.git("branch", "release/0.9")
+            g.git("tag", "v0.9.0")
+    g.checkout("release/0.9")
+    g.tick()
+    shas["old_pick"] = g.commit("[release/0.9] Fix b", {"b.py": "x = 'fixed'\n"})
+    g.checkout("main")
+    g.tick(5 * DAY)
+    g.git("branch", "release/1.0")
+    shas["original"] = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2\n"})
+    g.tick(DAY)
+    g.commit("Touch c (#4)", {"c.py": "y = 1\n"})
+    g.checkout("release/1.0")
+    g.tick()
+    g.git("cherry-pick", "-x", shas["original"])
+    shas["pick"] = g.head()
+    g.git("tag", "v1.0.0")
+    g.checkout("main")
+    g.tick(2 * DAY)
+    shas["late"] = g.commit("Touch c again (#5)", {"c.py": "y = 2\n"})
+    return g, shas
+
+
+def _origin(tmp_path: Path, g: GitRepo, pr_head: str) -> Path:
+    bare = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
+    for branch in _git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads").split():
+        if branch not in ("main",) and not branch.startswith("release/"):
+            _git(bare, "branch", "-D", branch)
+    _git(bare, "update-ref", f"refs/pull/{PR}/head", pr_head)
+    _git(bare, "config", "uploadpack.allowFilter", "true")
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return bare
+
+
+def _checkout_depth_1(origin: Path, dest: Path, sha: str) -> None:
+    """As actions/checkout with fetch-depth: 1, filter: blob:none and ref: the base commit."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _git(dest.parent, "init", "-q", str(dest))
+    _git(dest, "remote", "add", "origin", origin.as_uri())
+    _git(dest, "fetch", "-q", "--no-tags", "--depth=1", "--filter=blob:none", "origin", sha)
+    _git(dest, "sparse-checkout", "set", "--no-cone", "/.revertbot.yml")
+    _git(dest, "checkout", "-q", "--detach", sha)
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env={"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": ""})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _fetch(origin: Path, tmp_path: Path, base: str, *extra: str) -> tuple[Path, str]:
+    work = tmp_path / "fetched" / "repo"
+    _checkout_depth_1(origin, work, base)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), *extra)
+    assert code == 0, err
+    return work, err
+
+
+def _check(repo: Path, sha: str, base: str) -> dict[str, object]:
+    code, out, err = _run("check", "--repo", str(repo), sha, "--base", base, "--format", "json")
+    assert code == 0, err
+    data: dict[str, object] = json.loads(out)
+    return data
+
+
+def _complete(origin: Path, tmp_path: Path) -> Path:
+    """A clone of every ref with every object, the remote's branches as ``refs/remotes/origin/*``."""
+    dest = tmp_path / "complete" / "repo"
+    dest.parent.mkdir()
+    _git(tmp_path, "clone", "-q", "--no-checkout", origin.as_uri(), str(dest))
+    _git(dest, "fetch", "-q", "origin", "+refs/pull/*:refs/pull/*")
+    return dest
+
+
+def _present(repo: Path, sha: str) -> bool:
+    return git.commit_present(repo, sha)
+
+
+def test_a_revert_by_id_fetches_the_history_from_its_original(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    # A revert in the window whose original is older than it: the check does not fetch that one.
+    g.commit(f'Revert "Work on b, step 2 (#102)"\n\nThis reverts commit {shas["old2"]}.\n', {"old/2.py": None})
+    base = g.head()
+    revert = g.revert_on_branch(shas["original"])
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+
+    assert "history since" in err and "release branch(es) and tag(s) older than that fetched one commit deep" in err
+    assert git.is_shallow(work)
+    # 30 days before the original: the last five old commits are there, the rest is not.
+    assert _present(work, shas["old39"]) and _present(work, shas["old35"])
+    assert not _present(work, shas["old20"]) and not _present(work, shas["root"])
+    # The original with its parent, the pick on release/1.0 with its history, v1.0.0.
+    assert _present(work, shas["original"]) and shas["original"] not in git.shallow_commits(work)
+    assert _present(work, shas["pick"]) and _git(work, "rev-parse", "refs/tags/v1.0.0^{commit}").strip() == shas["pick"]
+    # release/0.9 and v0.9.0 are older than the window: one commit deep.
+    assert _git(work, "rev-parse", "refs/remotes/origin/release/0.9").strip() == shas["old_pick"]
+    assert shas["old_pick"] in git.shallow_commits(work)
+    assert _git(work, "rev-list", "--count", "refs/remotes/origin/release/0.9").strip() == "1"
+    assert f"refs/revertbot/pull/{PR}" in _git(work, "for-each-ref", "--format=%(refname)")
+
+    complete = _complete(origin, tmp_path)
+    mine, theirs = _check(work, revert, base), _check(complete, revert, base)
+    assert mine == theirs
+    assert mine["originals"] == [shas["original"]] and mine["purity"] == "pure"
+    assert [b["branch"] for b in mine["backports"]] == ["refs/remotes/origin/release/1.0"]  # type: ignore[index]
+    # The check fetched nothing by name, past the boundary: the clone is as shallow as before.
+    assert not _present(work, shas["root"]) and not _present(work, shas["old2"])
+
+
+def test_the_window_is_smaller_than_the_whole_history(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    base = g.head()
+    revert = g.revert_on_branch(shas["original"])
+    origin = _origin(tmp_path, g, revert)
+    work, _ = _fetch(origin, tmp_path, base)
+    count = int(_git(work, "rev-list", "--count", "--all"))
+    whole, err = _fetch(origin, tmp_path / "w", base, "--whole-history")
+    assert not git.is_shallow(whole) and "history since" not in err
+    assert count < int(_git(whole, "rev-list", "--count", "--all")) / 3
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ('Revert "Make f return 2 (#3)"\n\nIt broke the build.\n', "by title or number only"),
+        # The id names the original; the title names an older commit: the check says which one
+        # is meant cannot be told, from history the window would not have.
+        ('Revert "Fix lint"\n\nThis reverts commit {original}.\n', "names the title 'Fix lint'"),
+        ('Revert "Make f return 2 (#3)"\n\nThis reverts commit {short}.\n', "by an abbreviated id"),
+        ('Revert "Make f return 2 (#3)"\n\nThis reverts commit ' + "d" * 40 + ".\n", "not on the remote"),
+        ('Revert "Make f return 2 (#3)" (#9)\n\nThis reverts commit {original}.\nReverts #4.\n', "names #4"),
+    ],
+    ids=["title-only", "title-names-another", "abbreviated", "ghost", "other-pr"],
+)
+def test_what_a_window_cannot_be_sure_of_fetches_the_whole_history(tmp_path: Path, message: str, why: str) -> None:
+    g, shas = _history(tmp_path)
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    revert = g.revert(shas["original"], message=message.format(original=shas["original"], short=shas["original"][:10]))
+    g.checkout("main")
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and why in err, err
+    assert not git.is_shallow(work) and _present(work, shas["root"])
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_a_chain_of_reverts_reaches_back_to_what_its_first_commit_names(tmp_path: Path) -> None:
+    """The PR reverts a reland that names the revert it undoes, which names the original, 150 days
+    older than the reland: the window starts before the original, and the chain is the complete clone's."""
+    g, shas = _history(tmp_path)
+    g.tick(10 * DAY)
+    first_revert = g.revert(shas["original"])
+    g.tick(150 * DAY)
+    subject = g.git("log", "-1", "--format=%s", first_revert).strip()
+    g.tick()
+    g.git("revert", "--no-edit", "--no-commit", first_revert)
+    g.git("commit", "-q", "-m", f'Revert "{subject}"\n\nThis reverts commit {first_revert}.\n')
+    reland = g.head()
+    g.tick(DAY)
+    base = g.head()
+    revert = g.revert_on_branch(reland)
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err and git.is_shallow(work)
+    assert _present(work, shas["original"]) and shas["original"] not in git.shallow_commits(work)
+    mine = _check(work, revert, base)
+    assert mine == _check(_complete(origin, tmp_path), revert, base)
+    assert {c["sha"] for c in mine["chain"]} >= {first_revert, shas["original"]}  # type: ignore[attr-defined,index]
+
+
+def test_a_branch_that_left_the_base_before_the_window_fetches_the_whole_history(tmp_path: Path) -> None:
+    """The PR's branch left main at an old commit and got its first commit 100 days later: the
+    window (from that commit) does not reach where the branch left."""
+    g, shas = _history(tmp_path)
+    base = g.head()
+    g.checkout("-b", "rv", shas["old10"])
+    g.tick(100 * DAY)
+    own = g.commit("Add d (#50)", {"d.py": "z = 1\n"})
+    g.tick()
+    revert = g.revert(own)
+    g.checkout("main")
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err, err
+    assert not git.is_shallow(work)
+
+
+def test_a_checkout_without_the_base_commit_fetches_it_alone_first(tmp_path: Path) -> None:
+    """As pull_request's merge commit: the base commit comes by id (its .revertbot.yml), then the window."""
+    g, shas = _history(tmp_path)
+    base = g.head()
+    revert = g.revert_on_branch(shas["original"])
+    origin = _origin(tmp_path, g, revert)
+    work = tmp_path / "fetched" / "repo"
+    _checkout_depth_1(origin, work, revert)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR))
+    assert code == 0, err
+    assert "history since" in err and git.is_shallow(work) and _present(work, base)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_the_dry_run_says_the_window_comes_after_the_commits(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    base = g.head()
+    origin = _origin(tmp_path, g, g.revert_on_branch(shas["original"]))
+    work = tmp_path / "fetched" / "repo"
+    _checkout_depth_1(origin, work, base)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR),
+                        "--dry-run")  # fmt: skip
+    assert code == 0 and "the history from 30 days before the oldest commit #7's reverts name" in err
+    assert not _present(work, shas["original"])
+
+
+def _commit(sha: str, message: str, when: int) -> Commit:
+    return Commit(sha, (), "a", "a@x", when, when, message)
+
+
+def test_choose_window_is_plain_data() -> None:
+    original = _commit("a" * 40, "Add X (#3)\n", 1_000 * DAY)
+    revert = _commit("b" * 40, f'Revert "Add X (#3)"\n\nThis reverts commit {"a" * 40}.\n', 1_010 * DAY)
+    asked: list[list[str]] = []
+
+    def read(ids: list[str]) -> list[Commit]:
+        asked.append(ids)
+        return [c for c in (original,) if c.sha in ids]
+
+    window = choose_window([revert], read, margin_days=7)
+    assert window.since == (1_000 - 7) * DAY and window.named == ("a" * 40,) and asked == [["a" * 40]]
+    assert choose_window([_commit("c" * 40, "Add Y\n", 5)], read).whole  # not a revert: a reland by diff?
+    # A reland naming its revert, which names the original: read in two rounds.
+    reland = _commit("c" * 40, f'Revert "Revert "Add X (#3)""\n\nThis reverts commit {"b" * 40}.\n', 1_100 * DAY)
+
+    def read2(ids: list[str]) -> list[Commit]:
+        return [c for c in (original, revert) if c.sha in ids]
+
+    window = choose_window([reland], read2, margin_days=1)
+    assert window.since == 999 * DAY and set(window.named) == {"a" * 40, "b" * 40}
