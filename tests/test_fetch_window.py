@@ -280,3 +280,25 @@ def test_choose_window_is_plain_data() -> None:
 
     window = choose_window([reland], read2, margin_days=1)
     assert window.since == 999 * DAY and set(window.named) == {"a" * 40, "b" * 40}
+
+
+def test_a_commit_dated_before_the_window_inside_it_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A side branch merged after the original carries a commit whose date is 200 days too early
+    (it undoes the original): --shallow-since would leave it out, and what lies under the merge."""
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "side", "main")
+    now = g._clock
+    g._clock = now - 200 * DAY
+    g.commit("Put f back", {"a.py": "def f():\n    return 1\n"})
+    g._clock = now + 30 * DAY
+    g.checkout("main")
+    g.commit("Touch d (#6)", {"d.py": "w = 1\n"})
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'side'", "side")
+    g.commit("Make f return 2 again (#8)", {"a.py": "def f():\n    return 2\n"})
+    base = g.head()
+    revert = g.revert_on_branch(shas["original"])
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "dates out of order" in err, err
+    assert not git.is_shallow(work)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)

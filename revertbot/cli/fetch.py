@@ -4,7 +4,9 @@
 What is fetched, and why (see docs/workflows.md, "What each job fetches"):
 
 * the base branch, with its whole history (the shallow boundary goes): links, drift, relands and
-  the history index walk it;
+  the history index walk it; for a pull request whose reverts name their originals by id, only
+  the history from the oldest commit they name, less a margin (the clone stays shallow; see
+  :mod:`revertbot.pipeline.history_window`);
 * the pull request's head (``refs/pull/N/head``): the commits under analysis;
 * the release branches that ``release_branches`` of ``.revertbot.yml`` matches, the file read
   from the base commit as ``revertbot action`` reads it: where the original shipped (backports);
@@ -229,7 +231,12 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     """Fetch only the refs the analysis reads, in one `git fetch`: the base branch with its whole
     history, the PR head, the release branches of .revertbot.yml, the version tags and the
     revertbot-history data branch (commits and trees; file contents are fetched in batches as
-    the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md)."""
+    the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md).
+
+    For a pull request whose reverts name their originals by commit id, only the history from
+    30 days before the oldest commit they name (--window-margin-days), in a few steps; release
+    branches and tags older than that one commit deep. Where the window cannot be sure to hold
+    what the check reads, the whole history, and the reason is said."""
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)

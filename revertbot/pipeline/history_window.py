@@ -222,6 +222,13 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     if git.merge_base(root, base_ref, head_ref) is None:
         return WindowFetch(_whole("the pull request leaves its base branch before the window"), tuple(recent), 0,
                            seconds)  # fmt: skip
+    # A commit well inside the window whose parent is older than the window: a date out of order
+    # (a skewed clock, or one written so). What lies under it was cut, and may be younger than it.
+    late = window.since + 2 * margin_days * 86400
+    skewed = [c for c in git.commits_of(root, sorted(boundary)) if c.commit_time > late]
+    if skewed:
+        return WindowFetch(_whole(f"{skewed[0].sha[:10]}, committed {margin_days * 2}+ days into the window, has a "
+                                  "parent committed before it: dates out of order"), tuple(recent), 0, seconds)  # fmt: skip
     return WindowFetch(window, tuple(recent), len(refs) - len(recent), seconds)
 
 
