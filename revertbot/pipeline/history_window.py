@@ -227,8 +227,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     late = window.since + 2 * margin_days * 86400
     skewed = [c for c in git.commits_of(root, sorted(boundary)) if c.commit_time > late]
     if skewed:
-        return WindowFetch(_whole(f"{skewed[0].sha[:10]}, committed {margin_days * 2}+ days into the window, has a "
-                                  "parent committed before it: dates out of order"), tuple(recent), 0, seconds)  # fmt: skip
+        why = (f"{skewed[0].sha[:10]}, committed {margin_days * 2}+ days into the window, has a parent committed "
+               "before it: dates out of order")  # fmt: skip
+        return WindowFetch(_whole(why), tuple(recent), 0, seconds)
     return WindowFetch(window, tuple(recent), len(refs) - len(recent), seconds)
 
 
