@@ -51,6 +51,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.scan import accuracy, bench_env, revertbot_command, timed
 from bench.synth_pytorch import add_shape_arguments, cached_pytorch
+from revertbot.config import load_config
+from revertbot.errors import ConfigError
+from revertbot.globs import match_branch
 
 GOALS = {"bytes": 0.10, "event": 60.0, "p95": 1.0, "scan": 5.0}
 
@@ -355,9 +358,22 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     refs = subprocess.run(["git", "for-each-ref", listing, "refs/heads", "refs/tags"], cwd=dest, env=env,
                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
     moves = [f"update refs/heads/{base} {revert}^\n", f"create refs/pull/1/head {revert}\n"]
+    # Branches the analysis never reads (neither the base nor a release branch) go: never fetched,
+    # they need no rewinding (executorch has thousands).
+    shown = subprocess.run(["git", "show", f"{revert}^:.revertbot.yml"], cwd=dest, env=env, capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    try:
+        patterns = load_config(shown.stdout if shown.returncode == 0 else None).release_branches
+    except ConfigError:
+        patterns = load_config(None).release_branches
     for line in refs:
         ref, dates = line.split()[0], line.split()[2:]
-        if ref == f"refs/heads/{base}" or max(int(d) for d in dates if d.isdigit()) <= int(when):
+        if ref == f"refs/heads/{base}":
+            continue
+        if ref.startswith("refs/heads/") and not any(match_branch(ref[len("refs/heads/"):], p) for p in patterns):
+            moves.append(f"delete {ref}\n")
+            continue
+        if max(int(d) for d in dates if d.isdigit()) <= int(when):
             continue
         if ref.startswith("refs/tags/"):
             moves.append(f"delete {ref}\n")
