@@ -74,6 +74,9 @@ class StreamedHistory:
 
     def __init__(self) -> None:
         self.named = NamedCommits()
+        # The wanted keys as their 32-bit hashes only (a false hit keeps one commit too many): the
+        # keys themselves, tens of thousands of strings on a long history, are not held.
+        self.wanted: set[int] = set()
         self.reverts: dict[int, Commit] = {}
         self.count = 0
         self._bloom = bytearray(self.BLOOM_BITS // 8)
@@ -91,13 +94,15 @@ class StreamedHistory:
             bloom[b >> 3] |= 1 << (b & 7)
         if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
             self.named.want(pm)
+            self.wanted.update(hash(k) & 0xFFFFFFFF for k in self.named.wanted)
+            self.named.wanted.clear()
             self.reverts[self.count] = c
         self.count += 1
 
     def second_pass(self, commits: Iterable[Commit]) -> list[Commit] | None:
         """The kept commits in linking order; None when the commits are not those of the first read."""
         self._bloom = bytearray()
-        wanted = {hash(k) & 0xFFFFFFFF for k in self.named.wanted}
+        wanted = self.wanted
         heap: list[tuple[int, str]] = []  # (index, sha) of reached commits whose children are all placed
         waiting: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # sha -> (index, children left, parents)
         parents_of: dict[str, tuple[str, ...]] = {}  # of the commits in the heap
