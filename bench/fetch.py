@@ -444,7 +444,7 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
     tip = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=origin, env=env, capture_output=True,
                          text=True, check=True).stdout.strip()  # fmt: skip
     trace = work / "new.packs"
-    out.update(_checkout_and_fetch(origin, base, tip, new, env, trace, ["--pr", "1"] if as_pr else []))
+    out.update(_checkout_and_fetch(origin, base, tip, new, env, trace, ["--pr", "1", "--window"] if as_pr else []))
     if as_pr:
         # The same pull request with the whole history (the fetch until now), in the same run.
         whole = _checkout_and_fetch(origin, base, tip, work / "whole" / "repo", env, work / "whole.packs",

@@ -86,7 +86,7 @@ def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: di
     new.parent.mkdir(parents=True)
     tip = git.run("rev-parse", f"{sha}^", cwd=origin).strip()
     trace = work / "new.packs"
-    out = _checkout_and_fetch(pr_origin, base, tip, new, env, trace, ["--pr", "1"])
+    out = _checkout_and_fetch(pr_origin, base, tip, new, env, trace, ["--pr", "1", "--window"])
     cmd = ["check", sha, "--base", tip, "--format", "json"]
     start = time.perf_counter()
     proc = subprocess.run([*revertbot_command(), *cmd, "--repo", str(new)], cwd=new,

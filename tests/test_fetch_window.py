@@ -93,7 +93,8 @@ def _run(*args: str) -> tuple[int, str, str]:
 def _fetch(origin: Path, tmp_path: Path, base: str, *extra: str) -> tuple[Path, str]:
     work = tmp_path / "fetched" / "repo"
     _checkout_depth_1(origin, work, base)
-    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), *extra)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), "--window",
+                        *extra)  # fmt: skip
     assert code == 0, err
     return work, err
 
@@ -238,7 +239,7 @@ def test_a_checkout_without_the_base_commit_fetches_it_alone_first(tmp_path: Pat
     origin = _origin(tmp_path, g, revert)
     work = tmp_path / "fetched" / "repo"
     _checkout_depth_1(origin, work, revert)
-    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR))
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), "--window")
     assert code == 0, err
     assert "history since" in err and git.is_shallow(work) and _present(work, base)
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
@@ -251,7 +252,7 @@ def test_the_dry_run_says_the_window_comes_after_the_commits(tmp_path: Path) -> 
     work = tmp_path / "fetched" / "repo"
     _checkout_depth_1(origin, work, base)
     code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR),
-                        "--dry-run")  # fmt: skip
+                        "--window", "--dry-run")  # fmt: skip
     assert code == 0 and "the history from 30 days before the oldest commit #7's reverts name" in err
     assert not _present(work, shas["original"])
 
@@ -302,3 +303,13 @@ def test_a_commit_dated_before_the_window_inside_it_fetches_the_whole_history(tm
     assert "the whole history is fetched" in err and "dates out of order" in err, err
     assert not git.is_shallow(work)
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_the_whole_history_is_the_default(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    base = g.head()
+    origin = _origin(tmp_path, g, g.revert_on_branch(shas["original"]))
+    work = tmp_path / "fetched" / "repo"
+    _checkout_depth_1(origin, work, base)
+    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR))
+    assert code == 0 and "history since" not in err and not git.is_shallow(work)

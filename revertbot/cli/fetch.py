@@ -218,10 +218,10 @@ MANY_RELEASE_BRANCHES = 200
 @click.option("--filter", "filter_spec", default=None,
               help="Object filter of the fetch (default: blob:none in a shallow or partial clone, none in a "
                    "complete one); 'none' for every object.")  # fmt: skip
-@click.option("--window/--whole-history", default=True, show_default=True,
+@click.option("--window/--whole-history", default=False, show_default=True,
               help="For a pull request in a shallow clone: fetch the history its reverts need (from the oldest "
                    "commit they name by id, less a margin) instead of the whole history; the whole history "
-                   "when they name what they revert otherwise.")  # fmt: skip
+                   "when they name what they revert otherwise (see docs/workflows.md).")  # fmt: skip
 @click.option("--window-margin-days", type=click.IntRange(min=1, max=3650), default=history_window.MARGIN_DAYS,
               show_default=True, help="Days of history fetched before the oldest commit the reverts name.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the refspecs and fetch nothing.")
@@ -233,10 +233,10 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     revertbot-history data branch (commits and trees; file contents are fetched in batches as
     the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md).
 
-    For a pull request whose reverts name their originals by commit id, only the history from
-    30 days before the oldest commit they name (--window-margin-days), in a few steps; release
-    branches and tags older than that one commit deep. Where the window cannot be sure to hold
-    what the check reads, the whole history, and the reason is said."""
+    With --window, for a pull request whose reverts name their originals by commit id, only the
+    history from 30 days before the oldest commit they name (--window-margin-days), in a few
+    steps. Where the window cannot be sure to hold what the check reads, the whole history, and
+    the reason is said."""
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
