@@ -7,6 +7,7 @@ the remote lacks, a branch that left the base before the window) fetches the who
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -31,13 +32,13 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def _history(tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
-    """main over 200 days (a commit every 5 days), an old release branch and tag, then a release
+    """main over 400 days (a commit every 10 days), an old release branch and tag, then a release
     branch, an original (#3) that it picks, and more work on main."""
     g = GitRepo(tmp_path / "src")
     shas: dict[str, str] = {}
     shas["root"] = g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG, "b.py": "x = 0\n"})
     for i in range(40):
-        g.tick(5 * DAY)
+        g.tick(10 * DAY)
         title = "Fix lint" if i == 3 else f"Work on b, step {i} (#{100 + i})"
         shas[f"old{i}"] = g.commit(title, {"b.py": f"x = {i + 1}\n", f"old/{i}.py": f"v = {i}\n"})
         if i == 5:
@@ -121,25 +122,32 @@ def _present(repo: Path, sha: str) -> bool:
 
 def test_a_revert_by_id_fetches_the_history_from_its_original(tmp_path: Path) -> None:
     g, shas = _history(tmp_path)
-    # A revert in the window whose original is older than it: the check does not fetch that one.
+    # A revert in the window (past the look-back around the original) whose original is older
+    # than the window: the check does not fetch that one.
+    g.tick(40 * DAY)
     g.commit(f'Revert "Work on b, step 2 (#102)"\n\nThis reverts commit {shas["old2"]}.\n', {"old/2.py": None})
     base = g.head()
     revert = g.revert_on_branch(shas["original"])
     origin = _origin(tmp_path, g, revert)
     work, err = _fetch(origin, tmp_path, base)
 
-    assert "history since" in err and "release branch(es) and tag(s) older than that fetched one commit deep" in err
+    assert "history since" in err and "release branches and tags: their own commits, whatever their dates" in err
     assert git.is_shallow(work)
-    # 30 days before the original: the last five old commits are there, the rest is not.
+    # 120 days before the original (the margin and the look-back for silent relands): the last
+    # dozen old commits are there, the rest is not.
     assert _present(work, shas["old39"]) and _present(work, shas["old35"])
     assert not _present(work, shas["old20"]) and not _present(work, shas["root"])
     # The original with its parent, the pick on release/1.0 with its history, v1.0.0.
     assert _present(work, shas["original"]) and shas["original"] not in git.shallow_commits(work)
     assert _present(work, shas["pick"]) and _git(work, "rev-parse", "refs/tags/v1.0.0^{commit}").strip() == shas["pick"]
-    # release/0.9 and v0.9.0 are older than the window: one commit deep.
+    # release/0.9 left main before the window: its own commit is there with where it left main
+    # (its diff is read against it), not the history under that.
     assert _git(work, "rev-parse", "refs/remotes/origin/release/0.9").strip() == shas["old_pick"]
-    assert shas["old_pick"] in git.shallow_commits(work)
-    assert _git(work, "rev-list", "--count", "refs/remotes/origin/release/0.9").strip() == "1"
+    assert shas["old_pick"] not in git.shallow_commits(work) and _present(work, shas["old5"])
+    assert int(_git(work, "rev-list", "--count", "refs/remotes/origin/release/0.9")) <= 3
+    # release/1.0 left main inside the window: joined to main's history again.
+    assert shas["pick"] not in git.shallow_commits(work)
+    assert _git(work, "merge-base", "refs/remotes/origin/release/1.0", "refs/remotes/origin/main").strip()
     assert f"refs/revertbot/pull/{PR}" in _git(work, "for-each-ref", "--format=%(refname)")
 
     complete = _complete(origin, tmp_path)
@@ -160,7 +168,7 @@ def test_the_window_is_smaller_than_the_whole_history(tmp_path: Path) -> None:
     count = int(_git(work, "rev-list", "--count", "--all"))
     whole, err = _fetch(origin, tmp_path / "w", base, "--whole-history")
     assert not git.is_shallow(whole) and "history since" not in err
-    assert count < int(_git(whole, "rev-list", "--count", "--all")) / 3
+    assert count < int(_git(whole, "rev-list", "--count", "--all")) / 2
 
 
 @pytest.mark.parametrize(
@@ -300,7 +308,7 @@ def test_a_commit_dated_before_the_window_inside_it_fetches_the_whole_history(tm
     revert = g.revert_on_branch(shas["original"])
     origin = _origin(tmp_path, g, revert)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "dates out of order" in err, err
+    assert "the whole history is fetched" in err and "history" in err.split("whole history is fetched:")[1], err
     assert not git.is_shallow(work)
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
@@ -313,3 +321,126 @@ def test_the_whole_history_is_the_default(tmp_path: Path) -> None:
     _checkout_depth_1(origin, work, base)
     code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR))
     assert code == 0 and "history since" not in err and not git.is_shallow(work)
+
+
+def _plain_main(tmp_path: Path, commits: int = 30) -> GitRepo:
+    """main with ``commits`` commits five days apart (a.py holds f and g)."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n\n\ndef g():\n    return 10\n", ".revertbot.yml": CONFIG,
+                      "b.py": "x = 0\n"})  # fmt: skip
+    for i in range(commits):
+        g.tick(5 * DAY)
+        g.commit(f"Work on b, step {i} (#{100 + i})", {"b.py": f"x = {i + 1}\n"})
+    return g
+
+
+def _same(tmp_path: Path, g: GitRepo, original: str) -> tuple[str, dict[str, object]]:
+    """The revert of ``original`` as PR #7 on main's tip: the fetch's stderr, and the windowed
+    check's JSON, which must be the complete clone's."""
+    base = g.head()
+    revert = g.revert_on_branch(original)
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    mine = _check(work, revert, base)
+    assert mine == _check(_complete(origin, tmp_path), revert, base), err
+    return err, mine
+
+
+F2 = "def f():\n    return 2\n\n\ndef g():\n    return 10\n"
+
+
+def test_a_branch_merged_after_the_original_with_older_commits_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A side branch changed a.py 125 days before the original and is merged after it: its drift
+    is read from commits older than the window, which the date cut would leave out."""
+    g = _plain_main(tmp_path)
+    tip = g._clock
+    at = tip + 30 * DAY
+    g.checkout("-b", "side", "HEAD~20")  # left main 100 days before its tip
+    g._clock = at - 125 * DAY
+    g.commit("Rework g (#250)", {"a.py": "def f():\n    return 1\n\n\ndef g():\n    return 11\n"})
+    g._clock = at - 5 * DAY
+    g.commit("Add x (#251)", {"x.py": "k = 1\n"})
+    g.checkout("main")
+    g._clock = at
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    g.tick(10 * DAY)
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'side'", "side")
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "lost its parents" in err, err
+    assert report["drift"]
+
+
+def test_a_release_branch_fixed_before_the_original_keeps_its_copy(tmp_path: Path) -> None:
+    """release/0.9 got the same change 60 days before main (older than the window), then more."""
+    g = _plain_main(tmp_path)
+    g.git("branch", "release/0.9")
+    at = g._clock + 100 * DAY
+    g.checkout("release/0.9")
+    g._clock = at - 60 * DAY
+    hotfix = g.commit("[release/0.9] Hotfix: f must return 2", {"a.py": F2})
+    g._clock = at - 55 * DAY
+    g.commit("[release/0.9] Fix e", {"e.py": "q = 1\n"})
+    g.checkout("main")
+    g._clock = at - 95 * DAY
+    for i in range(18):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    g._clock = at
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "history since" in err, err
+    assert [b["original_pick"] for b in report["backports"]] == [hotfix]  # type: ignore[index,union-attr]
+
+
+def test_a_copy_dated_before_the_window_on_a_release_branch_is_found(tmp_path: Path) -> None:
+    """The original was authored 45 days before it landed; release/1.0 took it with `git am
+    --committer-date-is-author-date`, then a fix dated 50 days back: every date there is older
+    than the window, the copy is still found."""
+    g = _plain_main(tmp_path)
+    g.git("branch", "release/1.0")
+    g.tick(5 * DAY)
+    landed = g._clock
+    g._clock = landed - 45 * DAY
+    g.write("a.py", F2)
+    g.git("add", "-A")
+    env_date = f"{landed} +0000"
+    subprocess.run(["git", "commit", "-q", "-m", "Make f return 2 (#3)"], cwd=g.path, check=True,
+                   env={**os.environ, "GIT_AUTHOR_DATE": f"{landed - 45 * DAY} +0000", "GIT_COMMITTER_DATE": env_date,
+                        "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "C",
+                        "GIT_COMMITTER_EMAIL": "c@x"})  # fmt: skip
+    original = g.head()
+    g._clock = landed + DAY
+    g.commit("Touch d (#4)", {"d.py": "z = 1\n"})
+    patch = g.git("format-patch", "-1", "--stdout", original)
+    g.checkout("release/1.0")
+    g.git("am", "-q", "--committer-date-is-author-date", input=patch)
+    pick = g.head()
+    g._clock = landed - 50 * DAY
+    g.commit("[release/1.0] Fix e", {"e.py": "q = 1\n"})
+    g.checkout("main")
+    g._clock = landed + 3 * DAY
+    g.commit("Touch d again (#5)", {"d.py": "z = 2\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "history since" in err, err
+    assert [b["original_pick"] for b in report["backports"]] == [pick]  # type: ignore[index,union-attr]
+
+
+def test_a_silent_reland_of_an_older_revert_is_seen(tmp_path: Path) -> None:
+    """X was reverted; 65 days later the original brings X's lines back without saying so: the
+    check's look-back finds that revert, and what it reverted, as a complete clone does."""
+    g = _plain_main(tmp_path)
+    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
+    g.tick(DAY)
+    x = g.commit("Add helper (#200)", {"a.py": body})
+    g.tick(5 * DAY)
+    undo = g.revert(x)
+    for i in range(13):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
+    g.tick(3 * DAY)
+    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
+    _, report = _same(tmp_path, g, original)
+    assert {c["sha"] for c in report["chain"]} >= {x, undo}  # type: ignore[attr-defined,index]

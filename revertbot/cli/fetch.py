@@ -385,8 +385,8 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
         say(f"the whole history is fetched: {done.window.reason}")
         return None
     since = time.strftime("%Y-%m-%d", time.gmtime(done.window.since))
-    say(f"history since {since} ({done.window.reason}); {done.old_tips} release branch(es) and tag(s) older than "
-        "that fetched one commit deep")  # fmt: skip
+    say(f"history since {since} ({done.window.reason}, and the look-back for silent relands where a named change "
+        "is not a revert); release branches and tags: their own commits, whatever their dates")  # fmt: skip
     seconds = done.seconds
     if history:
         # A data branch of its own: whole (the limits above would cut its records by date).

@@ -38,6 +38,7 @@ from revertbot.git.fetching import (
     commit_present as commit_present,
     fetch_refspecs as fetch_refspecs,
     fetched_refs as fetched_refs,
+    join_shallow as join_shallow,
     local_refs as local_refs,
     object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,

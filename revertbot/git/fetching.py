@@ -19,6 +19,7 @@ refspec), as git itself never moves a tag it has.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -29,7 +30,7 @@ from revertbot.errors import EXIT_GIT, GitError, RevertbotError
 from revertbot.git.contents import local_object_types, object_types
 from revertbot.git.partial import promisor_remote
 from revertbot.git.process import run, run_bytes
-from revertbot.git.refs import HEX_RE, is_shallow
+from revertbot.git.refs import HEX_RE, is_shallow, shallow_commits
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
 _GLOB_CHARS = "*?[\\"
@@ -229,6 +230,7 @@ def fetch_refspecs(
     depth: int | None = None,
     shallow_since: int | None = None,
     shallow_exclude: str | None = None,
+    deepen: int | None = None,
 ) -> FetchResult:
     """Fetch ``refspecs`` from ``remote`` in one ``git fetch`` (no tags beyond those named, no
     submodules), with ``filter_spec`` (None: every object), removing the shallow boundary when the
@@ -242,10 +244,12 @@ def fetch_refspecs(
     A limited fetch keeps the clone shallow: ``depth`` commits of each ref, the history committed
     since ``shallow_since`` (a Unix time; a ref whose tip is older brings its whole history, so
     callers name only newer tips), or the commits not reachable from the remote's ref
-    ``shallow_exclude``. A refspec may be a bare commit id (fetched without a ref)."""
+    ``shallow_exclude`` (where the refs have none of their own: nothing, and no error), or
+    ``deepen`` commits more below the clone's shallow boundary. A refspec may be a bare commit id
+    (fetched without a ref)."""
     if not refspecs:  # on stdin, none would mean the remote's configured refspecs
         return FetchResult((), False, 0.0, ())
-    limited = depth is not None or shallow_since is not None or shallow_exclude is not None
+    limited = depth is not None or shallow_since is not None or shallow_exclude is not None or deepen is not None
     if limited:
         unshallow = False
     elif unshallow is None:
@@ -262,10 +266,15 @@ def fetch_refspecs(
         args.append(f"--shallow-since=@{int(shallow_since)}")
     if shallow_exclude is not None:
         args.append(f"--shallow-exclude={shallow_exclude}")
+    if deepen is not None:
+        args.append(f"--deepen={int(deepen)}")
     start = time.perf_counter()
     try:
         run(*args, "--", remote, cwd=repo, input="".join(f"{spec}\n" for spec in refspecs))
     except GitError as exc:
+        if shallow_exclude is not None and "no commits selected for shallow requests" in exc.stderr:
+            # Every ref named is in the excluded ref's history: nothing of their own to fetch.
+            return FetchResult(tuple(refspecs), False, time.perf_counter() - start, fetched_refs(repo, refspecs))
         message, hint = describe_fetch_failure(exc.stderr, remote)
         raise FetchError(message, hint=hint) from None
     seconds = time.perf_counter() - start
@@ -305,3 +314,44 @@ def ref_commits(repo: Path, refs: Iterable[tuple[str, str]]) -> dict[str, str]:
             sha, _, peeled = rest.partition("\0")
             commits[ref] = peeled or sha
     return commits
+
+
+def join_shallow(repo: Path) -> int:
+    """Take off the clone's shallow list every commit whose parents are all here (fetched since by
+    another ref's history): its history then goes on through them, as a deeper fetch would have
+    left it. Git keeps the list in ``shallow`` and replaces it through ``shallow.lock``, as here.
+    Returns how many commits were joined."""
+    listed = sorted(shallow_commits(repo))
+    if not listed:
+        return 0
+    raw = run_bytes("cat-file", "--batch", "--buffer", cwd=repo,
+                    input="".join(f"{sha}\n" for sha in listed).encode()).stdout  # fmt: skip
+    parents: dict[str, list[str]] = {}
+    pos = 0
+    for sha in listed:
+        nl = raw.index(b"\n", pos)
+        header = raw[pos:nl].split()
+        pos = nl + 1
+        if len(header) != 3 or header[1] != b"commit":
+            parents[sha] = ["-"]  # not a commit here: left as it is
+            continue
+        size = int(header[2])
+        body = raw[pos : pos + size].split(b"\n\n", 1)[0]
+        pos += size + 1
+        parents[sha] = [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"parent ")]
+    present = local_object_types(repo, [p for ps in parents.values() for p in ps if p != "-"])
+    joined = [sha for sha in listed if parents[sha] and all((present.get(p) or "").endswith(" commit")
+                                                            for p in parents[sha])]  # fmt: skip
+    if not joined:
+        return 0
+    kept = [sha for sha in listed if sha not in set(joined)]
+    path = Path(run("rev-parse", "--path-format=absolute", "--git-path", "shallow", cwd=repo).strip())
+    lock = path.with_name("shallow.lock")
+    with open(lock, "x", encoding="ascii") as out:  # another git at work here: stop rather than race it
+        out.write("".join(f"{sha}\n" for sha in kept))
+    if kept:
+        os.replace(lock, path)
+    else:
+        lock.unlink()
+        path.unlink()
+    return len(joined)

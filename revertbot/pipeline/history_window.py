@@ -18,13 +18,14 @@ reason go out; fetching is the caller's (see ``revertbot fetch``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from revertbot import git
 from revertbot.models import Commit, ParsedMessage
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
+from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
 
 #: Days of history fetched before the oldest commit the reverts name: committer clocks disagree,
 #: and a pick or a reland is never older than its original by more than that skew.
@@ -159,32 +160,48 @@ def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]]
 @dataclass(frozen=True)
 class WindowFetch:
     """What :func:`fetch_window` did: the window (``whole``: the caller fetches the whole history),
-    the refs fetched, how many tips were left at depth 1 (older than the window), the seconds."""
+    the refs fetched from the window's start, the seconds."""
 
     window: HistoryWindow
     refspecs: tuple[str, ...]
-    old_tips: int
     seconds: float
 
 
 def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
                  filter_spec: str | None, margin_days: int = MARGIN_DAYS) -> WindowFetch:  # fmt: skip
-    """Fetch the history a check of the pull request reads into a shallow clone, in four steps:
-    the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs`` (release
-    branches, version tags) one commit deep; the pull request's own commits (those the remote's
-    ``base`` branch does not reach); the commits its reverts name, by id, one commit deep, as
-    often as they name more; then, from the window's start (see :func:`choose_window`), the
-    history of every ref whose commit is not older than it. A ref older than the window stays one
-    commit deep: it cannot hold the original nor a copy of it.
+    """Fetch the history a check of the pull request reads into a shallow clone:
 
-    The clone stays shallow. Where the window cannot be chosen, or the fetched history does not
-    join the pull request to its base or reach a named commit's parents, ``window.whole`` says so
-    and the caller fetches the whole history (``--unshallow``)."""
+    1. the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs``
+       (release branches, version tags) one commit deep;
+    2. the pull request's own commits (those the remote's ``base`` branch does not reach);
+    3. the commits its reverts name, by id, one commit deep, as often as they name more
+       (:func:`choose_window`);
+    4. every commit of the release branches and tags that the base branch does not reach, whatever
+       its date, and the commit below each where it left the base: a copy of the original there may
+       be older than the original (a fix made on the release branch first) or carry an older date
+       (``git am``), and its diff is read against its parent;
+    5. the base's and the pull request's history from the window's start: the oldest commit named,
+       less the margin, and for a named change that is not itself a revert, the
+       :data:`~revertbot.verdict.reland_content.WINDOW_DAYS` before it too (the check looks there
+       for the revert it may silently re-land); the reverts found there name more commits, fetched
+       in turn;
+    6. the commits that step 4 cut where they left the base, joined to it again where the base's
+       history now holds their parents (:func:`git.join_shallow`).
+
+    The window stands only where the history it holds is whole where the check reads: every named
+    commit is in the base's or the pull request's history with its parents, and every commit
+    there whose parents were cut is below the first parent of each named commit (a branch merged
+    after the original brings no commit cut from its history; a commit dated before its parents
+    cuts nothing above the original). Else ``window.whole`` says why and the caller fetches the
+    whole history (``--unshallow``)."""
     seconds = 0.0
 
     def fetch(specs: Sequence[str], **limits: int | str) -> None:
         nonlocal seconds
         seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filter_spec, **limits).seconds  # type: ignore[arg-type]
+
+    def whole(reason: str) -> WindowFetch:
+        return WindowFetch(_whole(reason), (), seconds)
 
     specs = [base_spec, pr_spec, *other_specs]
     fetch(specs, depth=1)
@@ -193,7 +210,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         fetch([pr_spec], shallow_exclude=f"refs/heads/{base}")
     except git.FetchError:
         # The remote's base branch reaches the whole head (a merged pull request): nothing to exclude by.
-        return WindowFetch(_whole("the pull request's head is on its base branch already"), (), 0, seconds)
+        return whole("the pull request's head is on its base branch already")
     pr_commits = git.log_revs(root, [head_ref, f"^{base_ref}"])
 
     def read_named(ids: list[str]) -> list[Commit]:
@@ -205,32 +222,101 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
 
     window = choose_window(pr_commits, read_named, margin_days)
     if window.whole:
-        return WindowFetch(window, (), 0, seconds)
-    assert window.since is not None
-    refs = git.ref_commits(root, git.fetched_refs(root, specs))
-    times = {c.sha: c.commit_time for c in git.commits_of(root, sorted(set(refs.values())))}
-    kept = {spec.removeprefix("^") for spec in other_specs if spec.startswith("^")}
-    recent = [base_spec, pr_spec]
-    for ref, sha in sorted(refs.items()):
-        if ref not in (base_ref, head_ref) and ref not in kept and times.get(sha, 0) >= window.since:
-            recent.append(f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}")
-    fetch(recent, shallow_since=window.since)
+        return WindowFetch(window, (), seconds)
+    # The refs the remote has (a tag pattern may match none), each by its exact name.
+    kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
+    exact = [f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}"
+             for ref, _ in git.fetched_refs(root, other_specs) if ref not in kept]  # fmt: skip
+    if exact:
+        # Their own commits, then one commit more: where each left the base, whose files a copy's
+        # diff is read against (the base's history from the window's start joins them to it below).
+        try:
+            fetch(exact, shallow_exclude=f"refs/heads/{base}")
+            fetch(exact, deepen=1)
+        except git.FetchError as exc:
+            return whole(f"the release branches' own commits could not be fetched ({exc.message})")
+    named = {c.sha: c for c in git.commits_of(root, list(window.named))}
+    for _ in range(MAX_ROUNDS):
+        since = _start([*pr_commits, *named.values()], named.values(), margin_days)
+        fetch([base_spec, pr_spec], shallow_since=since)
+        git.join_shallow(root)
+        # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
+        named = {c.sha: c for c in git.commits_of(root, list(named))}
+        history = git.log_revs(root, [base_ref, head_ref])
+        why = _cut(root, history, named, pr_commits, base_ref, head_ref)
+        if why is not None:
+            return whole(why)
+        more, why = _looked_back(history, named.values(), margin_days)
+        if why is not None:
+            return whole(why)
+        if not more:
+            return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds)
+        if len(named) + len(more) > MAX_NAMED:
+            return whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
+        found = read_named(more)
+        if len(found) < len(more):
+            return whole("a revert the check looks at names a commit the remote does not have")
+        further = choose_window(found, read_named, margin_days)
+        if further.whole and any(_revert_like([c]) for c in found):
+            return whole(further.reason)
+        named.update({c.sha: c for c in found})
+        named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
+    return whole(f"the reverts the check looks at name more, {MAX_ROUNDS} times over")
+
+
+def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -> int:
+    """The window's start: the oldest of ``dated`` less the margin, and for each named change
+    that is not a revert, the look-back of silent relands before it, less the margin."""
+    start = min(c.commit_time for c in dated) - margin_days * 86400
+    plain = [c.commit_time for c in named if is_plain_change(c)]
+    if plain:
+        start = min(start, min(plain) - (LOOKBACK_DAYS + margin_days) * 86400)
+    return start
+
+
+def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_commits: Sequence[Commit],
+         base_ref: str, head_ref: str) -> str | None:  # fmt: skip
+    """Why the fetched history of the base and the pull request is not whole where the check
+    reads (None: it is)."""
     boundary = git.shallow_commits(root)
-    cut = [s for s in (*window.named, *(c.sha for c in pr_commits)) if s in boundary]
-    if cut:
-        return WindowFetch(_whole(f"{cut[0][:10]} is older than the fetched history"), tuple(recent), 0, seconds)
+    here = {c.sha for c in history}
+    for sha in named:
+        if sha not in here:
+            return f"{sha[:10]}, which a revert names, is in neither the base's nor the pull request's history"
+        if sha in boundary:
+            return f"{sha[:10]} is older than the fetched history"
+    for c in pr_commits:
+        if c.sha in boundary:
+            return f"{c.sha[:10]} of the pull request is older than the fetched history"
     if git.merge_base(root, base_ref, head_ref) is None:
-        return WindowFetch(_whole("the pull request leaves its base branch before the window"), tuple(recent), 0,
-                           seconds)  # fmt: skip
-    # A commit well inside the window whose parent is older than the window: a date out of order
-    # (a skewed clock, or one written so). What lies under it was cut, and may be younger than it.
-    late = window.since + 2 * margin_days * 86400
-    skewed = [c for c in git.commits_of(root, sorted(boundary)) if c.commit_time > late]
-    if skewed:
-        why = (f"{skewed[0].sha[:10]}, committed {margin_days * 2}+ days into the window, has a parent committed "
-               "before it: dates out of order")  # fmt: skip
-        return WindowFetch(_whole(why), tuple(recent), 0, seconds)
-    return WindowFetch(window, tuple(recent), len(refs) - len(recent), seconds)
+        return "the pull request leaves its base branch before the window"
+    cut = sorted(boundary & here)
+    for sha, c in named.items():
+        if not c.parents or not cut:
+            continue
+        for b in cut:
+            if b != c.parents[0] and not git.is_ancestor(root, b, c.parents[0]):
+                return (f"{b[:10]} lost its parents to the window's start but is not older than {sha[:10]} (a branch "
+                        "merged after it, or a commit dated before its parents)")  # fmt: skip
+    return None
+
+
+def _looked_back(history: Sequence[Commit], named: Iterable[Commit], margin_days: int) -> tuple[list[str], str | None]:
+    """The ids named by the reverts of ``history`` that the check may find a named change to
+    re-land silently (committed in the look-back before it) and that are not among ``named``;
+    or why their names cannot be fetched by id."""
+    known = {c.sha for c in named}
+    spans = [(c.commit_time - (LOOKBACK_DAYS + margin_days) * 86400, c.commit_time + margin_days * 86400)
+             for c in named if is_plain_change(c)]  # fmt: skip
+    if not spans:
+        return [], None
+    more: list[str] = []
+    for c, pm in _revert_like(h for h in history if any(lo <= h.commit_time <= hi for lo, hi in spans)):
+        why = _unsupported(pm)
+        if why is not None:
+            return [], f"{c.sha[:10]}, a revert the check looks at for a silent reland, {why}"
+        more += [s.lower() for s in pm.shas if s.lower() not in known]
+    return list(dict.fromkeys(more)), None
 
 
 def _source(specs: Sequence[str], dest: str) -> str:
