@@ -444,3 +444,26 @@ def test_a_silent_reland_of_an_older_revert_is_seen(tmp_path: Path) -> None:
     g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
     _, report = _same(tmp_path, g, original)
     assert {c["sha"] for c in report["chain"]} >= {x, undo}  # type: ignore[attr-defined,index]
+
+
+@pytest.mark.parametrize(("path", "window"), [("c.py", True), ("a.py", False)], ids=["other-file", "same-file"])
+def test_a_revert_by_title_before_the_original_counts_only_on_its_files(tmp_path: Path, path: str,
+                                                                         window: bool) -> None:  # fmt: skip
+    """A revert named by its title alone, 20 days before the original: on another file it cannot
+    be what the original silently re-lands (the window stands); on the original's file it could,
+    and what it reverts cannot be found by id (the whole history)."""
+    g = _plain_main(tmp_path)
+    content = "def f():\n    return 1\n\n\ndef g():\n    return 12\n" if path == "a.py" else "y = 'x'\n"
+    g.tick(DAY)
+    x = g.commit("Touch it (#200)", {path: content})
+    g.tick(DAY)
+    g.git("revert", "--no-edit", "--no-commit", x)
+    g.git("commit", "-q", "-m", 'Revert "Touch it (#200)"\n\nIt broke the nightly.\n')
+    g.tick(20 * DAY)
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, _ = _same(tmp_path, g, original)
+    assert ("history since" in err) is window, err
+    if not window:
+        assert "a revert the check looks at for a silent reland" in err and "by title or number only" in err

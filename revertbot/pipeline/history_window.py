@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from revertbot import git
+from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
@@ -246,7 +247,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         why = _cut(root, history, named, pr_commits, base_ref, head_ref)
         if why is not None:
             return whole(why)
-        more, why = _looked_back(history, named.values(), margin_days)
+        more, why = _looked_back(root, history, named.values(), margin_days)
         if why is not None:
             return whole(why)
         if not more:
@@ -301,17 +302,27 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
     return None
 
 
-def _looked_back(history: Sequence[Commit], named: Iterable[Commit], margin_days: int) -> tuple[list[str], str | None]:
+def _looked_back(root: Path, history: Sequence[Commit], named: Iterable[Commit], margin_days: int
+                 ) -> tuple[list[str], str | None]:  # fmt: skip
     """The ids named by the reverts of ``history`` that the check may find a named change to
-    re-land silently (committed in the look-back before it) and that are not among ``named``;
-    or why their names cannot be fetched by id."""
+    re-land silently (committed in the look-back before it, and changing one of its files: a
+    silent reland re-makes lines of the revert's files) and that are not among ``named``; or why
+    their names cannot be fetched by id."""
     known = {c.sha for c in named}
-    spans = [(c.commit_time - (LOOKBACK_DAYS + margin_days) * 86400, c.commit_time + margin_days * 86400)
-             for c in named if is_plain_change(c)]  # fmt: skip
-    if not spans:
+    plain = [c for c in named if is_plain_change(c)]
+    if not plain:
         return [], None
+    spans = [(c.commit_time - (LOOKBACK_DAYS + margin_days) * 86400, c.commit_time + margin_days * 86400)
+             for c in plain]  # fmt: skip
+    looked = _revert_like(h for h in history if any(lo <= h.commit_time <= hi for lo, hi in spans))
+    if not looked:
+        return [], None
+    paths = changed_paths(root, [c.sha for c in plain] + [c.sha for c, _ in looked])
+    touched = {p for c in plain for p in paths.get(c.sha, ())}
     more: list[str] = []
-    for c, pm in _revert_like(h for h in history if any(lo <= h.commit_time <= hi for lo, hi in spans)):
+    for c, pm in looked:
+        if c.sha in paths and touched.isdisjoint(paths[c.sha]):
+            continue  # none of the named changes' files: it cannot be re-landed by them
         why = _unsupported(pm)
         if why is not None:
             return [], f"{c.sha[:10]}, a revert the check looks at for a silent reland, {why}"
