@@ -4,8 +4,8 @@
 What is fetched, and why (see docs/workflows.md, "What each job fetches"):
 
 * the base branch, with its whole history (the shallow boundary goes): links, drift, relands and
-  the history index walk it; for a pull request whose reverts name their originals by id, only
-  the history from the oldest commit they name, less a margin (the clone stays shallow; see
+  the history index walk it; with ``--window``, for a pull request whose reverts name their
+  originals by id, only the history the check reads (the clone stays shallow; see
   :mod:`revertbot.pipeline.history_window`);
 * the pull request's head (``refs/pull/N/head``): the commits under analysis;
 * the release branches that ``release_branches`` of ``.revertbot.yml`` matches, the file read
@@ -234,7 +234,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md).
 
     With --window, for a pull request whose reverts name their originals by commit id, only the
-    history from 30 days before the oldest commit they name (--window-margin-days), in a few
+    base's history from 30 days before the oldest commit they name (--window-margin-days; 90 more
+    before a named change that is not a revert) and the release branches' own commits, in a few
     steps. Where the window cannot be sure to hold what the check reads, the whole history, and
     the reason is said."""
 

@@ -1,18 +1,16 @@
 """How much of the history one pull request's check reads, so that the analyze job fetches that
 much and no more.
 
-A revert names its original by commit id; everything the check reads about that original comes
-after it: the reverts and relands that name it, the chain of earlier reverts reached through the
-commits it names, the drift of its files, its copies on release branches, the base's own undo.
-So the history from the oldest commit the pull request's reverts name (and the commits those
-name, and so on), less a margin for clocks that disagree, holds what the check reads. The window
-is chosen only where that holds by construction: every revert-like commit of the pull request and
-of that chain names what it undoes by full commit id, and its quoted titles, pull request numbers
-and Phabricator revisions name the same commits. Anything else (a title alone, an abbreviated id,
-a reland found by its diff, a name the remote lacks) reads the whole history, as before.
-
-The decision is plain data: the commits come in, a Unix time (or None: the whole history) and the
-reason go out; fetching is the caller's (see ``revertbot fetch``).
+A revert names its original by commit id; what the check reads about that original is the base's
+history from the original on (the reverts and relands that name it, the drift of its files, the
+base's own undo), the chain of earlier reverts reached through the commits it names, the reverts
+in the look-back before it that it may silently re-land, and the release branches' own commits
+(a copy there may be older than the original). :func:`choose_window` picks the start from the
+commits named, where every revert-like commit of the pull request and of that chain names what it
+undoes by full commit id and its quoted titles, pull request numbers and Phabricator revisions
+name the same commits (plain data: the commits come in, a Unix time or None and the reason go
+out); :func:`fetch_window` fetches it in steps and keeps it only where the fetched history is
+whole where the check reads. Anything else reads the whole history, as before.
 """
 
 from __future__ import annotations
