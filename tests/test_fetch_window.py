@@ -222,21 +222,22 @@ def test_a_chain_of_reverts_reaches_back_to_what_its_first_commit_names(tmp_path
     assert {c["sha"] for c in mine["chain"]} >= {first_revert, shas["original"]}  # type: ignore[attr-defined,index]
 
 
-def test_a_branch_that_left_the_base_before_the_window_fetches_the_whole_history(tmp_path: Path) -> None:
-    """The PR's branch left main at an old commit and got its first commit 100 days later: the
-    window (from that commit) does not reach where the branch left."""
+def test_a_branch_that_left_the_base_long_before_its_commits_is_judged_as_a_complete_clone(tmp_path: Path) -> None:
+    """The PR's branch left main at an old commit and got its first commit 300 days later: the
+    window from that commit does not reach where the branch left, and is widened to it (or the
+    whole history fetched); the check reads what a complete clone gives."""
     g, shas = _history(tmp_path)
     base = g.head()
     g.checkout("-b", "rv", shas["old10"])
-    g.tick(100 * DAY)
+    g.tick(300 * DAY)
     own = g.commit("Add d (#50)", {"d.py": "z = 1\n"})
     g.tick()
     revert = g.revert(own)
     g.checkout("main")
     origin = _origin(tmp_path, g, revert)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err, err
-    assert not git.is_shallow(work)
+    assert _git(work, "merge-base", base, revert).strip() == shas["old10"], err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
 def test_a_checkout_without_the_base_commit_fetches_it_alone_first(tmp_path: Path) -> None:
@@ -366,7 +367,7 @@ def test_a_branch_merged_after_the_original_with_older_commits_fetches_the_whole
     g.tick(10 * DAY)
     g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'side'", "side")
     err, report = _same(tmp_path, g, original)
-    assert "the whole history is fetched" in err and "lost its parents" in err, err
+    assert "the whole history is fetched" in err and ("lost its parents" in err or "well inside the window" in err), err
     assert report["drift"]
 
 
@@ -467,3 +468,89 @@ def test_a_revert_by_title_before_the_original_counts_only_on_its_files(tmp_path
     assert ("history since" in err) is window, err
     if not window:
         assert "a revert the check looks at for a silent reland" in err and "by title or number only" in err
+
+
+def test_a_merge_of_an_old_branch_in_the_look_back_keeps_the_history_under_it(tmp_path: Path) -> None:
+    """X was reverted; an old feature branch (its last commit 200 days back) is merged later, 30
+    days before the original silently brings X back: git would hide the merge's parents, and with
+    them the revert of X, so the window does not stand."""
+    g = _plain_main(tmp_path, 40)
+    g.checkout("-b", "feature", "HEAD~20")
+    g.tick(DAY)
+    g.commit("Feature: add e (#150)", {"e.py": "e = 1\n"})
+    g.checkout("main")
+    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
+    g.tick(150 * DAY)
+    x = g.commit("Add helper (#200)", {"a.py": body})
+    g.tick(5 * DAY)
+    g.revert(x)
+    g.tick(30 * DAY)
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'feature'", "feature")
+    g.tick(30 * DAY)
+    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
+    g.tick(3 * DAY)
+    g.commit("Touch k (#401)", {"k.py": "z = 1\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err, err
+    assert {c["sha"] for c in report["chain"]} >= {x}  # type: ignore[attr-defined,index]
+
+
+def test_a_revert_where_a_release_branch_left_the_base_is_not_read_as_its_copy(tmp_path: Path) -> None:
+    """release/1.0 left main at an old revert titled as the original's revert; the window does not
+    reach it, so the check would count it among the branch's own commits (a copy of the revert)."""
+    g = _plain_main(tmp_path, 10)
+    g.tick(DAY)
+    g.commit("Make f return 2", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit('Revert "Make f return 2"\n\nIt broke the exporter.\n', {"a.py": F2.replace("return 2", "return 1")})
+    g.git("branch", "release/1.0")
+    g.checkout("release/1.0")
+    g.tick()
+    g.commit("[release/1.0] Fix e", {"e.py": "q = 1\n"})
+    g.checkout("main")
+    for i in range(40):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    original = g.commit("Make f return 2", {"a.py": F2})
+    g.checkout("release/1.0")
+    g.tick(DAY)
+    g.git("cherry-pick", "-x", original)
+    g.checkout("main")
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "is a revert" in err, err
+    assert report["follow_up_branches"]
+
+
+def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tmp_path: Path) -> None:
+    """A stacked PR: its first commit reverts an old change by title alone and was merged on main
+    on its own after the event's base commit; the check judges the PR from the base commit, both
+    commits, so the window must answer for the first one too."""
+    g = _plain_main(tmp_path, 10)
+    helper = F2.replace("return 2", "return 1") + "\n\ndef helper(v):\n    return v + 1\n"
+    g.tick(DAY)
+    g.commit("Add helper (#20)", {"a.py": helper})
+    for i in range(60):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    original = g.commit("Make e 2 (#40)", {"e.py": "e = 2\n"})
+    g.tick(3 * DAY)
+    g.commit("Touch k (#401)", {"k.py": "z = 1\n"})
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    first = g.commit('Revert "Add helper (#20)"\n\nhelper is unused.\n', {"a.py": F2.replace("return 2", "return 1")})
+    g.tick()
+    head = g.revert(original)
+    g.checkout("main")
+    g.tick(DAY)
+    g.git("merge", "--no-ff", "-q", "-m", "Merge pull request #6", first)
+    origin = _origin(tmp_path, g, head)
+    _git(origin, "update-ref", "refs/heads/prhead", head)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "by title or number only" in err, err
+    complete = _complete(origin, tmp_path)
+    _git(work, "update-ref", "refs/heads/prhead", head)
+    _git(complete, "update-ref", "refs/heads/prhead", head)
+    assert _check(work, "prhead", base) == _check(complete, "prhead", base)

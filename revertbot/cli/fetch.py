@@ -336,7 +336,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             say(f"note: {note}")
         return
     if windowed and target.base is not None and target.pr is not None:
-        done = _fetch_window(root, remote, target, release, tags, history, kept_tags, filt, window_margin_days, say)
+        done = _fetch_window(root, remote, target, release, tags, history, kept_tags, filt, window_margin_days, say,
+                             config_sha or None)  # fmt: skip
         if done is not None:
             seconds += done
             say(f"fetched in {seconds:.1f}s:")
@@ -372,7 +373,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
 
 
 def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequence[str], tags: bool, history: bool,
-                  kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any) -> float | None:  # fmt: skip
+                  kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any, base_commit: str | None
+                  ) -> float | None:  # fmt: skip
     """The history window of the pull request's check (see :mod:`history_window`), then the history
     branch whole: the seconds, or None where the whole history is to be fetched (said why)."""
     assert target.base is not None and target.pr is not None
@@ -381,7 +383,7 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
     say(f"fetching #{target.pr}'s commits and what its reverts name, then the history they need")
     done = history_window.fetch_window(root, remote, target.base, f"+refs/heads/{target.base}:{tracking}{target.base}",
                                        f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}", others, filt,
-                                       margin_days)  # fmt: skip
+                                       margin_days, base_commit=base_commit)  # fmt: skip
     if done.window.whole:
         say(f"the whole history is fetched: {done.window.reason}")
         return None

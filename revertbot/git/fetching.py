@@ -316,14 +316,16 @@ def ref_commits(repo: Path, refs: Iterable[tuple[str, str]]) -> dict[str, str]:
     return commits
 
 
-def join_shallow(repo: Path) -> int:
+def join_shallow(repo: Path) -> list[str]:
     """Take off the clone's shallow list every commit whose parents are all here (fetched since by
     another ref's history): its history then goes on through them, as a deeper fetch would have
     left it. Git keeps the list in ``shallow`` and replaces it through ``shallow.lock``, as here.
-    Returns how many commits were joined."""
+    Returns the commits left on the list that have some of their parents here (a merge with one
+    side older than the fetch): git hides all of a shallow commit's parents, so the history below
+    the ones here is cut too."""
     listed = sorted(shallow_commits(repo))
     if not listed:
-        return 0
+        return []
     raw = run_bytes("cat-file", "--batch", "--buffer", cwd=repo,
                     input="".join(f"{sha}\n" for sha in listed).encode()).stdout  # fmt: skip
     parents: dict[str, list[str]] = {}
@@ -340,10 +342,11 @@ def join_shallow(repo: Path) -> int:
         pos += size + 1
         parents[sha] = [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"parent ")]
     present = local_object_types(repo, [p for ps in parents.values() for p in ps if p != "-"])
-    joined = [sha for sha in listed if parents[sha] and all((present.get(p) or "").endswith(" commit")
-                                                            for p in parents[sha])]  # fmt: skip
+    here = {sha: [(present.get(p) or "").endswith(" commit") for p in parents[sha]] for sha in listed}
+    joined = [sha for sha in listed if here[sha] and all(here[sha])]
+    partly = [sha for sha in listed if any(here[sha]) and not all(here[sha])]
     if not joined:
-        return 0
+        return partly
     kept = [sha for sha in listed if sha not in set(joined)]
     path = Path(run("rev-parse", "--path-format=absolute", "--git-path", "shallow", cwd=repo).strip())
     lock = path.with_name("shallow.lock")
@@ -354,4 +357,4 @@ def join_shallow(repo: Path) -> int:
     else:
         lock.unlink()
         path.unlink()
-    return len(joined)
+    return partly

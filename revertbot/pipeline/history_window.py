@@ -167,7 +167,8 @@ class WindowFetch:
 
 
 def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
-                 filter_spec: str | None, margin_days: int = MARGIN_DAYS) -> WindowFetch:  # fmt: skip
+                 filter_spec: str | None, margin_days: int = MARGIN_DAYS, base_commit: str | None = None
+                 ) -> WindowFetch:  # fmt: skip
     """Fetch the history a check of the pull request reads into a shallow clone:
 
     1. the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs``
@@ -238,11 +239,29 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     for _ in range(MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         fetch([base_spec, pr_spec], shallow_since=since)
-        git.join_shallow(root)
+        partly = git.join_shallow(root)
         # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
         named = {c.sha: c for c in git.commits_of(root, list(named))}
         history = git.log_revs(root, [base_ref, head_ref])
-        why = _cut(root, history, named, pr_commits, base_ref, head_ref)
+        here = {c.sha for c in history}
+        if any(sha in here for sha in partly):
+            sha = next(sha for sha in partly if sha in here)
+            return whole(f"{sha[:10]} has a parent older than the window: the history under its other parents "
+                         "is hidden with it")  # fmt: skip
+        # The pull request as the check judges it: from the base commit, which the remote's
+        # branch may have passed (a commit of the pull request merged on its own since).
+        since_base = git.log_revs(root, [head_ref, f"^{base_commit}"]) if base_commit else pr_commits
+        if {c.sha for c in since_base} - {c.sha for c in pr_commits}:
+            more_window = choose_window(since_base, read_named, margin_days)
+            if more_window.whole:
+                return whole(more_window.reason)
+            pr_commits = since_base
+            named.update({c.sha: c for c in git.commits_of(root, [s for s in more_window.named if s not in named])})
+            continue
+        why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
+        if why is not None:
+            return whole(why)
+        why = _forks_misread(root, history, named.values())
         if why is not None:
             return whole(why)
         more, why = _looked_back(root, history, named.values(), margin_days)
@@ -274,11 +293,18 @@ def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -
 
 
 def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_commits: Sequence[Commit],
-         base_ref: str, head_ref: str) -> str | None:  # fmt: skip
+         base_ref: str, head_ref: str, edge: int) -> str | None:  # fmt: skip
     """Why the fetched history of the base and the pull request is not whole where the check
-    reads (None: it is)."""
+    reads (None: it is). A commit that lost its parents to the window's start is committed
+    before ``edge`` (just after the start): one well inside the window has a parent older than
+    the window (a merge of an old branch, a date out of order), and git hides all of its parents,
+    cutting the history under it."""
     boundary = git.shallow_commits(root)
     here = {c.sha for c in history}
+    for c in history:
+        if c.sha in boundary and c.commit_time > edge:
+            return (f"{c.sha[:10]}, well inside the window, has a parent older than it (a merge of an old branch, or "
+                    "a date out of order): the history under it is hidden")  # fmt: skip
     for sha in named:
         if sha not in here:
             return f"{sha[:10]}, which a revert names, is in neither the base's nor the pull request's history"
@@ -297,6 +323,21 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
             if b != c.parents[0] and not git.is_ancestor(root, b, c.parents[0]):
                 return (f"{b[:10]} lost its parents to the window's start but is not older than {sha[:10]} (a branch "
                         "merged after it, or a commit dated before its parents)")  # fmt: skip
+    return None
+
+
+def _forks_misread(root: Path, history: Sequence[Commit], named: Iterable[Commit]) -> str | None:
+    """Why a commit where a release branch or tag left the base before the window could be misread:
+    the base's history here does not reach it, so the check counts it as one of the branch's own
+    commits. Counted so, a revert (of anything) may read as the revert's copy there, and a commit
+    titled as a named one as the original's copy. None when none is either."""
+    here = {c.sha for c in history}
+    titles = _titles(named)
+    for c in git.commits_of(root, sorted(git.shallow_commits(root) - here)):
+        if _revert_like([c]):
+            return f"{c.sha[:10]}, where a release branch left the base before the window, is a revert"
+        if {title_key(c.subject), title_key(strip_pr_suffix(c.subject))} & titles:
+            return f"{c.sha[:10]}, where a release branch left the base before the window, has a named commit's title"
     return None
 
 
