@@ -519,8 +519,8 @@ def test_a_revert_where_a_release_branch_left_the_base_is_not_read_as_its_copy(t
     g.tick(2 * DAY)
     g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
     err, report = _same(tmp_path, g, original)
-    assert "the whole history is fetched" in err and "is a revert" in err, err
-    assert report["follow_up_branches"]
+    assert "the whole history is fetched" not in err, err
+    assert report["follow_up_branches"] == ["release/1.0"], report
 
 
 def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tmp_path: Path) -> None:
@@ -554,3 +554,32 @@ def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tm
     _git(work, "update-ref", "refs/heads/prhead", head)
     _git(complete, "update-ref", "refs/heads/prhead", head)
     assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+
+
+def test_a_branch_with_no_commits_of_its_own_at_an_old_revert_is_not_read_as_a_copy(tmp_path: Path) -> None:
+    """release/1.1 was cut at an old revert with the original's revert title and has nothing of
+    its own; release/1.2 holds one commit of its own, an old copy of the original (a fix made there
+    first). Both tips are alone at the fetch's boundary: the remote tells which is on the base."""
+    g = _plain_main(tmp_path, 10)
+    g.tick(DAY)
+    g.commit("Make f return 2", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit('Revert "Make f return 2"\n\nIt broke the exporter.\n', {"a.py": F2.replace("return 2", "return 1")})
+    g.git("branch", "release/1.1")
+    g.git("branch", "release/1.2")
+    g.checkout("release/1.2")
+    g.tick()
+    hotfix = g.commit("[release/1.2] Hotfix: f must return 2", {"a.py": F2})
+    g.checkout("main")
+    for i in range(40):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    original = g.commit("Make f return 2", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "history since" in err, err
+    rows = {b["branch"]: b for b in report["backports"]}  # type: ignore[union-attr]
+    assert set(rows) == {"refs/remotes/origin/release/1.2"}, rows
+    assert rows["refs/remotes/origin/release/1.2"]["original_pick"] == hotfix
+    assert report["follow_up_branches"] == ["release/1.2"], report

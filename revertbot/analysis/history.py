@@ -172,7 +172,9 @@ def find_backports(
     source_of = pick_sources(units)  # a commit an original was picked from -> that original
     names = [name for name, _ in refs]
     tips = list(dict.fromkeys(tip for _, tip in refs))
-    by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}"])}
+    # A history-window clone marks where branches left the base below the history it holds.
+    on_base = [f"^{sha}" for sha in git.on_base_commits(repo)]
+    by_sha = {c.sha: c for c in git.log_revs(repo, [*tips, f"^{base}", *on_base])}
     contains = _containing(refs, by_sha, history)
     containing = {sha: contains(sha) for sha in [*(o.sha for o in originals), revert.sha]}
     missing = [sha for sha, found in containing.items() if found is None]

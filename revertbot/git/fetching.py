@@ -30,7 +30,7 @@ from revertbot.errors import EXIT_GIT, GitError, RevertbotError
 from revertbot.git.contents import local_object_types, object_types
 from revertbot.git.partial import promisor_remote
 from revertbot.git.process import run, run_bytes
-from revertbot.git.refs import HEX_RE, is_shallow, shallow_commits
+from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, shallow_commits
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
 _GLOB_CHARS = "*?[\\"
@@ -54,6 +54,7 @@ class FetchResult:
     unshallowed: bool
     seconds: float
     refs: tuple[tuple[str, str], ...]  # (ref, sha) of every destination the refspecs name, after the fetch
+    selected: bool = True  # False: a ``shallow_exclude`` fetch whose refs have no commits of their own
 
 
 def _class_members(body: str) -> list[str] | None:
@@ -274,7 +275,8 @@ def fetch_refspecs(
     except GitError as exc:
         if shallow_exclude is not None and "no commits selected for shallow requests" in exc.stderr:
             # Every ref named is in the excluded ref's history: nothing of their own to fetch.
-            return FetchResult(tuple(refspecs), False, time.perf_counter() - start, fetched_refs(repo, refspecs))
+            return FetchResult(tuple(refspecs), False, time.perf_counter() - start, fetched_refs(repo, refspecs),
+                               selected=False)  # fmt: skip
         message, hint = describe_fetch_failure(exc.stderr, remote)
         raise FetchError(message, hint=hint) from None
     seconds = time.perf_counter() - start
@@ -358,3 +360,16 @@ def join_shallow(repo: Path) -> list[str]:
         lock.unlink()
         path.unlink()
     return partly
+
+
+def mark_on_base(repo: Path, shas: Iterable[str]) -> None:
+    """Mark ``shas`` as commits of the base branch under :data:`~revertbot.git.refs.ON_BASE_REFS`
+    (replacing any earlier fetch's marks): a history window's fetch knows where release branches
+    and tags left the base even where the base's history it holds stops above that commit, and the
+    check must not count such a commit among a branch's own."""
+    wanted = set(shas)
+    held = {ref[len(ON_BASE_REFS):]: sha for ref, sha in list_refs(repo, ON_BASE_REFS)}
+    moves = [f"delete {ON_BASE_REFS}{name}\n" for name in sorted(held) if name not in wanted]
+    moves += [f"update {ON_BASE_REFS}{sha} {sha}\n" for sha in sorted(wanted) if held.get(sha) != sha]
+    if moves:
+        run_bytes("update-ref", "--stdin", cwd=repo, input="".join(moves).encode())

@@ -83,6 +83,19 @@ def shallow_commits(repo: Path) -> set[str]:
         return set()
 
 
+#: Where a history-window fetch marks the commits it knows are on the base branch though the
+#: clone's base history stops above them (where a release branch or tag left the base earlier).
+ON_BASE_REFS = "refs/revertbot/on-base/"
+
+
+def on_base_commits(repo: Path) -> list[str]:
+    """The commits marked under :data:`ON_BASE_REFS`, while the clone is shallow (a complete one
+    reaches them through the base's own history, and its marks are moot)."""
+    if not shallow_commits(repo):
+        return []
+    return sorted(sha for _, sha in list_refs(repo, ON_BASE_REFS))
+
+
 def shallow_depth(repo: Path, rev: str = "HEAD") -> int:
     """How many commits of ``rev``'s first-parent line a shallow clone holds (its fetch depth)."""
     proc = run_bytes("rev-list", "--first-parent", "--count", rev, "--", cwd=repo, check=False)

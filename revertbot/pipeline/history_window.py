@@ -179,7 +179,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     4. every commit of the release branches and tags that the base branch does not reach, whatever
        its date, and the commit below each where it left the base: a copy of the original there may
        be older than the original (a fix made on the release branch first) or carry an older date
-       (``git am``), and its diff is read against its parent;
+       (``git am``), and its diff is read against its parent; where a branch left the base below
+       the history fetched in step 5, that commit is marked as the base's (:func:`git.mark_on_base`)
+       so that the check does not count it among the branch's own;
     5. the base's and the pull request's history from the window's start: the oldest commit named,
        less the margin, and for a named change that is not itself a revert, the
        :data:`~revertbot.verdict.reland_content.WINDOW_DAYS` before it too (the check looks there
@@ -196,13 +198,16 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     whole history (``--unshallow``)."""
     seconds = 0.0
 
-    def fetch(specs: Sequence[str], **limits: int | str) -> None:
+    def fetch(specs: Sequence[str], **limits: int | str) -> git.FetchResult:
         nonlocal seconds
-        seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filter_spec, **limits).seconds  # type: ignore[arg-type]
+        result = git.fetch_refspecs(root, remote, specs, filter_spec=filter_spec, **limits)  # type: ignore[arg-type]
+        seconds += result.seconds
+        return result
 
     def whole(reason: str) -> WindowFetch:
         return WindowFetch(_whole(reason), (), seconds)
 
+    git.mark_on_base(root, [])  # an earlier fetch's marks say nothing of this one's history
     specs = [base_spec, pr_spec, *other_specs]
     fetch(specs, depth=1)
     base_ref, head_ref = _destination(base_spec), _destination(pr_spec)
@@ -227,11 +232,14 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
     exact = [f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}"
              for ref, _ in git.fetched_refs(root, other_specs) if ref not in kept]  # fmt: skip
+    own: set[str] = set()
+    branches = [spec for spec in exact if not spec.startswith("+refs/tags/")]
     if exact:
         # Their own commits, then one commit more: where each left the base, whose files a copy's
         # diff is read against (the base's history from the window's start joins them to it below).
         try:
-            fetch(exact, shallow_exclude=f"refs/heads/{base}")
+            if fetch(exact, shallow_exclude=f"refs/heads/{base}").selected:
+                own = _own_commits(root, branches, base, base_ref, fetch)
             fetch(exact, deepen=1)
         except git.FetchError as exc:
             return whole(f"the release branches' own commits could not be fetched ({exc.message})")
@@ -261,13 +269,14 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
         if why is not None:
             return whole(why)
-        why = _forks_misread(root, history, named.values())
-        if why is not None:
-            return whole(why)
         more, why = _looked_back(root, history, named.values(), margin_days)
         if why is not None:
             return whole(why)
         if not more:
+            try:
+                git.mark_on_base(root, _on_base(root, branches, base_ref, own))
+            except git.FetchError as exc:
+                return whole(f"where a release branch left the base could not be told ({exc.message})")
             return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds)
         if len(named) + len(more) > MAX_NAMED:
             return whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
@@ -326,19 +335,35 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
     return None
 
 
-def _forks_misread(root: Path, history: Sequence[Commit], named: Iterable[Commit]) -> str | None:
-    """Why a commit where a release branch or tag left the base before the window could be misread:
-    the base's history here does not reach it, so the check counts it as one of the branch's own
-    commits. Counted so, a revert (of anything) may read as the revert's copy there, and a commit
-    titled as a named one as the original's copy. None when none is either."""
-    here = {c.sha for c in history}
-    titles = _titles(named)
-    for c in git.commits_of(root, sorted(git.shallow_commits(root) - here)):
-        if _revert_like([c]):
-            return f"{c.sha[:10]}, where a release branch left the base before the window, is a revert"
-        if {title_key(c.subject), title_key(strip_pr_suffix(c.subject))} & titles:
-            return f"{c.sha[:10]}, where a release branch left the base before the window, has a named commit's title"
-    return None
+def _tips(root: Path, specs: Sequence[str]) -> list[str]:
+    """The commits the exact refspecs ``specs`` wrote (an annotated tag peeled)."""
+    return sorted(set(git.ref_commits(root, git.fetched_refs(root, specs)).values()))
+
+
+def _own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
+                 fetch: Callable[..., git.FetchResult]) -> set[str]:  # fmt: skip
+    """The release branches' own commits (those the remote's base does not reach), just after
+    their ``--shallow-exclude`` fetch. A tip that fetch left alone at the boundary is either a
+    branch's only commit of its own or a branch with none: the remote is asked, one fetch of that
+    branch each (before anything deepens it: a fetch that cuts a commit's parents cuts them here)."""
+    own = {c.sha for c in git.log_revs(root, [*_tips(root, branches), f"^{base_ref}"])}
+    boundary = git.shallow_commits(root)
+    for spec in branches:
+        for tip in _tips(root, [spec]):
+            if tip in own and tip in boundary and not fetch([spec], shallow_exclude=f"refs/heads/{base}").selected:
+                own.discard(tip)
+    return own
+
+
+def _on_base(root: Path, branches: Sequence[str], base_ref: str, own: set[str]) -> list[str]:
+    """The commits the release branches reach that are on the remote's base although the base's
+    history fetched here stops above them: where a branch left the base before the window, or its
+    tip where it has no commit of its own. The check would count them among the branch's own
+    commits (a revert there read as the revert's copy, a title as the original's); marked
+    (:func:`git.mark_on_base`), it does not. ``own``: :func:`_own_commits`."""
+    if not branches:
+        return []
+    return sorted({c.sha for c in git.log_revs(root, [*_tips(root, branches), f"^{base_ref}"])} - own)
 
 
 def _looked_back(root: Path, history: Sequence[Commit], named: Iterable[Commit], margin_days: int
