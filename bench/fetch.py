@@ -357,7 +357,7 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     listing = "--format=%(refname) %(objectname) %(committerdate:unix) %(*committerdate:unix)"
     refs = subprocess.run(["git", "for-each-ref", listing, "refs/heads", "refs/tags"], cwd=dest, env=env,
                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
-    moves = [f"update refs/heads/{base} {revert}^\n", f"create refs/pull/1/head {revert}\n"]
+    moves = [f"update refs/heads/{base} {revert}^\n", f"update refs/pull/1/head {revert}\n"]  # a mirror of GitHub has one
     # Branches the analysis never reads (neither the base nor a release branch) go: never fetched,
     # they need no rewinding (executorch has thousands).
     shown = subprocess.run(["git", "show", f"{revert}^:.revertbot.yml"], cwd=dest, env=env, capture_output=True,

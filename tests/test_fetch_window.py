@@ -583,3 +583,19 @@ def test_a_branch_with_no_commits_of_its_own_at_an_old_revert_is_not_read_as_a_c
     assert set(rows) == {"refs/remotes/origin/release/1.2"}, rows
     assert rows["refs/remotes/origin/release/1.2"]["original_pick"] == hotfix
     assert report["follow_up_branches"] == ["release/1.2"], report
+
+
+def test_a_window_that_reached_the_root_and_fell_back_fetches_the_rest(tmp_path: Path) -> None:
+    """The window's history reaches the first commit (the clone is no longer shallow), then a
+    revert by title in the look-back sends it to the whole history: a plain fetch, not --unshallow."""
+    g = _plain_main(tmp_path, 10)
+    g.tick(DAY)
+    g.commit("Make f return 2", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit('Revert "Make f return 2"\n\nIt broke the exporter.\n', {"a.py": F2.replace("return 2", "return 1")})
+    g.tick(5 * DAY)
+    original = g.commit("Make f return 2 again (#9)", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, _ = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "silent reland" in err, err

@@ -347,6 +347,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             for note in target.notes:
                 say(f"note: {note}")
             return
+        # The window's steps may have left the clone whole (its history reached the root commit).
+        shallow = git.is_shallow(root)
     if specs:
         say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}; {listed}); release branches from {where}")
         try:
