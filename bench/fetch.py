@@ -357,7 +357,8 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     listing = "--format=%(refname) %(objectname) %(committerdate:unix) %(*committerdate:unix)"
     refs = subprocess.run(["git", "for-each-ref", listing, "refs/heads", "refs/tags"], cwd=dest, env=env,
                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
-    moves = [f"update refs/heads/{base} {revert}^\n", f"update refs/pull/1/head {revert}\n"]  # a mirror of GitHub has one
+    # (update, not create: a mirror of GitHub has a refs/pull/1/head of its own)
+    moves = [f"update refs/heads/{base} {revert}^\n", f"update refs/pull/1/head {revert}\n"]
     # Branches the analysis never reads (neither the base nor a release branch) go: never fetched,
     # they need no rewinding (executorch has thousands).
     shown = subprocess.run(["git", "show", f"{revert}^:.revertbot.yml"], cwd=dest, env=env, capture_output=True,
@@ -551,7 +552,99 @@ def refs_main(argv: list[str]) -> int:
     return 0
 
 
+def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env: dict[str, str],
+                estimate_full: bool) -> dict[str, Any]:  # fmt: skip
+    """The GPU job's checkout (``fetch-depth: 0`` with ``filter``) and its fetch step, as
+    workflows/revertbot-gpu.yml writes it, with ``blob:none`` (before) and ``tree:0`` (now), in a
+    copy of the origin with the revert as pull request 1; then the suite's two checkouts with the
+    origin gone (nothing may be left to fetch)."""
+    import yaml
+
+    from gpu_jobs.runner import _checkouts
+
+    mib = 1 << 20
+    root = Path(__file__).resolve().parent.parent
+    workflow = yaml.safe_load((root / "workflows" / "revertbot-gpu.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in workflow["jobs"]["gpu"]["steps"] if str(s.get("name", "")).startswith("Fetch the approved")]
+    pr_origin = pull_request_origin(origin, base, revert, work / "origin-pr.git", env)
+    base_sha = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=pr_origin, env=env, capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+    out: dict[str, Any] = {"name": name}
+    if estimate_full:
+        out["full_bytes"] = full_pack_bytes(pr_origin, env)
+    else:
+        trace = work / "full.packs"
+        trace.unlink(missing_ok=True)
+        shutil.rmtree(work / "full", ignore_errors=True)
+        _traced(["git", "clone", "-q", "--no-checkout", pr_origin.as_uri(), str(work / "full")], work, env, trace)
+        out["full_bytes"] = _size(trace)
+    print(f"[{name}] fetch-depth: 0 of the origin (every branch and tag, every object): "
+          f"{out['full_bytes'] / mib:.1f} MiB")  # fmt: skip
+    for filt in ("blob:none", "tree:0"):
+        ws, temp, trace = work / f"gpu-{filt[:4]}", work / f"temp-{filt[:4]}", work / f"gpu-{filt[:4]}.packs"
+        for d in (ws, temp, work / f"suite-{filt[:4]}"):
+            shutil.rmtree(d, ignore_errors=True)
+        temp.mkdir(parents=True)
+        trace.unlink(missing_ok=True)
+        checkout_s = _traced(["git", "clone", "-q", f"--filter={filt}", pr_origin.as_uri(), str(ws)], work, env, trace)
+        checkout_bytes = _size(trace)
+        step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "HEAD_SHA": revert, "REVERT_SHA": revert,
+                    "BASE_SHA": base_sha}  # fmt: skip
+        step_s = _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws, step_env,
+                         trace)  # fmt: skip
+        step_bytes = _size(trace) - checkout_bytes
+        subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
+                       check=True)  # fmt: skip
+        start = time.perf_counter()
+        _checkouts(ws, base_sha, revert, work / f"suite-{filt[:4]}")
+        suite_s = time.perf_counter() - start
+        total = checkout_bytes + step_bytes
+        out[filt] = {"bytes": total, "seconds": checkout_s + step_s}
+        print(f"[{name}] gpu job, filter {filt}: checkout {checkout_bytes / mib:.1f} MiB in {checkout_s:.1f}s + "
+              f"fetch step {step_bytes / mib:.1f} MiB in {step_s:.1f}s = {total / mib:.1f} MiB = "
+              f"{total / out['full_bytes']:.1%} of fetch-depth: 0; the suite's checkouts then {suite_s:.1f}s with "
+              "the origin gone")  # fmt: skip
+    print(f"[{name}] tree:0 against blob:none: {out['tree:0']['bytes'] / out['blob:none']['bytes']:.1%} of the bytes, "
+          f"{out['tree:0']['seconds'] / out['blob:none']['seconds']:.1%} of the time")  # fmt: skip
+    return out
+
+
+def gpu_main(argv: list[str]) -> int:
+    """``python -m bench.fetch gpu``: the GPU job's fetch with ``filter: blob:none`` against ``tree:0``.
+
+        python -m bench.fetch gpu --cache DIR --work DIR                  # the synthetic PyTorch
+        python -m bench.fetch gpu --origin BARE --base main --work DIR    # any bare origin (file://)
+    """
+    about = (gpu_main.__doc__ or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m bench.fetch gpu", description=about)
+    add_shape_arguments(parser)
+    parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--origin", type=Path, default=None, help="a bare origin (default: the synthetic PyTorch)")
+    parser.add_argument("--base", default="main")
+    parser.add_argument("--revert", default=None, help="the revert, as pull request 1 (default: the base's newest)")
+    parser.add_argument("--estimate-full", action="store_true")
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args(argv)
+    env = bench_env()
+    if args.origin is None:
+        truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts,
+                               branches=args.branches, picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
+        origin, name = Path(truth["path"]), "synthetic PyTorch"
+    else:
+        origin, name = args.origin.resolve(), args.origin.name
+    revert = args.revert or subprocess.run(
+        ["git", "log", "-1", "--format=%H", "--grep=^Revert", f"refs/heads/{args.base}"], cwd=origin, env=env,
+        capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    revert = subprocess.run(["git", "rev-parse", revert], cwd=origin, env=env, capture_output=True, text=True,
+                            check=True).stdout.strip()  # fmt: skip
+    args.work.mkdir(parents=True, exist_ok=True)
+    measure_gpu(name, origin, args.base, revert, args.work.resolve(), env, args.estimate_full)
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["refs"]:
         raise SystemExit(refs_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["gpu"]:
+        raise SystemExit(gpu_main(sys.argv[2:]))
     raise SystemExit(main())

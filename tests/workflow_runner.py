@@ -706,8 +706,8 @@ def _check_inputs(call: StepCall, action: str, allowed: set[str]) -> None:
 def checkout_stand_in(remote: str, ref: str = "main") -> StandIn:
     """actions/checkout with ``fetch-depth: 0``: a full clone of ``remote`` at ``ref`` in the workspace
     (``fetch-depth: 1``: that commit alone);
-    with ``filter: blob:none`` a partial clone (over ``file://``, from a remote that allows filters,
-    as GitHub does), with ``sparse-checkout`` only those files (patterns, no cone) in the worktree."""
+    with ``filter: blob:none`` or ``tree:0`` a partial clone (over ``file://``, from a remote that
+    allows filters, as GitHub does), with ``sparse-checkout`` only those files (patterns, no cone) in the worktree."""
 
     def checkout(call: StepCall) -> None:
         _check_inputs(call, "actions/checkout", {"fetch-depth", "persist-credentials", "filter", "sparse-checkout",
@@ -718,14 +718,17 @@ def checkout_stand_in(remote: str, ref: str = "main") -> StandIn:
         shallow = ["--depth=1"] if depth == 1 else []
         if call.inputs.get("persist-credentials") is not False:
             raise WorkflowError("actions/checkout: persist-credentials must be false")
-        if call.inputs.get("filter", "blob:none") != "blob:none" or call.inputs.get("sparse-checkout-cone-mode", False):
-            raise WorkflowError("actions/checkout: the stand-in knows filter: blob:none and no-cone patterns only")
+        if call.inputs.get("filter", "blob:none") not in ("blob:none", "tree:0") or call.inputs.get(
+                "sparse-checkout-cone-mode", False):  # fmt: skip
+            raise WorkflowError("actions/checkout: the stand-in knows filter: blob:none or tree:0 and no-cone "
+                                "patterns only")  # fmt: skip
         ws = call.instance.workspace
         steps: list[list[str]] = [["clone", "-q", "--no-checkout", *shallow, remote, "."]]
         if "filter" in call.inputs:
             where = Path(remote.removeprefix("file://")).resolve()
             subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=where, check=True)
-            steps = [["clone", "-q", "--no-checkout", *shallow, "--filter=blob:none", where.as_uri(), "."]]
+            filt = f"--filter={call.inputs['filter']}"
+            steps = [["clone", "-q", "--no-checkout", *shallow, filt, where.as_uri(), "."]]
         if call.inputs.get("sparse-checkout"):
             steps.append(["sparse-checkout", "set", "--no-cone", *str(call.inputs["sparse-checkout"]).split()])
         for args in (*steps, ["checkout", "-q", "-B", ref, f"origin/{ref}"]):

@@ -1,0 +1,78 @@
+"""The GPU job's checkout and fetch, run for real against a local origin: commits alone for the
+base's history (``filter: tree:0``), then the trees and files of the base, the head, the revert and
+their merge base, so that the suite's step (which holds no token) fetches nothing. The step's
+script is taken from workflows/revertbot-gpu.yml as written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from gpu_jobs.runner import _checkouts
+from tests.gitrepo import GitRepo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _job() -> dict[str, object]:
+    wf = yaml.safe_load((ROOT / "workflows" / "revertbot-gpu.yml").read_text(encoding="utf-8"))
+    job: dict[str, object] = wf["jobs"]["gpu"]
+    return job
+
+
+def _step(prefix: str) -> dict[str, object]:
+    [step] = [s for s in _job()["steps"] if str(s.get("name", "")).startswith(prefix)]  # type: ignore[attr-defined]
+    return step  # type: ignore[no-any-return]
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc
+
+
+def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_read(tmp_path: Path) -> None:
+    g = GitRepo(tmp_path / "src")
+    old = g.commit("init", {"engine/a.py": "A = 1\n", "engine/b.py": "B = 1\n", "tests/t.py": "T = 1\n"})
+    for i in range(5):
+        g.tick()
+        g.commit(f"Work {i}", {"engine/b.py": f"B = {i + 2}\n", f"docs/{i}.md": f"{i}\n"})
+    fork = g.head()
+    g.tick()
+    g.commit("Later work on main", {"engine/c.py": "C = 1\n"})
+    base = g.head()
+    g.checkout("-b", "pr", fork)
+    g.tick()
+    revert = g.commit('Revert "Work 4"', {"engine/b.py": "B = 5\n"})
+    g.checkout("main")
+    origin = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
+    _git(origin, "update-ref", "refs/pull/3/head", revert)
+    _git(origin, "branch", "-D", "pr")
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        _git(origin, "config", key, "true")
+
+    checkout = _step("Check out the base branch's history")["with"]
+    assert checkout == {"fetch-depth": 0, "filter": "tree:0", "persist-credentials": False}  # type: ignore[comparison-overlap]
+    ws = tmp_path / "ws"
+    _git(tmp_path, "clone", "-q", "--filter=tree:0", origin.as_uri(), str(ws))
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t",
+           "HEAD_SHA": revert, "REVERT_SHA": revert, "BASE_SHA": base}  # fmt: skip
+    script = str(_step("Fetch the approved commit")["run"])
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", script], cwd=ws, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    # From here on nothing can be fetched: the suite's step holds no token.
+    _git(ws, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
+    base_sha, revert_sha, before, after = _checkouts(ws, base, revert, tmp_path / "work")
+    assert (base_sha, revert_sha) == (base, revert)
+    assert [(d / "engine" / f).read_text() for d in (before, after) for f in ("b.py", "c.py")] == [
+        "B = 6\n", "C = 1\n", "B = 5\n", "C = 1\n"]  # fmt: skip
+    # The history came as commits alone: the first commit's tree was never fetched.
+    old_tree = _git(ws, "log", "-1", "--format=%T", old).stdout.strip()
+    assert _git(ws, "cat-file", "-e", old_tree, check=False).returncode != 0
