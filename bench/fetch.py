@@ -290,11 +290,14 @@ def _where_the_time_goes(repo: Path, sha: str) -> None:
         print(f"  {label}: {seconds:.2f}s")
 
 
-def _traced(args: list[str], cwd: Path, env: dict[str, str], trace: Path) -> float:
-    """Seconds of ``args`` (git or the CLI) with the packs it receives appended to ``trace``."""
+def _traced(args: list[str], cwd: Path, env: dict[str, str], trace: Path, said: list[str] | None = None) -> float:
+    """Seconds of ``args`` (git or the CLI) with the packs it receives appended to ``trace`` (and
+    its stderr's lines appended to ``said``)."""
     start = time.perf_counter()
     proc = subprocess.run(args, cwd=cwd, env={**env, "GIT_TRACE_PACKFILE": str(trace)}, capture_output=True,
                           check=False)  # fmt: skip
+    if said is not None:
+        said += proc.stderr.decode(errors="replace").splitlines()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args[:4])} failed: {proc.stderr.decode(errors='replace')[-1500:]}")
     return time.perf_counter() - start
@@ -407,9 +410,13 @@ def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[
     _git("checkout", "-q", "--detach", tip, cwd=new, env=env)
     out["checkout_s"] = time.perf_counter() - start
     out["checkout_bytes"] = _size(trace)
+    said: list[str] = []
     out["fetch_s"] = _traced([*revertbot_command(), "fetch", "--repo", str(new), "--base", base, "--base-sha", tip,
                               *fetch_args], new, {**env, "GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""},
-                             trace)  # fmt: skip
+                             trace, said)  # fmt: skip
+    # Why the fetch took the whole history, where it did (its own words).
+    out["whole_because"] = next((line.split(": ", 1)[1] for line in said if line.startswith("the whole history is")),
+                                "")  # fmt: skip
     out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
     return out
 

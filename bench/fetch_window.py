@@ -109,6 +109,14 @@ def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: di
     return out
 
 
+def _state(row: dict[str, Any]) -> str:
+    """What the clone held after the fetch: a window (still shallow), the whole history the fetch
+    fell back to (and why), or a window that reached the first commit (whole, and no reason given)."""
+    if row["whole_because"]:
+        return f"WHOLE HISTORY ({row['whole_because']})"
+    return "shallow" if row["shallow"] else "window reached the first commit"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fetch_window", description=__doc__.split("\n")[0])
     add_shape_arguments(parser)
@@ -166,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {sha[:10]}: checkout + fetch {total / mib:.2f} MiB = {total / full:.1%} of fetch-depth: 0 "
               f"(+{row['check_bytes'] / mib:.2f} MiB the check read); event to report {event:.1f}s "
               f"(fetch {row['fetch_s']:.1f}s, check {row['check_s']:.1f}s); "
-              f"{'shallow' if row['shallow'] else 'WHOLE HISTORY'}; JSON "
+              f"{_state(row)}; JSON "
               f"{'identical' if row['same'] else 'DIFFERS ' + ', '.join(row['differs'])}"
               f"{' (' + row['verdict'] + ')' if 'verdict' in row else ''}")  # fmt: skip
     shares = sorted(r[0] for r in rows)

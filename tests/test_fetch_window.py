@@ -599,3 +599,40 @@ def test_a_window_that_reached_the_root_and_fell_back_fetches_the_rest(tmp_path:
     g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
     err, _ = _same(tmp_path, g, original)
     assert "the whole history is fetched" in err and "silent reland" in err, err
+
+
+@pytest.mark.parametrize("merged", ["main", "feature"])
+def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tmp_path: Path, merged: str) -> None:
+    """release/0.9 got a copy of the original first, then merged an older main commit (or a feature
+    branch that main merged too): its shallow fetch stops at that merge and git hides every parent
+    of it, the copy below included, so the window cannot tell what the branch carries."""
+    g = _plain_main(tmp_path, 10)
+    g.git("branch", "release/0.9")
+    g.checkout("release/0.9")
+    g.tick(DAY)
+    hotfix = g.commit("[release/0.9] Hotfix: f must return 2", {"a.py": F2})
+    g.checkout("main")
+    for i in range(30):
+        g.tick(5 * DAY)
+        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    if merged == "feature":
+        g.checkout("-b", "feat", "main")
+        g.tick()
+        g.commit("Feature: add m (#90)", {"m.py": "m = 1\n"})
+    side = g.head()
+    g.checkout("release/0.9")
+    g.tick()
+    g.git("merge", "--no-ff", "-q", "-m", f"Merge {merged} into release/0.9", side)
+    g.checkout("main")
+    if merged == "feature":
+        g.tick()
+        g.git("merge", "--no-ff", "-q", "-m", "Merge pull request #90", side)
+    for i in range(10):
+        g.tick(5 * DAY)
+        g.commit(f"Work on k, step {i} (#{400 + i})", {"k.py": f"y = {i}\n"})
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    g.tick(2 * DAY)
+    g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "a merge of a base commit" in err, err
+    assert [b["original_pick"] for b in report["backports"]] == [hotfix]  # type: ignore[index,union-attr]

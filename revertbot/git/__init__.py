@@ -43,6 +43,7 @@ from revertbot.git.fetching import (
     mark_on_base as mark_on_base,
     object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,
+    recorded_parents as recorded_parents,
     ref_commits as ref_commits,
     remote_branches as remote_branches,
     remote_url as remote_url,

@@ -328,21 +328,8 @@ def join_shallow(repo: Path) -> list[str]:
     listed = sorted(shallow_commits(repo))
     if not listed:
         return []
-    raw = run_bytes("cat-file", "--batch", "--buffer", cwd=repo,
-                    input="".join(f"{sha}\n" for sha in listed).encode()).stdout  # fmt: skip
-    parents: dict[str, list[str]] = {}
-    pos = 0
-    for sha in listed:
-        nl = raw.index(b"\n", pos)
-        header = raw[pos:nl].split()
-        pos = nl + 1
-        if len(header) != 3 or header[1] != b"commit":
-            parents[sha] = ["-"]  # not a commit here: left as it is
-            continue
-        size = int(header[2])
-        body = raw[pos : pos + size].split(b"\n\n", 1)[0]
-        pos += size + 1
-        parents[sha] = [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"parent ")]
+    recorded = recorded_parents(repo, listed)
+    parents = {sha: recorded.get(sha, ["-"]) for sha in listed}  # "-": not a commit here, left as it is
     present = local_object_types(repo, [p for ps in parents.values() for p in ps if p != "-"])
     here = {sha: [(present.get(p) or "").endswith(" commit") for p in parents[sha]] for sha in listed}
     joined = [sha for sha in listed if here[sha] and all(here[sha])]
@@ -373,3 +360,26 @@ def mark_on_base(repo: Path, shas: Iterable[str]) -> None:
     moves += [f"update {ON_BASE_REFS}{sha} {sha}\n" for sha in sorted(wanted) if held.get(sha) != sha]
     if moves:
         run_bytes("update-ref", "--stdin", cwd=repo, input="".join(moves).encode())
+
+
+def recorded_parents(repo: Path, shas: Sequence[str]) -> dict[str, list[str]]:
+    """The parents each of ``shas`` records in its commit object (read raw: git hides a shallow
+    commit's); shas that are not commits here are left out. One ``cat-file --batch``."""
+    if not shas:
+        return {}
+    raw = run_bytes("cat-file", "--batch", "--buffer", cwd=repo,
+                    input="".join(f"{sha}\n" for sha in shas).encode()).stdout  # fmt: skip
+    parents: dict[str, list[str]] = {}
+    pos = 0
+    for sha in shas:
+        nl = raw.index(b"\n", pos)
+        header = raw[pos:nl].split()
+        pos = nl + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # missing
+        size = int(header[2])
+        if header[1] == b"commit":
+            body = raw[pos : pos + size].split(b"\n\n", 1)[0]
+            parents[sha] = [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"parent ")]
+        pos += size + 1
+    return parents

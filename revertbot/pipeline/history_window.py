@@ -194,7 +194,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     commit is in the base's or the pull request's history with its parents, and every commit
     there whose parents were cut is below the first parent of each named commit (a branch merged
     after the original brings no commit cut from its history; a commit dated before its parents
-    cuts nothing above the original). Else ``window.whole`` says why and the caller fetches the
+    cuts nothing above the original), and no release branch or tag merged a base commit (see
+    :func:`_merge_at_the_boundary`). Else ``window.whole`` says why and the caller fetches the
     whole history (``--unshallow``)."""
     seconds = 0.0
 
@@ -239,6 +240,10 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         # diff is read against (the base's history from the window's start joins them to it below).
         try:
             if fetch(exact, shallow_exclude=f"refs/heads/{base}").selected:
+                merge = _merge_at_the_boundary(root, exact, base_ref)
+                if merge is not None:
+                    return whole(f"{merge[:10]}, a merge of a base commit into a release branch or tag, hides the "
+                                 "commits of their own below it in a shallow clone")  # fmt: skip
                 own = _own_commits(root, branches, base, base_ref, fetch)
             fetch(exact, deepen=1)
         except git.FetchError as exc:
@@ -338,6 +343,15 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
 def _tips(root: Path, specs: Sequence[str]) -> list[str]:
     """The commits the exact refspecs ``specs`` wrote (an annotated tag peeled)."""
     return sorted(set(git.ref_commits(root, git.fetched_refs(root, specs)).values()))
+
+
+def _merge_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> str | None:
+    """A merge among the release branches' and tags' own commits that their ``--shallow-exclude``
+    fetch left shallow (one of its parents is the base's): git hides every parent of a shallow
+    commit, the branch's own ones too, so what the branch has below it cannot be told from here."""
+    boundary = git.shallow_commits(root)
+    reached = [c.sha for c in git.log_revs(root, [*_tips(root, specs), f"^{base_ref}"]) if c.sha in boundary]
+    return next((sha for sha, parents in git.recorded_parents(root, reached).items() if len(parents) > 1), None)
 
 
 def _own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
