@@ -321,7 +321,8 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
                     "a date out of order): the history under it is hidden")  # fmt: skip
     for sha in named:
         if sha not in here:
-            return f"{sha[:10]}, which a revert names, is in neither the base's nor the pull request's history"
+            return (f"{sha[:10]}, which a revert names, is in neither the base's nor the pull request's history as "
+                    "fetched (not on them, or below a commit dated before the window's start)")  # fmt: skip
         if sha in boundary:
             return f"{sha[:10]} is older than the fetched history"
     for c in pr_commits:
