@@ -302,3 +302,40 @@ def test_a_cited_sha_the_partial_clone_lacks_is_fetched_by_name(tmp_path: Path,
     fetches = [a for a in argvs if "fetch" in a]
     assert len(fetches) == 2 and not any("--stdin" in a for a in fetches)  # by name, never lazily
     assert not any("fetch.negotiationAlgorithm=noop" in a for a in argvs)
+
+
+def test_a_pull_request_on_a_release_branch_fetches_the_main_line_too(origin: dict[str, object],
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    """A revert of release/1.0's pick, as a PR on release/1.0: the check compares it with the main
+    line (main carries the original and has not undone it), which the clone must hold."""
+    bare = Path(str(origin["path"]))
+    src = tmp_path / "src"
+    _git(src, "checkout", "-q", "-b", "fix", "release/1.0")
+    _git(src, "revert", "--no-edit", str(origin["pick"]))
+    revert = _git(src, "rev-parse", "HEAD").strip()
+    _git(src, "push", "-q", str(bare), f"{revert}:refs/pull/8/head")
+    release_tip = _git(bare, "rev-parse", "refs/heads/release/1.0").strip()
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 8, "base": {"ref": "release/1.0", "sha": release_tip}},
+                                 "repository": {"default_branch": "main"}}))  # fmt: skip
+    work = tmp_path / "fetched" / "repo"
+    work.parent.mkdir()
+    _checkout_depth_1(bare, work, release_tip)
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(event), "--window")
+    assert code == 0, err
+    assert "main line main (the base is another branch): " in err and "is not the default branch main" in err, err
+    assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/main"
+    full = tmp_path / "full" / "repo"
+    full.parent.mkdir()
+    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
+    _git(full, "fetch", "-q", "origin", "+refs/pull/8/head:refs/revertbot/pull/8")
+    config = tmp_path / "config.yml"
+    config.write_text(CONFIG)
+    reports = []
+    for repo in (work, full):
+        code, out, err = _run("check", "--repo", str(repo), revert, "--base", "refs/remotes/origin/release/1.0",
+                              "--format", "json", "--config", str(config))  # fmt: skip
+        assert code == 0, err
+        reports.append(json.loads(out))
+    assert reports[0] == reports[1]
+    assert reports[0]["main_line"]["branch"] == "refs/remotes/origin/main", reports[0].get("main_line")

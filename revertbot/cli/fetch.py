@@ -56,6 +56,11 @@ class FetchTarget:
     base_sha: str | None = None
     pr: int | None = None
     notes: list[str] = field(default_factory=list)
+    #: The repository's default branch, as the event names it.
+    default: str | None = None
+    #: The default branch where the base is another one (a release branch): the check compares a
+    #: revert there with the main line (does it carry the original, has it undone it).
+    main_line: str | None = None
 
 
 def _number(value: Any) -> int | None:
@@ -84,7 +89,7 @@ def _same_repository(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 def target_from_event(name: str, event: Mapping[str, Any]) -> FetchTarget:
     """The base branch, base commit and pull request an event is about, from its payload only."""
     default = _text(_obj(event.get("repository")).get("default_branch"))
-    target = FetchTarget(base=default)
+    target = FetchTarget(base=default, default=default)
     if name in ("pull_request", "pull_request_target"):
         pr = _obj(event.get("pull_request"))
         base = _obj(pr.get("base"))
@@ -162,6 +167,8 @@ def plan_refspecs(remote: str, target: FetchTarget, release: Sequence[str], *, t
         specs.append(f"+refs/heads/{target.base}:{tracking}{target.base}")
     if target.pr is not None:
         specs.append(f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}")
+    if target.main_line:
+        specs.append(f"+refs/heads/{target.main_line}:{tracking}{target.main_line}")
     specs += [f"+refs/heads/{name}:{tracking}{name}" for name in release]
     if tags:
         specs += git.pattern_refspecs("refs/tags/", "refs/tags/", [p.removeprefix("refs/tags/") for p in TAG_PATTERNS])
@@ -185,6 +192,9 @@ def _summary(remote: str, target: FetchTarget, patterns: tuple[str, ...], releas
     if target.pr is not None:
         head = fetched.get(PR_REF.format(number=target.pr), "")
         lines.append(f"  #{target.pr} head: {head[:12] or 'NOT FETCHED'}")
+    if target.main_line:
+        tip = fetched.get(f"{tracking}{target.main_line}", "")
+        lines.append(f"  main line {target.main_line} (the base is another branch): {tip[:12] or 'NOT FETCHED'}")
     shown = ", ".join(release[:8]) + (f", ... ({len(release)} in all)" if len(release) > 8 else "")
     lines.append(f"  release branches ({', '.join(patterns) or 'none configured'}): {shown or 'none on the remote'}")
     others = len(tags) - len(versions)
@@ -275,6 +285,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         raise git.FetchError(f"the remote {remote!r} has no branch {target.base!r}",
                              hint="name the base branch with --base")  # fmt: skip
     history = history and HISTORY_BRANCH in listing.tips
+    if target.default and target.default != target.base and target.default in listing.tips:
+        target.main_line = target.default
     kept_tags = git.local_refs(root, TAG_PATTERNS) if tags else []
     config_sha = (target.base_sha or "").lower() or git.run("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=root,
                                                               check=False).strip()  # fmt: skip
@@ -282,7 +294,10 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     listed = f"{len(listing.tips)} branches of {remote} listed in {listing.seconds:.1f}s"
     first: list[str] = []  # fetched before .revertbot.yml can be read
     seconds = 0.0
-    windowed = window and shallow and target.pr is not None
+    windowed = window and shallow and target.pr is not None and target.main_line is None
+    if window and target.main_line is not None:
+        say(f"the whole history is fetched: the base {target.base} is not the default branch {target.main_line}, "
+            "whose history since the base left it the check reads")  # fmt: skip
     if windowed and not dry_run and config_sha and not git.commit_present(root, config_sha):
         # The base commit alone, for its .revertbot.yml; the history follows in the window's steps.
         with contextlib.suppress(git.FetchError):  # said below, as the commit is looked for
@@ -366,6 +381,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=still, kept_tags=kept_tags)
                      if s not in first]  # fmt: skip
             seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+    if target.main_line and git.ref_sha(root, f"refs/remotes/{remote}/{target.main_line}") is not None:
+        git.name_remote_head(root, remote, target.main_line)
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)

@@ -41,6 +41,7 @@ from revertbot.git.fetching import (
     join_shallow as join_shallow,
     local_refs as local_refs,
     mark_on_base as mark_on_base,
+    name_remote_head as name_remote_head,
     object_types_fetching as object_types_fetching,
     pattern_refspecs as pattern_refspecs,
     recorded_parents as recorded_parents,

@@ -30,7 +30,7 @@ from revertbot.errors import EXIT_GIT, GitError, RevertbotError
 from revertbot.git.contents import local_object_types, object_types
 from revertbot.git.partial import promisor_remote
 from revertbot.git.process import run, run_bytes
-from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, shallow_commits
+from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, ref_sha, shallow_commits
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
 _GLOB_CHARS = "*?[\\"
@@ -383,3 +383,15 @@ def recorded_parents(repo: Path, shas: Sequence[str]) -> dict[str, list[str]]:
             parents[sha] = [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"parent ")]
         pos += size + 1
     return parents
+
+
+def name_remote_head(repo: Path, remote: str, branch: str) -> bool:
+    """Point ``refs/remotes/<remote>/HEAD`` at the fetched ``branch`` where the clone has no
+    ``HEAD`` of that remote (a clone made by ``git clone`` has one; a fetch never writes it), so
+    that the main line is found by name whatever it is called. Whether it was written."""
+    head = f"refs/remotes/{remote}/HEAD"
+    if run("symbolic-ref", "-q", head, cwd=repo, check=False).strip() or ref_sha(repo, head) is not None:
+        return False
+    run("symbolic-ref", head, f"refs/remotes/{remote}/{branch}", cwd=repo)
+    return True
+
