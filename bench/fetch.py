@@ -561,10 +561,12 @@ def refs_main(argv: list[str]) -> int:
 
 def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env: dict[str, str],
                 estimate_full: bool) -> dict[str, Any]:  # fmt: skip
-    """The GPU job's checkout (``fetch-depth: 0`` with ``filter``) and its fetch step, as
-    workflows/revertbot-gpu.yml writes it, with ``blob:none`` (before) and ``tree:0`` (now), in a
-    copy of the origin with the revert as pull request 1; then the suite's two checkouts with the
-    origin gone (nothing may be left to fetch)."""
+    """The GPU job's fetch as workflows/revertbot-gpu.yml writes it (a ``fetch-depth: 1``,
+    ``blob:none`` checkout of the base, then its fetch step: the history of the base and the
+    approved commit as commits alone, the four trees, their missing files) against the job before
+    (``fetch-depth: 0`` with ``blob:none``: every branch and tag, commits and trees, the base's
+    files), in a copy of the origin with the revert as pull request 1; then the suite's two
+    checkouts with the origin gone (nothing may be left to fetch)."""
     import yaml
 
     from gpu_jobs.runner import _checkouts
@@ -587,37 +589,42 @@ def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env
         out["full_bytes"] = _size(trace)
     print(f"[{name}] fetch-depth: 0 of the origin (every branch and tag, every object): "
           f"{out['full_bytes'] / mib:.1f} MiB")  # fmt: skip
-    for filt in ("blob:none", "tree:0"):
-        ws, temp, trace = work / f"gpu-{filt[:4]}", work / f"temp-{filt[:4]}", work / f"gpu-{filt[:4]}.packs"
-        for d in (ws, temp, work / f"suite-{filt[:4]}"):
+    for label, clone_args, run_step in (("before: fetch-depth 0, blob:none", ["--filter=blob:none"], False),
+                                        ("now: fetch-depth 1, blob:none, then the step",
+                                         ["--depth=1", "--filter=blob:none"], True)):  # fmt: skip
+        key = "now" if run_step else "before"
+        ws, temp, trace = work / f"gpu-{key}", work / f"temp-{key}", work / f"gpu-{key}.packs"
+        for d in (ws, temp, work / f"suite-{key}"):
             shutil.rmtree(d, ignore_errors=True)
         temp.mkdir(parents=True)
         trace.unlink(missing_ok=True)
-        checkout_s = _traced(["git", "clone", "-q", f"--filter={filt}", pr_origin.as_uri(), str(ws)], work, env, trace)
+        checkout_s = _traced(["git", "clone", "-q", *clone_args, pr_origin.as_uri(), str(ws)], work, env, trace)
         checkout_bytes = _size(trace)
-        step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "HEAD_SHA": revert, "REVERT_SHA": revert,
-                    "BASE_SHA": base_sha}  # fmt: skip
-        step_s = _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws, step_env,
-                         trace)  # fmt: skip
-        step_bytes = _size(trace) - checkout_bytes
-        subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
-                       check=True)  # fmt: skip
+        step_s, step_bytes = 0.0, 0
+        if run_step:
+            step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "HEAD_SHA": revert, "REVERT_SHA": revert,
+                        "BASE_SHA": base_sha}  # fmt: skip
+            step_s = _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws,
+                             step_env, trace)  # fmt: skip
+            step_bytes = _size(trace) - checkout_bytes
+            subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
+                           check=True)  # fmt: skip
         start = time.perf_counter()
-        _checkouts(ws, base_sha, revert, work / f"suite-{filt[:4]}")
+        _checkouts(ws, base_sha, revert, work / f"suite-{key}")
         suite_s = time.perf_counter() - start
         total = checkout_bytes + step_bytes
-        out[filt] = {"bytes": total, "seconds": checkout_s + step_s}
-        print(f"[{name}] gpu job, filter {filt}: checkout {checkout_bytes / mib:.1f} MiB in {checkout_s:.1f}s + "
-              f"fetch step {step_bytes / mib:.1f} MiB in {step_s:.1f}s = {total / mib:.1f} MiB = "
-              f"{total / out['full_bytes']:.1%} of fetch-depth: 0; the suite's checkouts then {suite_s:.1f}s with "
-              "the origin gone")  # fmt: skip
-    print(f"[{name}] tree:0 against blob:none: {out['tree:0']['bytes'] / out['blob:none']['bytes']:.1%} of the bytes, "
-          f"{out['tree:0']['seconds'] / out['blob:none']['seconds']:.1%} of the time")  # fmt: skip
+        out[key] = {"bytes": total, "seconds": checkout_s + step_s}
+        print(f"[{name}] gpu job, {label}: checkout {checkout_bytes / mib:.1f} MiB in {checkout_s:.1f}s"
+              + (f" + fetch step {step_bytes / mib:.1f} MiB in {step_s:.1f}s" if run_step else "")
+              + f" = {total / mib:.1f} MiB = {total / out['full_bytes']:.1%} of fetch-depth: 0; the suite's checkouts "
+              f"then {suite_s:.1f}s{' with the origin gone' if run_step else ''}")  # fmt: skip
+    print(f"[{name}] now against before: {out['now']['bytes'] / out['before']['bytes']:.1%} of the bytes, "
+          f"{out['now']['seconds'] / out['before']['seconds']:.1%} of the time")  # fmt: skip
     return out
 
 
 def gpu_main(argv: list[str]) -> int:
-    """``python -m bench.fetch gpu``: the GPU job's fetch with ``filter: blob:none`` against ``tree:0``.
+    """``python -m bench.fetch gpu``: the GPU job's fetch as written against the job before.
 
         python -m bench.fetch gpu --cache DIR --work DIR                  # the synthetic PyTorch
         python -m bench.fetch gpu --origin BARE --base main --work DIR    # any bare origin (file://)

@@ -1,6 +1,7 @@
-"""The GPU job's checkout and fetch, run for real against a local origin: commits alone for the
-base's history (``filter: tree:0``), then the trees and files of the base, the head, the revert and
-their merge base, so that the suite's step (which holds no token) fetches nothing. The step's
+"""The GPU job's checkout and fetch, run for real against a local origin: the base's tip, then the
+history of the base and the approved commit as commits alone (``tree:0``, no other branch), then
+the trees and files of the base, the head, the revert and their merge base, so that the suite's
+step (which holds no token) fetches nothing. The step's
 script is taken from workflows/revertbot-gpu.yml as written."""
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_re
     g.checkout("-b", "pr", fork)
     g.tick()
     revert = g.commit('Revert "Work 4"', {"engine/b.py": "B = 5\n"})
+    g.checkout("-b", "gh/someone/1/head", old)  # a branch the job never reads
+    wip = g.commit("wip", {"w.py": "w = 1\n"})
     g.checkout("main")
     origin = tmp_path / "origin.git"
     _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
@@ -55,10 +58,10 @@ def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_re
     for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
         _git(origin, "config", key, "true")
 
-    checkout = _step("Check out the base branch's history")["with"]
-    assert checkout == {"fetch-depth": 0, "filter": "tree:0", "persist-credentials": False}  # type: ignore[comparison-overlap]
+    checkout = _step("Check out the base branch's tip")["with"]
+    assert checkout == {"fetch-depth": 1, "filter": "blob:none", "persist-credentials": False}  # type: ignore[comparison-overlap]
     ws = tmp_path / "ws"
-    _git(tmp_path, "clone", "-q", "--filter=tree:0", origin.as_uri(), str(ws))
+    _git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", origin.as_uri(), str(ws))  # as actions/checkout
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t",
@@ -73,6 +76,9 @@ def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_re
     assert (base_sha, revert_sha) == (base, revert)
     assert [(d / "engine" / f).read_text() for d in (before, after) for f in ("b.py", "c.py")] == [
         "B = 6\n", "C = 1\n", "B = 5\n", "C = 1\n"]  # fmt: skip
-    # The history came as commits alone: the first commit's tree was never fetched.
+    # The history came as commits alone: the first commit's tree was never fetched; nor was any
+    # other branch.
     old_tree = _git(ws, "log", "-1", "--format=%T", old).stdout.strip()
     assert _git(ws, "cat-file", "-e", old_tree, check=False).returncode != 0
+    assert _git(ws, "cat-file", "-e", wip, check=False).returncode != 0
+    assert _git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "false"

@@ -176,7 +176,7 @@ def test_gpu_workflow_runs_pr_code_only_from_the_base_definition_after_the_gate(
     assert all(" -I -m " in line for line in script.splitlines()[1:])
     # The commit fetched is the approved one, by its id; the suite gets no token.
     assert steps[fetch]["env"]["HEAD_SHA"] == "${{ needs.authorize.outputs.head_sha }}"
-    assert 'git fetch --no-tags origin "$HEAD_SHA"' in steps[fetch]["run"]
+    assert 'git fetch --no-tags --unshallow --filter=tree:0 origin "$HEAD_SHA" "$BASE_SHA"' in steps[fetch]["run"]
     assert not any("token" in str(v) for v in steps[run].get("env", {}).values())
     assert "--python" in steps[run]["run"]
     # The jobs that write never run on a self-hosted runner and never see the PR's files as code.
