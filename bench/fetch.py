@@ -543,16 +543,7 @@ def refs_main(argv: list[str]) -> int:
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args(argv)
     env = bench_env()
-    if args.origin is None:
-        truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts,
-                               branches=args.branches, picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
-        origin, name = Path(truth["path"]), args.name or "synthetic PyTorch"
-        revert = args.revert or list(truth["reverts"])[-1]
-    else:
-        origin, name = args.origin.resolve(), args.name or args.origin.name
-        revert = args.revert or subprocess.run(
-            ["git", "log", "-1", "--format=%H", "--grep=^Revert", f"refs/heads/{args.base}"], cwd=origin, env=env,
-            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    origin, name, revert = _origin_and_revert(args, env)
     args.work.mkdir(parents=True, exist_ok=True)
     measure_refs(name, origin, args.base, revert, args.work.resolve(), env, estimate_full=args.estimate_full,
                  check_base=args.check_base, as_pr=args.as_pr)  # fmt: skip
@@ -623,6 +614,26 @@ def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env
     return out
 
 
+def _origin_and_revert(args: argparse.Namespace, env: dict[str, str]) -> tuple[Path, str, str]:
+    """The origin (``--origin``, else the synthetic PyTorch built or found in ``--cache``), its name
+    and the revert measured (``--revert``, else the newest of the base branch), as a full id."""
+    if args.origin is None:
+        truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts,
+                               branches=args.branches, picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
+        origin, name = Path(truth["path"]), getattr(args, "name", None) or "synthetic PyTorch"
+        revert = args.revert or list(truth["reverts"])[-1]
+    else:
+        origin, name = args.origin.resolve(), getattr(args, "name", None) or args.origin.name
+        revert = args.revert or subprocess.run(
+            ["git", "log", "-1", "--format=%H", "--grep=^Revert", f"refs/heads/{args.base}"], cwd=origin, env=env,
+            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    full = subprocess.run(["git", "rev-parse", "--verify", f"{revert}^{{commit}}"], cwd=origin, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if full.returncode != 0:
+        raise SystemExit(f"no commit {revert!r} in {origin}")
+    return origin, name, full.stdout.strip()
+
+
 def gpu_main(argv: list[str]) -> int:
     """``python -m bench.fetch gpu``: the GPU job's fetch as written against the job before.
 
@@ -640,17 +651,7 @@ def gpu_main(argv: list[str]) -> int:
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args(argv)
     env = bench_env()
-    if args.origin is None:
-        truth = cached_pytorch(args.cache, log=True, commits=args.commits, reverts=args.reverts,
-                               branches=args.branches, picks=args.picks, files=args.files, seed=args.seed)  # fmt: skip
-        origin, name = Path(truth["path"]), "synthetic PyTorch"
-    else:
-        origin, name = args.origin.resolve(), args.origin.name
-    revert = args.revert or subprocess.run(
-        ["git", "log", "-1", "--format=%H", "--grep=^Revert", f"refs/heads/{args.base}"], cwd=origin, env=env,
-        capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    revert = subprocess.run(["git", "rev-parse", revert], cwd=origin, env=env, capture_output=True, text=True,
-                            check=True).stdout.strip()  # fmt: skip
+    origin, name, revert = _origin_and_revert(args, env)
     args.work.mkdir(parents=True, exist_ok=True)
     measure_gpu(name, origin, args.base, revert, args.work.resolve(), env, args.estimate_full)
     return 0
