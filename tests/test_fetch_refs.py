@@ -324,7 +324,6 @@ def test_a_pull_request_on_a_release_branch_fetches_the_main_line_too(origin: di
     code, _, err = _run("fetch", "--repo", str(work), "--event", str(event), "--window")
     assert code == 0, err
     assert "main line main (the base is another branch): " in err and "is not the default branch main" in err, err
-    assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/main"
     full = tmp_path / "full" / "repo"
     full.parent.mkdir()
     _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
@@ -339,3 +338,43 @@ def test_a_pull_request_on_a_release_branch_fetches_the_main_line_too(origin: di
         reports.append(json.loads(out))
     assert reports[0] == reports[1]
     assert reports[0]["main_line"]["branch"] == "refs/remotes/origin/main", reports[0].get("main_line")
+
+
+def test_the_default_branch_is_asked_of_the_remote_and_named_as_origin_head(tmp_path: Path) -> None:
+    """The default branch is `develop` and the event does not name it: the remote's HEAD says it,
+    and origin/HEAD points at it (the check finds the main line through it, as in a clone)."""
+    g = GitRepo(tmp_path / "src")
+    g.git("checkout", "-q", "-b", "develop")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG})
+    original = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2\n"})
+    g.commit("Touch b (#4)", {"b.py": "x = 2\n"})
+    base = g.commit("Touch b again (#5)", {"b.py": "x = 3\n"})
+    g.commit("Touch c (#6)", {"c.py": "y = 1\n"})
+    g.checkout("-b", "pr", base)
+    revert = g.revert(original)
+    g.checkout("develop")
+    bare = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
+    _git(bare, "branch", "-D", "pr")
+    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
+    _git(bare, "config", "uploadpack.allowFilter", "true")
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"ref": "develop", "sha": base}}}))
+    work = tmp_path / "fetched" / "repo"
+    work.parent.mkdir()
+    _checkout_depth_1(bare, work, base)
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(event))
+    assert code == 0, err
+    assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/develop"
+    full = tmp_path / "full" / "repo"
+    full.parent.mkdir()
+    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
+    _git(full, "fetch", "-q", "origin", f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}")
+    reports = []
+    for repo in (work, full):
+        code, out, err = _run("check", "--repo", str(repo), revert, "--base", base, "--format", "json")
+        assert code == 0, err
+        reports.append(json.loads(out))
+    assert reports[0] == reports[1]
+    assert reports[0]["main_line"]["branch"] == "refs/remotes/origin/develop", reports[0].get("main_line")

@@ -32,13 +32,13 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def _history(tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
-    """main over 400 days (a commit every 10 days), an old release branch and tag, then a release
+    """main over 400 days (a commit every 4 days), an old release branch and tag, then a release
     branch, an original (#3) that it picks, and more work on main."""
     g = GitRepo(tmp_path / "src")
     shas: dict[str, str] = {}
     shas["root"] = g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG, "b.py": "x = 0\n"})
-    for i in range(40):
-        g.tick(10 * DAY)
+    for i in range(100):  # more than the commits fetched below the window to see their dates
+        g.tick(4 * DAY)
         title = "Fix lint" if i == 3 else f"Work on b, step {i} (#{100 + i})"
         shas[f"old{i}"] = g.commit(title, {"b.py": f"x = {i + 1}\n", f"old/{i}.py": f"v = {i}\n"})
         if i == 5:
@@ -134,9 +134,11 @@ def test_a_revert_by_id_fetches_the_history_from_its_original(tmp_path: Path) ->
     assert "history since" in err and "release branches and tags: their own commits, whatever their dates" in err
     assert git.is_shallow(work)
     # 120 days before the original (the margin and the look-back for silent relands): the last
-    # dozen old commits are there, the rest is not.
-    assert _present(work, shas["old39"]) and _present(work, shas["old35"])
-    assert not _present(work, shas["old20"]) and not _present(work, shas["root"])
+    # thirty old commits are in main's history, the rest is not (the commits below the cut that
+    # were fetched to see their dates are not reached from any ref).
+    main_history = set(_git(work, "rev-list", "refs/remotes/origin/main").split())
+    assert {shas["old99"], shas["old75"]} <= main_history
+    assert shas["old20"] not in main_history and not _present(work, shas["root"])
     # The original with its parent, the pick on release/1.0 with its history, v1.0.0.
     assert _present(work, shas["original"]) and shas["original"] not in git.shallow_commits(work)
     assert _present(work, shas["pick"]) and _git(work, "rev-parse", "refs/tags/v1.0.0^{commit}").strip() == shas["pick"]
@@ -636,3 +638,36 @@ def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tm
     err, report = _same(tmp_path, g, original)
     assert "the whole history is fetched" in err and "a merge of a base commit" in err, err
     assert [b["original_pick"] for b in report["backports"]] == [hotfix]  # type: ignore[index,union-attr]
+
+
+def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A two-patch series written months before (`git am --committer-date-is-author-date`: dated
+    before its parent) lands after a revert of a helper that the original brings back silently.
+    The date-limited fetch stops at the series and leaves out the revert below it, which the
+    look-back for silent relands reads: the window cannot stand."""
+    g = _plain_main(tmp_path)
+    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
+    landed = g._clock + 150 * DAY
+    g._clock = landed - 88 * DAY
+    helper = g.commit("Add helper (#200)", {"a.py": body})
+    g._clock = landed - 85 * DAY
+    g.revert(helper)
+    side = GitRepo(tmp_path / "side")
+    side.git("pull", "-q", str(g.path), "main")
+    side._clock = landed - 125 * DAY
+    side.commit("Add y (#250)", {"y.py": "y = 1\n"})
+    side._clock = landed - 100 * DAY
+    side.commit("Use y in z (#251)", {"z.py": "import y\n"})
+    patches = side.git("format-patch", "-2", "-o", str(tmp_path / "patches")).split()
+    g._clock = landed - 84 * DAY
+    g.git("am", "-q", "--committer-date-is-author-date", *patches)
+    for i in range(15):
+        g._clock = landed - (80 - 5 * i) * DAY
+        g.commit(f"Work on e, step {i} (#{300 + i})", {"e.py": f"y = {i}\n"})
+    g._clock = landed
+    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
+    g.tick(3 * DAY)
+    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "dates out of order" in err, err
+    assert report["risk"]["action"] == "review" and len(report["chain"]) == 3, report  # type: ignore[index,arg-type]

@@ -285,6 +285,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         raise git.FetchError(f"the remote {remote!r} has no branch {target.base!r}",
                              hint="name the base branch with --base")  # fmt: skip
     history = history and HISTORY_BRANCH in listing.tips
+    target.default = target.default or listing.default  # the event's, else what the remote's HEAD names
     if target.default and target.default != target.base and target.default in listing.tips:
         target.main_line = target.default
     kept_tags = git.local_refs(root, TAG_PATTERNS) if tags else []
@@ -295,6 +296,8 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     first: list[str] = []  # fetched before .revertbot.yml can be read
     seconds = 0.0
     windowed = window and shallow and target.pr is not None and target.main_line is None
+    if window and not shallow:
+        say("--window: the clone is not shallow (it has the whole history already): the refs are fetched whole")
     if window and target.main_line is not None:
         say(f"the whole history is fetched: the base {target.base} is not the default branch {target.main_line}, "
             "whose history since the base left it the check reads")  # fmt: skip
@@ -381,8 +384,11 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=still, kept_tags=kept_tags)
                      if s not in first]  # fmt: skip
             seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
-    if target.main_line and git.ref_sha(root, f"refs/remotes/{remote}/{target.main_line}") is not None:
-        git.name_remote_head(root, remote, target.main_line)
+    default_ref = f"refs/remotes/{remote}/{target.default}"
+    if target.default and git.ref_sha(root, default_ref) is not None and (git.main_line_ref(root) or ("",))[0] != \
+            default_ref:  # fmt: skip
+        # The check finds the main line through origin/HEAD, else by the usual names (main, master).
+        git.name_remote_head(root, remote, target.default)
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)

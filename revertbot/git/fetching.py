@@ -130,22 +130,28 @@ class RemoteBranches:
     tips: dict[str, str]  # name below refs/heads/ -> sha
     refused: tuple[str, ...]  # names listed that git would not accept (never fetched)
     seconds: float
+    default: str | None = None  # the branch the remote's HEAD names (its default branch), if it says
 
 
 def remote_branches(repo: Path, remote: str) -> RemoteBranches:
-    """Every branch of ``remote`` and its tip, in one ``git ls-remote --heads`` (one request; the
-    server lists every branch, as git sends ls-remote's patterns to no server). Raises
-    :class:`FetchError` with a sentence when the remote cannot be reached."""
+    """Every branch of ``remote`` and its tip, and the branch its ``HEAD`` names, in one ``git
+    ls-remote --symref`` (one request; the server lists every branch, as git sends ls-remote's
+    patterns to no server). Raises :class:`FetchError` with a sentence when the remote cannot be
+    reached."""
     start = time.perf_counter()
     try:
-        out = run("ls-remote", "--heads", "--", remote, cwd=repo)
+        out = run("ls-remote", "--symref", "--", remote, "HEAD", "refs/heads/*", cwd=repo)
     except GitError as exc:
         message, hint = describe_fetch_failure(exc.stderr, remote)
         raise FetchError(message, hint=hint) from None
     tips: dict[str, str] = {}
     refused: list[str] = []
+    default = None
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")
+        if ref == "HEAD" and sha.startswith("ref: refs/heads/"):
+            default = sha.removeprefix("ref: refs/heads/")
+            continue
         name = ref.removeprefix("refs/heads/")
         if name == ref or not HEX_RE.match(sha):
             continue
@@ -153,7 +159,8 @@ def remote_branches(repo: Path, remote: str) -> RemoteBranches:
             tips[name] = sha
         else:
             refused.append(name)
-    return RemoteBranches(tips, tuple(refused), time.perf_counter() - start)
+    return RemoteBranches(tips, tuple(refused), time.perf_counter() - start,
+                          default if default is not None and default in tips else None)  # fmt: skip
 
 
 def local_refs(repo: Path, patterns: Sequence[str]) -> list[str]:

@@ -33,6 +33,10 @@ MARGIN_DAYS = 30
 MAX_NAMED = 64
 #: Rounds of "what do the named commits name" (a revert of a reland of a revert ...).
 MAX_ROUNDS = 6
+#: Commits fetched below the window's start to see that the history there is older still: a commit
+#: dated before its parents (``git am --committer-date-is-author-date`` of an old series) cuts the
+#: date-limited fetch above commits dated inside the window, which the look-back reads.
+SKEW_PROBE = 64
 _FULL_LENGTHS = (40, 64)
 
 
@@ -278,6 +282,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         if why is not None:
             return whole(why)
         if not more:
+            why = _dated_out_of_order(root, here, since, fetch)
+            if why is not None:
+                return whole(why)
             try:
                 git.mark_on_base(root, _on_base(root, branches, base_ref, own))
             except git.FetchError as exc:
@@ -344,6 +351,27 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
 def _tips(root: Path, specs: Sequence[str]) -> list[str]:
     """The commits the exact refspecs ``specs`` wrote (an annotated tag peeled)."""
     return sorted(set(git.ref_commits(root, git.fetched_refs(root, specs)).values()))
+
+
+def _dated_out_of_order(root: Path, here: set[str], since: int, fetch: Callable[..., git.FetchResult]
+                        ) -> str | None:  # fmt: skip
+    """Why the history below the window's start may hold commits dated inside it (None: none seen).
+    ``--shallow-since`` stops at the first commit dated before the start and leaves out all of its
+    history, newer dates included: below each commit of the base's or the pull request's history
+    cut there, :data:`SKEW_PROBE` commits are fetched (by id, nothing else deepened), and one of
+    them dated inside the window says the cut is not where the dates say."""
+    cut = sorted(git.shallow_commits(root) & here)
+    below = sorted({p for parents in git.recorded_parents(root, cut).values() for p in parents})
+    absent = [p for p in below if not git.commit_present(root, p)]
+    if not absent:
+        return None  # the window's history reached the first commit
+    fetch(absent, depth=SKEW_PROBE)
+    for c in git.log_revs(root, absent):
+        if c.commit_time >= since:
+            return (f"{c.sha[:10]}, dated inside the window, lies below a commit dated before it (dates out of "
+                    "order, as `git am --committer-date-is-author-date` leaves them): the history cannot be cut by "
+                    "date there")  # fmt: skip
+    return None
 
 
 def _merge_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> str | None:
