@@ -199,7 +199,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     there whose parents were cut is below the first parent of each named commit (a branch merged
     after the original brings no commit cut from its history; a commit dated before its parents
     cuts nothing above the original), and no release branch or tag merged a base commit (see
-    :func:`_merge_at_the_boundary`). Else ``window.whole`` says why and the caller fetches the
+    :func:`_merges_at_the_boundary`). Else ``window.whole`` says why and the caller fetches the
     whole history (``--unshallow``)."""
     seconds = 0.0
 
@@ -238,16 +238,16 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     exact = [f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}"
              for ref, _ in git.fetched_refs(root, other_specs) if ref not in kept]  # fmt: skip
     own: set[str] = set()
+    merges_cut: list[str] = []
     branches = [spec for spec in exact if not spec.startswith("+refs/tags/")]
     if exact:
         # Their own commits, then one commit more: where each left the base, whose files a copy's
         # diff is read against (the base's history from the window's start joins them to it below).
         try:
             if fetch(exact, shallow_exclude=f"refs/heads/{base}").selected:
-                merge = _merge_at_the_boundary(root, exact, base_ref)
-                if merge is not None:
-                    return whole(f"{merge[:10]}, a merge of a base commit into a release branch or tag, hides the "
-                                 "commits of their own below it in a shallow clone")  # fmt: skip
+                # Judged once the base's history is here: a merge on the base itself (a tag on a
+                # merged pull request) is no branch's own.
+                merges_cut = _merges_at_the_boundary(root, exact, base_ref)
                 own = _own_commits(root, branches, base, base_ref, fetch)
             fetch(exact, deepen=1)
         except git.FetchError as exc:
@@ -282,6 +282,10 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         if why is not None:
             return whole(why)
         if not more:
+            merged = [sha for sha in merges_cut if sha not in here]
+            if merged:
+                return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
+                             "commits of their own below it in a shallow clone")  # fmt: skip
             why = _dated_out_of_order(root, here, since, fetch)
             if why is not None:
                 return whole(why)
@@ -374,13 +378,13 @@ def _dated_out_of_order(root: Path, here: set[str], since: int, fetch: Callable[
     return None
 
 
-def _merge_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> str | None:
-    """A merge among the release branches' and tags' own commits that their ``--shallow-exclude``
-    fetch left shallow (one of its parents is the base's): git hides every parent of a shallow
-    commit, the branch's own ones too, so what the branch has below it cannot be told from here."""
+def _merges_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> list[str]:
+    """The merges the release branches' and tags' ``--shallow-exclude`` fetch left shallow: one
+    of their parents is the base's, and git hides every parent of a shallow commit, the branch's
+    own ones too, so what a branch has below such a merge of its own cannot be told from here."""
     boundary = git.shallow_commits(root)
     reached = [c.sha for c in git.log_revs(root, [*_tips(root, specs), f"^{base_ref}"]) if c.sha in boundary]
-    return next((sha for sha, parents in git.recorded_parents(root, reached).items() if len(parents) > 1), None)
+    return sorted(sha for sha, parents in git.recorded_parents(root, reached).items() if len(parents) > 1)
 
 
 def _own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
