@@ -198,8 +198,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     commit is in the base's or the pull request's history with its parents, and every commit
     there whose parents were cut is below the first parent of each named commit (a branch merged
     after the original brings no commit cut from its history; a commit dated before its parents
-    cuts nothing above the original), and no release branch or tag merged a base commit (see
-    :func:`_merges_at_the_boundary`). Else ``window.whole`` says why and the caller fetches the
+    cuts nothing above the original), no release branch or tag merged a base commit (see
+    :func:`_merges_at_the_boundary`), and the commits below the window's start are dated before it
+    as far as :func:`_dated_out_of_order` looks. Else ``window.whole`` says why and the caller fetches the
     whole history (``--unshallow``)."""
     seconds = 0.0
 
