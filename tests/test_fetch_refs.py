@@ -378,3 +378,38 @@ def test_the_default_branch_is_asked_of_the_remote_and_named_as_origin_head(tmp_
         reports.append(json.loads(out))
     assert reports[0] == reports[1]
     assert reports[0]["main_line"]["branch"] == "refs/remotes/origin/develop", reports[0].get("main_line")
+
+
+def test_an_origin_head_left_from_before_a_rename_is_pointed_at_the_default_again(tmp_path: Path) -> None:
+    """The clone's origin/HEAD names origin/main; the remote renamed main to master since (main is
+    gone there, its old ref stays in the clone): origin/HEAD now names master, as a new clone's."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG})
+    original = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2\n"})
+    base = g.commit("Touch b (#4)", {"b.py": "x = 2\n"})
+    g.checkout("-b", "pr", base)
+    revert = g.revert(original)
+    g.checkout("main")
+    bare = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
+    _git(bare, "branch", "-D", "pr")
+    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
+    _git(bare, "config", "uploadpack.allowFilter", "true")
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    work = tmp_path / "fetched" / "repo"
+    _git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", bare.as_uri(), str(work))
+    _git(bare, "branch", "-m", "main", "master")
+    _git(bare, "symbolic-ref", "HEAD", "refs/heads/master")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"ref": "master", "sha": base}},
+                                 "repository": {"default_branch": "master"}}))  # fmt: skip
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(event))
+    assert code == 0, err
+    assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/master"
+    # One the user pointed at a branch the remote still has is theirs: kept.
+    _git(bare, "branch", "other", "master")
+    _git(work, "fetch", "-q", "origin", "+refs/heads/other:refs/remotes/origin/other")
+    _git(work, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/other")
+    code, _, err = _run("fetch", "--repo", str(work), "--event", str(event))
+    assert code == 0, err
+    assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/other"

@@ -388,7 +388,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     if target.default and git.ref_sha(root, default_ref) is not None and (git.main_line_ref(root) or ("",))[0] != \
             default_ref:  # fmt: skip
         # The check finds the main line through origin/HEAD, else by the usual names (main, master).
-        git.name_remote_head(root, remote, target.default)
+        git.name_remote_head(root, remote, target.default, listing.tips)
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)

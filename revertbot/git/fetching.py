@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -392,13 +392,19 @@ def recorded_parents(repo: Path, shas: Sequence[str]) -> dict[str, list[str]]:
     return parents
 
 
-def name_remote_head(repo: Path, remote: str, branch: str) -> bool:
+def name_remote_head(repo: Path, remote: str, branch: str, branches: Collection[str]) -> bool:
     """Point ``refs/remotes/<remote>/HEAD`` at the fetched ``branch`` where the clone has no
-    ``HEAD`` of that remote (a clone made by ``git clone`` has one; a fetch never writes it), so
-    that the main line is found by name whatever it is called. Whether it was written."""
+    ``HEAD`` of that remote (a clone made by ``git clone`` has one; a fetch never writes it), or
+    has one naming a branch the remote no longer has (``branches``: the remote's, listed; the
+    default branch was renamed), so that the main line is found by name whatever it is called.
+    Whether it was written."""
     head = f"refs/remotes/{remote}/HEAD"
-    if run("symbolic-ref", "-q", head, cwd=repo, check=False).strip() or ref_sha(repo, head) is not None:
+    tracking = f"refs/remotes/{remote}/"
+    named = run("symbolic-ref", "-q", head, cwd=repo, check=False).strip()
+    if named and not (named.startswith(tracking) and named[len(tracking):] not in branches):
         return False
-    run("symbolic-ref", head, f"refs/remotes/{remote}/{branch}", cwd=repo)
+    if not named and ref_sha(repo, head) is not None:
+        return False  # a plain ref of that name: not ours to replace
+    run("symbolic-ref", head, f"{tracking}{branch}", cwd=repo)
     return True
 
