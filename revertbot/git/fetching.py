@@ -29,7 +29,7 @@ from pathlib import Path
 from revertbot.errors import EXIT_GIT, GitError, RevertbotError
 from revertbot.git.contents import local_object_types, object_types
 from revertbot.git.partial import promisor_remote
-from revertbot.git.process import run, run_bytes
+from revertbot.git.process import _git_path, run, run_bytes
 from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, ref_sha, shallow_commits
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
@@ -344,7 +344,7 @@ def join_shallow(repo: Path) -> list[str]:
     if not joined:
         return partly
     kept = [sha for sha in listed if sha not in set(joined)]
-    path = Path(run("rev-parse", "--path-format=absolute", "--git-path", "shallow", cwd=repo).strip())
+    path = _git_path(repo, "shallow")  # where shallow_commits read it
     lock = path.with_name("shallow.lock")
     with open(lock, "x", encoding="ascii") as out:  # another git at work here: stop rather than race it
         out.write("".join(f"{sha}\n" for sha in kept))

@@ -290,10 +290,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             why = _dated_out_of_order(root, here, since, fetch)
             if why is not None:
                 return whole(why)
-            try:
-                git.mark_on_base(root, _on_base(root, branches, base_ref, own))
-            except git.FetchError as exc:
-                return whole(f"where a release branch left the base could not be told ({exc.message})")
+            git.mark_on_base(root, _on_base(root, branches, base_ref, own))
             return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds)
         if len(named) + len(more) > MAX_NAMED:
             return whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
@@ -394,12 +391,13 @@ def _own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
     their ``--shallow-exclude`` fetch. A tip that fetch left alone at the boundary is either a
     branch's only commit of its own or a branch with none: the remote is asked, one fetch of that
     branch each (before anything deepens it: a fetch that cuts a commit's parents cuts them here)."""
-    own = {c.sha for c in git.log_revs(root, [*_tips(root, branches), f"^{base_ref}"])}
+    tips = git.ref_commits(root, git.fetched_refs(root, branches))  # one lookup for every branch
+    own = {c.sha for c in git.log_revs(root, [*sorted(set(tips.values())), f"^{base_ref}"])}
     boundary = git.shallow_commits(root)
     for spec in branches:
-        for tip in _tips(root, [spec]):
-            if tip in own and tip in boundary and not fetch([spec], shallow_exclude=f"refs/heads/{base}").selected:
-                own.discard(tip)
+        tip = tips.get(_destination(spec))
+        if tip in own and tip in boundary and not fetch([spec], shallow_exclude=f"refs/heads/{base}").selected:
+            own.discard(tip)
     return own
 
 
