@@ -57,14 +57,31 @@ def origin(tmp_path: Path) -> dict[str, object]:
     g.checkout("--orphan", "revertbot-history")
     g.commit("records", {"records/x.json": "{}\n"})
     g.checkout("main")
-    bare = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
-    _git(bare, "branch", "-D", "pr")
-    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
-    _git(bare, "config", "uploadpack.allowFilter", "true")
-    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    bare = _bare_origin(tmp_path, g.path, revert)
     return {"path": bare, "base": base, "revert": revert, "original": original, "pick": pick,
             "unrelated": unrelated}  # fmt: skip
+
+
+def _bare_origin(tmp_path: Path, src: Path, pr_head: str) -> Path:
+    """A bare copy of ``src`` as GitHub serves it: ``pr_head`` as ``refs/pull/7/head`` (the local
+    branch ``pr`` gone), filters and fetches by id allowed."""
+    bare = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(src), str(bare))
+    _git(bare, "branch", "-D", "pr")
+    _git(bare, "update-ref", f"refs/pull/{PR}/head", pr_head)
+    _git(bare, "config", "uploadpack.allowFilter", "true")
+    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return bare
+
+
+def _complete_clone(tmp_path: Path, bare: Path, pr: int) -> Path:
+    """Every branch and tag of ``bare`` with every object, and PR ``pr``'s head as the fetch writes it
+    (named ``repo`` like the fetched clone: the report names the repository)."""
+    full = tmp_path / "full" / "repo"
+    full.parent.mkdir()
+    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
+    _git(full, "fetch", "-q", "origin", f"+refs/pull/{pr}/head:refs/revertbot/pull/{pr}")
+    return full
 
 
 def _checkout_depth_1(origin: Path, dest: Path, sha: str) -> None:
@@ -118,10 +135,7 @@ def test_fetch_gets_exactly_the_refs_the_analysis_reads(origin: dict[str, object
     assert "release/1.0" in err and "version tags: 1" in err and f"#{PR} head: {str(origin['revert'])[:12]}" in err
 
     # The verdict on the fetched clone is the full clone's (the pick on release/1.0 found, v1.0.0 too).
-    full = tmp_path / "full" / "repo"  # the same name: the report names the repository
-    full.parent.mkdir()
-    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
-    _git(full, "fetch", "-q", "origin", f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}")
+    full = _complete_clone(tmp_path, bare, PR)
     fetched, complete = _check_json(work, str(origin["revert"])), _check_json(full, str(origin["revert"]))
     assert fetched == complete
     # Both release branches carry the pick (they point at one commit): both need the revert.
@@ -324,10 +338,7 @@ def test_a_pull_request_on_a_release_branch_fetches_the_main_line_too(origin: di
     code, _, err = _run("fetch", "--repo", str(work), "--event", str(event), "--window")
     assert code == 0, err
     assert "main line main (the base is another branch): " in err and "is not the default branch main" in err, err
-    full = tmp_path / "full" / "repo"
-    full.parent.mkdir()
-    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
-    _git(full, "fetch", "-q", "origin", "+refs/pull/8/head:refs/revertbot/pull/8")
+    full = _complete_clone(tmp_path, bare, 8)
     config = tmp_path / "config.yml"
     config.write_text(CONFIG)
     reports = []
@@ -353,12 +364,7 @@ def test_the_default_branch_is_asked_of_the_remote_and_named_as_origin_head(tmp_
     g.checkout("-b", "pr", base)
     revert = g.revert(original)
     g.checkout("develop")
-    bare = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
-    _git(bare, "branch", "-D", "pr")
-    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
-    _git(bare, "config", "uploadpack.allowFilter", "true")
-    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    bare = _bare_origin(tmp_path, g.path, revert)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"ref": "develop", "sha": base}}}))
     work = tmp_path / "fetched" / "repo"
@@ -367,10 +373,7 @@ def test_the_default_branch_is_asked_of_the_remote_and_named_as_origin_head(tmp_
     code, _, err = _run("fetch", "--repo", str(work), "--event", str(event))
     assert code == 0, err
     assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/develop"
-    full = tmp_path / "full" / "repo"
-    full.parent.mkdir()
-    _git(tmp_path, "clone", "-q", "--no-checkout", bare.as_uri(), str(full))
-    _git(full, "fetch", "-q", "origin", f"+refs/pull/{PR}/head:refs/revertbot/pull/{PR}")
+    full = _complete_clone(tmp_path, bare, PR)
     reports = []
     for repo in (work, full):
         code, out, err = _run("check", "--repo", str(repo), revert, "--base", base, "--format", "json")
@@ -390,12 +393,7 @@ def test_an_origin_head_left_from_before_a_rename_is_pointed_at_the_default_agai
     g.checkout("-b", "pr", base)
     revert = g.revert(original)
     g.checkout("main")
-    bare = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
-    _git(bare, "branch", "-D", "pr")
-    _git(bare, "update-ref", f"refs/pull/{PR}/head", revert)
-    _git(bare, "config", "uploadpack.allowFilter", "true")
-    _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    bare = _bare_origin(tmp_path, g.path, revert)
     work = tmp_path / "fetched" / "repo"
     _git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", bare.as_uri(), str(work))
     _git(bare, "branch", "-m", "main", "master")

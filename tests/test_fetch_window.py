@@ -337,6 +337,13 @@ def _plain_main(tmp_path: Path, commits: int = 30) -> GitRepo:
     return g
 
 
+def _work_on(g: GitRepo, name: str, commits: int, first_pr: int) -> None:
+    """``commits`` commits five days apart, each changing ``<name>.py`` (PRs from ``first_pr``)."""
+    for i in range(commits):
+        g.tick(5 * DAY)
+        g.commit(f"Work on {name}, step {i} (#{first_pr + i})", {f"{name}.py": f"y = {i}\n"})
+
+
 def _same(tmp_path: Path, g: GitRepo, original: str) -> tuple[str, dict[str, object]]:
     """The revert of ``original`` as PR #7 on main's tip: the fetch's stderr, and the windowed
     check's JSON, which must be the complete clone's."""
@@ -385,9 +392,7 @@ def test_a_release_branch_fixed_before_the_original_keeps_its_copy(tmp_path: Pat
     g.commit("[release/0.9] Fix e", {"e.py": "q = 1\n"})
     g.checkout("main")
     g._clock = at - 95 * DAY
-    for i in range(18):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 18, 300)
     g._clock = at
     original = g.commit("Make f return 2 (#3)", {"a.py": F2})
     g.tick(2 * DAY)
@@ -439,9 +444,7 @@ def test_a_silent_reland_of_an_older_revert_is_seen(tmp_path: Path) -> None:
     x = g.commit("Add helper (#200)", {"a.py": body})
     g.tick(5 * DAY)
     undo = g.revert(x)
-    for i in range(13):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 13, 300)
     original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
     g.tick(3 * DAY)
     g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
@@ -510,9 +513,7 @@ def test_a_revert_where_a_release_branch_left_the_base_is_not_read_as_its_copy(t
     g.tick()
     g.commit("[release/1.0] Fix e", {"e.py": "q = 1\n"})
     g.checkout("main")
-    for i in range(40):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 40, 300)
     original = g.commit("Make f return 2", {"a.py": F2})
     g.checkout("release/1.0")
     g.tick(DAY)
@@ -533,9 +534,7 @@ def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tm
     helper = F2.replace("return 2", "return 1") + "\n\ndef helper(v):\n    return v + 1\n"
     g.tick(DAY)
     g.commit("Add helper (#20)", {"a.py": helper})
-    for i in range(60):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 60, 300)
     original = g.commit("Make e 2 (#40)", {"e.py": "e = 2\n"})
     g.tick(3 * DAY)
     g.commit("Touch k (#401)", {"k.py": "z = 1\n"})
@@ -573,9 +572,7 @@ def test_a_branch_with_no_commits_of_its_own_at_an_old_revert_is_not_read_as_a_c
     g.tick()
     hotfix = g.commit("[release/1.2] Hotfix: f must return 2", {"a.py": F2})
     g.checkout("main")
-    for i in range(40):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 40, 300)
     original = g.commit("Make f return 2", {"a.py": F2})
     g.tick(2 * DAY)
     g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
@@ -614,9 +611,7 @@ def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tm
     g.tick(DAY)
     hotfix = g.commit("[release/0.9] Hotfix: f must return 2", {"a.py": F2})
     g.checkout("main")
-    for i in range(30):
-        g.tick(5 * DAY)
-        g.commit(f"Work on c, step {i} (#{300 + i})", {"c.py": f"y = {i}\n"})
+    _work_on(g, "c", 30, 300)
     if merged == "feature":
         g.checkout("-b", "feat", "main")
         g.tick()
@@ -629,9 +624,7 @@ def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tm
     if merged == "feature":
         g.tick()
         g.git("merge", "--no-ff", "-q", "-m", "Merge pull request #90", side)
-    for i in range(10):
-        g.tick(5 * DAY)
-        g.commit(f"Work on k, step {i} (#{400 + i})", {"k.py": f"y = {i}\n"})
+    _work_on(g, "k", 10, 400)
     original = g.commit("Make f return 2 (#3)", {"a.py": F2})
     g.tick(2 * DAY)
     g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
