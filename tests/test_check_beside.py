@@ -53,23 +53,26 @@ def test_lookups_by_string_riding_in_the_dependents_grep_find_what_their_own_gre
     grep_fixed = patch_git(monkeypatch, "grep_fixed", lambda repo, tree, patterns, paths=(): (
         greps.append(list(patterns)) or grep_fixed(repo, tree, patterns, paths)))  # fmt: skip
     plan = plan_string_lookups(repo.path, revert, report.symbols, parent)
-    assert plan.riders is not None and plan.riders.patterns == ("fused_rope",)
+    # The lookups' calls ride, not the names: a line that looks no removed name up is not kept.
+    assert plan.riders is not None and plan.riders.patterns == ("getattr(", "hasattr(")
     search = search_dependents(repo.path, revert, report.symbols, before=parent, riders=[plan.riders])
     assert search == plain  # the riders change nothing of the dependents
     assert plan.riders.complete
     assert [(p, n) for p, n, _ in plan.riders.lines] == [("pkg/user.py", 5), ("pkg/user.py", 9)]
+    assert len(greps) == 1 and "getattr(" in greps[0] and "import" in greps[0]  # one pass over the tree
     assert plan.finish(known) == alone
-    assert len(greps) == 1 and "fused_rope" in greps[0] and "import" in greps[0]  # one pass over the tree
+    # ... and one of the name a lookup writes, to tell whether the repository still defines it.
+    assert greps[1:] == [["fused_rope"]]
     assert plan.finish(()) == string_lookups(repo.path, revert, report.symbols, parent)
 
     # Names that are not ASCII do not ride (the decoded line might not say what git matched).
     greps.clear()
     odd = StringLookups(repo.path, revert, report.symbols, parent)
-    odd.names, odd.riders = ["fused_rope", "größe"], Riders(("fused_rope", "größe"), 100)
+    odd.names, odd.riders = ["fused_rope"], Riders(("getattr(", "größe"), 100)
     assert search_dependents(repo.path, revert, report.symbols, before=parent, riders=[odd.riders]) == plain
     assert not odd.riders.complete and odd.riders.lines == []
     assert odd.finish(known) == alone
-    assert len(greps) == 2 and greps[1] == ["fused_rope", "größe"]  # the lookups searched on their own
+    assert greps[1] == ["getattr(", "hasattr("]  # the lookups searched on their own
 
 
 def test_a_revert_fingerprint_is_the_same_from_either_diff_and_is_not_mixed_up(repo: GitRepo) -> None:
@@ -155,19 +158,70 @@ def test_excerpts_count_mentions_only_where_they_can_decide() -> None:
     assert [e.path for e in select_excerpts(patch, files, symbols, max_lines=50)] == ["src/use.py", "src/ops.py"]
 
 
-def test_many_names_looked_up_by_string_get_a_grep_of_their_own_on_a_thread(repo: GitRepo) -> None:
+def test_many_names_looked_up_by_string_ride_as_the_lookups_calls(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from revertbot.analysis.dependents import MAX_RIDING_NAMES
 
     many = "".join(f"\n\ndef fused_op_{i}(x):\n    return x\n" for i in range(MAX_RIDING_NAMES + 8))
     repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": OPS})
     original = repo.commit("Add ops (#40)", {"pkg/ops.py": OPS + many})
     user = 'from pkg import ops\n\n\ndef pick():\n    return getattr(ops, "fused_op_7")\n'
-    repo.commit("Use one", {"pkg/user.py": user})
+    repo.commit("Use one", {"pkg/user.py": user, "pkg/again.py": "fused_op_9 = None\n",
+                            "pkg/other.py": 'X = getattr(ops, "fused_op_9") or hasattr(ops, "keep")\n'})
     revert = repo.commit(f'Revert "Add ops" (#41)\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS})
     report = check_revert(repo.path, revert, base_ref=revert)
+    # fused_op_9 is looked up too, but pkg/again.py still defines it: no use.
     assert [(d.file, d.line, d.tier) for d in report.dependents] == [("pkg/user.py", 5, "possible")]
     parent = repo.git("rev-parse", f"{revert}^").strip()
     plan = plan_string_lookups(repo.path, revert, report.symbols, parent)
-    assert plan.riders is None and plan.beside is not None and len(plan.names) == MAX_RIDING_NAMES + 8
+    assert plan.beside is None and len(plan.names) == MAX_RIDING_NAMES + 8
+    assert plan.riders is not None and plan.riders.patterns == ("getattr(", "hasattr(")
+    greps: list[list[str]] = []
+    grep_fixed = patch_git(monkeypatch, "grep_fixed", lambda repo, tree, patterns, paths=(): (
+        greps.append(list(patterns)) or grep_fixed(repo, tree, patterns, paths)))  # fmt: skip
     assert plan.finish(()) == string_lookups(repo.path, revert, report.symbols, parent)
     assert [(d.file, d.line) for d in plan.finish(()).dependents] == [("pkg/user.py", 5)]
+    # The names are searched only where a lookup writes one: two of forty.
+    assert ["fused_op_7", "fused_op_9"] in greps and not any(len(g) > 2 for g in greps)
+
+
+def test_many_removed_ops_get_a_grep_of_their_own_on_a_thread(repo: GitRepo) -> None:
+    from revertbot.analysis.dependents import MAX_RIDING_NAMES
+
+    many = "".join(f'\n\n@torch.library.custom_op("mylib::op_{i}", mutates_args=())\n'
+                   f"def op_{i}(x: torch.Tensor) -> torch.Tensor:\n    return x\n" for i in range(MAX_RIDING_NAMES + 8))
+    repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": "import torch\n"})
+    original = repo.commit("Add ops (#40)", {"pkg/ops.py": "import torch\n" + many})
+    user = "import torch\n\n\ndef pick(x):\n    return torch.ops.mylib.op_7(x)\n"
+    repo.commit("Use one", {"pkg/user.py": user})
+    revert = repo.commit(f'Revert "Add ops" (#41)\n\nThis reverts commit {original}.\n',
+                         {"pkg/ops.py": "import torch\n"})  # fmt: skip
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [(d.file, d.line, d.tier) for d in report.dependents] == [("pkg/user.py", 5, "resolved")]
+    parent = repo.git("rev-parse", f"{revert}^").strip()
+    plan = plan_string_lookups(repo.path, revert, report.symbols, parent)
+    assert plan.riders is None and plan.beside is not None and len(plan.ops) == MAX_RIDING_NAMES + 8
+    assert plan.finish(()) == string_lookups(repo.path, revert, report.symbols, parent)
+    assert [(d.file, d.line) for d in plan.finish(()).dependents] == [("pkg/user.py", 5)]
+
+
+def test_lookups_of_other_names_do_not_count_towards_the_lines_read(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large tree writes getattr( on tens of thousands of lines: only those that look a removed
+    name up (or name a removed op) count towards the lines the lookups read, so a use after them
+    is still found, riding or on its own."""
+    from revertbot.analysis import dependents
+
+    monkeypatch.setattr(dependents, "MAX_STRING_LINES", 5)
+    noise = "".join(f'A{i} = getattr(obj, "other_{i}")\n' for i in range(40))
+    repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/a_noise.py": noise})
+    original = repo.commit("Add fused rope (#30)", {"pkg/ops.py": OPS1})
+    repo.commit("Use it", {"pkg/z_user.py": 'from pkg import ops\nY = getattr(ops, "fused_rope")\n'})
+    revert = repo.commit(f'Revert "Add fused rope" (#31)\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS})
+    parent = repo.git("rev-parse", f"{revert}^").strip()
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [(d.file, d.line, d.tier) for d in report.dependents] == [("pkg/z_user.py", 2, "possible")]
+    alone = string_lookups(repo.path, revert, report.symbols, parent)
+    assert [(d.file, d.line) for d in alone.dependents] == [("pkg/z_user.py", 2)] and not alone.notes

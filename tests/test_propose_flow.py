@@ -17,9 +17,11 @@ import pytest
 from revertbot.config import Config, ProposeConfig
 from revertbot.errors import ConflictError
 from revertbot.github.client import GitHubClient, RetryPolicy
+from revertbot.pipeline.check import check_revert
 from revertbot.propose.flow import ProposeOutcome, propose_on_github, revert_branch
 from revertbot.propose.search import FailingTest, Outcome, Run
 from revertbot.propose.triage import Incident, TestFailure
+from revertbot.report import report_to_json
 from tests.github_server import FakeGitHub, Repo
 from tests.gitrepo import GitRepo
 
@@ -374,3 +376,38 @@ def test_a_stale_revert_branch_without_a_pull_request_stops_with_what_to_do(gh: 
     assert f"delete the branch {branch}" in (info.value.hint or "")
     tip = subprocess.run(["git", "rev-parse", f"refs/heads/{branch}"], cwd=s.remote, capture_output=True, text=True)
     assert tip.stdout.strip() == stale  # untouched
+
+
+def test_propose_from_a_clone_without_file_contents_opens_the_same_pull(gh: FakeGitHub, tmp_path: Path) -> None:
+    """The propose job checks out the history without the files' contents (``filter: blob:none``):
+    revertbot fetches what it reads, and the revert it pushes, with its analysis, is the one a
+    complete clone gives."""
+    s = _scene(gh, tmp_path)
+    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=s.remote, check=True)
+    partial = tmp_path / "partial"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", "--filter=blob:none", f"file://{s.remote}", str(partial)],
+                   check=True)  # fmt: skip
+    missing = subprocess.run(["git", "rev-list", "--objects", "--all", "--missing=print"], cwd=partial,
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert [line for line in missing.splitlines() if line.startswith("?")]  # no file contents yet
+    s.clone = partial
+    out, _runner = _run(s, "propose")
+    assert out.action == "propose" and out.pull is not None, out.reasons
+    pr = s.repo.pulls[out.pull]
+    assert pr["title"] == 'Revert "faster answer (#7)"' and "analysis of this revert" in pr["body"]
+    sha = pr["head"]["sha"]
+    # The head with the culprit undone: its one file back as it was before it, nothing else changed.
+    def git_out(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=s.remote, capture_output=True, text=True, check=True).stdout
+
+    assert git_out("diff", "--name-only", s.red, sha).split() == ["engine.py"]
+    assert git_out("show", f"{sha}:engine.py") == git_out("show", f"{s.culprit}^:engine.py")
+    assert git_out("rev-parse", f"{sha}^").strip() == s.red
+    # Its analysis is the one a complete clone gives.
+    complete = tmp_path / "complete"
+    subprocess.run(["git", "clone", "-q", str(s.remote), str(complete)], check=True)
+    reports = [report_to_json(check_revert(clone, sha, base_ref=s.red, detect_relands=False))
+               for clone in (partial, complete)]  # fmt: skip
+    for r in reports:
+        r.pop("repo")
+    assert reports[0] == reports[1] and reports[0]["purity"] == "pure"

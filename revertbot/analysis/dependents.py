@@ -72,7 +72,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -269,8 +269,9 @@ def string_lookups(
       ``torch.library.define``, ``Library(...).define``) the revert removes from a changed file
       (read at ``before``, the tree the revert applies to, and at ``tree``): resolved.
 
-    One ``cat-file`` for the changed Python files and one ``git grep``; lines already in ``known``
-    are not listed again. A clone without the files' contents (partial) gets a note instead."""
+    One ``cat-file`` for the changed Python files and one ``git grep`` (of the lookups' calls and
+    the ops' names; the names a lookup writes get a second one); lines already in ``known`` are not
+    listed again. A clone without the files' contents (partial) gets a note instead."""
     return plan_string_lookups(repo, tree, changes, before, begin=False).finish(known)
 
 
@@ -336,50 +337,93 @@ def plan_string_lookups(
                 plan.ops |= python_op_registrations(old.decode("utf-8", "replace")) - (
                     python_op_registrations(new.decode("utf-8", "replace")) if new is not None else set())
     patterns = _grep_patterns(plan.names, plan.ops)
+    keep = _LookupLines(plan.names, plan.ops)
     if len(patterns) > MAX_RIDING_NAMES and begin:
-        # Many names make git's regular expression the slow part of a grep: theirs runs on its own,
-        # beside the dependents' (on a second core), instead of slowing that one down.
-        plan.beside = git.Background(_grep_lines, repo, tree, patterns, MAX_STRING_LINES + 1)
+        # Many op names make git's regular expression the slow part of a grep: theirs runs on its
+        # own, beside the dependents' (on a second core), instead of slowing that one down.
+        plan.beside = git.Background(_grep_lines, repo, tree, patterns, MAX_STRING_LINES + 1, keep)
     elif patterns:
-        plan.riders = Riders(tuple(patterns), MAX_STRING_LINES + 1)
+        plan.riders = Riders(tuple(patterns), MAX_STRING_LINES + 1, keep=keep)
     return plan
 
 
-#: Names (and op names) looked up by string that ride in the dependents' grep; more get a grep of their own.
+#: Strings looked for by the lookups (their calls and the ops' names) that ride in the dependents'
+#: grep; more get a grep of their own.
 MAX_RIDING_NAMES = 32
 
 
-def _grep_lines(repo: Path, tree: str, patterns: Sequence[str], limit: int) -> list[tuple[str, int, str]]:
-    """The first ``limit`` lines of the lookups' ``git grep``."""
-    return list(itertools.islice(git.grep_fixed(repo, tree, patterns, ["*.py"]), limit))
+class _LookupLines:
+    """Whether a line the lookups' grep gives can matter: it looks one of ``names`` up by string,
+    or writes an op's name. Only those count towards :data:`MAX_STRING_LINES` (a large tree has
+    tens of thousands of other ``getattr(`` lines)."""
+
+    def __init__(self, names: Sequence[str], ops: set[tuple[str, str]]) -> None:
+        self.names = set(names)
+        self.op_names = sorted({name for _, name in ops})
+
+    def __call__(self, text: str) -> bool:
+        if any(name in text for name in self.op_names):
+            return True
+        return bool(self.names) and any(name in self.names for _, _, name in _ATTR_STRING_RE.findall(text))
+
+
+def _grep_lines(
+    repo: Path, tree: str, patterns: Sequence[str], limit: int, keep: _LookupLines
+) -> list[tuple[str, int, str]]:
+    """The first ``limit`` lines of the lookups' ``git grep`` that ``keep`` accepts."""
+    lines = git.grep_fixed(repo, tree, patterns, ["*.py"])
+    return list(itertools.islice((line for line in lines if keep(line[2])), limit))
+
+
+#: What a line must hold to look a removed name up by string (``getattr(x, "name")``): the lookups'
+#: grep searches for these and the removed ops' names, not for every removed name (hundreds of
+#: names made git's regular expression the slowest part of a check); a name is searched for on its
+#: own only where a lookup writes it, to tell whether the repository still defines it.
+_LOOKUP_CALLS = ("getattr(", "hasattr(")
 
 
 def _grep_patterns(names: Sequence[str], ops: set[tuple[str, str]]) -> list[str]:
-    return [*names, *(name for _, name in ops)]
+    return [*(_LOOKUP_CALLS if names else ()), *(name for _, name in ops)]
+
+
+def _defined_names(repo: Path, tree: str, names: Sequence[str], notes: list[str]) -> set[str]:
+    """Which of ``names`` a Python file of ``tree`` may still define (see :func:`may_define`), from
+    one ``git grep`` of them (at most :data:`MAX_STRING_LINES` lines read)."""
+    spelled = names_pattern(names)
+    defined: set[str] = set()
+    if spelled is None:
+        return defined
+    for lines, (_, _, text) in enumerate(git.grep_fixed(repo, tree, names, ["*.py"]), 1):
+        if lines > MAX_STRING_LINES:
+            notes.append(f"dependents: lookups by string read the first {MAX_STRING_LINES} lines of their names only")
+            break
+        defined.update(n for n in set(spelled.findall(text)) - defined if may_define(n, text))
+    return defined
 
 
 def _string_lookups(
     repo: Path, tree: str, changes: Sequence[SymbolChange], before: str | None, names: list[str],
-    ops: set[tuple[str, str]], found_lines: Sequence[tuple[str, int, str]] | None,
+    ops: set[tuple[str, str]], found_lines: Iterable[tuple[str, int, str]] | None,
 ) -> tuple[list[Dependent], tuple[str, ...]]:  # fmt: skip
     """Every use :func:`string_lookups` finds, whatever the import-based search found, in order,
-    not yet cut to ``MAX_DEPENDENTS``; and the notes. ``found_lines``: the ``git grep`` lines of the names,
-    when another grep found them already (else the grep runs here)."""
+    not yet cut to ``MAX_DEPENDENTS``; and the notes. ``found_lines``: the lines of the lookups'
+    ``git grep`` that can matter (see :class:`_LookupLines`), when another grep found them already
+    (else the grep runs here)."""
     notes: list[str] = []
     by_name = {bare_name(c): c for c in changes if c.change == "removed"}
-    defined: set[str] = set()
     hits: list[tuple[str, int, str]] = []
-    grep = found_lines if found_lines is not None else git.grep_fixed(repo, tree, _grep_patterns(names, ops), ["*.py"])
-    # A line can define only a name it spells as a whole word: one pass finds those, instead of a
-    # pattern per name per line (hundreds of names over thousands of lines).
-    spelled = names_pattern(names)
-    for lines, (path, lineno, text) in enumerate(grep, 1):
+    if found_lines is None:
+        keep = _LookupLines(names, ops)
+        found_lines = (line for line in git.grep_fixed(repo, tree, _grep_patterns(names, ops), ["*.py"])
+                       if keep(line[2]))  # fmt: skip
+    for lines, (path, lineno, text) in enumerate(found_lines, 1):
         if lines > MAX_STRING_LINES:
             notes.append(f"dependents: lookups by string read the first {MAX_STRING_LINES} lines only")
             break
-        if spelled is not None:
-            defined.update(n for n in set(spelled.findall(text)) - defined if may_define(n, text))
         hits.append((path, lineno, text))
+    wanted = set(names)
+    written = sorted({name for _, _, text in hits for _, _, name in _ATTR_STRING_RE.findall(text) if name in wanted})
+    defined = _defined_names(repo, tree, written, notes) if written else set()
     found: dict[tuple[str, int, str], Dependent] = {}
     for path, lineno, text in hits:
         shown = text.strip()[:MAX_TEXT]

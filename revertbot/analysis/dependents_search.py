@@ -6,7 +6,7 @@ candidates read and parsed within budgets, each walked by
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from revertbot import git
@@ -48,13 +48,15 @@ class Riders:
     """Fixed strings another search of the same tree's ``*.py`` files wants (the lookups by string,
     the build files that name a changed native file): they ride in the dependents' ``git grep``
     instead of a second pass over the tree. ``lines``
-    gets, in git's order, the lines of ``*.py`` files that hold one of them, up to ``limit``;
-    ``complete`` says whether those are all that grep would have given (up to ``limit``)."""
+    gets, in git's order, the lines of ``*.py`` files that hold one of them (and that ``keep``
+    accepts, where it is given), up to ``limit``; ``complete`` says whether those are all that grep
+    would have given (up to ``limit``)."""
 
     patterns: tuple[str, ...]
     limit: int
     lines: list[tuple[str, int, str]] = field(default_factory=list)
     complete: bool = False
+    keep: Callable[[str], bool] | None = None
 
 
 #: ``import *`` lines of package ``__init__`` files kept, at most.
@@ -149,7 +151,8 @@ class Search(SearchIndex):
             if word_re is not None and path not in word_files and word_re.search(text):
                 word_files.add(path)
             for rider, rider_re in rider_res:
-                if len(rider.lines) < rider.limit and path.endswith(".py") and rider_re.search(text):
+                if (len(rider.lines) < rider.limit and path.endswith(".py") and rider_re.search(text)
+                        and (rider.keep is None or rider.keep(text))):
                     rider.lines.append((path, lineno, text))
             if own_re is not None and not own_re.search(text):
                 continue
