@@ -528,7 +528,7 @@ def refs_main(argv: list[str]) -> int:
     newest revert of the base branch; ``--check-base``: the check's base, e.g. an older commit of
     it) on it, whose JSON is compared with the check on a complete clone. Bytes are the packs git
     receives (``GIT_TRACE_PACKFILE``)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.fetch refs", description=refs_main.__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.fetch refs", description=(refs_main.__doc__ or "").split("\n")[0])
     add_shape_arguments(parser)
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--origin", type=Path, default=None, help="a bare origin (default: the synthetic PyTorch)")
@@ -614,6 +614,58 @@ def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env
     return out
 
 
+def measure_probe(name: str, origin: Path, base: str, culprit: str, work: Path, env: dict[str, str],
+                  estimate_full: bool) -> dict[str, Any]:  # fmt: skip
+    """The propose probe's fetch as workflows/revertbot-propose-rerun.yml writes it (a
+    ``fetch-depth: 1``, ``blob:none`` checkout of the base's tip, then its fetch step: the history
+    as commits alone, the trees of the tip, ``culprit`` and its parents, their missing files)
+    against the job before (``fetch-depth: 0``: every branch and tag, every object); then the
+    probe's export of the tip with ``culprit`` reverted on top, with the origin gone."""
+    import yaml
+
+    from gpu_jobs.rerun import _checkout
+
+    mib = 1 << 20
+    root = Path(__file__).resolve().parent.parent
+    workflow = yaml.safe_load((root / "workflows" / "revertbot-propose-rerun.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in workflow["jobs"]["probe"]["steps"] if str(s.get("name", "")).startswith("Fetch the probed")]
+    served = work / "origin-probe.git"
+    shutil.rmtree(served, ignore_errors=True)
+    _git("clone", "-q", "--mirror", "--shared", str(origin), str(served), cwd=work, env=env)
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        _git("config", key, "true", cwd=served, env=env)
+    head = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=served, env=env, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    out: dict[str, Any] = {"name": name}
+    for key, clone_args in (("before", []), ("now", ["--depth=1", "--filter=blob:none"])):
+        ws, temp, trace = work / f"probe-{key}", work / f"probe-temp-{key}", work / f"probe-{key}.packs"
+        for d in (ws, temp, work / f"probe-export-{key}"):
+            shutil.rmtree(d, ignore_errors=True)
+        temp.mkdir(parents=True)
+        trace.unlink(missing_ok=True)
+        seconds = _traced(["git", "clone", "-q", "--no-checkout", *clone_args, served.as_uri(), str(ws)], work, env,
+                          trace)  # fmt: skip
+        if key == "now":
+            step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "COMMIT": head, "REVERT_OF": culprit}
+            seconds += _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws,
+                               step_env, trace)  # fmt: skip
+            subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
+                           check=True)  # fmt: skip
+        start = time.perf_counter()
+        _checkout(ws, head, culprit, work / f"probe-export-{key}")
+        export_s = time.perf_counter() - start
+        out[key] = {"bytes": _size(trace), "seconds": seconds}
+    out["full_bytes"] = full_pack_bytes(served, env) if estimate_full else out["before"]["bytes"]
+    for key, label in (("before", "fetch-depth 0"), ("now", "fetch-depth 1, blob:none, then the step")):
+        print(f"[{name}] probe, {label}: {out[key]['bytes'] / mib:.1f} MiB in {out[key]['seconds']:.1f}s = "
+              f"{out[key]['bytes'] / out['full_bytes']:.1%} of fetch-depth: 0")  # fmt: skip
+    print(f"[{name}] probe of {head[:10]} with {culprit[:10]} reverted, now against before: "
+          f"{out['now']['bytes'] / out['before']['bytes']:.1%} of the bytes, "
+          f"{out['now']['seconds'] / out['before']['seconds']:.1%} of the time; the export with the origin gone "
+          f"{export_s:.1f}s")  # fmt: skip
+    return out
+
+
 def _origin_and_revert(args: argparse.Namespace, env: dict[str, str]) -> tuple[Path, str, str]:
     """The origin (``--origin``, else the synthetic PyTorch built or found in ``--cache``), its name
     and the revert measured (``--revert``, else the newest of the base branch), as a full id."""
@@ -639,6 +691,7 @@ def gpu_main(argv: list[str]) -> int:
 
         python -m bench.fetch gpu --cache DIR --work DIR                  # the synthetic PyTorch
         python -m bench.fetch gpu --origin BARE --base main --work DIR    # any bare origin (file://)
+        python -m bench.fetch gpu --probe --cache DIR --work DIR          # the propose probe's fetch
     """
     about = (gpu_main.__doc__ or "").split("\n")[0]
     parser = argparse.ArgumentParser(prog="python -m bench.fetch gpu", description=about)
@@ -649,11 +702,14 @@ def gpu_main(argv: list[str]) -> int:
     parser.add_argument("--revert", default=None, help="the revert, as pull request 1 (default: the base's newest)")
     parser.add_argument("--estimate-full", action="store_true")
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--probe", action="store_true",
+                        help="measure the propose probe's fetch instead (the base's tip with --revert reverted)")
     args = parser.parse_args(argv)
     env = bench_env()
     origin, name, revert = _origin_and_revert(args, env)
     args.work.mkdir(parents=True, exist_ok=True)
-    measure_gpu(name, origin, args.base, revert, args.work.resolve(), env, args.estimate_full)
+    measure = measure_probe if args.probe else measure_gpu
+    measure(name, origin, args.base, revert, args.work.resolve(), env, args.estimate_full)
     return 0
 
 
