@@ -411,3 +411,34 @@ def test_an_origin_head_left_from_before_a_rename_is_pointed_at_the_default_agai
     code, _, err = _run("fetch", "--repo", str(work), "--event", str(event))
     assert code == 0, err
     assert _git(work, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/other"
+
+
+def test_a_release_branch_the_remote_deleted_is_not_read_from_a_reused_clone(origin: dict[str, object],
+                                                                             tmp_path: Path) -> None:  # fmt: skip
+    """A clone fetched again after a release branch was deleted on the remote: its remote-tracking
+    ref goes (the check would read it as a release branch still to update); the clone's own
+    branches, remote-tracking branches no release pattern matches and the others stay."""
+    bare, base = Path(str(origin["path"])), str(origin["base"])
+    work = tmp_path / "fetched" / "repo"
+    work.parent.mkdir()
+    _checkout_depth_1(bare, work, base)
+    event = str(_event(tmp_path, base))
+    assert _run("fetch", "--repo", str(work), "--event", event)[0] == 0
+    assert [b["branch"] for b in _check_json(work, str(origin["revert"]))["backports"]] == [  # type: ignore[index]
+        "refs/remotes/origin/release/1.0", "refs/remotes/origin/stable"]  # fmt: skip
+    _git(work, "branch", "stable", "refs/remotes/origin/stable")  # the clone's own
+    _git(work, "update-ref", "refs/remotes/origin/gh/user/9/head", base)  # no release pattern matches it
+    _git(bare, "branch", "-D", "release/1.0")
+    code, _, err = _run("fetch", "--repo", str(work), "--event", event)
+    assert code == 0, err
+    assert "removed 1 release branch(es) origin no longer has: release/1.0" in err
+    refs = _git(work, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes").split()
+    assert refs == ["refs/heads/stable", "refs/remotes/origin/gh/user/9/head", "refs/remotes/origin/main",
+                    "refs/remotes/origin/revertbot-history", "refs/remotes/origin/stable"]  # fmt: skip
+    # (the local branch and its remote-tracking twin at one commit are one branch)
+    assert [b["branch"] for b in _check_json(work, str(origin["revert"]))["backports"]] == [  # type: ignore[index]
+        "refs/heads/stable"]  # fmt: skip
+    # --dry-run removes nothing.
+    _git(work, "update-ref", "refs/remotes/origin/release/1.0", str(origin["pick"]))
+    assert _run("fetch", "--repo", str(work), "--event", event, "--dry-run")[0] == 0
+    assert _git(work, "rev-parse", "refs/remotes/origin/release/1.0").strip() == origin["pick"]

@@ -18,7 +18,9 @@ Every other branch and tag is left on the server: the remote's branches are list
 branch is fetched by its exact name (a pattern's refspec glob would bring every branch sharing its
 prefix). The names come from the event payload (``GITHUB_EVENT_PATH``), the options and the
 listing, are checked as git ref names, and reach git on stdin (never a shell, never an argument).
-The fetch writes only the refs it names: tags the clone has are kept, nothing is pruned. Only this
+The fetch writes only the refs it names: tags the clone has are kept, and nothing is pruned but
+the remote-tracking release branches the remote no longer lists (a reused clone would read them
+as release branches still to update). Only this
 module and :mod:`revertbot.cli.main` read ``os.environ`` here.
 """
 
@@ -342,6 +344,12 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     release = sorted({name for names in matched.values() for name in names})
     specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=history, kept_tags=kept_tags)
              if s not in first]  # fmt: skip
+    if not dry_run:
+        # A release branch the remote no longer has would still be read as one (a follow-up to do).
+        gone = git.drop_gone_branches(root, remote, lambda name: name in listing.tips or name in listing.refused
+                                      or not any(match_branch(name, p) for p in patterns))  # fmt: skip
+        if gone:
+            say(f"removed {len(gone)} release branch(es) {remote} no longer has: " + ", ".join(gone[:5]))
     where = f"{CONFIG_FILE} at {config_sha[:12]}" if config_sha else "the defaults"
     if dry_run:
         say(f"would fetch from {remote} ({mode}; {listed}); release branches from {where}:")

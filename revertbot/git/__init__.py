@@ -36,6 +36,7 @@ from revertbot.git.fetching import (
     FetchError as FetchError,
     FetchResult as FetchResult,
     commit_present as commit_present,
+    drop_gone_branches as drop_gone_branches,
     fetch_refspecs as fetch_refspecs,
     fetched_refs as fetched_refs,
     join_shallow as join_shallow,

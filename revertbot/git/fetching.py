@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -367,6 +367,19 @@ def mark_on_base(repo: Path, shas: Iterable[str]) -> None:
     moves += [f"update {ON_BASE_REFS}{sha} {sha}\n" for sha in sorted(wanted) if held.get(sha) != sha]
     if moves:
         run_bytes("update-ref", "--stdin", cwd=repo, input="".join(moves).encode())
+
+
+def drop_gone_branches(repo: Path, remote: str, keep: Callable[[str], bool]) -> list[str]:
+    """Delete the remote-tracking branches of ``remote`` (``refs/remotes/<remote>/<name>``) for
+    which ``keep(name)`` is False, and return their names: a branch the remote no longer has stays
+    in a reused clone otherwise (the fetch never prunes), and is read as if it were still there.
+    The clone's own branches and tags are never touched."""
+    tracking = f"refs/remotes/{remote}/"
+    gone = [ref[len(tracking):] for ref, _ in list_refs(repo, tracking)
+            if ref[len(tracking):] != "HEAD" and not keep(ref[len(tracking):])]  # fmt: skip
+    if gone:
+        run_bytes("update-ref", "--stdin", cwd=repo, input="".join(f"delete {tracking}{n}\n" for n in gone).encode())
+    return gone
 
 
 def recorded_parents(repo: Path, shas: Sequence[str]) -> dict[str, list[str]]:
