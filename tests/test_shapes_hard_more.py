@@ -199,6 +199,29 @@ def test_a_title_that_names_another_commit_than_the_id_cannot_tell(repo: GitRepo
     assert check_revert(repo.path, again, base_ref=again).purity.verdict != "unverifiable"
 
 
+def test_a_reapply_titled_as_what_the_revert_it_names_undid_is_linked(repo: GitRepo) -> None:
+    """'Reapply "X"' naming by id a revert that does not quote X ("Revert D23869", linked by the
+    revision): the title is that of what the revert undid, the same change; not "cannot tell".
+    A title the revert did not undo still cannot tell."""
+    repo.commit("base", {"pos.py": "P = 0\n", "other.py": "O = 0\n"})
+    add = repo.commit("Add positions module\n\nDifferential Revision: https://reviews.example.org/D23869\n",
+                      {"pos.py": "P = 1\n"})  # fmt: skip
+    repo.commit("Make flaky test quieter", {"other.py": "O = 1\n"})
+    repo.tick()
+    revert = repo.commit("Revert D23869\n\nSummary:\nThis diff reverts D23869.\n", {"pos.py": "P = 0\n"})
+    assert [o.sha for o in check_revert(repo.path, revert, base_ref=revert).originals] == [add]
+    repo.tick()
+    reapply = repo.commit(f'Reapply "Add positions module"\n\nThis reverts commit {revert}.\n', {"pos.py": "P = 1\n"})
+    report = check_revert(repo.path, reapply, base_ref=reapply)
+    assert [o.sha for o in report.originals] == [revert] and not report.unresolved
+    assert report.purity.verdict == "pure"
+    repo.tick()
+    wrong = repo.commit(f'Reapply "Make flaky test quieter"\n\nThis reverts commit {revert}.\n',
+                        {"pos.py": "P = 0\n"})  # fmt: skip
+    other = check_revert(repo.path, wrong, base_ref=wrong)
+    assert other.purity.verdict == "unverifiable" and other.unresolved[0].reason.startswith("the title names ")
+
+
 def test_an_op_namespace_named_underscore_c_is_a_name_not_a_build_macro(repo: GitRepo) -> None:
     # vLLM registers its ops as torch.ops._C.*: "_C" is upper case but no TORCH_EXTENSION_NAME.
     one = "#include <torch/library.h>\nat::Tensor add(at::Tensor x) { return x; }\n"

@@ -269,9 +269,15 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
             )
 
     def title_matches(i: int) -> bool:
-        # A revert's PR number may be named by a reland with the reverted change's title.
+        # A revert's PR number may be named by a reland with the reverted change's title, and a
+        # revert's id by a reapply with the title of what it undid, which the revert's own message
+        # need not quote ("Revert D23869"): the titles of its originals, linked already (oldest first).
         other = ctx.parsed.get(i, _NOT_REVERT)
         owns = {title_key(strip_pr_suffix(t)) for t in (_commit_title(idx.commits[i]), *other.titles) if t}
+        undid = ctx.links.get(i)
+        if undid is not None and undid.direction == 1 and undid.kind in ("revert", *UNDO_KINDS):
+            undone = (idx.position.get(o.lower()) for o in undid.originals)
+            owns |= {title_key(strip_pr_suffix(_commit_title(idx.commits[j]))) for j in undone if j is not None}
         for t in titles:
             key = title_key(strip_pr_suffix(t))
             if key in owns or (
