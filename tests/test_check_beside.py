@@ -225,3 +225,16 @@ def test_lookups_of_other_names_do_not_count_towards_the_lines_read(
     assert [(d.file, d.line, d.tier) for d in report.dependents] == [("pkg/z_user.py", 2, "possible")]
     alone = string_lookups(repo.path, revert, report.symbols, parent)
     assert [(d.file, d.line) for d in alone.dependents] == [("pkg/z_user.py", 2)] and not alone.notes
+
+
+def test_a_longer_removed_name_on_a_line_does_not_define_its_last_part(repo: GitRepo) -> None:
+    """``·`` may be part of a Python name and is no word character: ``foo·bar = 1`` defines
+    ``foo·bar``, not ``bar``, so a lookup of the removed ``bar`` is still a possible use."""
+    two = OPS + "\n\ndef foo·bar(x):\n    return x\n\n\ndef bar(x):\n    return x\n"
+    repo.commit("base", {"pkg/__init__.py": "", "pkg/ops.py": OPS})
+    original = repo.commit("Add two (#50)", {"pkg/ops.py": two})
+    repo.commit("Use one", {"pkg/user.py": 'from pkg import ops\n\n\na = getattr(ops, "bar")\n',
+                            "pkg/other.py": "foo·bar = 1\n"})  # fmt: skip
+    revert = repo.commit(f'Revert "Add two" (#51)\n\nThis reverts commit {original}.\n', {"pkg/ops.py": OPS})
+    report = check_revert(repo.path, revert, base_ref=revert)
+    assert [(d.file, d.line, d.tier, d.symbol) for d in report.dependents] == [("pkg/user.py", 4, "possible", "bar")]

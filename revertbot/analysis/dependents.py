@@ -386,10 +386,12 @@ def _grep_patterns(names: Sequence[str], ops: set[tuple[str, str]]) -> list[str]
     return [*(_LOOKUP_CALLS if names else ()), *(name for _, name in ops)]
 
 
-def _defined_names(repo: Path, tree: str, names: Sequence[str], notes: list[str]) -> set[str]:
+def _defined_names(repo: Path, tree: str, names: Sequence[str], every: Sequence[str], notes: list[str]) -> set[str]:
     """Which of ``names`` a Python file of ``tree`` may still define (see :func:`may_define`), from
-    one ``git grep`` of them (at most :data:`MAX_STRING_LINES` lines read)."""
-    spelled = names_pattern(names)
+    one ``git grep`` of them (at most :data:`MAX_STRING_LINES` lines read). A line is read for every
+    removed name (``every``), the longest first: in ``foo·bar = 1`` (``·`` may be part of a name, and
+    is no word character) ``foo·bar`` is defined, not ``bar``."""
+    spelled = names_pattern(every)
     defined: set[str] = set()
     if spelled is None:
         return defined
@@ -423,7 +425,7 @@ def _string_lookups(
         hits.append((path, lineno, text))
     wanted = set(names)
     written = sorted({name for _, _, text in hits for _, _, name in _ATTR_STRING_RE.findall(text) if name in wanted})
-    defined = _defined_names(repo, tree, written, notes) if written else set()
+    defined = _defined_names(repo, tree, written, names, notes) if written else set()
     found: dict[tuple[str, int, str], Dependent] = {}
     for path, lineno, text in hits:
         shown = text.strip()[:MAX_TEXT]
