@@ -528,7 +528,8 @@ def refs_main(argv: list[str]) -> int:
     newest revert of the base branch; ``--check-base``: the check's base, e.g. an older commit of
     it) on it, whose JSON is compared with the check on a complete clone. Bytes are the packs git
     receives (``GIT_TRACE_PACKFILE``)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.fetch refs", description=(refs_main.__doc__ or "").split("\n")[0])
+    about = (refs_main.__doc__ or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m bench.fetch refs", description=about)
     add_shape_arguments(parser)
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--origin", type=Path, default=None, help="a bare origin (default: the synthetic PyTorch)")
