@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,35 @@ def test_prefetch_fetches_only_what_is_missing_in_one_batch(origin: dict[str, An
     assert git.prefetch_blobs(tmp_path / "partial.git", []) == 0
     git.remove_kept_objects()
     assert git.missing_objects(partial, oids[:3]) == oids[:3]  # the kept store went with the run
+
+
+def test_a_prefetch_that_failed_asks_again_for_what_is_still_missing(
+    origin: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check's threads may fetch the same blobs at once into one store, and one fetch may fail:
+    what is still missing is asked for again, so that the reader does not fetch it lazily into the
+    clone's own store (one request per object)."""
+    from revertbot.git import partial as partial_module
+
+    partial = _clone(Path(origin["path"]), tmp_path / "partial.git", "--filter=blob:none")
+    tree = subprocess.run(["git", "ls-tree", "-r", "refs/heads/main~12"], cwd=partial, capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+    oids = [line.split()[2] for line in tree.splitlines()][:30]
+    real = partial_module._fetch_blobs
+    calls: list[int] = []
+
+    def flaky(repo: Path, remote: str, ids: Sequence[str], env: Mapping[str, str]) -> bool:
+        calls.append(len(ids))
+        if len(calls) == 1:  # another thread's fetch brought a third; this one failed
+            real(repo, remote, ids[:10], env)
+            return False
+        return real(repo, remote, ids, env)
+
+    monkeypatch.setattr(partial_module, "_fetch_blobs", flaky)
+    packs_before = _pack_count(partial)
+    assert git.prefetch_blobs(partial, oids) == 30
+    assert calls == [30, 20] and git.missing_objects(partial, oids) == []
+    assert all(git.blobs(partial, oids).values()) and _pack_count(partial) == packs_before
 
 
 def test_grep_over_a_tree_fetches_its_blobs_once(origin: dict[str, Any], tmp_path: Path,

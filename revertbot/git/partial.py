@@ -5,7 +5,7 @@ batches (never one object per process).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from revertbot.git.objects import EMPTY_TREE, GITLINK_MODE, ZERO_MODE
@@ -79,12 +79,25 @@ def prefetch_blobs(repo: Path, oids: Iterable[str]) -> int:
     env = _scratch_git_dir(repo, {"GIT_OBJECT_DIRECTORY": _kept_store(repo), "GIT_ALTERNATE_OBJECT_DIRECTORIES": own})
     for start in range(0, len(missing), PREFETCH_BATCH):
         batch = missing[start : start + PREFETCH_BATCH]
-        # As git's own lazy fetch: no negotiation (what is reachable here may still lack its
-        # blobs), no tags, no FETCH_HEAD, no submodules; the ids on stdin, never on the command line.
-        run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-            "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance", "--filter=blob:none", "--stdin",
-            "--", remote, cwd=repo, input="".join(f"{oid}\n" for oid in batch), env=env, check=False)  # fmt: skip
+        if not _fetch_blobs(repo, remote, batch, env):
+            # Threads of one check may fetch the same blobs at once, into the same store: where this
+            # fetch failed, what another did not bring is asked for again (else the reader's own
+            # lazy fetch would write them into the repository's store, one request each).
+            again = missing_objects(repo, batch)
+            if again:
+                _fetch_blobs(repo, remote, again, env)
     return len(missing)
+
+
+def _fetch_blobs(repo: Path, remote: str, oids: Sequence[str], env: Mapping[str, str]) -> bool:
+    """One fetch of ``oids`` into the store ``env`` names; whether git said it succeeded. As git's
+    own lazy fetch: no negotiation (what is reachable here may still lack its blobs), no tags, no
+    FETCH_HEAD, no submodules; the ids on stdin, never on the command line."""
+    proc = run_bytes("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                     "--recurse-submodules=no", "--no-auto-gc", "--no-auto-maintenance", "--filter=blob:none",
+                     "--stdin", "--", remote, cwd=repo, input="".join(f"{oid}\n" for oid in oids).encode(), env=env,
+                     check=False)  # fmt: skip
+    return proc.returncode == 0
 
 
 def prefetch_tree_blobs(repo: Path, tree: str, pathspecs: Sequence[str] = ()) -> int:
