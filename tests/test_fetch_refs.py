@@ -428,10 +428,12 @@ def test_a_release_branch_the_remote_deleted_is_not_read_from_a_reused_clone(ori
         "refs/remotes/origin/release/1.0", "refs/remotes/origin/stable"]  # fmt: skip
     _git(work, "branch", "stable", "refs/remotes/origin/stable")  # the clone's own
     _git(work, "update-ref", "refs/remotes/origin/gh/user/9/head", base)  # no release pattern matches it
+    # A symbolic ref that a release pattern matches: dropped itself, never the branch it names.
+    _git(work, "symbolic-ref", "refs/remotes/origin/release/9.9", "refs/heads/stable")
     _git(bare, "branch", "-D", "release/1.0")
     code, _, err = _run("fetch", "--repo", str(work), "--event", event)
     assert code == 0, err
-    assert "removed 1 release branch(es) origin no longer has: release/1.0" in err
+    assert "removed 2 release branch(es) origin no longer has: release/1.0, release/9.9" in err
     refs = _git(work, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes").split()
     assert refs == ["refs/heads/stable", "refs/remotes/origin/gh/user/9/head", "refs/remotes/origin/main",
                     "refs/remotes/origin/revertbot-history", "refs/remotes/origin/stable"]  # fmt: skip

@@ -341,7 +341,8 @@ def test_output_file_heredoc_format(tmp_path: Path) -> None:
 
 def test_runner_refuses_an_unregistered_install_and_expressions_in_run(world: World, tmp_path: Path) -> None:
     wf = tmp_path / "wf.yml"
-    wf.write_text("on: push\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-latest\n    permissions: {}\n"
+    wf.write_text("on: push\npermissions: {}\ndefaults:\n  run:\n    shell: bash\njobs:\n  a:\n"
+                  "    runs-on: ubuntu-latest\n    permissions: {}\n"
                   "    steps:\n      - run: pip install something\n")  # fmt: skip
     github = GitHubContext("pull_request", world.pr_event("opened"), world.slug, world.gh.base_url, "t")
     runner = WorkflowRunner(wf, github, tmp_path / "r1", path_prefix=[VENV_BIN], actions={}, scripts={})
@@ -350,6 +351,12 @@ def test_runner_refuses_an_unregistered_install_and_expressions_in_run(world: Wo
     wf.write_text(wf.read_text().replace("pip install something", "echo ${{ github.token }}"))
     runner = WorkflowRunner(wf, github, tmp_path / "r2", path_prefix=[VENV_BIN], actions={}, scripts={})
     with pytest.raises(WorkflowError, match="expression inside run"):
+        runner.run_job("a")
+    # A step GitHub would run as `bash -e {0}` (no pipefail) is not run as if it had pipefail.
+    wf.write_text(wf.read_text().replace("defaults:\n  run:\n    shell: bash\n", "").replace(
+        "echo ${{ github.token }}", "echo hello"))  # fmt: skip
+    runner = WorkflowRunner(wf, github, tmp_path / "r3", path_prefix=[VENV_BIN], actions={}, scripts={})
+    with pytest.raises(WorkflowError, match="without `shell: bash`"):
         runner.run_job("a")
 
 
@@ -360,6 +367,9 @@ on: push
 permissions: {}
 env:
   TOP: top
+defaults:
+  run:
+    shell: bash
 jobs:
   a:
     runs-on: ubuntu-latest

@@ -125,6 +125,23 @@ def test_least_privilege_and_safe_steps(path: Path) -> None:
                 assert "ref" not in step["with"], "checkouts stay on the event's trusted ref"
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "workflows").glob("revertbot*.yml")), ids=lambda p: p.name)
+def test_every_run_step_is_bash_with_pipefail(path: Path) -> None:
+    """Without a shell named GitHub runs a step as ``bash -e {0}``: a failing command before a pipe
+    (``git rev-list --missing=print | sed``) would go unnoticed. The workflows name ``bash``
+    (``bash --noprofile --norc -eo pipefail {0}``), as the tests run their steps."""
+    wf = _load(path)
+    if "jobs" not in wf:
+        return  # not a workflow (the runners' Helm values)
+    default = ((wf.get("defaults") or {}).get("run") or {}).get("shell")
+    for name, job in wf["jobs"].items():
+        for step in job.get("steps", []):
+            if "run" in step:
+                assert step.get("shell", default) == "bash", f"{path.name}:{name}: {step.get('name')}"
+    template = ROOT / "revertbot" / "templates" / path.name
+    assert template.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
+
+
 def test_pins_carry_their_release_tag() -> None:
     for path in WORKFLOWS:
         for line in path.read_text(encoding="utf-8").splitlines():

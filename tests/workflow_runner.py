@@ -1,10 +1,11 @@
 """A small local executor of GitHub Actions workflows, for tests.
 
 It runs the jobs of a workflow file the way a runner would, as far as revertbot's own workflow
-needs: each ``run:`` step with bash (``--noprofile --norc -e -o pipefail``, GitHub's default
-shell) in a fresh workspace per job, with the step's ``env:`` over the job's and the workflow's,
-and the variables GitHub provides (``GITHUB_EVENT_PATH``, ``GITHUB_OUTPUT`` as a fresh file per
-step, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``, ...). Step outputs are read back with GitHub's
+needs: each ``run:`` step with bash (``--noprofile --norc -e -o pipefail``, what GitHub runs for
+``shell: bash``, which the workflows name; a step without it is an error) in a fresh workspace per
+job, with the step's ``env:`` over the job's and the workflow's, and the variables GitHub provides
+(``GITHUB_EVENT_PATH``, ``GITHUB_OUTPUT`` as a fresh file per step, ``GITHUB_STEP_SUMMARY``,
+``RUNNER_TEMP``, ...). Step outputs are read back with GitHub's
 ``name<<DELIMITER`` format and fill ``steps.<id>.outputs`` and the job's ``outputs:``; a job with
 a ``strategy.matrix`` runs once per ``include`` entry.
 
@@ -477,8 +478,9 @@ class WorkflowRunner:
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self.script_uses: dict[str, int] = {}
         self.event = json.loads(github.event_path.read_text(encoding="utf-8"))
-        if "defaults" in self.data:
-            raise WorkflowError("workflow-level defaults: are not supported")
+        if set(self.data.get("defaults") or {}) - {"run"} or set((self.data.get("defaults") or {}).get("run") or {}) - {
+                "shell"}:  # fmt: skip
+            raise WorkflowError("workflow-level defaults: other than run.shell are not supported")
 
     @property
     def jobs(self) -> dict[str, Any]:
@@ -667,6 +669,10 @@ class WorkflowRunner:
         script = step["run"]
         if "${{" in script:
             raise WorkflowError(f"expression inside run: (pass it through env:): {script!r}")
+        shell = step.get("shell") or ((self.data.get("defaults") or {}).get("run") or {}).get("shell")
+        if shell != "bash":
+            # Without `shell: bash` GitHub runs `bash -e {0}` (no pipefail), not what is run here.
+            raise WorkflowError(f"a run: step without `shell: bash` (GitHub would run `bash -e {{0}}`): {script!r}")
         if script in self.scripts:
             result.kind = "stand-in"
             self.script_uses[script] = self.script_uses.get(script, 0) + 1

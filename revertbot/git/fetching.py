@@ -375,10 +375,15 @@ def drop_gone_branches(repo: Path, remote: str, keep: Callable[[str], bool]) -> 
     in a reused clone otherwise (the fetch never prunes), and is read as if it were still there.
     The clone's own branches and tags are never touched."""
     tracking = f"refs/remotes/{remote}/"
-    gone = [ref[len(tracking):] for ref, _ in list_refs(repo, tracking)
-            if ref[len(tracking):] != "HEAD" and not keep(ref[len(tracking):])]  # fmt: skip
+    # Another remote named "<remote>/x" keeps its refs below ours: not ours to drop.
+    others = [f"{name}/"[len(tracking) - len("refs/remotes/"):] for name in run("remote", cwd=repo).split()
+              if name.startswith(f"{remote}/")]  # fmt: skip
+    gone = [name for ref, _ in list_refs(repo, tracking)
+            if (name := ref[len(tracking):]) != "HEAD" and not name.startswith(tuple(others)) and not keep(name)]
     if gone:
-        run_bytes("update-ref", "--stdin", cwd=repo, input="".join(f"delete {tracking}{n}\n" for n in gone).encode())
+        # --no-deref: a symbolic ref is dropped itself, never the branch it points at.
+        run_bytes("update-ref", "--no-deref", "--stdin", cwd=repo,
+                  input="".join(f"delete {tracking}{n}\n" for n in gone).encode())  # fmt: skip
     return gone
 
 
