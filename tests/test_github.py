@@ -401,3 +401,45 @@ def test_a_clone_url_that_could_read_as_a_git_option_is_refused(tmp_path: Path) 
     source = RepoSource(None, tmp_path / "cache", None)
     with pytest.raises(GitHubError, match="refusing an unexpected clone URL"), source.open(pr):
         pass
+
+
+def test_the_cached_clone_drops_branches_deleted_upstream(tmp_path: Path) -> None:
+    """The cache of `check owner/repo#N` fetched every branch without pruning: a release branch
+    deleted upstream stayed, read as one still to update. Other pull requests' heads stay."""
+    import subprocess
+
+    from revertbot.github.client import PullInfo
+    from revertbot.github.pr_check import RepoSource
+    from tests.gitrepo import GitRepo
+
+    src = GitRepo(tmp_path / "src")
+    src.commit("init", {"a.py": "A = 1\n"})
+    src.git("branch", "release/1.0")
+    head = src.commit("Revert x", {"a.py": "A = 2\n"})
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src.path), str(origin)], check=True)
+    for n in (5, 7):
+        subprocess.run(["git", "update-ref", f"refs/pull/{n}/head", head], cwd=origin, check=True)
+    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=origin, check=True)
+
+    def pull(n: int) -> PullInfo:
+        return PullInfo(number=n, title="Revert x", body="", state="open", head_sha=head, head_ref="h",
+                        base_ref="main", base_sha=head, base_repo="o/r", head_repo="o/r",
+                        clone_url=origin.as_uri())  # fmt: skip
+
+    source = RepoSource(None, tmp_path / "cache", None)
+    with source.open(pull(5)) as prepared:
+        root = prepared.root
+    with source.open(pull(7)):
+        pass
+
+    def refs() -> list[str]:
+        out = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout  # fmt: skip
+        return out.split()
+
+    assert refs() == ["refs/heads/main", "refs/heads/release/1.0", "refs/pull/5/head", "refs/pull/7/head"]
+    subprocess.run(["git", "branch", "-D", "release/1.0"], cwd=origin, check=True, capture_output=True)
+    with source.open(pull(7)):
+        pass
+    assert refs() == ["refs/heads/main", "refs/pull/5/head", "refs/pull/7/head"]

@@ -256,9 +256,11 @@ class RepoSource:
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
         base = f"refs/heads/{pr.base_ref}"
-        git.run("fetch", "--quiet", "--force", "--update-head-ok", "--filter=blob:none", pr.clone_url,
-                   "+refs/heads/*:refs/heads/*", f"+refs/pull/{pr.number}/head:refs/pull/{pr.number}/head",
-                   cwd=path, env=env)  # fmt: skip
+        # --prune: a branch deleted upstream goes from the cache too (a release branch kept here
+        # would be read as one still to update); other pull requests' heads fetched before stay.
+        git.run("fetch", "--quiet", "--force", "--prune", "--no-prune-tags", "--update-head-ok", "--filter=blob:none",
+                pr.clone_url, "+refs/heads/*:refs/heads/*", f"+refs/pull/{pr.number}/head:refs/pull/{pr.number}/head",
+                cwd=path, env=env)  # fmt: skip
         head = git.resolve_commit(path, f"refs/pull/{pr.number}/head")
         return Prepared(path, base, git.resolve_commit(path, base), head)
 
