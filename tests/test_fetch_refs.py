@@ -440,7 +440,8 @@ def test_a_release_branch_the_remote_deleted_is_not_read_from_a_reused_clone(ori
     # (the local branch and its remote-tracking twin at one commit are one branch)
     assert [b["branch"] for b in _check_json(work, str(origin["revert"]))["backports"]] == [  # type: ignore[index]
         "refs/heads/stable"]  # fmt: skip
-    # --dry-run removes nothing.
+    # --dry-run removes nothing, and says what it would remove.
     _git(work, "update-ref", "refs/remotes/origin/release/1.0", str(origin["pick"]))
-    assert _run("fetch", "--repo", str(work), "--event", event, "--dry-run")[0] == 0
+    code, _, err = _run("fetch", "--repo", str(work), "--event", event, "--dry-run")
+    assert code == 0 and "would remove 1 release branch(es) origin no longer has: release/1.0" in err
     assert _git(work, "rev-parse", "refs/remotes/origin/release/1.0").strip() == origin["pick"]

@@ -344,12 +344,12 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     release = sorted({name for names in matched.values() for name in names})
     specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=history, kept_tags=kept_tags)
              if s not in first]  # fmt: skip
-    if not dry_run:
-        # A release branch the remote no longer has would still be read as one (a follow-up to do).
-        gone = git.drop_gone_branches(root, remote, lambda name: name in listing.tips or name in listing.refused
-                                      or not any(match_branch(name, p) for p in patterns))  # fmt: skip
-        if gone:
-            say(f"removed {len(gone)} release branch(es) {remote} no longer has: " + ", ".join(gone[:5]))
+    # A release branch the remote no longer has would still be read as one (a follow-up to do).
+    gone = git.drop_gone_branches(root, remote, lambda name: name in listing.tips or name in listing.refused
+                                  or not any(match_branch(name, p) for p in patterns), dry_run=dry_run)  # fmt: skip
+    if gone:
+        say(f"{'would remove' if dry_run else 'removed'} {len(gone)} release branch(es) {remote} no longer has: "
+            + ", ".join(gone[:5]))  # fmt: skip
     where = f"{CONFIG_FILE} at {config_sha[:12]}" if config_sha else "the defaults"
     if dry_run:
         say(f"would fetch from {remote} ({mode}; {listed}); release branches from {where}:")

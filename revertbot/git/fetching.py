@@ -369,18 +369,18 @@ def mark_on_base(repo: Path, shas: Iterable[str]) -> None:
         run_bytes("update-ref", "--stdin", cwd=repo, input="".join(moves).encode())
 
 
-def drop_gone_branches(repo: Path, remote: str, keep: Callable[[str], bool]) -> list[str]:
+def drop_gone_branches(repo: Path, remote: str, keep: Callable[[str], bool], *, dry_run: bool = False) -> list[str]:
     """Delete the remote-tracking branches of ``remote`` (``refs/remotes/<remote>/<name>``) for
-    which ``keep(name)`` is False, and return their names: a branch the remote no longer has stays
-    in a reused clone otherwise (the fetch never prunes), and is read as if it were still there.
-    The clone's own branches and tags are never touched."""
+    which ``keep(name)`` is False, and return their names (with ``dry_run``, only the names): a
+    branch the remote no longer has stays in a reused clone otherwise (the fetch never prunes), and
+    is read as if it were still there. The clone's own branches and tags are never touched."""
     tracking = f"refs/remotes/{remote}/"
     # Another remote named "<remote>/x" keeps its refs below ours: not ours to drop.
     others = [f"{name}/"[len(tracking) - len("refs/remotes/"):] for name in run("remote", cwd=repo).split()
               if name.startswith(f"{remote}/")]  # fmt: skip
     gone = [name for ref, _ in list_refs(repo, tracking)
             if (name := ref[len(tracking):]) != "HEAD" and not name.startswith(tuple(others)) and not keep(name)]
-    if gone:
+    if gone and not dry_run:
         # --no-deref: a symbolic ref is dropped itself, never the branch it points at.
         run_bytes("update-ref", "--no-deref", "--stdin", cwd=repo,
                   input="".join(f"delete {tracking}{n}\n" for n in gone).encode())  # fmt: skip
