@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -353,8 +354,7 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     base branch at the revert's parent, ``refs/pull/1/head`` at the revert, every other branch at
     its newest commit not committed after the revert (gone where it has none) and the tags
     committed after it gone; filters and fetches by id allowed, as GitHub allows them."""
-    shutil.rmtree(dest, ignore_errors=True)
-    _git("clone", "-q", "--mirror", "--shared", str(origin), str(dest), cwd=dest.parent, env=env)
+    _served_copy(origin, dest, env)
     when = subprocess.run(["git", "log", "-1", "--format=%ct", revert], cwd=dest, env=env, capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
     listing = "--format=%(refname) %(objectname) %(committerdate:unix) %(*committerdate:unix)"
@@ -391,9 +391,35 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
                              capture_output=True, text=True, check=False).stdout.strip() if fork else ""  # fmt: skip
         moves.append(f"update {ref} {own or fork}\n" if fork else f"delete {ref}\n")
     subprocess.run(["git", "update-ref", "--stdin"], cwd=dest, env=env, input="".join(moves).encode(), check=True)
+    return dest
+
+
+def _served_copy(origin: Path, dest: Path, env: dict[str, str]) -> Path:
+    """A bare copy of ``origin`` at ``dest`` (its objects shared, anything there before removed)
+    that allows filters and fetches by id, as GitHub does."""
+    shutil.rmtree(dest, ignore_errors=True)
+    _git("clone", "-q", "--mirror", "--shared", str(origin), str(dest), cwd=dest.parent, env=env)
     for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
         _git("config", key, "true", cwd=dest, env=env)
     return dest
+
+
+def _workflow_step(workflow: str, job: str, prefix: str) -> dict[str, Any]:
+    """The step of ``job`` in workflows/``workflow`` whose name starts with ``prefix``, as written."""
+    import yaml
+
+    path = Path(__file__).resolve().parent.parent / "workflows" / workflow
+    steps = yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"][job]["steps"]
+    [step] = [s for s in steps if str(s.get("name", "")).startswith(prefix)]
+    return dict(step)
+
+
+def _run_step_then_cut_off(step: Mapping[str, Any], ws: Path, env: dict[str, str], trace: Path, gone: Path) -> float:
+    """Run ``step``'s script in ``ws`` as the workflows run it (bash with pipefail), its packs traced
+    to ``trace``; then point ``origin`` at ``gone``, so that what follows can fetch nothing. Its seconds."""
+    seconds = _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws, env, trace)
+    subprocess.run(["git", "remote", "set-url", "origin", gone.as_uri()], cwd=ws, env=env, check=True)
+    return seconds
 
 
 def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[str, str], trace: Path,
@@ -559,14 +585,10 @@ def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env
     (``fetch-depth: 0`` with ``blob:none``: every branch and tag, commits and trees, the base's
     files), in a copy of the origin with the revert as pull request 1; then the suite's two
     checkouts with the origin gone (nothing may be left to fetch)."""
-    import yaml
-
     from gpu_jobs.runner import _checkouts
 
     mib = 1 << 20
-    root = Path(__file__).resolve().parent.parent
-    workflow = yaml.safe_load((root / "workflows" / "revertbot-gpu.yml").read_text(encoding="utf-8"))
-    [step] = [s for s in workflow["jobs"]["gpu"]["steps"] if str(s.get("name", "")).startswith("Fetch the approved")]
+    step = _workflow_step("revertbot-gpu.yml", "gpu", "Fetch the approved")
     pr_origin = pull_request_origin(origin, base, revert, work / "origin-pr.git", env)
     base_sha = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=pr_origin, env=env, capture_output=True,
                               text=True, check=True).stdout.strip()  # fmt: skip
@@ -596,11 +618,8 @@ def measure_gpu(name: str, origin: Path, base: str, revert: str, work: Path, env
         if run_step:
             step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "HEAD_SHA": revert, "REVERT_SHA": revert,
                         "BASE_SHA": base_sha}  # fmt: skip
-            step_s = _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws,
-                             step_env, trace)  # fmt: skip
+            step_s = _run_step_then_cut_off(step, ws, step_env, trace, work / "gone.git")
             step_bytes = _size(trace) - checkout_bytes
-            subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
-                           check=True)  # fmt: skip
         start = time.perf_counter()
         _checkouts(ws, base_sha, revert, work / f"suite-{key}")
         suite_s = time.perf_counter() - start
@@ -622,19 +641,11 @@ def measure_probe(name: str, origin: Path, base: str, culprit: str, work: Path, 
     as commits alone, the trees of the tip, ``culprit`` and its parents, their missing files)
     against the job before (``fetch-depth: 0``: every branch and tag, every object); then the
     probe's export of the tip with ``culprit`` reverted on top, with the origin gone."""
-    import yaml
-
     from gpu_jobs.rerun import _checkout
 
     mib = 1 << 20
-    root = Path(__file__).resolve().parent.parent
-    workflow = yaml.safe_load((root / "workflows" / "revertbot-propose-rerun.yml").read_text(encoding="utf-8"))
-    [step] = [s for s in workflow["jobs"]["probe"]["steps"] if str(s.get("name", "")).startswith("Fetch the probed")]
-    served = work / "origin-probe.git"
-    shutil.rmtree(served, ignore_errors=True)
-    _git("clone", "-q", "--mirror", "--shared", str(origin), str(served), cwd=work, env=env)
-    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
-        _git("config", key, "true", cwd=served, env=env)
+    step = _workflow_step("revertbot-propose-rerun.yml", "probe", "Fetch the probed")
+    served = _served_copy(origin, work / "origin-probe.git", env)
     head = subprocess.run(["git", "rev-parse", f"refs/heads/{base}"], cwd=served, env=env, capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
     out: dict[str, Any] = {"name": name}
@@ -648,10 +659,7 @@ def measure_probe(name: str, origin: Path, base: str, culprit: str, work: Path, 
                           trace)  # fmt: skip
         if key == "now":
             step_env = {**env, "RUNNER_TEMP": str(temp), "TOKEN": "x", "COMMIT": head, "REVERT_OF": culprit}
-            seconds += _traced(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], ws,
-                               step_env, trace)  # fmt: skip
-            subprocess.run(["git", "remote", "set-url", "origin", (work / "gone.git").as_uri()], cwd=ws, env=env,
-                           check=True)  # fmt: skip
+            seconds += _run_step_then_cut_off(step, ws, step_env, trace, work / "gone.git")
         start = time.perf_counter()
         _checkout(ws, head, culprit, work / f"probe-export-{key}")
         export_s = time.perf_counter() - start

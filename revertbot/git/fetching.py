@@ -375,11 +375,11 @@ def drop_gone_branches(repo: Path, remote: str, keep: Callable[[str], bool], *, 
     branch the remote no longer has stays in a reused clone otherwise (the fetch never prunes), and
     is read as if it were still there. The clone's own branches and tags are never touched."""
     tracking = f"refs/remotes/{remote}/"
-    # Another remote named "<remote>/x" keeps its refs below ours: not ours to drop.
-    others = [f"{name}/"[len(tracking) - len("refs/remotes/"):] for name in run("remote", cwd=repo).split()
-              if name.startswith(f"{remote}/")]  # fmt: skip
+    # Another remote named "<remote>/x" keeps its refs below ours, under "x/": not ours to drop.
+    others = tuple(name.removeprefix(f"{remote}/") + "/" for name in run("remote", cwd=repo).split()
+                   if name.startswith(f"{remote}/"))  # fmt: skip
     gone = [name for ref, _ in list_refs(repo, tracking)
-            if (name := ref[len(tracking):]) != "HEAD" and not name.startswith(tuple(others)) and not keep(name)]
+            if (name := ref[len(tracking):]) != "HEAD" and not name.startswith(others) and not keep(name)]
     if gone and not dry_run:
         # --no-deref: a symbolic ref is dropped itself, never the branch it points at.
         run_bytes("update-ref", "--no-deref", "--stdin", cwd=repo,

@@ -168,7 +168,7 @@ class _Context:
 
     def record(self, pos: int, link: Link) -> None:
         self.links[pos] = link
-        undoes = (link.kind in UNDO_KINDS or link.kind == "revert") and link.direction == 1
+        undoes = _undoes(link)
         for sha in link.originals:
             j = self.idx.position.get(sha.lower())
             if j is None:
@@ -205,6 +205,11 @@ class _Context:
 
 
 _NOT_REVERT = ParsedMessage(kind=None)
+
+
+def _undoes(link: Link) -> bool:
+    """Whether ``link`` takes its originals back (a revert, partial or backout), not redoes them."""
+    return (link.kind in UNDO_KINDS or link.kind == "revert") and link.direction == 1
 
 
 def _names_this_repository(qualified: str, slug: str, url: bool) -> bool:
@@ -275,7 +280,7 @@ def _link_one(commit: Commit, pos: int, pm: ParsedMessage, ctx: _Context) -> Lin
         other = ctx.parsed.get(i, _NOT_REVERT)
         owns = {title_key(strip_pr_suffix(t)) for t in (_commit_title(idx.commits[i]), *other.titles) if t}
         undid = ctx.links.get(i)
-        if undid is not None and undid.direction == 1 and undid.kind in ("revert", *UNDO_KINDS):
+        if undid is not None and _undoes(undid):
             undone = (idx.position.get(o.lower()) for o in undid.originals)
             owns |= {title_key(strip_pr_suffix(_commit_title(idx.commits[j]))) for j in undone if j is not None}
         for t in titles:
