@@ -203,7 +203,7 @@ def _stages(repo: Path, ref: str | None, all_refs: bool = False) -> list[tuple[s
 
     stages = [
         (git, "log", "read history (git log)"),
-        (scan, "named_history", "read every ref's history, keep what linking can reach"),
+        (scan, "kept_history", "read every ref's history, keep what linking can reach"),
         (scan, "link_reverts", "link"),
         (git, "start_commit_raws", "raw diffs of reverts and originals (beside the reasons)"),
         (scan, "scan_reason", "reasons"),

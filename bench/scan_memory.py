@@ -53,8 +53,14 @@ def progress(stage, done, total):  # traced memory (MiB) when each stage ends: n
         now, peak = tracemalloc.get_traced_memory()
         stages[stage] = [round(now / 2**20, 1), round(peak / 2**20, 1)]
 if what == "history":
-    kept, count, _ = scan.named_history(root)
-    out = {"kept": len(kept), "commits": count}
+    from revertbot.verdict import history_stream
+    if hasattr(history_stream, "kept_history"):  # kept on disk, grouped for linking
+        kept = history_stream.kept_history(root)
+        out = {"kept": kept.kept, "commits": kept.count, "groups": sum(1 for _ in kept.groups())}
+        kept.close()
+    else:  # code from before: the kept commits in memory
+        commits, count, _ = scan.named_history(root)
+        out = {"kept": len(commits), "commits": count}
 else:
     if what == "stages":
         tracemalloc.start()

@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("revertbot", "revertbot.errors", "revertbot.globs", "revertbot.models", "revertbot.report_data",
               "revertbot.config")),
     ("git", ("revertbot.git",)),
+    ("analysis_db", ("revertbot.store.analysis_db",)),  # SQLite files kept beside the analysis
     ("records", ("revertbot.store.history_branch", "revertbot.store.incident_record")),  # the history branch's records
     ("verdict", ("revertbot.verdict",)),
     ("analysis", ("revertbot.analysis",)),

@@ -201,3 +201,38 @@ def test_a_scan_takes_the_proofs_an_earlier_scan_worked_out_from_the_cache(
     monkeypatch.setattr(history_cache, "_proof_salt", lambda root: "another")
     assert [entry_to_json(e) for e in scan_repository(repo.path).entries] == first
     assert proved[-1] == [revert]
+
+
+def test_the_kept_proofs_survive_a_damaged_file_and_a_scan_stopped_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proofs are kept in a SQLite file after a scan's last batch: a scan that stops before
+    keeps nothing, and a file that is not a database is started again, not a scan that fails."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit("init", {"f.py": "a\nb\nc\n", "g.py": "x\n"})
+    original = repo.commit("Change f", {"f.py": "a\nB\nc\n"})
+    repo.commit("Extend f", {"f.py": "a\nB\nc\nd\n"})  # the revert's blob is no parent's: a merge proves it
+    revert = repo.revert(original)
+    proved: list[list[str]] = []
+    prove = scan_module.prove  # type: ignore[attr-defined]
+
+    def spy(root, links, *args, **kwargs):  # type: ignore[no-untyped-def]
+        proved.append([link.revert for link in links])
+        return prove(root, links, *args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "prove", spy)
+    stream = scan_module.scan_stream(repo.path)  # type: ignore[attr-defined]
+    first = next(stream.batches)
+    stream.batches.close()  # stopped after its first batch: nothing kept
+    assert [e.link.revert for e in first] == [revert] and proved == [[revert]]
+
+    def purities() -> list[str]:
+        return [str(entry_to_json(e)["purity"]) for e in scan_repository(repo.path).entries]
+
+    assert purities() == ["pure"] and proved == [[revert], [revert]]
+    assert purities() == ["pure"] and proved[-1] == []  # kept by the scan that ran to its end
+    (kept,) = (tmp_path / "cache").rglob("proofs/*.sqlite")
+    kept.write_bytes(b"not a database, cut short" * 100)
+    assert purities() == ["pure"] and proved[-1] == [revert]
+    assert purities() == ["pure"] and proved[-1] == []  # the file started again, and kept

@@ -13,9 +13,9 @@ import pytest
 
 from bench.synth import build_repo
 from revertbot.models import Commit
-from revertbot.verdict import history_cache, scan
+from revertbot.verdict import history_cache, history_stream, scan
 from revertbot.verdict.history_index import _topological
-from revertbot.verdict.history_stream import StreamedHistory
+from revertbot.verdict.history_stream import KeptHistory, StreamedHistory
 from revertbot.verdict.scan import entry_to_json, scan_repository
 from tests.gitspy import patch_git
 
@@ -48,19 +48,29 @@ def _streamed(count: int) -> tuple[StreamedHistory, list[Commit] | None]:
     streamed = StreamedHistory()
     for c in _history(count):
         streamed.first_pass(c)
-    return streamed, streamed.second_pass(_history(count))
+    return streamed, _second_pass(streamed, _history(count))
+
+
+def _second_pass(streamed: StreamedHistory, commits: Iterator[Commit]) -> list[Commit] | None:
+    kept = KeptHistory(streamed.count, lambda a, b: False)
+    try:
+        return kept.commits() if streamed.second_pass(commits, kept) else None
+    finally:
+        kept.close()
 
 
 def test_first_pass_keeps_only_the_reverts_and_what_they_name() -> None:
     streamed = StreamedHistory()
-    for c in _history(4_000):
+    history = list(_history(4_000))
+    for c in history:
         streamed.first_pass(c)
     assert streamed.count == 4_000
-    assert len(streamed.reverts) == REVERTS and all(c.subject.startswith("Revert") for c in streamed.reverts.values())
-    assert streamed.named.exact and len(streamed.named.wanted) < 10 * REVERTS
+    assert len(streamed.revert_at) == REVERTS
+    assert all(history[i].subject.startswith("Revert") for i in streamed.revert_at)
+    assert streamed.named.exact and len(streamed.wanted) < 10 * REVERTS
     # The parents git listed before their children were seen (and perhaps a false hit of the filter).
     assert {_sha(4_000 // 3 + 1), _sha(4_000 // 2 + 1)} <= set(streamed.late) and len(streamed.late) < 10
-    kept = streamed.second_pass(_history(4_000))
+    kept = _second_pass(streamed, _history(4_000))
     assert kept is not None
     subjects = [c.subject for c in kept]
     assert sum(s.startswith("Revert") for s in subjects) == REVERTS
@@ -70,6 +80,25 @@ def test_first_pass_keeps_only_the_reverts_and_what_they_name() -> None:
     wanted = {c.sha for c in kept}
     assert [c.sha for c in kept] == [c.sha for c in whole if c.sha in wanted]
     assert [c.sha for c in whole] != [c.sha for c in _history(4_000)]  # the order was fixed indeed
+
+
+def test_kept_commits_are_grouped_by_what_links_them() -> None:
+    """A revert, the commit it names and nothing else form a group: twenty reverts of twenty
+    changes are twenty groups of two, linked apart (each its own, with the smallest groups)."""
+    streamed = StreamedHistory()
+    for c in _history(4_000):
+        streamed.first_pass(c)
+    kept = KeptHistory(streamed.count, lambda a, b: False)
+    try:
+        assert streamed.second_pass(_history(4_000), kept)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(history_stream, "GROUP_COMMITS", 1)
+            groups = [[c.subject for c in commits] for _, commits in kept.groups()]
+    finally:
+        kept.close()
+    assert len(groups) == REVERTS
+    for subjects in groups:
+        assert len(subjects) == 2 and subjects[0].startswith("Revert") and subjects[0].endswith(f'{subjects[1]}"')
 
 
 def test_what_is_held_does_not_grow_with_the_history() -> None:
@@ -89,7 +118,7 @@ def test_a_changed_history_between_the_reads_is_refused() -> None:
     streamed = StreamedHistory()
     for c in _history(1_000):
         streamed.first_pass(c)
-    assert streamed.second_pass(_history(900)) is None
+    assert _second_pass(streamed, _history(900)) is None
 
 
 def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
@@ -104,8 +133,8 @@ def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
     raw_diffs: list[int] = []
     kept: list[int] = []
     real_raws = patch_git(monkeypatch, "start_commit_raws", lambda *a, **k: raw_diffs.append(1) or real_raws(*a, **k))
-    real_keep = history_cache.keep_proofs
-    monkeypatch.setattr(history_cache, "keep_proofs", lambda *a: kept.append(1) or real_keep(*a))
+    real_keep = history_cache.KeptProofs.keep
+    monkeypatch.setattr(history_cache.KeptProofs, "keep", lambda self: kept.append(1) or real_keep(self))
     (tmp_path / "cache").mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no proof kept by the first scan
     monkeypatch.setattr(scan, "BATCH_LINKS", 5)
@@ -114,3 +143,14 @@ def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
     assert batched == whole
     assert len(raw_diffs) == -(-len(whole) // 5)  # one raw diff per batch of 5
     assert len(kept) == 1  # the proofs are kept once, after the last batch
+
+
+def test_sorted_distinct_over_several_runs() -> None:
+    import random
+    from array import array
+
+    rng = random.Random(5)
+    values = array("Q", (rng.randrange(1 << 64) for _ in range(150_000)))
+    values.extend(values[:40_000:3])  # repeats, in other runs than the first copies
+    assert list(history_stream._sorted_distinct(values)) == sorted(set(values))
+    assert list(history_stream._sorted_distinct(array("Q"))) == []

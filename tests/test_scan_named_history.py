@@ -10,15 +10,8 @@ import pytest
 
 from bench.synth import build_repo
 from revertbot import git
-from revertbot.models import Commit
 from revertbot.verdict import history_stream, scan
-from revertbot.verdict.grammar import index_message
 from tests.gitrepo import GitRepo
-
-
-def _whole_history(root: Path) -> tuple[list[Commit], int, None]:
-    commits = git.log(root, "--all", keep=index_message)
-    return commits, len(commits), None
 
 
 def _entries(root: Path) -> list[object]:
@@ -27,9 +20,17 @@ def _entries(root: Path) -> list[object]:
 
 
 def _same_with_the_whole_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The entries of the scan that keeps only what linking reaches, linked a group at a time: the
+    same as those of the whole history linked at once, and with every component alone."""
     kept = _entries(root)
     with monkeypatch.context() as m:
-        m.setattr(scan, "named_history", _whole_history)
+        m.setattr(history_stream, "GROUP_COMMITS", 1)  # each component linked alone
+        assert _entries(root) == kept
+        groups = history_stream.kept_history(root)
+        sizes = [len(positions) for positions, _ in groups.groups()]
+        groups.close()
+        assert len(sizes) > 2 and min(sizes) < max(sizes)
+        m.setattr(scan, "kept_history", history_stream.whole_history)
         whole = _entries(root)
     assert kept == whole
     return kept

@@ -37,6 +37,7 @@ from pathlib import Path
 from revertbot import git
 from revertbot.errors import GitError
 from revertbot.models import Commit
+from revertbot.store.analysis_db import OutcomeFile
 from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
 from revertbot.verdict.history_index import NamedCommits, _topological, lookup_keys
 
@@ -418,7 +419,7 @@ class PartialHistory:
             self.by_pos.update(zip(missing, read, strict=True))
 
 
-#: Proof outcomes kept per repository (the newest); a few hundred KB for 3,000 reverts.
+#: Proof outcomes kept per repository (the newest); about a megabyte for 3,000 reverts.
 MAX_PROOFS = 100_000
 #: The modules whose code decides a proof's outcome: a change of one of them drops the kept outcomes.
 _PROOF_CODE = ("verdict/proof.py", "verdict/purity.py", "git/merges.py", "git/scratch.py", "git/objects.py",
@@ -426,7 +427,7 @@ _PROOF_CODE = ("verdict/proof.py", "verdict/purity.py", "git/merges.py", "git/sc
 
 
 def _proofs_file(root: Path) -> Path:
-    return cache_root().parent / "proofs" / f"{_repo_dir(root).name}.json"
+    return cache_root().parent / "proofs" / f"{_repo_dir(root).name}.sqlite"
 
 
 def _proof_salt(root: Path) -> str:
@@ -439,30 +440,31 @@ def _proof_salt(root: Path) -> str:
     return digest.hexdigest()[:20]
 
 
-def kept_proofs(root: Path) -> tuple[str, dict[str, str]]:
-    """The merge proof outcomes earlier scans of this repository worked out (see
-    :func:`keep_proofs`), by key, and the salt they are valid for. A proof is about commits,
-    which never change: its outcome is worked out once per repository, unless git or the proving
-    code changed since (nothing is kept then)."""
-    salt = _proof_salt(root)
-    try:
-        data = json.loads(_proofs_file(root).read_text())
-    except (OSError, ValueError):
-        return salt, {}
-    if not isinstance(data, dict) or data.get("salt") != salt or not isinstance(data.get("proofs"), dict):
-        return salt, {}
-    return salt, {str(k): str(v) for k, v in data["proofs"].items()}
+class KeptProofs:
+    """The merge proof outcomes earlier scans of this repository worked out, by key (looked up a
+    batch of keys at a time: a scan of a long history has tens of thousands), and those worked
+    out now, kept together by :meth:`keep` after the last batch (a scan that stops before keeps
+    none). A proof is about commits, which never change: its outcome is worked out once per
+    repository, unless git or the proving code changed since (nothing kept is used then)."""
 
+    def __init__(self, root: Path) -> None:
+        path = _proofs_file(root)
+        with contextlib.suppress(OSError):  # the JSON file of earlier versions
+            path.with_suffix(".json").unlink()
+        self._file = OutcomeFile(path, _proof_salt(root))
 
-def keep_proofs(root: Path, salt: str, proofs: dict[str, str]) -> None:
-    """Keep ``proofs`` (key -> outcome, the newest last) for later scans; the newest ``MAX_PROOFS``."""
-    path = _proofs_file(root)
-    kept = dict(list(proofs.items())[-MAX_PROOFS:])
-    with contextlib.suppress(OSError):  # a read-only cache: the next scan proves them again
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"salt": salt, "proofs": kept}))
-        os.replace(tmp, path)
+    def known(self, keys: Iterable[str]) -> dict[str, str]:
+        return self._file.known(keys)
+
+    def add(self, outcomes: dict[str, str]) -> None:
+        self._file.add(outcomes)
+
+    def keep(self) -> None:
+        """Keep what :meth:`add` gave (the newest :data:`MAX_PROOFS`), and close."""
+        self._file.keep(MAX_PROOFS)
+
+    def close(self) -> None:
+        self._file.close()
 
 
 def reverts_history(root: Path, idx: HistoryIndex) -> PartialHistory | None:

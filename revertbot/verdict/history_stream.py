@@ -1,83 +1,259 @@
-"""Reading a whole history for the scan in two passes without keeping it: the first pass keeps
-only the revert-like commits and the keys their messages name, the second the commits those keys
-find; positions come from the topological order of the parent links, held in flat arrays.
+"""Reading every ref's history for the scan in two passes without keeping it: the first pass
+keeps only where the revert-like commits are and hashes of the keys their messages name, the
+second the commits those keys find, written to a temporary database on disk at the place linking
+gives them, with the groups of commits that can be linked apart from the others.
 """
 
 from __future__ import annotations
 
 import heapq
+import marshal
+import pickle
+import sys
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from revertbot import git
 from revertbot.errors import GitError
-from revertbot.models import Commit
+from revertbot.models import Commit, Link
+from revertbot.store.analysis_db import ScanRows
 from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
-from revertbot.verdict.history_index import NamedCommits, lookup_keys
+from revertbot.verdict.history_index import NamedCommits, _topological, lookup_keys
 
 _SHA_BYTES = 20  # SHA-1; a SHA-256 repository reads its whole history instead
+
+#: Kept commits linked together, at most (a group is whole components; one larger component is
+#: linked alone, whatever its size): what linking holds at once.
+GROUP_COMMITS = 4000
 
 
 Ancestry = Callable[[str, str], bool]
 
 
-def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
-    """The commits of every ref that linking can reach, in the order :func:`link_reverts` gives
-    the whole history, the count of all commits, and what answers whether one of them is in the
-    history of another (None: the commits are the whole history, whose parents answer it).
+def kept_history(root: Path) -> KeptHistory:
+    """The commits of every ref that linking can reach, on disk, in groups that link apart (see
+    :class:`KeptHistory`; close it when done).
 
-    Every ref's history can be long (101,343 commits on executorch; a commit object with its
-    message and index entries is about 1 KB), so it is read twice as git writes it, and what is
-    kept does not grow with it (see :class:`StreamedHistory`): the first read keeps the revert-like
-    commits whole and learns the keys their messages want (see :class:`history_index.NamedCommits`); the
-    second keeps the commits with one of those keys, at the place linking gives them. Whether one
-    commit is in the history of another is asked of git (only squashed reverts ask)."""
-
-    def whole_history() -> tuple[list[Commit], int, None]:
-        commits = git.log(root, "--all", keep=index_message)
-        return commits, len(commits), None
-
+    Every ref's history can be long (101,343 commits on executorch, a million on the largest), so
+    it is read twice as git writes it, and what is held does not grow with it (see
+    :class:`StreamedHistory`): the first read notes the revert-like commits and the keys their
+    messages want (see :class:`history_index.NamedCommits`); the second writes the commits with one
+    of those keys to disk, at the place linking gives them, and joins a revert with the commits its
+    keys find (and, through them, with the other reverts that name them). Whether one commit is
+    in the history of another is asked of git (only squashed reverts ask). Where the keys cannot
+    cover every lookup (a SHA-256 repository, a commit named by fewer than seven digits) or the
+    refs moved between the reads, the whole history is kept, as one group."""
     streamed = StreamedHistory()
     for c in git.iter_log(root, "--all", keep=index_message):
         if len(c.sha) != 2 * _SHA_BYTES:
-            return whole_history()
+            return whole_history(root)
         streamed.first_pass(c)
     if not streamed.named.exact:
-        return whole_history()
-    kept = streamed.second_pass(git.iter_log(root, "--all", keep=index_message))
-    if kept is None:  # the refs moved between the reads
-        return whole_history()
+        return whole_history(root)
+    store = KeptHistory(streamed.count, _git_ancestry(root))
+    if not streamed.second_pass(git.iter_log(root, "--all", keep=index_message), store):
+        store.close()  # the refs moved between the reads
+        return whole_history(root)
+    return store
 
+
+def named_history(root: Path) -> tuple[list[Commit], int, Ancestry | None]:
+    """What :func:`kept_history` keeps, in memory: the kept commits in linking order, the count of
+    all commits, and what answers ancestry (None: the commits are the whole history)."""
+    kept = kept_history(root)
+    try:
+        return kept.commits(), kept.count, kept.ancestry
+    finally:
+        kept.close()
+
+
+def whole_history(root: Path) -> KeptHistory:
+    """Every commit of every ref, as one group (where the keys cannot say what linking reads)."""
+    commits = git.log(root, "--all", keep=index_message)
+    store = KeptHistory(len(commits), None)
+    for c in _topological(commits):  # the order linking gives them (the links are kept in it)
+        store.add(c, ())
+    return store
+
+
+def _git_ancestry(root: Path) -> Ancestry:
     def ancestry(a: str, b: str) -> bool:
         try:
             return a.lower() != b.lower() and git.is_ancestor(root, a, b)
         except GitError:
             return False
 
-    return kept, streamed.count, ancestry
+    return ancestry
+
+
+class KeptHistory:
+    """The commits a scan of every ref links, in a temporary database on disk (deleted when
+    closed): each at its position in linking order, with the groups of positions that can be
+    linked apart, and the links once made, read back a batch at a time in the history's order.
+
+    Two commits are in one group when a key one of them has (or wants, being a revert) is wanted
+    by a revert of the group: linking a revert looks up only the keys it wants, and reads only
+    the commits those find and what earlier reverts among them linked (see
+    :meth:`history_cache.HistoryIndex.related`, the same closure for one revert), so linking each
+    group alone gives the links of linking them all at once. ``ancestry`` is None when the
+    commits are the whole history (one group: their parents answer it)."""
+
+    def __init__(self, count: int, ancestry: Ancestry | None) -> None:
+        self.count = count
+        self.ancestry = ancestry
+        self.kept = 0
+        self._rows_on_disk = ScanRows()
+        self._rows: list[tuple[int, str, bytes]] = []
+        self._parent = array("i")  # union-find over kept commits (n) and wanted keys (groups)
+        self._key_node = 0  # nodes below this are keys (see StreamedHistory.second_pass)
+        self._groups: list[array[int]] | None = None
+
+    # Writing (in linking order).
+    def add(self, c: Commit, key_nodes: Iterable[int]) -> None:
+        n = self.kept
+        self.kept += 1
+        self._rows.append((n, c.sha, marshal.dumps((c.sha, c.parents, c.author_name, c.author_email,
+                                                     c.author_time, c.commit_time, c.message))))  # fmt: skip
+        if len(self._rows) >= 2000:
+            self._flush()
+        node = len(self._parent)
+        self._parent.append(node)
+        for k in key_nodes:
+            self._union(node, k)
+
+    def _flush(self) -> None:
+        self._rows_on_disk.add_commits(self._rows)
+        self._rows = []
+
+    def _find(self, x: int) -> int:
+        parent = self._parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def _union(self, a: int, b: int) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            self._parent[max(ra, rb)] = min(ra, rb)
+
+    def _finish(self) -> None:
+        if self._groups is not None:
+            return
+        self._flush()
+        first = self._key_node
+        if self.ancestry is None:  # the whole history: one group
+            self._groups = [array("i", range(self.kept))]
+        else:
+            # Positions by component: (root, position) pairs sorted as 64-bit numbers.
+            pairs = array("Q", ((self._find(first + n) << 32) | n for n in range(self.kept)))
+            self._groups = []
+            group = array("i")
+            last_root = -1
+            for pair in _sorted_distinct(pairs):
+                root, n = pair >> 32, pair & 0xFFFFFFFF
+                if root != last_root and len(group) >= GROUP_COMMITS:
+                    self._groups.append(array("i", sorted(group)))
+                    group = array("i")
+                group.append(n)
+                last_root = root
+            if group:
+                self._groups.append(array("i", sorted(group)))
+        self._parent = array("i")
+
+    # Reading.
+    def commits(self) -> list[Commit]:
+        """Every kept commit, in linking order."""
+        self._finish()
+        return self._at(range(self.kept))
+
+    @property
+    def group_count(self) -> int:
+        self._finish()
+        assert self._groups is not None
+        return len(self._groups)
+
+    def groups(self) -> Iterator[tuple[array[int], list[Commit]]]:
+        """Each group's positions and commits, in linking order."""
+        self._finish()
+        assert self._groups is not None
+        for positions in self._groups:
+            yield positions, self._at(positions)
+
+    def _at(self, positions: Sequence[int]) -> list[Commit]:
+        return [_commit(data) for data in self._rows_on_disk.commits_at(positions)]
+
+    def commits_by_sha(self, shas: Iterable[str]) -> dict[str, Commit]:
+        """The kept commits among ``shas``, by sha, in linking order."""
+        self._finish()
+        found = [_commit(data) for _, data in self._rows_on_disk.commits_by_sha(list(dict.fromkeys(shas)))]
+        return {c.sha: c for c in found}
+
+    def keep_links(self, positions: Sequence[int], commits: Sequence[Commit], links: Iterable[Link]) -> None:
+        """The links of one group (``positions`` and ``commits`` as :meth:`groups` gave them)."""
+        at = {c.sha: n for n, c in zip(positions, commits, strict=True)}
+        self._rows_on_disk.add_links((at[link.revert], pickle.dumps(link)) for link in links)
+
+    def link_count(self) -> int:
+        return self._rows_on_disk.link_count()
+
+    def links(self, size: int) -> Iterator[list[Link]]:
+        """Every link kept, in linking order (newest first), ``size`` at a time."""
+        for blobs in self._rows_on_disk.links(size):
+            yield [pickle.loads(data) for data in blobs]
+
+    def close(self) -> None:
+        self._rows_on_disk.close()
+
+
+def _commit(data: bytes) -> Commit:
+    sha, parents, an, ae, at, ct, message = marshal.loads(data)
+    intern = sys.intern
+    return Commit(intern(sha), tuple(intern(p) for p in parents), intern(an), intern(ae), at, ct, message)
+
+
+def _sorted_distinct(values: array[int]) -> array[int]:
+    """``values`` sorted, each once, without a Python number per value held at once (a sort of
+    the whole would hold one for each): runs sorted a part at a time, then merged."""
+    run = 1 << 16
+    runs = [array(values.typecode, sorted(values[i : i + run])) for i in range(0, len(values), run)]
+    out = array(values.typecode)
+    for v in heapq.merge(*runs):
+        if not out or out[-1] != v:
+            out.append(v)
+    return out
+
+
+def _key_hash(key: str) -> int:
+    return hash(key) & 0xFFFFFFFFFFFFFFFF
 
 
 class StreamedHistory:
-    """What :func:`named_history` keeps of two reads of a history (git's order, the same twice).
+    """What :func:`kept_history` keeps of two reads of a history (git's order, the same twice).
 
-    First read (:meth:`first_pass`, one commit at a time): the revert-like commits, the keys they
-    want, and the commits a parent of which git may have listed before it (a clock that ran
-    ahead), found with a Bloom filter of the shas seen (a fixed :data:`BLOOM_BITS` bits: a false
-    hit only costs one entry). Second read (:meth:`second_pass`): the commits with a wanted key,
-    and the position of each kept commit in the order :func:`history_index._topological` gives the whole
-    history (git's own where no parent comes before a child), worked out as the commits come: only
-    the commits waiting for a child and the parents not reached yet are held (the width of the
-    history, not its length)."""
+    First read (:meth:`first_pass`, one commit at a time): where the revert-like commits are,
+    hashes of the keys they want, and the commits a parent of which git may have listed before it
+    (a clock that ran ahead), found with a Bloom filter of the shas seen (a fixed
+    :data:`BLOOM_BITS` bits: a false hit only costs one entry). Second read (:meth:`second_pass`):
+    the commits with a wanted key, and the position of each kept commit in the order
+    :func:`history_index._topological` gives the whole history (git's own where no parent comes
+    before a child), worked out as the commits come: only the commits waiting for a child and the
+    parents not reached yet are held (the width of the history, not its length)."""
 
     BLOOM_BITS = 1 << 25  # 4 MiB: a false hit in about 1 of 500 lookups at a million commits
 
     def __init__(self) -> None:
         self.named = NamedCommits()
-        # The wanted keys as their 32-bit hashes only (a false hit keeps one commit too many): the
-        # keys themselves, tens of thousands of strings on a long history, are not held.
-        self.wanted: set[int] = set()
-        self.reverts: dict[int, Commit] = {}
+        # The wanted keys as 64-bit hashes only (a false hit keeps one commit too many), with
+        # repeats until the second read sorts them: the keys themselves, hundreds of thousands of
+        # strings on a long history, are not held, nor a set of their hashes.
+        self.wanted = array("Q")
+        self.revert_at = array("q")  # indices (git's order) of the revert-like commits
+        self._revert_head = array("Q")  # the first 16 hex digits of each, checked by the second read
         self.count = 0
         self._bloom = bytearray(self.BLOOM_BITS // 8)
         self.late: dict[str, list[int]] = {}  # parent -> indices of children git may list after it
@@ -94,31 +270,42 @@ class StreamedHistory:
             bloom[b >> 3] |= 1 << (b & 7)
         if might_be_revert(c.message) and (pm := parse_message(c.message)).kind is not None:
             self.named.want(pm)
-            self.wanted.update(hash(k) & 0xFFFFFFFF for k in self.named.wanted)
+            self.wanted.extend(_key_hash(k) for k in self.named.wanted)
             self.named.wanted.clear()
-            self.reverts[self.count] = c
+            self.revert_at.append(self.count)
+            self._revert_head.append(int(c.sha[:16], 16))
         self.count += 1
 
-    def second_pass(self, commits: Iterable[Commit]) -> list[Commit] | None:
-        """The kept commits in linking order; None when the commits are not those of the first read."""
+    def second_pass(self, commits: Iterable[Commit], store: KeptHistory) -> bool:
+        """Write the kept commits to ``store`` in linking order, each joined with the wanted keys
+        it has or (a revert) wants; False when the commits are not those of the first read."""
         self._bloom = bytearray()
-        wanted = self.wanted
+        self.wanted = wanted = _sorted_distinct(self.wanted)
+        store._key_node = len(wanted)
+        store._parent.extend(range(len(wanted)))
+
+        def nodes(keys: Iterable[str]) -> list[int]:
+            found = []
+            for k in keys:
+                h = _key_hash(k)
+                i = bisect_left(wanted, h)
+                if i < len(wanted) and wanted[i] == h:
+                    found.append(i)
+            return found
+
         heap: list[tuple[int, str]] = []  # (index, sha) of reached commits whose children are all placed
         waiting: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # sha -> (index, children left, parents)
         parents_of: dict[str, tuple[str, ...]] = {}  # of the commits in the heap
         seen_children: dict[str, int] = {}  # parent not reached yet -> children reached
         placed_children: dict[str, int] = {}  # parent not placed yet -> children placed
-        kept: dict[str, Commit] = {}
-        out: list[tuple[int, Commit]] = []
-        position = 0
+        kept: dict[str, tuple[Commit, list[int]]] = {}
         index = 0
+        next_revert = 0
 
         def place() -> None:
-            nonlocal position
             _, sha = heapq.heappop(heap)
             if sha in kept:
-                out.append((position, kept.pop(sha)))
-            position += 1
+                store.add(*kept.pop(sha))
             for p in parents_of.pop(sha):
                 if p in waiting:
                     i, left, ps = waiting[p]
@@ -134,12 +321,18 @@ class StreamedHistory:
         for c in commits:
             while heap:  # what is ready comes before any commit not reached yet
                 place()
-            if index >= self.count or (index in self.reverts and self.reverts[index].sha != c.sha):
-                return None
-            if index in self.reverts:
-                kept[c.sha] = self.reverts.pop(index)
-            elif any(hash(k) & 0xFFFFFFFF in wanted for k in lookup_keys(c)):
-                kept[c.sha] = c
+            if index >= self.count:
+                return False
+            own = nodes(lookup_keys(c))
+            if next_revert < len(self.revert_at) and self.revert_at[next_revert] == index:
+                if self._revert_head[next_revert] != int(c.sha[:16], 16):
+                    return False
+                next_revert += 1
+                named = NamedCommits()
+                named.want(parse_message(c.message))
+                kept[c.sha] = (c, own + nodes(named.wanted))
+            elif own:
+                kept[c.sha] = (c, own)
             for p in c.parents:
                 seen_children[p] = seen_children.get(p, 0) + 1
             later = sum(1 for i in self.late.pop(c.sha, ()) if i > index)  # children listed after it
@@ -152,9 +345,7 @@ class StreamedHistory:
             index += 1
         while heap:
             place()
-        if index != self.count or waiting or kept:
-            return None
-        return [c for _, c in out]
+        return index == self.count and not waiting and not kept and next_revert == len(self.revert_at)
 
 
 def _parent_indices(shas: bytearray, parents: bytearray, parent_end: Sequence[int]) -> array[int] | None:

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections import ChainMap
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from revertbot import git
@@ -29,8 +28,8 @@ from revertbot.models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from revertbot.verdict import history_cache
 from revertbot.verdict.detect import choose_candidate, link_reverts
 from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
-from revertbot.verdict.history_stream import Ancestry, named_history
-from revertbot.verdict.proof import mainline_parents, prove, with_mainlines
+from revertbot.verdict.history_stream import Ancestry, kept_history
+from revertbot.verdict.proof import Mainline, mainline_parents, prove, with_mainlines
 from revertbot.verdict.purity import (
     Raws,
     Vector,
@@ -122,7 +121,7 @@ def scan_stream(
         raise NotFoundError(f"repository has no commits yet: {root}", hint="commit something, or pass another --repo")
     if all_refs and ref is not None:
         raise UsageError("give either a ref or all refs, not both")
-    ref_name = ref or head_ref
+    ref_name = "any ref" if all_refs else ref or head_ref
     if ref is None and not all_refs and not head_exists:
         raise NotFoundError(f"HEAD of {root} points to a branch with no commits ({ref_name})",
                             hint="pass --ref with a branch that has commits")  # fmt: skip
@@ -133,66 +132,117 @@ def scan_stream(
         head = git.resolve_commit(root, ref_name) if not all_refs or head_exists else ""
     cutoff = git.approxidate(root, since) if since else None
     progress("reading history", 0, 1)
-    ancestry: Callable[[str, str], bool] | None = None
-    if all_refs:
-        ref_name = "any ref"
-        commits, count, ancestry = named_history(root)
-    else:
-        indexed = None if relands_by_diff else _indexed_history(root, head, started)
-        if indexed is not None:  # part of the history is at hand: git answers ancestry (squashed reverts ask)
-            (commits, count), ancestry = indexed, _git_ancestry(root)
-        else:
-            commits = git.log(root, head, keep=index_message, started=started)
-            count = len(commits)
-    progress("reading history", 1, 1)
-    origin = [value for key, value in settings.result() if key == "remote.origin.url"]  # git --get: the last
-    links = link_reverts(
-        commits,
-        ref_name=ref_name,
-        # What this repository holds: a partial clone says what a full clone of its refs says,
-        # where git's own lookup would fetch each name it lacks, one at a time and without negotiation.
-        lookup_objects=lambda names: git.local_object_types(root, names),
-        # An original that is in the object store but not on the ref can still be diffed exactly.
-        link_off_ref=True,
-        repo_slug=slug_of_url(origin[-1]) if origin else None,
-        # Only reverts are filtered by date; originals are still looked up in the whole history.
-        select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
-        is_ancestor=ancestry,
-    )
+
+    def linked(commits: Sequence[Commit], ancestry: Ancestry | None) -> list[Link]:
+        origin = [value for key, value in settings.result() if key == "remote.origin.url"]  # git --get: the last
+        return link_reverts(
+            commits,
+            ref_name=ref_name,
+            # What this repository holds: a partial clone says what a full clone of its refs says,
+            # where git's own lookup would fetch each name it lacks, one at a time and without negotiation.
+            lookup_objects=lambda names: git.local_object_types(root, names),
+            # An original that is in the object store but not on the ref can still be diffed exactly.
+            link_off_ref=True,
+            repo_slug=slug_of_url(origin[-1]) if origin else None,
+            # Only reverts are filtered by date; originals are still looked up in the whole history.
+            select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
+            is_ancestor=ancestry,
+        )
+
     boundary = git.shallow_commits(root)
     shallow = bool(boundary)
+    if all_refs:
+        return _scan_every_ref(root, head, linked, boundary, allow_shallow, settings, progress)
+    ancestry: Ancestry | None = None
+    indexed = None if relands_by_diff else _indexed_history(root, head, started)
+    if indexed is not None:  # part of the history is at hand: git answers ancestry (squashed reverts ask)
+        (commits, count), ancestry = indexed, _git_ancestry(root)
+    else:
+        commits = git.log(root, head, keep=index_message, started=started)
+        count = len(commits)
+    progress("reading history", 1, 1)
+    links = linked(commits, ancestry)
     if shallow and not allow_shallow:
-        cut = cut_by_shallow_history(links, boundary)
-        if cut:
-            raise NotFoundError(
-                f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
-                hint=f"{git.deepen_hint(git.shallow_depth(root, head or 'HEAD'))}; "
-                "or pass --allow-shallow to report them as unverifiable",
-            )
+        _refuse_cut(root, head, cut_by_shallow_history(links, boundary))
     partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
     if relands_by_diff and ancestry is None and not shallow and not partial_clone:
         # Relands that say nothing: later commits that re-apply a reverted change, by their diff
         # (three git processes; a partial clone would fetch the candidates' blobs, so it is left out).
         links = add_content_relands(root, commits, links)[0]
     # From here on only the commits of the links are read: the rest of the history (most of the
-    # memory of a long one) can go before the diffs are read.
+    # memory of a long one) can go before the diffs are read. Messages are read again only for
+    # why a change was reverted (a revert's own, a reland's story).
     involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
-    # Messages are read again only for why a change was reverted (a revert's own, a reland's story)
-    # and for a reverted merge's mainline (worked out before the first batch): the others go. A
-    # scan of every ref keeps tens of thousands of commits until its last batch: there even those
-    # go, and each batch reads its own again by sha (as the history read kept them).
-    parents = {c.sha: c.parents for c in commits if c.sha in involved}
-    worded = ({link.revert for link in links if any(len(parents.get(o, ())) > 1 for o in link.originals)}
-              if all_refs else {s for link in links for s in _worded(link)})  # fmt: skip
+    worded = {s for link in links for s in _worded(link)}
     commits = [_compact(c, c.sha in worded) for c in commits if c.sha in involved]
-    del involved, worded, parents
-
-    def messages(shas: Sequence[str]) -> list[Commit]:
-        return git.commits_of(root, shas, keep=index_message)
-
-    batches = classify_batches(root, commits, links, progress, boundary, partial_clone,
-                               messages=messages if all_refs else None)  # fmt: skip
+    del involved, worded
+    batches = classify_batches(root, commits, links, progress, boundary, partial_clone)
     return ScanStream(root, ref_name, head, count, shallow, batches)
+
+
+def _scan_every_ref(
+    root: Path,
+    head: str,
+    linked: Callable[[Sequence[Commit], Ancestry | None], list[Link]],
+    boundary: set[str],
+    allow_shallow: bool,
+    settings: git.Background[list[tuple[str, str]]],
+    progress: Progress,
+) -> ScanStream:
+    """:func:`scan_stream` of every ref: the history is kept on disk (see
+    :func:`history_stream.kept_history`) and linked a group at a time, the links kept there too
+    and classified a batch at a time, each batch reading its commits back by sha; what is held
+    does not grow with the history nor with the number of its reverts."""
+    kept = kept_history(root)
+    try:
+        progress("reading history", 1, 1)
+        cut: list[str] = []
+        mainlines: dict[str, Mainline] = {}
+        groups = kept.groups()
+        for done, (positions, commits) in enumerate(groups, 1):
+            links = linked(commits, kept.ancestry)
+            if boundary and not allow_shallow:
+                cut += cut_by_shallow_history(links, boundary)
+            # The parent a reverted merge is undone against, chosen over the links that revert it
+            # (all in one group: they name it).
+            mainlines.update(mainline_parents(root, links, {c.sha: c for c in commits}))
+            kept.keep_links(positions, commits, links)
+            del links, commits
+            progress("linking", done, kept.group_count)
+        if cut:
+            _refuse_cut(root, head, cut)
+    except BaseException:
+        kept.close()
+        raise
+    partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
+    size = max(BATCH_LINKS, 1)
+    total = kept.link_count()
+
+    def parts() -> Iterator[tuple[Sequence[Link], Mapping[str, Commit]]]:
+        try:
+            for part in kept.links(size):
+                yield part, kept.commits_by_sha(s for link in part for s in _read_back(link))
+        finally:
+            kept.close()
+
+    batches = _classified(root, parts(), total, mainlines, progress, boundary, partial_clone)
+    return ScanStream(root, "any ref", head, kept.count, bool(boundary), batches)
+
+
+def _refuse_cut(root: Path, head: str, cut: Sequence[str]) -> None:
+    """Stop a scan of a shallow clone some of whose reverts need history it lacks (``cut``, see
+    :func:`cut_by_shallow_history`)."""
+    if cut:
+        raise NotFoundError(
+            f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
+            hint=f"{git.deepen_hint(git.shallow_depth(root, head or 'HEAD'))}; "
+            "or pass --allow-shallow to report them as unverifiable",
+        )
+
+
+def _read_back(link: Link) -> tuple[str, ...]:
+    """The commits a batch reads of ``link``: its own, and those whose messages say why."""
+    return (link.revert, *link.originals, *link.candidates, *link.chain)
 
 
 def _worded(link: Link) -> tuple[str, ...]:
@@ -281,16 +331,6 @@ def cut_by_shallow_history(links: Sequence[Link], boundary: set[str]) -> list[st
 BATCH_LINKS = 1000
 
 
-@dataclass
-class _ProofCache:
-    """The proofs earlier scans kept (see :func:`history_cache.kept_proofs`), read once for all
-    batches, and those worked out now, kept once after the last batch."""
-
-    salt: str
-    kept: dict[str, str]
-    new: dict[str, str] = field(default_factory=dict)
-
-
 def classify_links(
     root: Path,
     commits: Sequence[Commit],
@@ -324,39 +364,46 @@ def classify_batches(
     shallow_boundary: Collection[str] = (),
     partial_clone: bool | None = None,
     batch: int | None = None,
-    messages: Callable[[Sequence[str]], Sequence[Commit]] | None = None,
 ) -> Iterator[tuple[ScanEntry, ...]]:
     """:func:`classify_links`, a batch of entries at a time: what is worked out over all links
-    (the parents to diff against, the kept proofs) is done before this returns, each batch when
-    it is asked for, and the proofs found are kept after the last one. ``messages`` reads commits
-    by sha again: given, ``commits`` may lack the messages why a change was reverted needs, and
-    each batch reads them (one process)."""
+    (the parents merges are diffed against, the kept proofs) is done before this returns, each
+    batch when it is asked for, and the proofs found are kept after the last one."""
     by_sha = {c.sha: c for c in commits}
-    first_parent = {c.sha: (c.parents[0] if c.parents else None) for c in commits}
-    off_ref = list(dict.fromkeys(o for link in links for o in link.off_ref if o not in first_parent))
-    if off_ref:
-        # Originals that are not on the ref: their parents, in one process, so that every patch
-        # (and the proof) is taken against the commit's real parent, never the empty tree.
-        for line in git.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
-            sha, *parents = line.split()
-            first_parent[sha] = parents[0] if parents else None
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
     mainlines = mainline_parents(root, links, by_sha)
-    first_parent.update({o: m.parent for o, m in mainlines.items()})
-    proof_cache = _ProofCache(*history_cache.kept_proofs(root))
     size = max(batch or BATCH_LINKS, 1)
+    parts = ((links[start : start + size], by_sha) for start in range(0, len(links), size))
+    return _classified(root, parts, len(links), mainlines, progress, shallow_boundary, partial_clone)
+
+
+def _classified(
+    root: Path,
+    parts: Iterable[tuple[Sequence[Link], Mapping[str, Commit]]],
+    total: int,
+    mainlines: Mapping[str, Mainline],
+    progress: Progress,
+    shallow_boundary: Collection[str],
+    partial_clone: bool | None,
+) -> Iterator[tuple[ScanEntry, ...]]:
+    """The entries of ``parts`` (each a batch of links and their commits by sha, with the messages
+    why a change was reverted reads), a batch at a time; ``mainlines`` as
+    :func:`mainline_parents` gives them over all links."""
 
     def batches() -> Iterator[tuple[ScanEntry, ...]]:
-        for start in range(0, len(links), size):
-            part = links[start : start + size]
-            progress("diffing reverts and originals", start, len(links))
-            worded: Mapping[str, Commit] = by_sha
-            if messages is not None:
-                shas = list(dict.fromkeys(s for link in part for s in _worded(link) if s in by_sha))
-                worded = ChainMap({c.sha: c for c in messages(shas)}, by_sha)
-            verdicts, part, reasons = _classify_batch(root, part, worded, first_parent, shallow_boundary,
+        proof_cache = history_cache.KeptProofs(root)
+        try:
+            yield from batches_with(proof_cache)
+        finally:
+            proof_cache.close()
+
+    def batches_with(proof_cache: history_cache.KeptProofs) -> Iterator[tuple[ScanEntry, ...]]:
+        start = 0
+        for part, by_sha in parts:
+            progress("diffing reverts and originals", start, total)
+            first_parent = _first_parents(root, part, by_sha, mainlines)
+            verdicts, part, reasons = _classify_batch(root, part, by_sha, first_parent, shallow_boundary,
                                                       partial_clone, proof_cache)  # fmt: skip
-            progress("diffing reverts and originals", start + len(part), len(links))
+            progress("diffing reverts and originals", start + len(part), total)
             entries: list[ScanEntry] = []
             for n, link in enumerate(part, start + 1):
                 c = by_sha.get(link.revert)
@@ -370,17 +417,38 @@ def classify_batches(
                         date=c.commit_time if c else 0,
                         # A link chosen by diff since (see _choose_by_diff) may tell another story.
                         reason=reasons[link.revert][1] if reasons[link.revert][0] is link
-                        else scan_reason(link, worded),
+                        else scan_reason(link, by_sha),
                     )
                 )  # fmt: skip
-                progress("classifying", n, len(links))
-            del verdicts, part, reasons, worded  # the batch's diffs went with _classify_batch's frame
+                progress("classifying", n, total)
+            start += len(part)
+            del verdicts, part, reasons, by_sha  # the batch's diffs went with _classify_batch's frame
             yield tuple(entries)
             del entries
-        if proof_cache.new:
-            history_cache.keep_proofs(root, proof_cache.salt, {**proof_cache.kept, **proof_cache.new})
+        proof_cache.keep()
 
     return batches()
+
+
+def _first_parents(
+    root: Path, links: Sequence[Link], by_sha: Mapping[str, Commit], mainlines: Mapping[str, Mainline]
+) -> dict[str, str | None]:
+    """The parent each commit of ``links`` is diffed against: its first, or the mainline chosen
+    for a reverted merge; an original that is not among the scanned commits is asked of git (one
+    process), never diffed against the empty tree."""
+    first_parent: dict[str, str | None] = {}
+    for link in links:
+        for sha in (link.revert, *link.originals, *link.candidates):
+            c = by_sha.get(sha)
+            if c is not None:
+                first_parent[sha] = c.parents[0] if c.parents else None
+    off_ref = list(dict.fromkeys(o for link in links for o in link.off_ref if o not in first_parent))
+    if off_ref:
+        for line in git.run("rev-list", "--no-walk=unsorted", "--parents", *off_ref, cwd=root).splitlines():
+            sha, *parents = line.split()
+            first_parent[sha] = parents[0] if parents else None
+    first_parent.update({s: m.parent for s in first_parent if (m := mainlines.get(s))})
+    return first_parent
 
 
 def _classify_batch(
@@ -390,7 +458,7 @@ def _classify_batch(
     first_parent: Mapping[str, str | None],
     shallow_boundary: Collection[str],
     partial_clone: bool | None,
-    proof_cache: _ProofCache,
+    proof_cache: history_cache.KeptProofs,
 ) -> tuple[dict[str, PurityResult], Sequence[Link], dict[str, tuple[Link, RevertReason | None]]]:
     """The verdicts of one batch of links (see :func:`classify_links`) by revert, the links (those
     with candidates chosen by diff) and why each change was reverted, read from the messages."""
@@ -437,7 +505,7 @@ def _texts_and_proofs(
     entries: Raws,
     errors: Mapping[str, str],
     parent_of: Mapping[str, str | None],
-    proof_cache: _ProofCache,
+    proof_cache: history_cache.KeptProofs,
 ) -> tuple[Sequence[Link], dict[str, str], dict[str, str], set[str], dict[str, str]]:
     """What the verdicts read besides the raw diffs: the links (those with candidates chosen by
     diff), the diff text where a verdict needs explaining, the errors (``errors`` and those of
@@ -502,23 +570,23 @@ def _kept_or_proven(
     errors: Mapping[str, str],
     parent_of: Mapping[str, str | None],
     entries: Raws,
-    cache: _ProofCache,
+    cache: history_cache.KeptProofs,
 ) -> dict[str, str]:
     """:func:`prove`'s outcomes, those of links an earlier scan of the repository proved taken from
-    the cache (see :func:`history_cache.kept_proofs`): an outcome depends only on the commits (the
+    the cache (see :class:`history_cache.KeptProofs`): an outcome depends only on the commits (the
     revert, its originals, the parents each is diffed against and the direction), which never
     change. Only links whose commits were all read are looked up, and only outcomes that are not
     errors are kept (an error may not happen again): in ``cache``, kept once after every batch."""
-    kept = cache.kept
     keys: dict[str, str] = {}
     for link in links:
         shas = (link.revert, *link.originals)
         if link.originals and all(s in raws and s not in errors for s in shas):
             keys[link.revert] = "|".join([str(link.direction), *(f"{s}:{parent_of.get(s) or '-'}" for s in shas)])
+    kept = cache.known(keys.values())
     known = {revert: kept[key] for revert, key in keys.items() if key in kept}
     proofs = prove(root, [link for link in links if link.revert not in known], raws, errors, parent_of, entries)
     new = {keys[r]: outcome for r, outcome in proofs.items() if r in keys and not outcome.startswith("error")}
-    cache.new.update(new)
+    cache.add(new)
     return {**known, **proofs}
 
 
