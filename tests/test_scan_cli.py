@@ -217,6 +217,28 @@ def test_shallow_clone_missing_the_original(repo: GitRepo, tmp_path: Path, capsy
     assert [(d["revert"], d["purity"]) for d in json.loads(out)] == [(rev, "unverifiable")]
 
 
+def test_shallow_clone_of_every_ref_counts_every_revert_it_cannot_check(
+    repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ref's history is linked a group at a time: the reverts cut off are counted over all
+    groups, and the first one is named."""
+    from revertbot.verdict import history_stream
+
+    monkeypatch.setattr(history_stream, "GROUP_COMMITS", 1)  # a group per revert and its original
+    repo.commit("init", {"f.py": "a\n"})
+    originals = [repo.commit(f"Add X{i}", {f"x{i}.py": "x\n"}) for i in range(3)]
+    for i in range(3):
+        repo.commit(f"work {i}", {f"w{i}.py": "w\n"})
+    reverts = [repo.revert(o) for o in originals]
+    clone = _shallow_clone(repo, tmp_path / "shallow", 4)
+    code, out, err = scan(capsys, "--repo", str(clone), "--all-refs")
+    assert (code, out) == (3, "")
+    assert "is a shallow clone and 3 revert(s) need history it does not have" in err
+    code, out, _ = scan(capsys, "--repo", str(clone), "--all-refs", "--allow-shallow", "--format", "json")
+    assert code == 0
+    assert sorted((d["revert"], d["purity"]) for d in json.loads(out)) == sorted((r, "unverifiable") for r in reverts)
+
+
 def test_shallow_clone_cut_at_the_original(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The original is in the clone but its parent is not: git would diff it as a root commit."""
     repo.commit("init", {"f.py": "a\n", "big.py": "b\n"})

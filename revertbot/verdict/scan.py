@@ -163,7 +163,8 @@ def scan_stream(
     progress("reading history", 1, 1)
     links = linked(commits, ancestry)
     if shallow and not allow_shallow:
-        _refuse_cut(root, head, cut_by_shallow_history(links, boundary))
+        cut = cut_by_shallow_history(links, boundary)
+        _refuse_cut(root, head, cut, len(cut))
     partial_clone = any(key != "remote.origin.url" for key, _ in settings.result())
     if relands_by_diff and ancestry is None and not shallow and not partial_clone:
         # Relands that say nothing: later commits that re-apply a reverted change, by their diff
@@ -196,13 +197,14 @@ def _scan_every_ref(
     kept = kept_history(root)
     try:
         progress("reading history", 1, 1)
-        cut: list[str] = []
+        cut: list[str] = []  # the first one said, the others counted
+        cut_count = 0
         mainlines: dict[str, Mainline] = {}
-        groups = kept.groups()
-        for done, (positions, commits) in enumerate(groups, 1):
+        progress("linking", 0, kept.group_count)
+        for done, (positions, commits) in enumerate(kept.groups(), 1):
             links = linked(commits, kept.ancestry)
-            if boundary and not allow_shallow:
-                cut += cut_by_shallow_history(links, boundary)
+            if boundary and not allow_shallow and (more := cut_by_shallow_history(links, boundary)):
+                cut, cut_count = cut or more[:1], cut_count + len(more)
             # The parent a reverted merge is undone against, chosen over the links that revert it
             # (all in one group: they name it).
             mainlines.update(mainline_parents(root, links, {c.sha: c for c in commits}))
@@ -210,7 +212,7 @@ def _scan_every_ref(
             del links, commits
             progress("linking", done, kept.group_count)
         if cut:
-            _refuse_cut(root, head, cut)
+            _refuse_cut(root, head, cut, cut_count)
     except BaseException:
         kept.close()
         raise
@@ -229,12 +231,12 @@ def _scan_every_ref(
     return ScanStream(root, "any ref", head, kept.count, bool(boundary), batches)
 
 
-def _refuse_cut(root: Path, head: str, cut: Sequence[str]) -> None:
-    """Stop a scan of a shallow clone some of whose reverts need history it lacks (``cut``, see
-    :func:`cut_by_shallow_history`)."""
+def _refuse_cut(root: Path, head: str, cut: Sequence[str], count: int) -> None:
+    """Stop a scan of a shallow clone ``count`` of whose reverts need history it lacks (``cut``:
+    what :func:`cut_by_shallow_history` says of them, the first at least)."""
     if cut:
         raise NotFoundError(
-            f"{root} is a shallow clone and {len(cut)} revert(s) need history it does not have (e.g. {cut[0]})",
+            f"{root} is a shallow clone and {count} revert(s) need history it does not have (e.g. {cut[0]})",
             hint=f"{git.deepen_hint(git.shallow_depth(root, head or 'HEAD'))}; "
             "or pass --allow-shallow to report them as unverifiable",
         )
