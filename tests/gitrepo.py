@@ -98,3 +98,10 @@ def _env(date: str) -> dict[str, str]:
         }
     )
     return env
+
+
+def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``git args`` in ``cwd``, its output as text; fails the test on an error unless ``check`` is off."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc

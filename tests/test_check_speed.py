@@ -176,9 +176,9 @@ def test_a_scan_reads_what_linking_needs_through_the_index_with_the_same_entries
     assert first.commits_scanned == second.commits_scanned == BUSY + 5
 
 
-def test_a_scan_takes_the_proofs_an_earlier_scan_worked_out_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _revert_a_merge_proves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[GitRepo, str, list[list[str]]]:
+    """A repository whose one revert only a merge proves pure, its own cache, and the reverts each
+    call of the proof was asked about (filled as scans run)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     repo = GitRepo(tmp_path / "repo")
     repo.commit("init", {"f.py": "a\nb\nc\n", "g.py": "x\n"})
@@ -193,6 +193,13 @@ def test_a_scan_takes_the_proofs_an_earlier_scan_worked_out_from_the_cache(
         return prove(root, links, *args, **kwargs)
 
     monkeypatch.setattr(scan_module, "prove", spy)
+    return repo, revert, proved
+
+
+def test_a_scan_takes_the_proofs_an_earlier_scan_worked_out_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, revert, proved = _revert_a_merge_proves(tmp_path, monkeypatch)
     first = [entry_to_json(e) for e in scan_repository(repo.path).entries]
     second = [entry_to_json(e) for e in scan_repository(repo.path).entries]
     assert first == second and [e["revert"] for e in first] == [revert] and first[0]["purity"] == "pure"
@@ -208,20 +215,7 @@ def test_the_kept_proofs_survive_a_damaged_file_and_a_scan_stopped_early(
 ) -> None:
     """The proofs are kept in a SQLite file after a scan's last batch: a scan that stops before
     keeps nothing, and a file that is not a database is started again, not a scan that fails."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    repo = GitRepo(tmp_path / "repo")
-    repo.commit("init", {"f.py": "a\nb\nc\n", "g.py": "x\n"})
-    original = repo.commit("Change f", {"f.py": "a\nB\nc\n"})
-    repo.commit("Extend f", {"f.py": "a\nB\nc\nd\n"})  # the revert's blob is no parent's: a merge proves it
-    revert = repo.revert(original)
-    proved: list[list[str]] = []
-    prove = scan_module.prove  # type: ignore[attr-defined]
-
-    def spy(root, links, *args, **kwargs):  # type: ignore[no-untyped-def]
-        proved.append([link.revert for link in links])
-        return prove(root, links, *args, **kwargs)
-
-    monkeypatch.setattr(scan_module, "prove", spy)
+    repo, revert, proved = _revert_a_merge_proves(tmp_path, monkeypatch)
     stream = scan_module.scan_stream(repo.path)  # type: ignore[attr-defined]
     first = next(stream.batches)
     stream.batches.close()  # stopped after its first batch: nothing kept

@@ -10,29 +10,15 @@ import os
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from gpu_jobs.runner import _checkouts
-from tests.gitrepo import GitRepo
+from tests.gitrepo import GitRepo, run_git
+from tests.workflow_runner import workflow_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _job() -> dict[str, object]:
-    wf = yaml.safe_load((ROOT / "workflows" / "revertbot-gpu.yml").read_text(encoding="utf-8"))
-    job: dict[str, object] = wf["jobs"]["gpu"]
-    return job
-
-
 def _step(prefix: str) -> dict[str, object]:
-    [step] = [s for s in _job()["steps"] if str(s.get("name", "")).startswith(prefix)]  # type: ignore[attr-defined]
-    return step  # type: ignore[no-any-return]
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
-    return proc
+    return workflow_step(ROOT / "workflows" / "revertbot-gpu.yml", "gpu", prefix)
 
 
 def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_read(tmp_path: Path) -> None:
@@ -52,16 +38,16 @@ def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_re
     wip = g.commit("wip", {"w.py": "w = 1\n"})
     g.checkout("main")
     origin = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
-    _git(origin, "update-ref", "refs/pull/3/head", revert)
-    _git(origin, "branch", "-D", "pr")
+    run_git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
+    run_git(origin, "update-ref", "refs/pull/3/head", revert)
+    run_git(origin, "branch", "-D", "pr")
     for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
-        _git(origin, "config", key, "true")
+        run_git(origin, "config", key, "true")
 
     checkout = _step("Check out the base branch's tip")["with"]
-    assert checkout == {"fetch-depth": 1, "filter": "blob:none", "persist-credentials": False}  # type: ignore[comparison-overlap]
+    assert checkout == {"fetch-depth": 1, "filter": "blob:none", "persist-credentials": False}
     ws = tmp_path / "ws"
-    _git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", origin.as_uri(), str(ws))  # as actions/checkout
+    run_git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", origin.as_uri(), str(ws))  # as actions/checkout
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t",
@@ -71,14 +57,14 @@ def test_the_gpu_job_fetches_commits_then_only_the_trees_and_files_the_suites_re
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     # From here on nothing can be fetched: the suite's step holds no token.
-    _git(ws, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
+    run_git(ws, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
     base_sha, revert_sha, before, after = _checkouts(ws, base, revert, tmp_path / "work")
     assert (base_sha, revert_sha) == (base, revert)
     assert [(d / "engine" / f).read_text() for d in (before, after) for f in ("b.py", "c.py")] == [
         "B = 6\n", "C = 1\n", "B = 5\n", "C = 1\n"]  # fmt: skip
     # The history came as commits alone: the first commit's tree was never fetched; nor was any
     # other branch.
-    old_tree = _git(ws, "log", "-1", "--format=%T", old).stdout.strip()
-    assert _git(ws, "cat-file", "-e", old_tree, check=False).returncode != 0
-    assert _git(ws, "cat-file", "-e", wip, check=False).returncode != 0
-    assert _git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "false"
+    old_tree = run_git(ws, "log", "-1", "--format=%T", old).stdout.strip()
+    assert run_git(ws, "cat-file", "-e", old_tree, check=False).returncode != 0
+    assert run_git(ws, "cat-file", "-e", wip, check=False).returncode != 0
+    assert run_git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "false"

@@ -10,24 +10,15 @@ import os
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from gpu_jobs.rerun import _checkout
-from tests.gitrepo import GitRepo
+from tests.gitrepo import GitRepo, run_git
+from tests.workflow_runner import workflow_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _step(prefix: str) -> dict[str, object]:
-    wf = yaml.safe_load((ROOT / "workflows" / "revertbot-propose-rerun.yml").read_text(encoding="utf-8"))
-    [step] = [s for s in wf["jobs"]["probe"]["steps"] if str(s.get("name", "")).startswith(prefix)]
-    return step  # type: ignore[no-any-return]
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
-    return proc
+    return workflow_step(ROOT / "workflows" / "revertbot-propose-rerun.yml", "probe", prefix)
 
 
 def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -48,9 +39,9 @@ def _origin(tmp_path: Path) -> tuple[Path, str, str, str, str]:
     wip = g.commit("wip", {"w.py": "w = 1\n"})
     g.checkout("main")
     origin = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
+    run_git(tmp_path, "clone", "-q", "--bare", str(g.path), str(origin))
     for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
-        _git(origin, "config", key, "true")
+        run_git(origin, "config", key, "true")
     return origin, old, culprit, head, wip
 
 
@@ -59,7 +50,7 @@ def test_the_probe_fetches_commits_then_only_the_trees_and_files_it_tests(tmp_pa
     checkout = _step("Check out the default branch's tip")["with"]
     assert checkout["fetch-depth"] == 1 and checkout["filter"] == "blob:none"  # type: ignore[index]
     ws = tmp_path / "ws"
-    _git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", "--no-checkout", origin.as_uri(), str(ws))
+    run_git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", "--no-checkout", origin.as_uri(), str(ws))
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     env = {"HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t", "COMMIT": head, "REVERT_OF": culprit,
@@ -67,7 +58,7 @@ def test_the_probe_fetches_commits_then_only_the_trees_and_files_it_tests(tmp_pa
     proc = _run(str(_step("Fetch the probed commits")["run"]), ws, env)
     assert proc.returncode == 0, proc.stderr
     # From here on nothing can be fetched: the tests' step holds no token.
-    _git(ws, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
+    run_git(ws, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
     assert _run(str(_step("Check that the commits are on the default branch")["run"]), ws, env).returncode == 0
     sha, reverted = _checkout(ws, head, culprit, tmp_path / "probe")
     assert (sha, reverted) == (head, culprit)
@@ -76,17 +67,17 @@ def test_the_probe_fetches_commits_then_only_the_trees_and_files_it_tests(tmp_pa
     assert (tmp_path / "suspect" / "engine" / "b.py").read_text() == "B = 2\n"
     # The history came as commits alone: the tree of a commit between them was never fetched (the
     # first commit's was: the culprit's parent); nor was any other branch.
-    between = _git(ws, "log", "-1", "--format=%T", f"{head}~1").stdout.strip()
-    assert _git(ws, "cat-file", "-e", between, check=False).returncode != 0
-    assert _git(ws, "log", "-1", "--format=%H", f"{culprit}~1").stdout.strip() == old
-    assert _git(ws, "cat-file", "-e", wip, check=False).returncode != 0
-    assert _git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "false"
+    between = run_git(ws, "log", "-1", "--format=%T", f"{head}~1").stdout.strip()
+    assert run_git(ws, "cat-file", "-e", between, check=False).returncode != 0
+    assert run_git(ws, "log", "-1", "--format=%H", f"{culprit}~1").stdout.strip() == old
+    assert run_git(ws, "cat-file", "-e", wip, check=False).returncode != 0
+    assert run_git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "false"
 
 
 def test_the_probe_refuses_what_is_not_a_full_commit_id_before_any_fetch(tmp_path: Path) -> None:
     origin, _old, culprit, head, _wip = _origin(tmp_path)
     ws = tmp_path / "ws"
-    _git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", "--no-checkout", origin.as_uri(), str(ws))
+    run_git(tmp_path, "clone", "-q", "--depth=1", "--filter=blob:none", "--no-checkout", origin.as_uri(), str(ws))
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     script = str(_step("Fetch the probed commits")["run"])
@@ -95,7 +86,7 @@ def test_the_probe_refuses_what_is_not_a_full_commit_id_before_any_fetch(tmp_pat
         env = {"HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t", "COMMIT": commit, "REVERT_OF": revert_of}
         proc = _run(script, ws, env)
         assert proc.returncode == 1 and "must be full commit ids" in proc.stderr, (commit, revert_of)
-    assert _git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"  # nothing was fetched
+    assert run_git(ws, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"  # nothing was fetched
     # A commit the default branch does not have: the fetch of it fails, nothing runs.
     env = {"HOME": str(tmp_path), "RUNNER_TEMP": str(temp), "TOKEN": "t", "COMMIT": "ab" * 20, "REVERT_OF": ""}
     assert _run(script, ws, env).returncode != 0

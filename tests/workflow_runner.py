@@ -800,3 +800,10 @@ def download_artifact_stand_in(call: StepCall) -> None:
         target = dest if call.inputs.get("merge-multiple") is True else dest / name
         shutil.copytree(store / name, target, dirs_exist_ok=True)
     call.log(f"downloaded {names or 'nothing'} into {dest}")
+
+
+def workflow_step(workflow: Path, job: str, prefix: str) -> dict[str, Any]:
+    """The one step of ``job`` in ``workflow`` whose name starts with ``prefix``."""
+    wf = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    [step] = [s for s in wf["jobs"][job]["steps"] if str(s.get("name", "")).startswith(prefix)]
+    return step  # type: ignore[no-any-return]
