@@ -434,3 +434,24 @@ def test_the_command_ends_without_the_interpreter_teardown_but_with_all_its_outp
     profiled = subprocess.run(_command("--version", before=atexit + "sys.setprofile(lambda *a: None)\n"),
                               capture_output=True, text=True)  # fmt: skip
     assert profiled.returncode == 0 and "exit handlers ran" in profiled.stdout
+
+
+def test_a_full_temporary_directory_is_said_not_a_traceback(
+    repo: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `scan --all-refs` keeps on disk can meet a full disk: said, with what to do."""
+    import sqlite3
+
+    from revertbot.store import analysis_db
+
+    repo.commit("init", {"f.py": "a\n"})
+    repo.revert(repo.commit("Add X", {"f.py": "a\nX\n"}))
+
+    def full(self: object, rows: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(analysis_db.ScanRows, "add_links", analysis_db._said(full))
+    code, out, err = scan(capsys, "--repo", str(repo.path), "--all-refs")
+    assert (code, out) == (9, "")
+    assert "the scan's temporary database failed: database or disk is full" in err
+    assert "SQLITE_TMPDIR" in err and "Traceback" not in err

@@ -6,18 +6,48 @@ they mean is the caller's (``verdict/history_stream.py``, ``verdict/history_cach
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from revertbot.errors import EXIT_STORE, RevertbotError
 
 #: Parameters per query (SQLite's limit is 32,766 since 3.32; older builds allow 999).
 _CHUNK = 500
+
+
+class ScanSpaceError(RevertbotError):
+    """The scan's temporary database failed (a full or unwritable temporary directory)."""
+
+    exit_code = EXIT_STORE
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _said(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``method`` with SQLite's errors said as what to do (never a traceback)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise ScanSpaceError(f"the scan's temporary database failed: {exc}",
+                                 hint="set SQLITE_TMPDIR (or TMPDIR) to a directory with room: a scan of every "
+                                 "ref keeps there what it links, about 1 KB per revert") from exc  # fmt: skip
+
+    return wrapper
 
 
 class ScanRows:
     """A temporary database on disk (SQLite's own: no file name, deleted when closed): commits
     by position and sha, and one blob per position for what linking made of them."""
 
+    @_said
     def __init__(self) -> None:
         self._db = sqlite3.connect("", check_same_thread=False)
         self._db.execute("PRAGMA cache_size = -256")  # KiB: rows are read back by key, a few thousand at a time
@@ -25,9 +55,11 @@ class ScanRows:
         self._db.execute("CREATE TABLE links (n INTEGER PRIMARY KEY, data BLOB)")
         self._indexed = False
 
+    @_said
     def add_commits(self, rows: Iterable[tuple[int, str, bytes]]) -> None:
         self._db.executemany("INSERT INTO commits VALUES (?, ?, ?)", rows)
 
+    @_said
     def commits_at(self, positions: Sequence[int]) -> list[bytes]:
         """The commits at ``positions`` (ascending), in that order."""
         out: list[bytes] = []
@@ -37,6 +69,7 @@ class ScanRows:
                 f"SELECT data FROM commits WHERE n IN ({','.join('?' * len(part))}) ORDER BY n", part)]  # fmt: skip
         return out
 
+    @_said
     def commits_by_sha(self, shas: Sequence[str]) -> list[tuple[int, bytes]]:
         """(position, data) of the commits among ``shas``, by position."""
         if not self._indexed:
@@ -48,9 +81,11 @@ class ScanRows:
             rows += self._db.execute(f"SELECT n, data FROM commits WHERE sha IN ({','.join('?' * len(part))})", part)
         return sorted(rows)
 
+    @_said
     def add_links(self, rows: Iterable[tuple[int, bytes]]) -> None:
         self._db.executemany("INSERT INTO links VALUES (?, ?)", rows)
 
+    @_said
     def link_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM links").fetchone()[0])
 
@@ -58,12 +93,15 @@ class ScanRows:
         """Every link blob, by position, ``size`` at a time."""
         after = -1
         while True:
-            rows = self._db.execute("SELECT n, data FROM links WHERE n > ? ORDER BY n LIMIT ?",
-                                    (after, size)).fetchall()  # fmt: skip
+            rows = self._batch_of_links(after, size)
             if not rows:
                 return
             after = rows[-1][0]
             yield [data for _, data in rows]
+
+    @_said
+    def _batch_of_links(self, after: int, size: int) -> list[tuple[int, bytes]]:
+        return self._db.execute("SELECT n, data FROM links WHERE n > ? ORDER BY n LIMIT ?", (after, size)).fetchall()
 
     def close(self) -> None:
         self._db.close()
