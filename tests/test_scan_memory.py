@@ -126,15 +126,17 @@ def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
 ) -> None:
     """The scan classifies its reverts a batch at a time and drops what each batch read: the
     verdicts (diff texts limited to the paths each batch explains) are those of one batch of every
-    revert, and the merge proofs worked out are kept for later scans once."""
+    revert, and the merge proofs worked out are kept for later scans a batch at a time, trimmed once."""
     root = tmp_path / "synth"
     build_repo(root, commits=120, reverts=16, seed=3)
     whole = [entry_to_json(e) for e in scan_repository(root, all_refs=True).entries]
     raw_diffs: list[int] = []
     kept: list[int] = []
     real_raws = patch_git(monkeypatch, "start_commit_raws", lambda *a, **k: raw_diffs.append(1) or real_raws(*a, **k))
-    real_keep = history_cache.KeptProofs.keep
+    added: list[int] = []
+    real_keep, real_add = history_cache.KeptProofs.keep, history_cache.KeptProofs.add
     monkeypatch.setattr(history_cache.KeptProofs, "keep", lambda self: kept.append(1) or real_keep(self))
+    monkeypatch.setattr(history_cache.KeptProofs, "add", lambda s, new: added.append(len(new)) or real_add(s, new))
     (tmp_path / "cache").mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no proof kept by the first scan
     monkeypatch.setattr(scan, "BATCH_LINKS", 5)
@@ -142,7 +144,8 @@ def test_reverts_classified_in_batches_get_the_verdicts_of_one_batch(
     assert len(whole) >= 12 and {e["purity"] for e in whole} >= {"pure", "partial"}
     assert batched == whole
     assert len(raw_diffs) == -(-len(whole) // 5)  # one raw diff per batch of 5
-    assert len(kept) == 1  # the proofs are kept once, after the last batch
+    assert len(kept) == 1  # trimmed once, after the last batch
+    assert len(added) == len(raw_diffs) and sum(added) > 0  # each batch keeps what it proved
 
 
 def test_sorted_distinct_over_several_runs() -> None:

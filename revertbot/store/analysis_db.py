@@ -109,9 +109,10 @@ class ScanRows:
 
 class OutcomeFile:
     """Outcomes by key, each with the salt it was worked out with, in a SQLite file: looked up a
-    batch of keys at a time, added in one transaction that :meth:`keep` commits (closing without
-    it keeps nothing). A file that cannot be opened or written keeps nothing, without an error:
-    it is a cache. A file that is not a database (cut short, written over) is started again."""
+    batch of keys at a time, and added a batch at a time (each its own short transaction: two
+    scans of one repository at once wait on each other only while one writes a batch). A file
+    that cannot be opened or written keeps nothing, without an error: it is a cache. A file that
+    is not a database (cut short, written over) is started again."""
 
     def __init__(self, path: Path, salt: str) -> None:
         self.salt = salt
@@ -141,13 +142,14 @@ class OutcomeFile:
         if self._db is None or not outcomes:
             return
         try:
-            self._db.executemany("INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?)",
-                                 [(k, v, self.salt) for k, v in outcomes.items()])  # fmt: skip
-        except sqlite3.Error:  # locked by another writer past the timeout: this run keeps nothing
+            with self._db:  # one transaction, committed
+                self._db.executemany("INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?)",
+                                     [(k, v, self.salt) for k, v in outcomes.items()])  # fmt: skip
+        except sqlite3.Error:  # locked by another writer past the timeout: this run keeps no more
             self.close()
 
     def keep(self, newest: int) -> None:
-        """Commit what :meth:`add` gave, keep the ``newest`` outcomes of this salt, and close."""
+        """Keep only the ``newest`` outcomes, those of this salt, and close."""
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("DELETE FROM outcomes WHERE salt != ?", (self.salt,))
@@ -158,7 +160,7 @@ class OutcomeFile:
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.close()  # what was added and not kept is rolled back
+            self._db.close()
             self._db = None
 
 

@@ -441,11 +441,11 @@ def _proof_salt(root: Path) -> str:
 
 
 class KeptProofs:
-    """The merge proof outcomes earlier scans of this repository worked out, by key (looked up a
-    batch of keys at a time: a scan of a long history has tens of thousands), and those worked
-    out now, kept together by :meth:`keep` after the last batch (a scan that stops before keeps
-    none). A proof is about commits, which never change: its outcome is worked out once per
-    repository, unless git or the proving code changed since (nothing kept is used then)."""
+    """The merge proof outcomes earlier scans of this repository worked out, by key, looked up
+    and kept a batch at a time (a scan of a long history has tens of thousands; a scan stopped
+    early keeps what its batches proved). A proof is about commits, which never change: its
+    outcome is worked out once per repository, unless git or the proving code changed since
+    (nothing kept is used then)."""
 
     def __init__(self, root: Path) -> None:
         path = _proofs_file(root)
@@ -460,7 +460,7 @@ class KeptProofs:
         self._file.add(outcomes)
 
     def keep(self) -> None:
-        """Keep what :meth:`add` gave (the newest :data:`MAX_PROOFS`), and close."""
+        """Keep the newest :data:`MAX_PROOFS`, and close."""
         self._file.keep(MAX_PROOFS)
 
     def close(self) -> None:

@@ -578,7 +578,7 @@ def _kept_or_proven(
     the cache (see :class:`history_cache.KeptProofs`): an outcome depends only on the commits (the
     revert, its originals, the parents each is diffed against and the direction), which never
     change. Only links whose commits were all read are looked up, and only outcomes that are not
-    errors are kept (an error may not happen again): in ``cache``, kept once after every batch."""
+    errors are kept (an error may not happen again): in ``cache``, a batch at a time."""
     keys: dict[str, str] = {}
     for link in links:
         shas = (link.revert, *link.originals)
