@@ -29,7 +29,7 @@ def _same_with_the_whole_history(root: Path, monkeypatch: pytest.MonkeyPatch) ->
         groups = history_stream.kept_history(root)
         sizes = [len(positions) for positions, _ in groups.groups()]
         groups.close()
-        assert len(sizes) > 2 and min(sizes) < max(sizes)
+        assert len(sizes) >= 2 and min(sizes) < max(sizes)
         m.setattr(scan, "kept_history", history_stream.whole_history)
         whole = _entries(root)
     assert kept == whole
@@ -110,3 +110,64 @@ def test_ordering_by_parents_matches_the_linker(repo: GitRepo) -> None:
     position = history_stream._topological_positions(parent_index, array("I", [0]) + ends[:-1], ends)
     ordered = sorted(range(len(commits)), key=lambda i: position[i])
     assert [commits[i].sha for i in ordered] == [c.sha for c in _topological(commits)]
+
+
+def test_a_title_many_reverts_share_is_one_group_past_the_limit(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reverts that all name one title (and the commits that carry it) are one component, linked
+    together however many they are; the others still go apart."""
+    repo.commit("init", {"pin.txt": "0\n"})
+    for n in range(6):
+        bump = repo.commit("Update the pin", {"pin.txt": f"{n + 1}\n"})
+        repo.revert(bump, message='Revert "Update the pin"\n\nIt broke the build.\n')
+        repo.commit(f"Unrelated {n}", {f"u{n}.py": "u\n"})
+    lone = repo.commit("Add the sampler (#7)", {"s.py": "s\n"})
+    repo.revert(lone)
+    monkeypatch.setattr(history_stream, "GROUP_COMMITS", 2)
+    kept = history_stream.kept_history(repo.path)
+    sizes = sorted(len(positions) for positions, _ in kept.groups())
+    kept.close()
+    assert sizes == [2, 12]  # the lone revert and its original; six reverts and six pins
+    entries = _same_with_the_whole_history(repo.path, monkeypatch)
+    assert len(entries) == 8
+
+
+def test_refs_that_move_between_the_reads_are_linked_whole(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A push between the two reads of the history: the second read is not the first one's, so the
+    whole history of the second is linked at once (the report is then that history's)."""
+    _branchy_history(repo)
+    reads = []
+    real = git.iter_log
+
+    def moving(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        if len(reads) == 2:  # a push lands between the reads
+            repo.revert(repo.commit("Late change (#300)", {"late.py": "l\n"}))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(history_stream.git, "iter_log", moving)
+    kept = history_stream.kept_history(repo.path)
+    assert kept.ancestry is None and kept.group_count == 1 and kept.kept == kept.count
+    kept.close()
+    monkeypatch.setattr(history_stream.git, "iter_log", real)
+    entries = _entries(repo.path)
+    assert any(e["link"]["subject"] == 'Revert "Late change (#300)"' for e in entries[:-1])  # type: ignore[index]
+
+
+def test_a_sha256_repository_is_linked_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys made for SHA-1 ids do not cover SHA-256 ones: such a history is linked whole, and right."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", "-b", "main", str(root)], check=True)
+    repo = GitRepo(root)
+    repo.commit("init", {"f.py": "a\n"})
+    original = repo.commit("Add X (#1)", {"f.py": "a\nX\n"})
+    revert = repo.revert(original)
+    kept = history_stream.kept_history(root)
+    assert kept.ancestry is None and kept.group_count == 1
+    kept.close()
+    (entry,) = _entries(root)[:-1]
+    assert entry["link"]["revert"] == revert and entry["link"]["originals"] == (original,)  # type: ignore[index]
+    assert entry["purity"]["verdict"] == "pure"  # type: ignore[index]
