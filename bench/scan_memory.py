@@ -8,7 +8,8 @@ revertbot process: what the scan keeps) and that of the largest git process it s
 own caches: a ``git log --all`` of a long history holds its commits), the time taken, and, for a
 synthetic history, whether every revert was found and linked to the right originals (the ground
 truth of :func:`bench.synth.build_repo`). Also printed: the peak of the history read alone
-(:func:`revertbot.verdict.history_stream.named_history`), the part of the scan that reads every commit.
+(:func:`revertbot.verdict.history_stream.kept_history`: both reads, the kept commits written to
+disk and grouped), the part of the scan that reads every commit.
 
 Synthetic histories are built once into ``--cache`` (``synth-<commits>-<reverts>``, with its
 truth beside it) and reused; building one takes about 1.2 ms a commit at 100,000 commits (at
