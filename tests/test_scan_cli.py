@@ -234,6 +234,7 @@ def test_shallow_clone_of_every_ref_counts_every_revert_it_cannot_check(
     code, out, err = scan(capsys, "--repo", str(clone), "--all-refs")
     assert (code, out) == (3, "")
     assert "is a shallow clone and 3 revert(s) need history it does not have" in err
+    assert f"(e.g. {reverts[-1][:10]} reverts {originals[-1]}," in err  # the newest, as a whole scan names it
     code, out, _ = scan(capsys, "--repo", str(clone), "--all-refs", "--allow-shallow", "--format", "json")
     assert code == 0
     assert sorted((d["revert"], d["purity"]) for d in json.loads(out)) == sorted((r, "unverifiable") for r in reverts)

@@ -149,8 +149,17 @@ class KeptHistory:
         if self.ancestry is None:  # the whole history: one group
             self._groups = [array("i", range(self.kept))]
         else:
-            # Positions by component: (root, position) pairs sorted as 64-bit numbers.
-            pairs = array("Q", ((self._find(first + n) << 32) | n for n in range(self.kept)))
+            # Positions by component, the components in the order of their newest commit (the
+            # keys' hashes differ from one process to the next: the groups do not), as
+            # (component's first position, position) pairs sorted as 64-bit numbers.
+            first_of = array("i", [-1]) * len(self._parent)
+            pairs = array("Q")
+            for n in range(self.kept):
+                root = self._find(first + n)
+                if first_of[root] < 0:
+                    first_of[root] = n
+                pairs.append((first_of[root] << 32) | n)
+            del first_of
             self._groups = []
             group = array("i")
             last_root = -1

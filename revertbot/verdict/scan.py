@@ -197,14 +197,20 @@ def _scan_every_ref(
     kept = kept_history(root)
     try:
         progress("reading history", 1, 1)
-        cut: list[str] = []  # the first one said, the others counted
-        cut_count = 0
+        cut: list[str] = []  # the newest one said, the others counted
+        cut_count = cut_at = 0
         mainlines: dict[str, Mainline] = {}
         progress("linking", 0, kept.group_count)
         for done, (positions, commits) in enumerate(kept.groups(), 1):
             links = linked(commits, kept.ancestry)
-            if boundary and not allow_shallow and (more := cut_by_shallow_history(links, boundary)):
-                cut, cut_count = cut or more[:1], cut_count + len(more)
+            if boundary and not allow_shallow:
+                # The newest is named, as a scan of the whole history names it.
+                at = {c.sha: n for n, c in zip(positions, commits, strict=True)}
+                for link in links:
+                    if said := cut_by_shallow_history([link], boundary):
+                        cut_count += 1
+                        if not cut or at[link.revert] < cut_at:
+                            cut, cut_at = said, at[link.revert]
             # The parent a reverted merge is undone against, chosen over the links that revert it
             # (all in one group: they name it).
             mainlines.update(mainline_parents(root, links, {c.sha: c for c in commits}))
