@@ -186,6 +186,21 @@ def test_resolve_commit_tags_remotes_and_errors(repo: GitRepo, tmp_path: Path) -
         git.resolve_commit(empty.path, "main")
 
 
+def test_ancestors_among_answers_for_several_commits_at_once(repo: GitRepo) -> None:
+    first = repo.commit("one", {"f": "1\n"})
+    second = repo.commit("two", {"f": "2\n"})
+    repo.git("checkout", "-q", "-b", "side", first)
+    side = repo.commit("side", {"s": "s\n"})
+    repo.git("checkout", "-q", "main")
+    third = repo.commit("three", {"f": "3\n"})
+    assert git.ancestors_among(repo.path, [first, second, side, third], third) == {first, second}
+    assert git.ancestors_among(repo.path, [third.upper(), first], second) == {first}  # a later one is not
+    assert git.ancestors_among(repo.path, [third], third) == set()  # itself not counted
+    assert git.ancestors_among(repo.path, [], third) == set()
+    with pytest.raises(GitError):
+        git.ancestors_among(repo.path, ["0" * 40, first], third)
+
+
 def test_refs_ancestry_and_files(repo: GitRepo) -> None:
     first = repo.commit("one", {"f": "1\n"})
     repo.git("branch", "release", first)

@@ -104,6 +104,7 @@ from revertbot.git.process import (
 from revertbot.git.refs import (
     DATE_FORMS as DATE_FORMS,
     HEX_RE as HEX_RE,
+    ancestors_among as ancestors_among,
     approxidate as approxidate,
     branches_containing as branches_containing,
     config_values as config_values,

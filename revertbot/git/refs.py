@@ -295,6 +295,20 @@ def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
                    proc.stderr.decode("utf-8", "replace"))  # fmt: skip
 
 
+def ancestors_among(repo: Path, shas: Sequence[str], descendant: str) -> set[str]:
+    """Which of the commits ``shas`` (full ids) are in ``descendant``'s history, itself not
+    counted: one process for all of them (``git rev-list SHAS ^DESCENDANT`` lists each that is
+    not, and walks only what they do not share with it)."""
+    wanted = [s for s in dict.fromkeys(shas) if s.lower() != descendant.lower()]
+    if not wanted:
+        return set()
+    proc = run_bytes("rev-list", *wanted, f"^{descendant}", "--", cwd=repo, check=False)
+    if proc.returncode != 0:
+        raise GitError(("rev-list", *wanted, f"^{descendant}"), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    outside = set(proc.stdout.decode().split())
+    return {s for s in wanted if s.lower() not in outside}
+
+
 def merge_base(repo: Path, a: str, b: str) -> str | None:
     """The best common ancestor of two commits, or None when they share no history."""
     proc = run_bytes("merge-base", a, b, cwd=repo, check=False)

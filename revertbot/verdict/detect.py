@@ -64,6 +64,7 @@ def link_reverts(
     link_off_ref: bool = False,
     repo_slug: str | None = None,
     is_ancestor: Callable[[str, str], bool] | None = None,
+    ancestors: Callable[[Sequence[str], str], set[str]] | None = None,
 ) -> list[Link]:
     """Find every revert/reland among ``commits`` (newest first) and link it to its originals.
 
@@ -75,6 +76,7 @@ def link_reverts(
     reported (e.g. by date) while the whole history is still used to resolve originals and chains.
     ``is_ancestor(a, b)`` answers whether ``a`` is in ``b``'s history when ``commits`` are not the
     whole history (see :class:`NamedCommits`); by default the commits' parents answer it.
+    ``ancestors(shas, b)``, when given, answers it for several commits at once (which of ``shas``).
     Links come newest first, in topological order.
     """
     idx = index or HistoryIndex.build(commits)
@@ -97,8 +99,12 @@ def link_reverts(
     links: dict[int, Link] = {}
     # Oldest first, so that what earlier reverts undid is known when choosing among candidates.
 
-    def in_history(sha: str, pos: int) -> bool:
-        return is_ancestor(sha, idx.commits[pos].sha) if is_ancestor else _is_ancestor(idx, sha, pos)
+    def in_history(shas: Sequence[str], pos: int) -> set[str]:
+        if ancestors is not None:
+            return ancestors(shas, idx.commits[pos].sha)
+        if is_ancestor is not None:
+            return {sha for sha in shas if is_ancestor(sha, idx.commits[pos].sha)}
+        return {sha for sha in shas if _is_ancestor(idx, sha, pos)}
 
     for i in sorted(parsed, reverse=True):
         link = _link_one(idx.commits[i], i, parsed[i], ctx)
@@ -119,12 +125,13 @@ def link_reverts(
     ]
 
 
-def _own_history_only(link: Link, pos: int, in_history: Callable[[str, int], bool]) -> Link | None:
+def _own_history_only(link: Link, pos: int, in_history: Callable[[Sequence[str], int], set[str]]) -> Link | None:
     """A squash's ``link`` keeping only the originals in the commit's own history (None when
     nothing is left): the ids listed inside the squashed branch count only when they name commits
     of its history. The branch's own commits, even where the object store or another ref still
     has them, are what the squash folded in; the rest is dropped, with a note."""
-    own = [n for n, o in enumerate(link.originals) if o not in link.off_ref and in_history(o, pos)]
+    inside = in_history([o for o in link.originals if o not in link.off_ref], pos)
+    own = [n for n, o in enumerate(link.originals) if o in inside]
     if not own:
         return None
     dropped = len(link.unresolved) + len(link.originals) - len(own)

@@ -147,6 +147,8 @@ def scan_stream(
             # Only reverts are filtered by date; originals are still looked up in the whole history.
             select=None if cutoff is None else (lambda c: c.commit_time >= cutoff),
             is_ancestor=ancestry,
+            # Where git answers ancestry, a squash's listed commits are asked about at once.
+            ancestors=None if ancestry is None else _git_ancestors(root),
         )
 
     boundary = git.shallow_commits(root)
@@ -265,6 +267,19 @@ def _compact(c: Commit, worded: bool) -> Commit:
     """``c`` as classifying reads it: its author, times and parents, its message only when
     ``worded`` (see :func:`scan_stream`)."""
     return c if worded or not c.message else replace(c, message="")
+
+
+def _git_ancestors(root: Path) -> Callable[[Sequence[str], str], set[str]]:
+    """Which of ``shas`` are in ``b``'s history, asked of git at once (one at a time if that fails)."""
+    single = _git_ancestry(root)
+
+    def ancestors(shas: Sequence[str], b: str) -> set[str]:
+        try:
+            return git.ancestors_among(root, shas, b)
+        except GitError:
+            return {a for a in shas if single(a, b)}
+
+    return ancestors
 
 
 def _git_ancestry(root: Path) -> Ancestry:
