@@ -20,6 +20,7 @@ from revertbot.pipeline.check import check_revert
 from revertbot.store import history_branch as history, queries, replay, schema, writes
 from revertbot.store.schema import StoreError
 from revertbot.store.writes import CommitInfo, RevertRow
+from revertbot.verdict import scan as scan_module
 from revertbot.verdict.scan import scan_repository
 from tests.gitrepo import GitRepo
 
@@ -101,6 +102,51 @@ def test_scan_records_reverts_with_originals_dates_modules_and_relands(
     assert by_sha[story["kernel_revert"]].modules == ("sgl-kernel.csrc",)
     # Newest first.
     assert hist.reverts[0].sha == story["kernel_revert"]
+
+
+def _store_rows(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows but the times they were written."""
+    conn = sqlite3.connect(db)
+    out = {}
+    for table in ("reverts", "originals", "repositories"):
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
+                if r[1] not in ("first_seen", "updated_at", "scanned_at")]  # fmt: skip
+        out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall(), key=repr)
+    return out
+
+
+def test_scan_store_records_a_batch_at_a_time_what_the_whole_scan_records(
+    repo: GitRepo, story: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """`scan --store` records each batch as it is written out (its memory does not grow with the
+    reverts): the store holds what recording the whole scan at once holds, even when the output
+    stops after its first batch (a closed pipe), and the repository's row is written last."""
+    whole = tmp_path / "whole.db"
+    writes.record_scan(whole, scan_repository(repo.path, relands_by_diff=True))
+    monkeypatch.setattr(scan_module, "BATCH_LINKS", 1)
+    batched = tmp_path / "batched.db"
+    assert run_cli(["scan", "--repo", str(repo.path), "--store", str(batched), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert len(json.loads(out)) == 3 and f"recorded 3 revert(s) in {batched}" in err
+    assert _store_rows(batched) == _store_rows(whole)
+
+    from revertbot.cli import scan_output
+
+    real = scan_output.write_json
+
+    def closed_pipe(batches, write, *args):  # type: ignore[no-untyped-def]
+        next(iter(batches))
+        raise BrokenPipeError
+
+    monkeypatch.setattr(scan_output, "write_json", closed_pipe)
+    stopped = tmp_path / "stopped.db"
+    run_cli(["scan", "--repo", str(repo.path), "--store", str(stopped), "--format", "json"])  # a closed pipe: quiet
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"recorded 3 revert(s) in {stopped}" in err
+    assert _store_rows(stopped) == _store_rows(whole)
+    monkeypatch.setattr(scan_output, "write_json", real)
 
 
 def test_scan_modules_follow_the_repository_config(repo: GitRepo, story: dict[str, str], tmp_path: Path) -> None:

@@ -153,26 +153,21 @@ def scan(
     # mostly start-up); the scan uses that read when it is of the commit it resolves the ref to.
     with git.StartedLog(repo, ref or "HEAD") if not (all_refs or since) else contextlib.nullcontext() as history:
         from revertbot.cli.scan_output import write_json, write_table
-        from revertbot.verdict.scan import ScanResult, scan_stream
+        from revertbot.verdict.scan import scan_stream
 
         try:
             stream = scan_stream(repo, ref=ref, since=since, allow_shallow=allow_shallow, progress=progress,
                                  all_refs=all_refs, started=history,
                                  relands_by_diff=relands_by_diff or bool(store_path))  # fmt: skip
             batches = stream.batches
-            if store_path:  # the store takes the whole result: classified before anything is written
-                entries = tuple(e for batch in stream.batches for e in batch)
-                batches = iter([entries])
+            recorder = None
+            if store_path:  # each batch recorded as it is written out
+                from revertbot.store.writes import ScanRecorder
+
+                recorder = ScanRecorder(store_path, stream)
+                batches = recorder.batches()
         finally:
             progress.close()
-    if store_path:
-        if verbose:
-            _scan_done(stream.repo, stream.commits_scanned, started)
-        from revertbot.store.writes import record_scan
-
-        result = ScanResult(stream.repo, stream.ref, stream.head, stream.commits_scanned, entries, stream.shallow)
-        count = record_scan(store_path, result)
-        click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
     shallow = _shallow_warning(stream) if stream.shallow else None
 
     def write(text: str) -> None:
@@ -186,8 +181,11 @@ def scan(
         else:
             write_table(batches, write, stream.commits_scanned, stream.ref)
     finally:
+        if recorder is not None:  # the rest recorded, even where the output stopped (a closed pipe)
+            count = recorder.finish()
+            click.echo(f"recorded {count} revert(s) in {store_path}", err=True)
         progress.close()
-    if verbose and not store_path:  # the entries were classified as they were written
+    if verbose:  # the entries were classified as they were written
         _scan_done(stream.repo, stream.commits_scanned, started)
 
 

@@ -10,17 +10,18 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from revertbot import git
 from revertbot.config import Config, load_config_file, module_for
+from revertbot.models import ScanEntry
 from revertbot.report import render_markdown, report_to_json
 from revertbot.report_data import RevertReport
 from revertbot.store.schema import StoreError, connect, dumps_json, repo_key, transaction
-from revertbot.verdict.scan import ScanResult
+from revertbot.verdict.scan import ScanResult, ScanStream
 
 CONFIG_FILE = ".revertbot.yml"
 
@@ -104,10 +105,14 @@ def parse_commit_details(out: str) -> dict[str, CommitInfo]:
 def rows_from_scan(result: ScanResult, config: Config | None = None) -> list[RevertRow]:
     """Store rows for a scan: the scan's links plus original dates and touched modules (one git call)."""
     cfg = config if config is not None else load_config_file(result.repo / CONFIG_FILE)
-    shas = [e.link.revert for e in result.entries] + [o for e in result.entries for o in e.link.originals]
-    info = commit_details(result.repo, shas)
+    return _rows(result.repo, result.entries, cfg)
+
+
+def _rows(repo: Path, entries: Sequence[ScanEntry], cfg: Config) -> list[RevertRow]:
+    shas = [e.link.revert for e in entries] + [o for e in entries for o in e.link.originals]
+    info = commit_details(repo, shas)
     rows = []
-    for e in result.entries:
+    for e in entries:
         link, purity = e.link, e.purity
         files = info.get(link.revert, CommitInfo(link.revert)).files
         modules: dict[str, int] = {}
@@ -216,6 +221,57 @@ def record_scan(
         commits_scanned=result.commits_scanned,
         scanned_at=int(time.time()),
     )
+
+
+class ScanRecorder:
+    """``revertbot scan --store`` a batch at a time: each batch of a scan stream is recorded as it
+    is handed on (each batch its own short transaction, so the store is not locked while the scan
+    classifies, and the scan's memory does not grow with its reverts), and the repository's row
+    (head, commits scanned) after the last one. A caller that stops early (a closed pipe) loses
+    nothing: :meth:`finish` classifies and records the rest. An error of the scan itself leaves the
+    batches recorded so far (each revert's row stands on its own) and the repository's row as it
+    was. ``count``: the reverts recorded."""
+
+    def __init__(self, db: str | os.PathLike[str], stream: ScanStream, repo_name: str | None = None,
+                 config: Config | None = None) -> None:  # fmt: skip
+        self.db = db
+        self.stream = stream
+        self.repo_name = repo_name or repo_identity(stream.repo) or stream.repo.name
+        self.config = config if config is not None else load_config_file(stream.repo / CONFIG_FILE)
+        self.count = 0
+        self._batches = iter(stream.batches)
+        self._done = False
+
+    def batches(self) -> Iterator[tuple[ScanEntry, ...]]:
+        """The stream's batches, each recorded before it is handed on."""
+        for batch in self._batches:
+            self._record(batch)
+            yield batch
+        self._finish_repository()
+
+    def finish(self) -> int:
+        """Record what the caller did not take, and the repository's row; the reverts recorded."""
+        for batch in self._batches:
+            self._record(batch)
+        self._finish_repository()
+        return self.count
+
+    def _record(self, batch: Sequence[ScanEntry]) -> None:
+        rows = _rows(self.stream.repo, batch, self.config)
+        now = int(time.time())
+        with connect(self.db) as conn, transaction(conn):
+            repo_id = repo_key(conn, self.repo_name, path=str(self.stream.repo))
+            for row in rows:
+                _upsert_revert(conn, repo_id, row, now)
+        self.count += len(rows)
+
+    def _finish_repository(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        with connect(self.db) as conn, transaction(conn):
+            repo_key(conn, self.repo_name, path=str(self.stream.repo), ref=self.stream.ref, head=self.stream.head,
+                     commits_scanned=self.stream.commits_scanned, scanned_at=int(time.time()))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- reports and GPU results
