@@ -61,6 +61,7 @@ from revertbot.report_data import CodeExcerpt, CommitRef, FileChange, GitHubCont
 from revertbot.verdict import history_cache
 from revertbot.verdict.detect import link_reverts
 from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
+from revertbot.verdict.history_stream import git_ancestry
 from revertbot.verdict.proof import choose_mainlines, judge, with_mainlines
 from revertbot.verdict.purity import Side, Vector, hunks, patch_stats, raw_entries, strip_raw
 from revertbot.verdict.reason import classify_revert, linked_issues
@@ -171,7 +172,7 @@ def check_revert(
 
     # "Reverts owner/name#N" names this repository's PR only when the names agree.
     slug = repo_name if repo_name and repo_name.count("/") == 1 else github_slug(root)
-    ancestry = _git_ancestry(root) if targeted is not None else None
+    ancestry = git_ancestry(root) if targeted is not None else None  # part of the history is at hand
     links = find_links(root, commits, in_scope, revert_ref, slug, ancestry)
     if override is not None and override.kind == "link":
         # A maintainer named the original (/revertbot link, check --original): it wins over detection.
@@ -539,18 +540,6 @@ def _widened(part: history_cache.PartialHistory, sha: str, before: int) -> list[
     """The commits of ``part`` with the ``before`` commits of the history that come before ``sha``."""
     pos = part.idx.position(sha)
     return part.commits() if pos is None else part.widen(pos, pos + before + 1)
-
-
-def _git_ancestry(root: Path) -> Callable[[str, str], bool]:
-    """Whether ``a`` is in ``b``'s history (not ``b`` itself), asked of git: part of the history is at hand."""
-
-    def ancestry(a: str, b: str) -> bool:
-        try:
-            return a.lower() != b.lower() and git.is_ancestor(root, a, b)
-        except GitError:
-            return False
-
-    return ancestry
 
 
 def _whole_change(links: Sequence[Link], head_sha: str, by_sha: Mapping[str, Commit]) -> Link:

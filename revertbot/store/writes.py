@@ -258,20 +258,15 @@ class ScanRecorder:
 
     def _record(self, batch: Sequence[ScanEntry]) -> None:
         rows = _rows(self.stream.repo, batch, self.config)
-        now = int(time.time())
-        with connect(self.db) as conn, transaction(conn):
-            repo_id = repo_key(conn, self.repo_name, path=str(self.stream.repo))
-            for row in rows:
-                _upsert_revert(conn, repo_id, row, now)
-        self.count += len(rows)
+        self.count += record_rows(self.db, self.repo_name, rows, path=str(self.stream.repo))
 
     def _finish_repository(self) -> None:
         if self._done:
             return
         self._done = True
-        with connect(self.db) as conn, transaction(conn):
-            repo_key(conn, self.repo_name, path=str(self.stream.repo), ref=self.stream.ref, head=self.stream.head,
-                     commits_scanned=self.stream.commits_scanned, scanned_at=int(time.time()))  # fmt: skip
+        stream = self.stream
+        record_rows(self.db, self.repo_name, [], path=str(stream.repo), ref=stream.ref, head=stream.head,
+                    commits_scanned=stream.commits_scanned, scanned_at=int(time.time()))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- reports and GPU results

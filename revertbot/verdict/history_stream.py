@@ -52,7 +52,7 @@ def kept_history(root: Path) -> KeptHistory:
         streamed.first_pass(c)
     if not streamed.named.exact:
         return whole_history(root)
-    store = KeptHistory(streamed.count, _git_ancestry(root))
+    store = KeptHistory(streamed.count, git_ancestry(root))
     if not streamed.second_pass(git.iter_log(root, "--all", keep=index_message), store):
         store.close()  # the refs moved between the reads
         return whole_history(root)
@@ -78,7 +78,9 @@ def whole_history(root: Path) -> KeptHistory:
     return store
 
 
-def _git_ancestry(root: Path) -> Ancestry:
+def git_ancestry(root: Path) -> Ancestry:
+    """Whether ``a`` is in ``b``'s history (not ``b`` itself), asked of git."""
+
     def ancestry(a: str, b: str) -> bool:
         try:
             return a.lower() != b.lower() and git.is_ancestor(root, a, b)
@@ -107,10 +109,17 @@ class KeptHistory:
         self._rows_on_disk = ScanRows()
         self._rows: list[tuple[int, str, bytes]] = []
         self._parent = array("i")  # union-find over kept commits (n) and wanted keys (groups)
-        self._key_node = 0  # nodes below this are keys (see StreamedHistory.second_pass)
+        self._key_node = 0  # nodes below this are wanted keys (see add_keys)
         self._groups: list[array[int]] | None = None
 
     # Writing (in linking order).
+    def add_keys(self, count: int) -> None:
+        """Nodes for ``count`` wanted keys (0 to ``count`` - 1, as :meth:`add` names them), before
+        any commit is added."""
+        assert not self.kept
+        self._key_node = count
+        self._parent.extend(range(count))
+
     def add(self, c: Commit, key_nodes: Iterable[int]) -> None:
         n = self.kept
         self.kept += 1
@@ -290,8 +299,7 @@ class StreamedHistory:
         it has or (a revert) wants; False when the commits are not those of the first read."""
         self._bloom = bytearray()
         self.wanted = wanted = _sorted_distinct(self.wanted)
-        store._key_node = len(wanted)
-        store._parent.extend(range(len(wanted)))
+        store.add_keys(len(wanted))
 
         def nodes(keys: Iterable[str]) -> list[int]:
             found = []

@@ -28,7 +28,7 @@ from revertbot.models import Commit, Link, PurityResult, RevertReason, ScanEntry
 from revertbot.verdict import history_cache
 from revertbot.verdict.detect import choose_candidate, link_reverts
 from revertbot.verdict.grammar import UNDO_KINDS, index_message, parse_message
-from revertbot.verdict.history_stream import Ancestry, kept_history
+from revertbot.verdict.history_stream import Ancestry, git_ancestry, kept_history
 from revertbot.verdict.proof import Mainline, mainline_parents, prove, with_mainlines
 from revertbot.verdict.purity import (
     Raws,
@@ -158,7 +158,7 @@ def scan_stream(
     ancestry: Ancestry | None = None
     indexed = None if relands_by_diff else _indexed_history(root, head, started)
     if indexed is not None:  # part of the history is at hand: git answers ancestry (squashed reverts ask)
-        (commits, count), ancestry = indexed, _git_ancestry(root)
+        (commits, count), ancestry = indexed, git_ancestry(root)
     else:
         commits = git.log(root, head, keep=index_message, started=started)
         count = len(commits)
@@ -175,7 +175,7 @@ def scan_stream(
     # From here on only the commits of the links are read: the rest of the history (most of the
     # memory of a long one) can go before the diffs are read. Messages are read again only for
     # why a change was reverted (a revert's own, a reland's story).
-    involved = {s for link in links for s in (link.revert, *link.originals, *link.candidates, *link.chain)}
+    involved = {s for link in links for s in _read_back(link)}
     worded = {s for link in links for s in _worded(link)}
     commits = [_compact(c, c.sha in worded) for c in commits if c.sha in involved]
     del involved, worded
@@ -251,7 +251,7 @@ def _refuse_cut(root: Path, head: str, cut: Sequence[str], count: int) -> None:
 
 
 def _read_back(link: Link) -> tuple[str, ...]:
-    """The commits a batch reads of ``link``: its own, and those whose messages say why."""
+    """The commits classifying ``link`` reads: its own, and those whose messages say why."""
     return (link.revert, *link.originals, *link.candidates, *link.chain)
 
 
@@ -271,7 +271,7 @@ def _compact(c: Commit, worded: bool) -> Commit:
 
 def _git_ancestors(root: Path) -> Callable[[Sequence[str], str], set[str]]:
     """Which of ``shas`` are in ``b``'s history, asked of git at once (one at a time if that fails)."""
-    single = _git_ancestry(root)
+    single = git_ancestry(root)
 
     def ancestors(shas: Sequence[str], b: str) -> set[str]:
         try:
@@ -280,18 +280,6 @@ def _git_ancestors(root: Path) -> Callable[[Sequence[str], str], set[str]]:
             return {a for a in shas if single(a, b)}
 
     return ancestors
-
-
-def _git_ancestry(root: Path) -> Ancestry:
-    """Whether ``a`` is in ``b``'s history (not ``b`` itself), asked of git."""
-
-    def ancestry(a: str, b: str) -> bool:
-        try:
-            return a.lower() != b.lower() and git.is_ancestor(root, a, b)
-        except GitError:
-            return False
-
-    return ancestry
 
 
 def _indexed_history(root: Path, head: str, started: git.StartedLog | None) -> tuple[list[Commit], int] | None:
@@ -388,9 +376,9 @@ def classify_batches(
     partial_clone: bool | None = None,
     batch: int | None = None,
 ) -> Iterator[tuple[ScanEntry, ...]]:
-    """:func:`classify_links`, a batch of entries at a time: what is worked out over all links
-    (the parents merges are diffed against, the kept proofs) is done before this returns, each
-    batch when it is asked for, and the proofs found are kept after the last one."""
+    """:func:`classify_links`, a batch of entries at a time: the parents merges are diffed
+    against are chosen over all links before this returns, each batch when it is asked for (the
+    proofs kept between scans looked up and kept a batch at a time)."""
     by_sha = {c.sha: c for c in commits}
     # A merge reverted with -m 2 is undone against its second parent: diff it against that one.
     mainlines = mainline_parents(root, links, by_sha)
