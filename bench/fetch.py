@@ -443,6 +443,7 @@ def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[
     # Why the fetch took the whole history, where it did (its own words).
     out["whole_because"] = next((line.split(": ", 1)[1] for line in said if line.startswith("the whole history is")),
                                 "")  # fmt: skip
+    out["by_name"] = any(line.startswith("history since") and "name index" in line for line in said)
     out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
     return out
 

@@ -39,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench.fetch import (
     _checkout_and_fetch,
     _reference_clone,
+    _served_copy,
     _size,
     _traced,
     full_pack_bytes,
@@ -48,7 +49,9 @@ from bench.scan import bench_env, revertbot_command, timed
 from bench.synth_pytorch import add_shape_arguments, cached_pytorch
 from revertbot import git
 from revertbot.pipeline.history_window import MARGIN_DAYS, choose_window
+from revertbot.pipeline.name_index_branch import NAMES_BRANCH, build_index, read_index
 from revertbot.verdict.grammar import might_be_revert, parse_message
+from revertbot.verdict.name_index import NameSource
 
 _IDS = re.compile(r"\b[0-9a-f]{7,64}\b")
 
@@ -59,28 +62,45 @@ def base_reverts(origin: Path, base: str) -> list[str]:
             if might_be_revert(c.message) and parse_message(c.message).kind is not None]  # fmt: skip
 
 
-def decide(origin: Path, base: str, shas: list[str], margin: int) -> tuple[list[tuple[str, int]], collections.Counter]:
-    """The served reverts with the commits their window holds, and the reasons of the others."""
-    served: list[tuple[str, int]] = []
+def decide(origin: Path, base: str, shas: list[str], margin: int, names: NameSource | None = None
+           ) -> tuple[list[tuple[str, int, bool]], collections.Counter[str]]:  # fmt: skip
+    """The served reverts with the commits their window holds and whether only the name index
+    serves them, and the reasons of the others (``names``: the name index of the whole base
+    branch, a little more than each revert's own)."""
+    served: list[tuple[str, int, bool]] = []
     reasons: collections.Counter[str] = collections.Counter()
 
     def read_named(ids: list[str]) -> list[Any]:
         return git.commits_of(origin, [i for i in ids if git.commit_present(origin, i)])
 
     for sha in shas:
-        window = choose_window(git.commits_of(origin, [sha]), read_named, margin)
+        commits = git.commits_of(origin, [sha])
+        window = choose_window(commits, read_named, margin, names)
         if window.whole:
             why = window.reason.split(" ", 1)[1] if _IDS.match(window.reason) else window.reason
             reasons[_IDS.sub("<id>", why)] += 1
             continue
         count = git.run("rev-list", "--count", f"--since={window.since}", f"{sha}^", cwd=origin).strip()
-        served.append((sha, int(count)))
+        served.append((sha, int(count), names is not None and choose_window(commits, read_named, margin).whole))
     return served, reasons
 
 
-def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: dict[str, str]) -> dict[str, Any]:
-    """One revert as a pull request: the window's fetch and check against a complete clone's check."""
+#: How old the name index is when a pull request is fetched: the scheduled job runs once a day.
+INDEX_AGE = 86400
+
+
+def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: dict[str, str],
+         names: bool = True) -> dict[str, Any]:  # fmt: skip
+    """One revert as a pull request: the window's fetch and check against a complete clone's check.
+    With ``names``, the origin has the name index of its base branch as it was a day before."""
     pr_origin = pull_request_origin(origin, base, sha, work / "origin-pr.git", env)
+    if names:
+        when = int(git.run("log", "-1", "--format=%ct", sha, cwd=pr_origin).strip())
+        at = git.run("rev-list", "-1", "--first-parent", f"--before={when - INDEX_AGE}", f"{sha}^",
+                     cwd=pr_origin).strip() or f"{sha}^"  # fmt: skip
+        git.run("update-ref", "refs/heads/index-base", at, cwd=pr_origin)
+        build_index(pr_origin, "refs/heads/index-base", ref=f"refs/heads/{NAMES_BRANCH}")
+        git.run("update-ref", "-d", "refs/heads/index-base", cwd=pr_origin)
     new = work / "new" / "repo"
     subprocess.run(["rm", "-rf", str(new.parent)], check=True)
     new.parent.mkdir(parents=True)
@@ -129,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estimate-full", action="store_true",
                         help="fetch-depth: 0 as pack-objects of every ref (a mirror missing objects)")  # fmt: skip
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--names", action=argparse.BooleanOptionalAction, default=True,
+                        help="the origin keeps the name index of its base branch (a day old at each pull "
+                             "request)")  # fmt: skip
+    parser.add_argument("--by-name", action="store_true",
+                        help="fetch and check only reverts that the name index alone serves")  # fmt: skip
     args = parser.parse_args(argv)
     env = bench_env()
     mib = 1 << 20
@@ -143,15 +168,24 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(1)
     sample = rng.sample(reverts, min(args.samples, len(reverts)))
-    served, reasons = decide(origin, args.base, sample, args.margin_days)
+    names = None
+    if args.names:
+        indexed = _served_copy(origin, work / "origin-names.git", env)
+        built = build_index(indexed, f"refs/heads/{args.base}")
+        names = read_index(indexed)
+        print(f"[{name}] name index of {args.base}: {built.meta.commits} commits, {built.keys} names, "
+              f"{built.seconds:.1f}s")  # fmt: skip
+    served, reasons = decide(origin, args.base, sample, args.margin_days, names)
     history = int(git.run("rev-list", "--count", f"refs/heads/{args.base}", cwd=origin).strip())
-    sizes = sorted(n for _, n in served)
+    sizes = sorted(n for _, n, _ in served)
     print(f"[{name}] {len(sample)} of {len(reverts)} reverts of {args.base} ({history} commits): a window serves "
           f"{len(served)} ({len(served) / max(1, len(sample)):.0%}); commits in the window: median "
           f"{statistics.median(sizes) if sizes else 0:.0f}, p90 {sizes[int(len(sizes) * 0.9)] if sizes else 0}, "
           f"max {sizes[-1] if sizes else 0}")  # fmt: skip
     for reason, n in reasons.most_common(8):
         print(f"    whole history, {n}: {reason}")
+    if names is not None:
+        print(f"    served by the name index alone (whole history without it): {sum(b for _, _, b in served)}")
     if not args.flows or not served:
         return 0
     if args.estimate_full:
@@ -166,15 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     ref_clone = work / "ref" / "repo"
     print(f"[{name}] fetch-depth: 0 of the origin: {full / mib:.1f} MiB")
     rows = []
-    for sha, _ in rng.sample(served, min(args.flows, len(served))):
-        row = flow(origin, args.base, sha, work, ref_clone, env)
+    pool = [row for row in served if row[2]] if args.by_name else served
+    for sha, _, _ in rng.sample(pool, min(args.flows, len(pool))):
+        row = flow(origin, args.base, sha, work, ref_clone, env, args.names)
         total = row["checkout_bytes"] + row["fetch_bytes"]
         event = row["checkout_s"] + row["fetch_s"] + row["check_s"]
         rows.append((total / full, event, row["same"]))
         print(f"  {sha[:10]}: checkout + fetch {total / mib:.2f} MiB = {total / full:.1%} of fetch-depth: 0 "
               f"(+{row['check_bytes'] / mib:.2f} MiB the check read); event to report {event:.1f}s "
               f"(fetch {row['fetch_s']:.1f}s, check {row['check_s']:.1f}s); "
-              f"{_state(row)}; JSON "
+              f"{_state(row)}{', by name' if row['by_name'] else ''}; JSON "
               f"{'identical' if row['same'] else 'DIFFERS ' + ', '.join(row['differs'])}"
               f"{' (' + row['verdict'] + ')' if 'verdict' in row else ''}")  # fmt: skip
     shares = sorted(r[0] for r in rows)

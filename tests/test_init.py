@@ -97,7 +97,7 @@ def test_init_writes_the_workflows_and_the_config(repo: GitRepo, capsys: pytest.
     code, out, err = init(capsys, "--repo", str(repo.path), "--source", SOURCE)
     assert code == 0, err
     root = repo.path
-    jobs = {"revertbot.yml": {"analyze", "record", "dashboard"},
+    jobs = {"revertbot.yml": {"analyze", "record", "dashboard", "names"},
             "revertbot-gpu.yml": {"authorize", "gpu", "report", "record", "backport"},
             "revertbot-publish.yml": {"publish", "record"}}  # fmt: skip
     for name, dest in WORKFLOW_TEMPLATES:

@@ -504,8 +504,14 @@ def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp
 
     # ---- the scheduled run: refresh, record, rebuild the store from git plus the records, deploy
     scheduled = runner(world.event("schedule", {"schedule": "23 3 * * *"}), WORKFLOW, "schedule")
-    for job in ("analyze", "record", "dashboard"):
+    for job in ("analyze", "record", "dashboard", "names"):
         assert scheduled.run_job(job).result == "success", scheduled.results[job].log()
+    # The name index of main replaced the data branch (one commit without parents).
+    names = subprocess.run(["git", "show", "refs/heads/revertbot-names:meta.json"], cwd=world.remote,
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    main_tip = subprocess.run(["git", "rev-parse", "refs/heads/main"], cwd=world.remote, capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+    assert f'"tip": "{main_tip}"' in names and '"branch": "main"' in names, names
     # The refresh re-checked both open revert PRs and recorded them under its own run id.
     assert len(_history_files(world)) == 6
     assert "history: " in scheduled.results["dashboard"].log() and "6 record(s)" in scheduled.results["dashboard"].log()

@@ -505,8 +505,10 @@ class WorkflowRunner:
 
     def github_context(self, workspace: Path | None = None) -> dict[str, Any]:
         g = self.github
+        ref = self.workflow_ref().rpartition("@")[2]  # the ref the run is for (the definition's)
         ctx = {"token": g.token, "event_name": g.event_name, "event": self.event, "repository": g.repository,
-               "api_url": g.api_url, "server_url": g.server_url, "run_id": g.run_id}  # fmt: skip
+               "api_url": g.api_url, "server_url": g.server_url, "run_id": g.run_id, "ref": ref,
+               "ref_name": ref.removeprefix("refs/heads/")}  # fmt: skip
         if workspace is not None:
             ctx["workspace"] = str(workspace)
         return ctx

@@ -42,7 +42,9 @@ from revertbot.config import load_config
 from revertbot.errors import ConfigError, UsageError
 from revertbot.globs import match_branch
 from revertbot.pipeline import history_window
+from revertbot.pipeline.name_index_branch import LOCAL_REF as NAMES_REF, NAMES_BRANCH, read_index
 from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
+from revertbot.verdict.name_index import IndexUnreadable, NameSource
 from revertbot.verdict.releases import TAG_PATTERNS, version_key
 
 CONFIG_FILE = ".revertbot.yml"
@@ -363,7 +365,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         return
     if windowed and target.base is not None and target.pr is not None:
         done = _fetch_window(root, remote, target, release, tags, history, kept_tags, filt, window_margin_days, say,
-                             config_sha or None)  # fmt: skip
+                             config_sha or None, NAMES_BRANCH in listing.tips)  # fmt: skip
         if done is not None:
             seconds += done
             say(f"fetched in {seconds:.1f}s:")
@@ -406,26 +408,42 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
 
 
 def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequence[str], tags: bool, history: bool,
-                  kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any, base_commit: str | None
-                  ) -> float | None:  # fmt: skip
+                  kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any, base_commit: str | None,
+                  names_listed: bool) -> float | None:  # fmt: skip
     """The history window of the pull request's check (see :mod:`history_window`), then the history
     branch whole: the seconds, or None where the whole history is to be fetched (said why)."""
     assert target.base is not None and target.pr is not None
     tracking = f"refs/remotes/{remote}/"
     others = plan_refspecs(remote, FetchTarget(), release, tags=tags, history=False, kept_tags=kept_tags)
+    names, seconds = _name_index(root, remote, filt, say) if names_listed else (None, 0.0)
     say(f"fetching #{target.pr}'s commits and what its reverts name, then the history they need")
     done = history_window.fetch_window(root, remote, target.base, f"+refs/heads/{target.base}:{tracking}{target.base}",
                                        f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}", others, filt,
-                                       margin_days, base_commit=base_commit)  # fmt: skip
+                                       margin_days, base_commit=base_commit, names=names)  # fmt: skip
     if done.window.whole:
         say(f"the whole history is fetched: {done.window.reason}")
         return None
     since = time.strftime("%Y-%m-%d", time.gmtime(done.window.since))
     say(f"history since {since} ({done.window.reason}, and the look-back for silent relands where a named change "
         "is not a revert); release branches and tags: their own commits, whatever their dates")  # fmt: skip
-    seconds = done.seconds
+    seconds += done.seconds
     if history:
         # A data branch of its own: whole (the limits above would cut its records by date).
         spec = f"+refs/heads/{HISTORY_BRANCH}:{tracking}{HISTORY_BRANCH}"
         seconds += git.fetch_refspecs(root, remote, [spec], filter_spec=filt, unshallow=False).seconds
     return seconds
+
+
+def _name_index(root: Path, remote: str, filt: str | None, say: Any) -> tuple[NameSource | None, float]:
+    """The name index of the remote's data branch (its shard files are fetched as they are read),
+    and the seconds; None where it cannot be read (said why: the reverts it would serve then read
+    the whole history)."""
+    spec = f"+refs/heads/{NAMES_BRANCH}:{NAMES_REF}"
+    try:
+        # One commit without parents: nothing to deepen, and the clone's shallow boundary stays as it is.
+        seconds = git.fetch_refspecs(root, remote, [spec], filter_spec=filt, unshallow=False).seconds
+        return read_index(root), seconds
+    except (git.FetchError, IndexUnreadable) as exc:
+        say(f"the name index of {NAMES_BRANCH} is not read ({exc}): reverts named by title or number read the "
+            "whole history")  # fmt: skip
+        return None, 0.0

@@ -61,6 +61,7 @@ class _LazyGroup(click.Group):
         "gpu": ("revertbot.cli.gpu", "gpu"),
         "history": ("revertbot.cli.history", "history"),
         "init": ("revertbot.cli.init", "init_command"),
+        "names": ("revertbot.cli.names", "names"),
         "propose": ("revertbot.cli.propose", "propose_command"),
     }
 

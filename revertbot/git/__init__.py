@@ -140,6 +140,8 @@ from revertbot.git.writes import (
     create_ref as create_ref,
     identity_env as identity_env,
     push_refs as push_refs,
+    set_ref as set_ref,
+    tree_of_files as tree_of_files,
 )
 
 

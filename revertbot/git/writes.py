@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,3 +50,25 @@ def push_refs(repo: Path, remote: str, refspecs: Sequence[str], env: Mapping[str
     if remote.startswith("-"):
         raise UsageError(f"invalid remote name: {remote!r}")
     run("push", "--quiet", "--porcelain", "--", remote, *refspecs, cwd=repo, env=env)
+
+
+def tree_of_files(repo: Path, files: Mapping[str, bytes]) -> str:
+    """Write ``files`` (path -> content; paths with ``/`` make subtrees) as blobs and one tree into
+    the repository; the tree's id. Two git processes, whatever the number of files."""
+    with tempfile.TemporaryDirectory(prefix="revertbot-tree-") as tmp:
+        written = []
+        for n, data in enumerate(files.values()):
+            path = Path(tmp) / f"{n}"
+            path.write_bytes(data)
+            written.append(str(path))
+        ids = run("hash-object", "-w", "--no-filters", "--stdin-paths", cwd=repo,
+                  input="".join(f"{w}\n" for w in written)).split()  # fmt: skip
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        listing = "".join(f"100644 {oid}\t{path}\n" for path, oid in zip(files, ids, strict=True))
+        run("update-index", "--add", "--index-info", cwd=repo, env=env, input=listing)
+        return run("write-tree", cwd=repo, env=env).strip()
+
+
+def set_ref(repo: Path, ref: str, sha: str) -> None:
+    """Point ``ref`` at ``sha``, whatever it pointed at (a ref revertbot alone writes)."""
+    run("update-ref", "-m", "revertbot", ref, sha, cwd=repo)

@@ -40,7 +40,7 @@ DEFAULT_RUNNER_GROUP = "revertbot-gpu"
 
 # Template file -> (where it goes, the jobs it must define).
 _TEMPLATES: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "record", "dashboard")),
+    "revertbot.yml": (WORKFLOW_PATH, ("analyze", "record", "dashboard", "names")),
     "revertbot-gpu.yml": (GPU_WORKFLOW_PATH, ("authorize", "gpu", "report", "record", "backport")),
     "revertbot-publish.yml": (PUBLISH_WORKFLOW_PATH, ("publish", "record")),
     # Proposing reverts (propose.mode in .revertbot.yml, shadow by default: no pull request is opened).

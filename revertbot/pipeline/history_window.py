@@ -16,6 +16,7 @@ whole where the check reads. Anything else reads the whole history, as before.
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
+from revertbot.verdict.name_index import IndexUnreadable, NameSource, local_counts, wanted_keys
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
 
 #: Days of history fetched before the oldest commit the reverts name: committer clocks disagree,
@@ -47,6 +49,9 @@ class HistoryWindow:
     since: int | None
     reason: str
     named: tuple[str, ...] = ()  # the commits the reverts name, directly or through others
+    #: What the reverts name by title, pull request number, revision or abbreviated id, looked up in
+    #: the name index: (key, oldest commit time, commits of the index's history); 0, 0 for none.
+    keys: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -65,6 +70,12 @@ def _revert_like(commits: Iterable[Commit]) -> list[tuple[Commit, ParsedMessage]
             if pm.kind is not None:
                 out.append((c, pm))
     return out
+
+
+def _by_name(pm: ParsedMessage) -> bool:
+    """Whether the name index can say what ``pm`` names without ids (not a squash listing its
+    branch's commits, whose ancestry is asked of the history; not another repository's changeset)."""
+    return not pm.squashed and not pm.changesets
 
 
 def _unsupported(pm: ParsedMessage) -> str | None:
@@ -117,24 +128,32 @@ def _disagreement(c: Commit, pm: ParsedMessage, named: Sequence[Commit]) -> str 
 
 
 def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]], list[Commit]],
-                  margin_days: int = MARGIN_DAYS) -> HistoryWindow:  # fmt: skip
+                  margin_days: int = MARGIN_DAYS, names: NameSource | None = None) -> HistoryWindow:  # fmt: skip
     """The history a check of a pull request whose own commits are ``pr_commits`` reads.
 
     ``read_named(ids)`` gives the commits of ``ids`` that exist (fetched by id when the clone lacks
-    them); it is asked once a round, for the ids the last round's revert-like commits name."""
+    them); it is asked once a round, for the ids the last round's revert-like commits name. With
+    ``names`` (the name index), a revert that names what it undoes by title, pull request number
+    or an abbreviated id, or whose titles name other commits than its ids, is served too: the window
+    starts before the oldest commit of each of those names, and before the index's own commit
+    (the commits after it, the index does not count); :func:`fetch_window` then finds those commits
+    in the history fetched and checks their number against the index."""
     todo = _revert_like(pr_commits)
     if not todo:
         return _whole("no commit of the pull request names what it reverts or relands "
                       "(a reland is then found by its diff, among every revert of the history)")  # fmt: skip
     known: dict[str, Commit] = {}
     judged: list[tuple[Commit, ParsedMessage]] = []
+    keyed: list[ParsedMessage] = []
     for _ in range(MAX_ROUNDS):
         wanted: list[str] = []
         for c, pm in todo:
             why = _unsupported(pm)
             if why is not None:
-                return _whole(f"{c.sha[:10]} {why}")
-            wanted += [s.lower() for s in pm.shas if s.lower() not in known]
+                if names is None or not _by_name(pm):
+                    return _whole(f"{c.sha[:10]} {why}")
+                keyed.append(pm)
+            wanted += [s.lower() for s in pm.shas if s.lower() not in known and len(s) in _FULL_LENGTHS]
         judged += todo
         wanted = list(dict.fromkeys(wanted))
         if not wanted:
@@ -144,20 +163,58 @@ def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]]
         found = {c.sha.lower(): c for c in read_named(wanted)}
         missing = [s for s in wanted if s not in found]
         if missing:
+            # (Even with the name index: the check refuses a shallow clone without a commit a revert names.)
             return _whole(f"{missing[0][:10]}, which a revert names, is not on the remote (or not a commit)")
         known.update(found)
         todo = _revert_like(found[s] for s in wanted)
     else:
         return _whole(f"the chain of reverts is more than {MAX_ROUNDS} deep")
     for c, pm in judged:
+        if any(pm is k for k in keyed):
+            continue
         why = _disagreement(c, pm, [known[s.lower()] for s in pm.shas])
         if why is not None:
-            return _whole(f"{c.sha[:10]} {why}")
+            if names is None:
+                return _whole(f"{c.sha[:10]} {why}")
+            keyed.append(pm)
     dated = [*pr_commits, *known.values()]
     oldest = min(dated, key=lambda c: c.commit_time)
     since = oldest.commit_time - margin_days * 86400
-    return HistoryWindow(since, f"{margin_days} days before {oldest.sha[:10]}, the oldest of the pull request's "
-                         f"commits and the {len(known)} commit(s) its reverts name", tuple(known))  # fmt: skip
+    reason = (f"{margin_days} days before {oldest.sha[:10]}, the oldest of the pull request's commits and the "
+              f"{len(known)} commit(s) its reverts name")  # fmt: skip
+    if not keyed:
+        return HistoryWindow(since, reason, tuple(known))
+    assert names is not None
+    looked = _looked_up(keyed, names, len(known))
+    if isinstance(looked, str):
+        return _whole(looked)
+    keyed_since = _keyed_start(looked, names, margin_days)
+    if keyed_since < since:
+        reason = (f"{margin_days} days before the oldest commit its reverts name, by id or by a name the name index "
+                  f"made at {names.tip[:10]} counts")  # fmt: skip
+    else:
+        reason += f", whose other names the name index made at {names.tip[:10]} counts"
+    return HistoryWindow(min(since, keyed_since), reason, tuple(known), looked)
+
+
+def _looked_up(keyed: Sequence[ParsedMessage], names: NameSource, named: int) -> tuple[tuple[str, int, int], ...] | str:
+    """The keys ``keyed`` look up, with what the index says of each; or why the window cannot rest on them."""
+    keys, exact = wanted_keys(keyed)
+    if not exact:
+        return "a revert names a commit by fewer characters than the name index keeps"
+    try:
+        counts = names.counts(sorted(keys))
+    except IndexUnreadable as exc:
+        return f"the name index cannot be read: {exc}"
+    if named + sum(n for _, n in counts.values()) > MAX_NAMED:
+        return f"the reverts name more than {MAX_NAMED} commits, directly, through others or by a shared name"
+    return tuple((k, *counts.get(k, (0, 0))) for k in sorted(keys))
+
+
+def _keyed_start(keys: Iterable[tuple[str, int, int]], names: NameSource, margin_days: int) -> int:
+    """Where the history must start for the commits of ``keys`` and the index's own commit."""
+    oldest = min([names.tip_time, *(when for _, when, n in keys if n)])
+    return oldest - margin_days * 86400
 
 
 @dataclass(frozen=True)
@@ -171,8 +228,8 @@ class WindowFetch:
 
 
 def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
-                 filter_spec: str | None, margin_days: int = MARGIN_DAYS, base_commit: str | None = None
-                 ) -> WindowFetch:  # fmt: skip
+                 filter_spec: str | None, margin_days: int = MARGIN_DAYS, base_commit: str | None = None,
+                 names: NameSource | None = None) -> WindowFetch:  # fmt: skip
     """Fetch the history a check of the pull request reads into a shallow clone:
 
     1. the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs``
@@ -200,8 +257,13 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     after the original brings no commit cut from its history; a commit dated before its parents
     cuts nothing above the original), no release branch or tag merged a base commit (see
     :func:`_merges_at_the_boundary`), and the commits below the window's start are dated before it
-    as far as :func:`_dated_out_of_order` looks. Else ``window.whole`` says why and the caller fetches the
-    whole history (``--unshallow``)."""
+    as far as :func:`_dated_out_of_order` looks. With ``names`` (the name index, see
+    :func:`choose_window`), the commits a revert names by title, number or abbreviated id are those
+    of the history fetched that carry the name, and the window stands only where the index's commit
+    is in the base's history fetched, no commit after it lost its parents to the window's start,
+    and the commits of each name in its history are as many as the index counts
+    (:func:`_named_by_keys`). Else ``window.whole`` says why and the caller fetches the whole
+    history (``--unshallow``)."""
     seconds = 0.0
 
     def fetch(specs: Sequence[str], **limits: int | str) -> git.FetchResult:
@@ -231,9 +293,10 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 fetch(absent, depth=1)
         return git.commits_of(root, [s for s in ids if git.commit_present(root, s)])
 
-    window = choose_window(pr_commits, read_named, margin_days)
+    window = choose_window(pr_commits, read_named, margin_days, names)
     if window.whole:
         return WindowFetch(window, (), seconds)
+    keys = {k: (when, n) for k, when, n in window.keys}
     # The refs the remote has (a tag pattern may match none), each by its exact name.
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
     exact = [f"+{ref}:{ref}" if ref.startswith("refs/tags/") else f"+{_source(other_specs, ref)}:{ref}"
@@ -254,8 +317,10 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         except git.FetchError as exc:
             return whole(f"the release branches' own commits could not be fetched ({exc.message})")
     named = {c.sha: c for c in git.commits_of(root, list(window.named))}
-    for _ in range(MAX_ROUNDS):
+    for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
+        if keys and names is not None:
+            since = min(since, _keyed_start(((k, *v) for k, v in keys.items()), names, margin_days))
         fetch([base_spec, pr_spec], shallow_since=since)
         partly = git.join_shallow(root)
         # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
@@ -270,24 +335,50 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         # branch may have passed (a commit of the pull request merged on its own since).
         since_base = git.log_revs(root, [head_ref, f"^{base_commit}"]) if base_commit else pr_commits
         if {c.sha for c in since_base} - {c.sha for c in pr_commits}:
-            more_window = choose_window(since_base, read_named, margin_days)
+            more_window = choose_window(since_base, read_named, margin_days, names)
             if more_window.whole:
                 return whole(more_window.reason)
             pr_commits = since_base
             named.update({c.sha: c for c in git.commits_of(root, [s for s in more_window.named if s not in named])})
+            keys.update({k: (when, n) for k, when, n in more_window.keys})
             continue
+        if keys and names is not None:
+            by_name, why = _named_by_keys(root, history, here, keys, names, base_ref, head_ref)
+            if why is not None:
+                return whole(why)
+            new = [c for c in by_name if c.sha not in named]
+            if new:
+                if len(named) + len(new) > MAX_NAMED:
+                    return whole(f"the reverts name more than {MAX_NAMED} commits, directly, through others or "
+                                 "by a shared name")  # fmt: skip
+                further = choose_window(new, read_named, margin_days, names)
+                if further.whole and any(_revert_like([c]) for c in new):
+                    return whole(further.reason)
+                named.update({c.sha: c for c in new})
+                named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
+                keys.update({k: (when, n) for k, when, n in further.keys})
+                continue  # the named commits' own look-back and names may reach further back
         why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
         if why is not None:
             return whole(why)
-        more, why = _looked_back(root, history, named.values(), margin_days)
+        more, keyed, why = _looked_back(root, history, named.values(), margin_days, names is not None)
         if why is not None:
             return whole(why)
+        if keyed:
+            assert names is not None
+            looked = _looked_up(keyed, names, len(named))
+            if isinstance(looked, str):
+                return whole(looked)
+            fresh = {k: (when, n) for k, when, n in looked if k not in keys}
+            if fresh:
+                keys.update(fresh)
+                continue
         if not more:
             merged = [sha for sha in merges_cut if sha not in here]
             if merged:
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
-            why = _dated_out_of_order(root, here, since, fetch)
+            why = _dated_out_of_order(root, here, since, fetch) or _unresolved([*pr_commits, *named.values()], history)
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))
@@ -297,12 +388,52 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         found = read_named(more)
         if len(found) < len(more):
             return whole("a revert the check looks at names a commit the remote does not have")
-        further = choose_window(found, read_named, margin_days)
+        further = choose_window(found, read_named, margin_days, names)
         if further.whole and any(_revert_like([c]) for c in found):
             return whole(further.reason)
+        keys.update({k: (when, n) for k, when, n in further.keys})
         named.update({c.sha: c for c in found})
         named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
-    return whole(f"the reverts the check looks at name more, {MAX_ROUNDS} times over")
+    return whole(f"the reverts the check looks at name more, {2 * MAX_ROUNDS} times over")
+
+
+def _named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: Mapping[str, tuple[int, int]],
+                   names: NameSource, base_ref: str, head_ref: str) -> tuple[list[Commit], str | None]:  # fmt: skip
+    """The commits of the fetched ``history`` that carry one of ``keys``; or why they may not be all
+    of those the whole history has. The index counts the commits of each name in its commit's
+    history: where that commit is in the base's history fetched, and no commit after it lost its
+    parents to the window's start (what is under such a commit the index does not count), every
+    commit of a name is here once as many are as the index counts (one dated out of order and cut
+    by the date-limited fetch makes them fewer)."""
+    tip = names.tip
+    if tip not in here or not git.is_ancestor(root, tip, base_ref):
+        return [], (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
+                    "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
+    after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
+    late = sorted(git.shallow_commits(root) & here & after)
+    if late:
+        return [], (f"{late[0][:10]} lost its parents to the window's start but came after the name index's commit "
+                    f"{tip[:10]}: what is under it, the index does not count")  # fmt: skip
+    carrying = local_counts(history, keys)
+    for key, (_, count) in sorted(keys.items()):
+        held = sum(1 for c in carrying[key] if c.sha not in after)
+        if held != count:
+            return [], (f"the name index counts {count} commit(s) called {key!r} in the history of {tip[:10]}, "
+                        f"the window holds {held} (one dated out of order, cut by the date-limited fetch)")  # fmt: skip
+    return list({c.sha: c for found in carrying.values() for c in found}.values()), None
+
+
+def _unresolved(commits: Iterable[Commit], history: Sequence[Commit]) -> str | None:
+    """Why the check would not find a commit that one of ``commits``' reverts names by an
+    abbreviated id in ``history`` (a shallow clone where none has it: the check then stops, as the
+    original may be below the boundary); None when each has one."""
+    shas = sorted(c.sha.lower() for c in history)
+    for c, pm in _revert_like(commits):
+        for short in (s.lower() for s in pm.shas if len(s) not in _FULL_LENGTHS):
+            i = bisect_left(shas, short)
+            if i == len(shas) or not shas[i].startswith(short):
+                return f"{c.sha[:10]} names {short}, which no commit of the history fetched has"
+    return None
 
 
 def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -> int:
@@ -412,32 +543,36 @@ def _on_base(root: Path, branches: Sequence[str], base_ref: str, own: set[str]) 
     return sorted({c.sha for c in git.log_revs(root, [*_tips(root, branches), f"^{base_ref}"])} - own)
 
 
-def _looked_back(root: Path, history: Sequence[Commit], named: Iterable[Commit], margin_days: int
-                 ) -> tuple[list[str], str | None]:  # fmt: skip
+def _looked_back(root: Path, history: Sequence[Commit], named: Iterable[Commit], margin_days: int,
+                 by_name: bool = False) -> tuple[list[str], list[ParsedMessage], str | None]:  # fmt: skip
     """The ids named by the reverts of ``history`` that the check may find a named change to
     re-land silently (committed in the look-back before it, and changing one of its files: a
-    silent reland re-makes lines of the revert's files) and that are not among ``named``; or why
-    their names cannot be fetched by id."""
+    silent reland re-makes lines of the revert's files) and that are not among ``named``; the
+    messages of those that name what they undo otherwise, where ``by_name`` (a name index looks
+    their names up); or why their names cannot be fetched by id."""
     known = {c.sha for c in named}
     plain = [c for c in named if is_plain_change(c)]
     if not plain:
-        return [], None
+        return [], [], None
     spans = [(c.commit_time - (LOOKBACK_DAYS + margin_days) * 86400, c.commit_time + margin_days * 86400)
              for c in plain]  # fmt: skip
     looked = _revert_like(h for h in history if any(lo <= h.commit_time <= hi for lo, hi in spans))
     if not looked:
-        return [], None
+        return [], [], None
     paths = changed_paths(root, [c.sha for c in plain] + [c.sha for c, _ in looked])
     touched = {p for c in plain for p in paths.get(c.sha, ())}
     more: list[str] = []
+    keyed: list[ParsedMessage] = []
     for c, pm in looked:
         if c.sha in paths and touched.isdisjoint(paths[c.sha]):
             continue  # none of the named changes' files: it cannot be re-landed by them
         why = _unsupported(pm)
         if why is not None:
-            return [], f"{c.sha[:10]}, a revert the check looks at for a silent reland, {why}"
-        more += [s.lower() for s in pm.shas if s.lower() not in known]
-    return list(dict.fromkeys(more)), None
+            if not (by_name and _by_name(pm)):
+                return [], [], f"{c.sha[:10]}, a revert the check looks at for a silent reland, {why}"
+            keyed.append(pm)
+        more += [s.lower() for s in pm.shas if s.lower() not in known and len(s) in _FULL_LENGTHS]
+    return list(dict.fromkeys(more)), keyed, None
 
 
 def _source(specs: Sequence[str], dest: str) -> str:

@@ -708,7 +708,7 @@ def push_directory(directory: str | os.PathLike[str], digests: str | None, env: 
 # --------------------------------------------------------------------------- writing the branch
 
 
-def _auth_env(token: str | None) -> dict[str, str]:
+def token_env(token: str | None) -> dict[str, str]:
     """The token reaches git through the environment, never a command line or a config file."""
     if not token:
         return {}
@@ -769,7 +769,7 @@ def push_records(
                                  "with different content; neither was written")  # fmt: skip
             continue
         files[path] = text
-    env = _auth_env(token)
+    env = token_env(token)
     ref = f"refs/heads/{branch}"
 
     def result(written: Iterable[str], present: Iterable[str], attempt: int, commit: str,

@@ -1,0 +1,102 @@
+"""The name index on its data branch (see :mod:`revertbot.verdict.name_index`): made from a branch's
+whole history by the scheduled job, which runs nothing of a pull request, as one commit without
+parents that replaces the last (nothing accumulates), and read by ``revertbot fetch --window`` a
+few shard files at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from revertbot import git
+from revertbot.errors import GitError, UsageError
+from revertbot.verdict.grammar import index_message
+from revertbot.verdict.name_index import IndexMeta, IndexUnreadable, NameCounts, NameSource
+
+#: The data branch on the remote, and where a clone keeps its copy.
+NAMES_BRANCH = "revertbot-names"
+LOCAL_REF = "refs/revertbot/names"
+META_FILE = "meta.json"
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    meta: IndexMeta
+    commit: str
+    keys: int
+    seconds: float
+
+
+def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
+                progress: Callable[[int], None] | None = None) -> BuiltIndex:  # fmt: skip
+    """Index every commit of ``branch`` (a branch name or ref of ``root``) and write it as one
+    commit without parents at ``ref``. The clone needs the branch's commits only (no trees)."""
+    start = time.perf_counter()
+    rev = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+    if git.ref_sha(root, rev) is None and git.ref_sha(root, f"refs/remotes/origin/{branch}") is not None:
+        rev = f"refs/remotes/origin/{branch}"  # a clone made by actions/checkout has no local branch
+    tip = git.ref_sha(root, rev)
+    if tip is None:
+        raise UsageError(f"names: no branch {branch!r} in {root}",
+                         hint="name the branch the index is made of (--branch)")  # fmt: skip
+    if git.is_shallow(root) and git.shallow_commits(root):
+        raise UsageError("names: the clone is shallow: the index needs the branch's whole history",
+                         hint="fetch it with --unshallow (--filter=tree:0 brings the commits without their "
+                         "files)")  # fmt: skip
+    counts = NameCounts.empty()
+    tip_time = 0
+    n = 0
+    for c in git.iter_log(root, tip, keep=index_message):
+        if n == 0:
+            tip_time = c.commit_time
+        counts.add(c)
+        n += 1
+        if progress is not None and n % 20000 == 0:
+            progress(n)
+    meta = IndexMeta(branch.removeprefix("refs/heads/"), tip, tip_time, n)
+    files = {META_FILE: meta.dumps().encode(), **{f"keys/{name}": data for name, data in counts.shards().items()}}
+    tree = git.tree_of_files(root, files)
+    dated = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000"}
+    commit = git.commit_tree(root, tree, [], f"revertbot name index of {meta.branch} at {tip}\n", env=dated)
+    git.set_ref(root, ref, commit)
+    return BuiltIndex(meta, commit, len(counts.entries), time.perf_counter() - start)
+
+
+def read_index(root: Path, ref: str = LOCAL_REF) -> NameSource:
+    """The index at ``ref`` of ``root``, its shard files read (fetched, in a partial clone) when
+    asked for; :class:`IndexUnreadable` when it is not one this revertbot reads."""
+    meta_bytes = git.blobs(root, [f"{ref}:{META_FILE}"]).get(f"{ref}:{META_FILE}")
+    if meta_bytes is None:
+        raise IndexUnreadable(f"{ref} holds no {META_FILE}")
+    meta = IndexMeta.loads(meta_bytes)
+
+    def read_shards(names: Sequence[str]) -> Mapping[str, bytes]:
+        specs = {name: f"{ref}:keys/{name}" for name in names}
+        try:
+            found = git.blobs(root, list(specs.values()))
+        except GitError as exc:
+            raise IndexUnreadable(f"its files could not be read ({exc})") from None
+        out = {}
+        for name, spec in specs.items():
+            data = found.get(spec)
+            if data is None:
+                raise IndexUnreadable(f"it has no shard file keys/{name}")
+            out[name] = data
+        return out
+
+    return NameSource(meta.tip, meta.tip_time, read_shards)
+
+
+def index_meta(root: Path, ref: str = LOCAL_REF) -> IndexMeta | None:
+    data = git.blobs(root, [f"{ref}:{META_FILE}"]).get(f"{ref}:{META_FILE}")
+    return None if data is None else IndexMeta.loads(data)
+
+
+def push_index(root: Path, remote: str, env: Mapping[str, str], ref: str = LOCAL_REF,
+               branch: str = NAMES_BRANCH) -> None:  # fmt: skip
+    """Replace ``branch`` of ``remote`` with the index at ``ref`` (a forced push: each index is a
+    commit of its own, and the newest one is the one read)."""
+    git.push_refs(root, remote, [f"+{ref}:refs/heads/{branch}"], env=env)

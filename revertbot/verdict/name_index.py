@@ -1,0 +1,186 @@
+"""The name index: for every key a revert message can call a commit by (see
+:func:`history_index.lookup_keys`: ids, titles, pull request numbers, revisions, cherry-pick
+sources), how many commits of one branch's history carry it and when the oldest of them was
+committed.
+
+It lets the analyze job fetch, for a revert named by its title or pull request number, the history
+from the oldest commit of that name rather than the whole history: the count proves, once that
+history is here, that every commit of the name is (a commit dated out of order, cut by the
+date-limited fetch, makes the counts differ). It is written by a trusted scheduled job from the
+whole history and read at the commit it was made from (``tip``); this module is plain data: keys
+in, bytes out, and back.
+
+The bytes: the keys' 64-bit hashes, split by their first byte into :data:`SHARDS` files of sorted
+fixed-size records (hash, oldest commit time, count), so a reader fetches the few files of the
+keys it wants (a few kilobytes each), not the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from revertbot.models import Commit
+from revertbot.verdict.history_index import NamedCommits, lookup_keys
+
+#: What the keys are; bumped whenever :func:`lookup_keys` or :class:`NamedCommits` changes what a
+#: key is (an index made by another version is then not read: its keys may differ).
+KEYS_VERSION = 1
+FORMAT = "revertbot-names/1"
+SHARDS = 256
+_RECORD = struct.Struct(">QII")  # key hash, oldest commit time, commits
+_MAX_COUNT = 0xFFFFFFFF
+_MAX_TIME = 0xFFFFFFFF
+
+
+class IndexUnreadable(ValueError):
+    """The index's files are not what this version writes (the reader then fetches the whole history)."""
+
+
+def key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
+def shard_name(h: int) -> str:
+    return f"{h >> 56:02x}"
+
+
+def commit_keys(c: Commit) -> set[str]:
+    """The keys ``c`` is found by, each once."""
+    return set(lookup_keys(c))
+
+
+def wanted_keys(messages: Iterable[object]) -> tuple[set[str], bool]:
+    """The keys the parsed revert messages ``messages`` look up, and whether the keys cover every
+    lookup they make (False: one names something by fewer characters than a key holds)."""
+    named = NamedCommits()
+    for pm in messages:
+        named.want(pm)  # type: ignore[arg-type]
+    return named.wanted, named.exact
+
+
+@dataclass
+class NameCounts:
+    """Per key hash: (oldest commit time, commits). Built by :meth:`add` from a history's commits."""
+
+    entries: dict[int, tuple[int, int]]
+
+    @classmethod
+    def empty(cls) -> NameCounts:
+        return cls({})
+
+    def add(self, c: Commit) -> None:
+        when = min(max(c.commit_time, 0), _MAX_TIME)
+        entries = self.entries
+        for key in commit_keys(c):
+            h = key_hash(key)
+            old = entries.get(h)
+            entries[h] = (when, 1) if old is None else (min(old[0], when), min(old[1] + 1, _MAX_COUNT))
+
+    def shards(self) -> dict[str, bytes]:
+        """Every shard file's bytes, by name (all :data:`SHARDS` of them, the empty ones too)."""
+        by_shard: dict[str, list[int]] = {f"{i:02x}": [] for i in range(SHARDS)}
+        for h in self.entries:
+            by_shard[shard_name(h)].append(h)
+        return {name: b"".join(_RECORD.pack(h, *self.entries[h]) for h in sorted(hs)) for name, hs in by_shard.items()}
+
+    @classmethod
+    def from_shards(cls, shards: Mapping[str, bytes]) -> NameCounts:
+        entries: dict[int, tuple[int, int]] = {}
+        for name, data in shards.items():
+            entries.update(decode_shard(name, data))
+        return cls(entries)
+
+
+def decode_shard(name: str, data: bytes) -> dict[int, tuple[int, int]]:
+    if len(data) % _RECORD.size:
+        raise IndexUnreadable(f"shard {name} is {len(data)} bytes, not a whole number of records")
+    out: dict[int, tuple[int, int]] = {}
+    last = -1
+    for h, when, count in _RECORD.iter_unpack(data):
+        if shard_name(h) != name or h <= last or count == 0:
+            raise IndexUnreadable(f"shard {name} holds a record out of place, out of order or of no commit")
+        last = h
+        out[h] = (when, count)
+    return out
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """The index's header: the branch and commit it was made from, and what it holds."""
+
+    branch: str
+    tip: str
+    tip_time: int
+    commits: int
+
+    def dumps(self) -> str:
+        return json.dumps({"format": FORMAT, "keys_version": KEYS_VERSION, "shards": SHARDS, "branch": self.branch,
+                           "tip": self.tip, "tip_time": self.tip_time, "commits": self.commits},
+                          indent=2, sort_keys=True) + "\n"  # fmt: skip
+
+    @classmethod
+    def loads(cls, data: bytes) -> IndexMeta:
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise IndexUnreadable(f"its header is not JSON ({exc})") from None
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            raise IndexUnreadable(f"its header is not {FORMAT}")
+        if raw.get("keys_version") != KEYS_VERSION or raw.get("shards") != SHARDS:
+            raise IndexUnreadable(f"it was made with keys of version {raw.get('keys_version')!r} "
+                                  f"(this revertbot reads version {KEYS_VERSION})")  # fmt: skip
+        tip, branch = raw.get("tip"), raw.get("branch")
+        tip_time, commits = raw.get("tip_time"), raw.get("commits")
+        if not (isinstance(tip, str) and len(tip) in (40, 64) and all(ch in "0123456789abcdef" for ch in tip)):
+            raise IndexUnreadable("its header names no commit it was made from")
+        if not (isinstance(branch, str) and isinstance(tip_time, int) and isinstance(commits, int)):
+            raise IndexUnreadable("its header lacks the branch, the tip's time or the count of commits")
+        return cls(branch, tip, tip_time, commits)
+
+
+@dataclass(frozen=True)
+class NameSource:
+    """An index as its reader sees it: the commit it was made from, that commit's time, and what
+    reads the shard files named (a fetch of those few files in a partial clone)."""
+
+    tip: str
+    tip_time: int
+    read_shards: Callable[[Sequence[str]], Mapping[str, bytes]]
+
+    def counts(self, keys: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per key the index has, (oldest commit time, commits); :class:`IndexUnreadable` when its
+        files are not as written."""
+        return counts_of(keys, self.read_shards(shards_for(keys)))
+
+
+def counts_of(keys: Sequence[str], shards: Mapping[str, bytes]) -> dict[str, tuple[int, int]]:
+    """Per key of ``keys`` found in the shard files ``shards`` (those the keys fall in), its
+    (oldest commit time, commits); a key the index lacks is in no commit of the tip's history."""
+    decoded = {name: decode_shard(name, data) for name, data in shards.items()}
+    out: dict[str, tuple[int, int]] = {}
+    for key in keys:
+        h = key_hash(key)
+        name = shard_name(h)
+        if name not in decoded:
+            raise IndexUnreadable(f"shard {name} was not read")
+        if h in decoded[name]:
+            out[key] = decoded[name][h]
+    return out
+
+
+def shards_for(keys: Iterable[str]) -> list[str]:
+    return sorted({shard_name(key_hash(k)) for k in keys})
+
+
+def local_counts(commits: Iterable[Commit], keys: Iterable[str]) -> dict[str, list[Commit]]:
+    """The commits among ``commits`` found by each of ``keys``."""
+    wanted = set(keys)
+    out: dict[str, list[Commit]] = {k: [] for k in wanted}
+    for c in commits:
+        for key in commit_keys(c) & wanted:
+            out[key].append(c)
+    return out

@@ -1,0 +1,293 @@
+"""The name index (`revertbot names`) and the history windows it serves: a revert named by title,
+pull request number or an abbreviated id fetches the history from the oldest commit of that name
+(the index's count proves that all are there), and the check on that clone says what it says on a
+complete clone. What the index cannot vouch for (its commit not in the base's history, a commit
+of the name cut by the date-limited fetch, a merge after it of history older than the window)
+fetches the whole history."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from revertbot import git
+from revertbot.models import Commit
+from revertbot.pipeline.history_window import choose_window
+from revertbot.pipeline.name_index_branch import LOCAL_REF, build_index, read_index
+from revertbot.verdict.history_index import lookup_keys
+from revertbot.verdict.name_index import (
+    IndexMeta,
+    IndexUnreadable,
+    NameCounts,
+    NameSource,
+    counts_of,
+    decode_shard,
+    key_hash,
+    shard_name,
+)
+from tests.gitrepo import GitRepo
+from tests.test_fetch_window import (
+    DAY,
+    _check,
+    _checkout_depth_1,
+    _complete,
+    _fetch,
+    _git,
+    _history,
+    _origin,
+    _present,
+    _run,
+)
+
+NAMES = "refs/heads/revertbot-names"
+
+
+def _indexed(origin: Path, at: str = "main") -> None:
+    """The name index of ``at`` on the origin's data branch, as the scheduled job leaves it."""
+    if at != "main":
+        _git(origin, "update-ref", "refs/heads/index-base", at)
+        at = "refs/heads/index-base"
+    build_index(origin, at, ref=NAMES)
+    if at.startswith("refs/heads/index-base"):
+        _git(origin, "update-ref", "-d", at)
+
+
+def _pr(tmp_path: Path, g: GitRepo, original: str, message: str, index_at: str = "main") -> tuple[str, str, Path]:
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    revert = g.revert(original, message=message)
+    g.checkout("main")
+    origin = _origin(tmp_path, g, revert)
+    _indexed(origin, index_at)
+    return base, revert, origin
+
+
+# --------------------------------------------------------------------------- the index itself
+
+
+def test_the_index_counts_each_name_and_its_oldest_commit(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    built = build_index(g.path, "main")
+    commits = git.log(g.path, "refs/heads/main")
+    assert built.meta.tip == shas["late"] and built.meta.commits == len(commits)
+    source = read_index(g.path)
+    assert source.tip == shas["late"]
+    expected: dict[str, tuple[int, int]] = {}
+    for c in commits:
+        for key in set(lookup_keys(c)):
+            when, n = expected.get(key, (c.commit_time, 0))
+            expected[key] = (min(when, c.commit_time), n + 1)
+    keys = sorted(expected)
+    assert source.counts(keys) == expected
+    assert expected["t:fix lint"][1] == 1 and expected["p:3"] == (g_time(g, shas["original"]), 1)
+    # A name no commit has is absent: no commit of the tip's history carries it.
+    assert source.counts(["t:no such title", "p:99999"]) == {}
+    # The same history indexed again is the same commit (nothing depends on the clock).
+    assert build_index(g.path, "main").commit == built.commit
+
+
+def _git_input(cwd: Path, text: str, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, input=text, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def g_time(g: GitRepo, sha: str) -> int:
+    return int(_git(g.path, "log", "-1", "--format=%ct", sha))
+
+
+def test_an_index_not_as_written_is_not_read() -> None:
+    counts = NameCounts.empty()
+    counts.add(Commit("a" * 40, (), "a", "a@x", 5, 7, "Add X (#3)\n"))
+    shards = counts.shards()
+    name = shard_name(key_hash("p:3"))
+    assert counts_of(["p:3"], shards) == {"p:3": (7, 1)}
+    with pytest.raises(IndexUnreadable, match="whole number"):
+        decode_shard(name, shards[name] + b"x")
+    moved = "00" if name != "00" else "01"
+    with pytest.raises(IndexUnreadable, match="out of place"):
+        decode_shard(moved, shards[name])
+    with pytest.raises(IndexUnreadable, match="no commit"):
+        decode_shard(name, struct.pack(">QII", key_hash("p:3"), 7, 0))
+    meta = IndexMeta("main", "a" * 40, 7, 1)
+    assert IndexMeta.loads(meta.dumps().encode()) == meta
+    other_keys = meta.dumps().replace('"keys_version": 1', '"keys_version": 99').encode()
+    for broken in (b"{", b'{"format": "other"}', other_keys, meta.dumps().replace("a" * 40, "main").encode()):
+        with pytest.raises(IndexUnreadable):
+            IndexMeta.loads(broken)
+
+
+def test_names_update_and_show_on_the_command_line(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    code, _, err = _run("names", "update", "--repo", str(g.path), "--branch", "main")
+    assert code == 0 and f"commits of main at {shas['late'][:12]}" in err, err
+    code, out, _ = _run("names", "show", "--repo", str(g.path))
+    assert code == 0 and shas["late"] in out and "commits of main" in out
+    code, _, err = _run("names", "update", "--repo", str(g.path), "--branch", "nope")
+    assert code != 0 and "no branch 'nope'" in err and "Traceback" not in err
+    shallow = tmp_path / "shallow"
+    _git(tmp_path, "clone", "-q", "--depth=3", g.path.as_uri(), str(shallow))
+    code, _, err = _run("names", "update", "--repo", str(shallow), "--branch", "main")
+    assert code != 0 and "shallow" in err and "Traceback" not in err
+    code, _, err = _run("names", "show", "--repo", str(shallow))
+    assert code != 0 and "no name index" in err
+
+
+def test_choose_window_with_an_index_is_plain_data() -> None:
+    original = Commit("a" * 40, (), "a", "a@x", 1_000 * DAY, 1_000 * DAY, "Add X (#3)\n")
+    revert = Commit("b" * 40, (), "a", "a@x", 1_010 * DAY, 1_010 * DAY, 'Revert "Add X (#3)"\n\nIt broke CI.\n')
+    counts = NameCounts.empty()
+    counts.add(original)
+    source = NameSource("c" * 40, 1_005 * DAY, lambda names: {n: counts.shards()[n] for n in names})
+    assert choose_window([revert], lambda ids: [], margin_days=7).whole
+    window = choose_window([revert], lambda ids: [], margin_days=7, names=source)
+    assert not window.whole and window.since == (1_000 - 7) * DAY
+    assert ("p:3", 1_000 * DAY, 1) in window.keys and ("t:add x", 1_000 * DAY, 1) in window.keys
+    # The index's own commit bounds the start too: the commits after it, it does not count.
+    late = NameSource("c" * 40, 900 * DAY, source.read_shards)
+    assert choose_window([revert], lambda ids: [], margin_days=7, names=late).since == (900 - 7) * DAY
+
+    def unreadable(names: object) -> dict[str, bytes]:
+        raise IndexUnreadable("shard 00 is 3 bytes")
+
+    broken = choose_window([revert], lambda ids: [], 7, NameSource("c" * 40, 0, unreadable))
+    assert broken.whole and "name index cannot be read" in broken.reason
+
+
+# --------------------------------------------------------------------------- windows it serves
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'Revert "Make f return 2 (#3)"\n\nIt broke the build.\n',
+        "Revert #3\n\nReverts owner/repo#3.\n",
+        'Revert "Make f return 2 (#3)"\n\nThis reverts commit {short}.\n',
+        'Revert "Make f return 2 (#3)" (#9)\n\nThis reverts commit {original}.\nReverts #4.\n',
+    ],
+    ids=["title-only", "pr-number-only", "abbreviated", "other-pr"],
+)
+def test_a_revert_named_otherwise_than_by_id_gets_a_window(tmp_path: Path, message: str) -> None:
+    g, shas = _history(tmp_path)
+    base, revert, origin = _pr(tmp_path, g, shas["original"],
+                               message.format(original=shas["original"], short=shas["original"][:10]))  # fmt: skip
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err and "name index" in err, err
+    assert git.is_shallow(work) and not _present(work, shas["root"])
+    assert _present(work, shas["original"]) and shas["original"] not in git.shallow_commits(work)
+    mine = _check(work, revert, base)
+    assert mine == _check(_complete(origin, tmp_path), revert, base)
+    assert [o[:40] for o in mine["originals"]] == [shas["original"]], mine["originals"]  # type: ignore[attr-defined,index]
+
+
+def test_a_title_an_old_commit_shares_reaches_back_to_it(tmp_path: Path) -> None:
+    """'Fix lint' was a commit 380 days back; a revert naming it by title reverts the one it finds
+    where a complete clone finds it, and the window holds the old one."""
+    g, shas = _history(tmp_path)
+    g.tick(DAY)
+    lint = g.commit("Fix lint", {"c.py": "y = 'lint'\n"})
+    g.tick(DAY)
+    base, revert, origin = _pr(tmp_path, g, lint, 'Revert "Fix lint"\n\nWrong one.\n')
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err, err
+    assert _present(work, shas["old3"]) and shas["old3"] not in git.shallow_commits(work)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_an_index_a_few_commits_old_serves_an_original_made_after_it(tmp_path: Path) -> None:
+    g, _shas = _history(tmp_path)
+    stale = g.head()
+    g.tick(DAY)
+    new = g.commit("Make g exist (#12)", {"g.py": "def g():\n    return 0\n"})
+    g.tick(DAY)
+    g.commit("Touch c once more (#13)", {"c.py": "y = 3\n"})
+    base, revert, origin = _pr(tmp_path, g, new, 'Revert "Make g exist (#12)"\n\nNot yet.\n', index_at=stale)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err and git.is_shallow(work), err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_an_index_of_another_history_fetches_the_whole_history(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "elsewhere", shas["old50"])
+    g.commit("Somewhere else", {"z.py": "z = 1\n"})
+    other = g.head()
+    g.checkout("main")
+    base, revert, origin = _pr(tmp_path, g, shas["original"], 'Revert "Make f return 2 (#3)"\n\nNo.\n', index_at=other)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "not in the base's history" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_a_commit_of_the_name_below_one_dated_too_early_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A second 'Make f return 2 (#3)' lies under a commit dated before the window (a clock far
+    behind): the date-limited fetch stops there, the window holds fewer commits of the name than the
+    index counts, and the whole history is fetched."""
+    g, _shas = _history(tmp_path)
+    g.tick(DAY)
+    again = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2  # again\n"})
+    now = g._clock
+    g._clock = now - 600 * DAY
+    g.commit("Clock far behind (#20)", {"d.py": "w = 0\n"})
+    g._clock = now + DAY
+    g.commit("Touch d (#21)", {"d.py": "w = 1\n"})
+    base, revert, origin = _pr(tmp_path, g, again, 'Revert "Make f return 2 (#3)"\n\nStill broken.\n')
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched: the name index counts 2 commit(s) called 'p:3'" in err, err
+    assert not git.is_shallow(work)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Path) -> None:
+    """The check stops in a shallow clone where a revert names an id it cannot find (the commit may
+    be below the boundary): the fetch takes the whole history instead, as without the index."""
+    g, shas = _history(tmp_path)
+    message = 'Revert "Make f return 2 (#3)"\n\nThis reverts commit ddddddddde.\n'
+    base, revert, origin = _pr(tmp_path, g, shas["original"], message)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "names ddddddddde, which no commit" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_without_the_data_branch_a_title_reads_the_whole_history(tmp_path: Path) -> None:
+    g, shas = _history(tmp_path)
+    base, _revert, origin = _pr(tmp_path, g, shas["original"], 'Revert "Make f return 2 (#3)"\n\nNo.\n')
+    _git(origin, "update-ref", "-d", NAMES)
+    _work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "by title or number only" in err, err
+    # A data branch that is not an index is said, and changes nothing else.
+    blob = _git_input(origin, "not json", "hash-object", "-w", "--stdin")
+    tree = _git_input(origin, f"100644 blob {blob}\tmeta.json\n", "mktree")
+    commit = _git(origin, "commit-tree", tree, "-m", "x").strip()
+    _git(origin, "update-ref", NAMES, commit)
+    work2 = tmp_path / "again" / "repo"
+    _checkout_depth_1(origin, work2, base)
+    code, _, err = _run("fetch", "--repo", str(work2), "--base", "main", "--base-sha", base, "--pr", "7", "--window")
+    assert code == 0 and "name index of revertbot-names is not read" in err and "not JSON" in err, err
+    assert "by title or number only" in err
+    assert git.ref_sha(work2, LOCAL_REF) is not None
+
+
+def test_an_old_branch_merged_after_the_index_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A branch whose commits are older than the window, one of them titled as the original, is
+    merged after the index was made: the index does not count it, and the date-limited fetch
+    leaves it out; the window cannot stand."""
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "old-side", shas["old20"])
+    now = g._clock
+    g._clock = now - 300 * DAY
+    g.commit("Make f return 2 (#3)", {"side.py": "s = 1\n"})
+    g._clock = now + DAY
+    g.checkout("main")
+    stale = g.head()
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'old-side'", "old-side")
+    g.tick(DAY)
+    g.commit("Touch d (#22)", {"d.py": "w = 1\n"})
+    base, revert, origin = _pr(tmp_path, g, shas["original"], 'Revert "Make f return 2 (#3)"\n\nNo.\n',
+                               index_at=stale)  # fmt: skip
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
