@@ -16,12 +16,13 @@ import pytest
 from bench.dependents import build, fast_import
 from revertbot.analysis.dependents import search_dependents
 from revertbot.analysis.symbols import SymbolChange, diff_symbols
+from tests.timing import timed
 
 BOUND_S = 10.0
 
 
 def changes_of(built: dict[str, Any]) -> tuple[list[SymbolChange], list[str], float, list[str]]:
-    t = time.perf_counter()
+    t = time.thread_time()  # in-process work: this thread's CPU, another process's load aside
     changes: list[SymbolChange] = []
     notes: list[str] = []
     for p in sorted(built["before"]):
@@ -30,7 +31,7 @@ def changes_of(built: dict[str, Any]) -> tuple[list[SymbolChange], list[str], fl
         if note:
             notes.append(note)
     removed = [p for p, c in built["after"].items() if c is None]
-    return changes, removed, time.perf_counter() - t, notes
+    return changes, removed, time.thread_time() - t, notes
 
 
 def found(result: Any) -> set[tuple[str, int]]:
@@ -41,10 +42,9 @@ def test_twenty_thousand_deleted_modules(tmp_path: Path) -> None:
     built = build("modules", tmp_path / "r")
     changes, removed, symbols_s, _ = changes_of(built)
     assert len(removed) == 20_000 and len(changes) == 20_000
-    t = time.perf_counter()
-    result = search_dependents(built["repo"], built["revert"], changes, removed)
-    search_s = time.perf_counter() - t
-    assert symbols_s < BOUND_S and search_s < BOUND_S, (symbols_s, search_s)
+    with timed() as search:
+        result = search_dependents(built["repo"], built["revert"], changes, removed)
+    assert symbols_s < BOUND_S and search.within(BOUND_S), (symbols_s, str(search))
     assert found(result) == set(built["expected"])
     # 400 module prefixes do not fit in the bounded grep: the report says so.
     assert any("dotted and file-path references searched for 24 of 400 module prefixes" in n for n in result.notes)
@@ -55,10 +55,9 @@ def test_one_file_with_fifteen_thousand_functions(tmp_path: Path) -> None:
     assert len(built["before"]["pkg/gen.py"]) > 300_000
     changes, removed, symbols_s, _ = changes_of(built)
     assert len(changes) == 14_999
-    t = time.perf_counter()
-    result = search_dependents(built["repo"], built["revert"], changes, removed)
-    search_s = time.perf_counter() - t
-    assert symbols_s < BOUND_S and search_s < BOUND_S, (symbols_s, search_s)
+    with timed() as search:
+        result = search_dependents(built["repo"], built["revert"], changes, removed)
+    assert symbols_s < BOUND_S and search.within(BOUND_S), (symbols_s, str(search))
     assert found(result) == set(built["expected"])
     assert result.notes == ()
 
@@ -69,9 +68,9 @@ def test_fifty_megabyte_generated_module(tmp_path: Path) -> None:
     assert changes == [] and removed == ["pkg/tables.py"]
     assert symbols_s < 1.0
     assert notes and "symbols not analysed (limit 1 MB)" in notes[0]
-    t = time.perf_counter()
-    result = search_dependents(built["repo"], built["revert"], changes, removed)
-    assert time.perf_counter() - t < BOUND_S
+    with timed() as search:
+        result = search_dependents(built["repo"], built["revert"], changes, removed)
+    assert search.within(BOUND_S), str(search)
     assert [(d.symbol, d.file, d.line) for d in result.dependents] == [("module:pkg/tables.py", "app/a.py", 1)]
 
 
@@ -123,9 +122,9 @@ def test_thousands_of_changed_classes_imported_names_and_local_subclasses(tmp_pa
     repo.commit("init", {"pkg/__init__.py": "", "pkg/mod.py": after, "app/use.py": user})
     changes, note = diff_symbols("pkg/mod.py", before, after)
     assert note is None and sum(c.change == "removed" for c in changes) == n
-    start = time.perf_counter()
-    result = search_dependents(repo.path, repo.head(), changes)
-    assert time.perf_counter() - start < BOUND_S
+    with timed() as search:
+        result = search_dependents(repo.path, repo.head(), changes)
+    assert search.within(BOUND_S), str(search)
     lines = user.split("\n")
     assert found(result) == {("app/use.py", lines.index("        return self.run()") + 1)}
 

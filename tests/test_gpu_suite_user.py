@@ -14,6 +14,7 @@ readable by others, writable only by it. Tests skip unless they run as root or w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -276,17 +277,24 @@ TESTS = textwrap.dedent('''
 
 
     def test_attacks_and_report():
-        import json, os
+        import hashlib, json, os
         attack("suite")
+        # Named apart from another run's leftovers in the same shared directories (run_tag).
+        tag = hashlib.sha256(os.environ["ATTACK_REPORT_DIR"].encode()).hexdigest()[:12]
         for shared in ("/tmp", "/dev/shm"):  # files left where a later step might look
             try:
-                Path(shared, f"rbtest-leftover-{os.getuid()}-{os.getpid()}").write_text("left behind")
+                Path(shared, f"rbtest-leftover-{os.getuid()}-{tag}-{os.getpid()}").write_text("left behind")
             except OSError:
                 pass
         print("::add-mask::a workflow command printed by the suite")
         seen = {"uid": os.getuid(), "env": dict(os.environ), "cwd": os.getcwd()}
         (REPORT / f"env-{os.getpid()}.json").write_text(json.dumps(seen))
 ''')
+
+
+def run_tag(report: Path) -> str:
+    """The tag the suite's leftovers carry: one run's, not another's beside it."""
+    return hashlib.sha256(str(report).encode()).hexdigest()[:12]
 
 
 def attack_project(root: Path) -> tuple[GitRepo, str]:
@@ -417,7 +425,8 @@ def test_suite_user_stops_every_attack_on_later_steps(suite_user: tuple[str, int
     assert [p.name for p in report.glob("fsmonitor-ran-as-*")] == [f"fsmonitor-ran-as-{uid}"]
     # The user's area is gone, and so is what it left in the shared temporary directories.
     assert not [a for a in Path(AREA_PARENT).glob(AREA_PREFIX + "*") if a.lstat().st_uid == uid]
-    assert not [*Path("/tmp").glob(f"rbtest-leftover-{uid}-*"), *Path("/dev/shm").glob(f"rbtest-leftover-{uid}-*")]
+    left = f"rbtest-leftover-{uid}-{run_tag(report)}-*"
+    assert not [*Path("/tmp").glob(left), *Path("/dev/shm").glob(left)]
 
 
 @pytest.mark.slow
@@ -459,14 +468,14 @@ def test_without_a_suite_user_the_same_attacks_succeed(suite_user: tuple[str, in
         assert (out / "before" / "leak.txt").is_symlink()
         seen = [json.loads(p.read_text()) for p in report.glob("env-*.json")]
         assert {s["uid"] for s in seen} == {os.getuid()} and all("GITHUB_ENV" in s["env"] for s in seen)
-        assert list(Path("/tmp").glob(f"rbtest-leftover-{os.getuid()}-*"))
+        assert list(Path("/tmp").glob(f"rbtest-leftover-{os.getuid()}-{run_tag(report)}-*"))
     finally:
         for pid_file in report.glob("daemon-*.pid"):  # the daemons this test started, should they still live
             pid = int(pid_file.read_text())
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         for shared in ("/tmp", "/dev/shm"):
-            for left in Path(shared).glob(f"rbtest-leftover-{os.getuid()}-*"):
+            for left in Path(shared).glob(f"rbtest-leftover-{os.getuid()}-{run_tag(report)}-*"):
                 left.unlink()
 
 
