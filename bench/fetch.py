@@ -52,9 +52,11 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.scan import accuracy, bench_env, revertbot_command, timed
 from bench.synth_pytorch import add_shape_arguments, cached_pytorch
+from revertbot import git
 from revertbot.config import load_config
 from revertbot.errors import ConfigError
 from revertbot.globs import match_branch
+from revertbot.pipeline.name_index_branch import NAMES_BRANCH, build_index
 
 GOALS = {"bytes": 0.10, "event": 60.0, "p95": 1.0, "scan": 5.0}
 
@@ -394,6 +396,21 @@ def pull_request_origin(origin: Path, base: str, revert: str, dest: Path, env: d
     return dest
 
 
+#: How old the name index is when a pull request is fetched: the scheduled job runs once a day.
+INDEX_AGE = 86400
+
+
+def index_names(pr_origin: Path, revert: str) -> None:
+    """The name index on ``pr_origin``'s ``revertbot-names`` branch as the scheduled job left it
+    a day before ``revert`` (of the base's first-parent commit of that time, else the revert's parent)."""
+    when = int(git.run("log", "-1", "--format=%ct", revert, cwd=pr_origin).strip())
+    at = git.run("rev-list", "-1", "--first-parent", f"--before={when - INDEX_AGE}", f"{revert}^",
+                 cwd=pr_origin).strip() or f"{revert}^"  # fmt: skip
+    git.run("update-ref", "refs/heads/index-base", at, cwd=pr_origin)
+    build_index(pr_origin, "refs/heads/index-base", ref=f"refs/heads/{NAMES_BRANCH}")
+    git.run("update-ref", "-d", "refs/heads/index-base", cwd=pr_origin)
+
+
 def _served_copy(origin: Path, dest: Path, env: dict[str, str]) -> Path:
     """A bare copy of ``origin`` at ``dest`` (its objects shared, anything there before removed)
     that allows filters and fetches by id, as GitHub does."""
@@ -459,6 +476,7 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
     out: dict[str, Any] = {"name": name}
     if as_pr:
         origin = pull_request_origin(origin, base, revert, work / "origin-pr.git", env)
+        index_names(origin, revert)
     # fetch-depth: 0, every object (actions/checkout without a filter).
     if estimate_full:
         out["full_bytes"], out["full_s"] = full_pack_bytes(origin, env), float("nan")

@@ -43,13 +43,14 @@ from bench.fetch import (
     _size,
     _traced,
     full_pack_bytes,
+    index_names,
     pull_request_origin,
 )
 from bench.scan import bench_env, revertbot_command, timed
 from bench.synth_pytorch import add_shape_arguments, cached_pytorch
 from revertbot import git
 from revertbot.pipeline.history_window import MARGIN_DAYS, choose_window
-from revertbot.pipeline.name_index_branch import NAMES_BRANCH, build_index, read_index
+from revertbot.pipeline.name_index_branch import build_index, read_index
 from revertbot.verdict.grammar import might_be_revert, parse_message
 from revertbot.verdict.name_index import NameSource
 
@@ -85,22 +86,13 @@ def decide(origin: Path, base: str, shas: list[str], margin: int, names: NameSou
     return served, reasons
 
 
-#: How old the name index is when a pull request is fetched: the scheduled job runs once a day.
-INDEX_AGE = 86400
-
-
 def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: dict[str, str],
          names: bool = True) -> dict[str, Any]:  # fmt: skip
     """One revert as a pull request: the window's fetch and check against a complete clone's check.
     With ``names``, the origin has the name index of its base branch as it was a day before."""
     pr_origin = pull_request_origin(origin, base, sha, work / "origin-pr.git", env)
     if names:
-        when = int(git.run("log", "-1", "--format=%ct", sha, cwd=pr_origin).strip())
-        at = git.run("rev-list", "-1", "--first-parent", f"--before={when - INDEX_AGE}", f"{sha}^",
-                     cwd=pr_origin).strip() or f"{sha}^"  # fmt: skip
-        git.run("update-ref", "refs/heads/index-base", at, cwd=pr_origin)
-        build_index(pr_origin, "refs/heads/index-base", ref=f"refs/heads/{NAMES_BRANCH}")
-        git.run("update-ref", "-d", "refs/heads/index-base", cwd=pr_origin)
+        index_names(pr_origin, sha)
     new = work / "new" / "repo"
     subprocess.run(["rm", "-rf", str(new.parent)], check=True)
     new.parent.mkdir(parents=True)

@@ -252,6 +252,17 @@ def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Pat
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
+def test_a_title_no_commit_has_fetches_the_whole_history(tmp_path: Path) -> None:
+    """A revert by a title no commit carries: the index counts none, but a check of a shallow clone
+    stops where a revert names nothing it has (it could be below the boundary), while a complete
+    clone reports the revert unlinked: the fetch takes the whole history."""
+    g, shas = _history(tmp_path)
+    base, revert, origin = _pr(tmp_path, g, shas["original"], "revert previous (accidental) change\n")
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "names nothing the history fetched has" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
 def test_without_the_data_branch_a_title_reads_the_whole_history(tmp_path: Path) -> None:
     g, shas = _history(tmp_path)
     base, _revert, origin = _pr(tmp_path, g, shas["original"], 'Revert "Make f return 2 (#3)"\n\nNo.\n')

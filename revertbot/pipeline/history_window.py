@@ -24,8 +24,9 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
+from revertbot.pipeline.window_names import keyed_start, looked_up, named_by_keys, names_nothing
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
-from revertbot.verdict.name_index import IndexUnreadable, NameSource, local_counts, wanted_keys
+from revertbot.verdict.name_index import NameSource
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
 
 #: Days of history fetched before the oldest commit the reverts name: committer clocks disagree,
@@ -185,36 +186,16 @@ def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]]
     if not keyed:
         return HistoryWindow(since, reason, tuple(known))
     assert names is not None
-    looked = _looked_up(keyed, names, len(known))
+    looked = looked_up(keyed, names, len(known), MAX_NAMED)
     if isinstance(looked, str):
         return _whole(looked)
-    keyed_since = _keyed_start(looked, names, margin_days)
+    keyed_since = keyed_start(looked, names, margin_days)
     if keyed_since < since:
         reason = (f"{margin_days} days before the oldest commit its reverts name, by id or by a name the name index "
                   f"made at {names.tip[:10]} counts")  # fmt: skip
     else:
         reason += f", whose other names the name index made at {names.tip[:10]} counts"
     return HistoryWindow(min(since, keyed_since), reason, tuple(known), looked)
-
-
-def _looked_up(keyed: Sequence[ParsedMessage], names: NameSource, named: int) -> tuple[tuple[str, int, int], ...] | str:
-    """The keys ``keyed`` look up, with what the index says of each; or why the window cannot rest on them."""
-    keys, exact = wanted_keys(keyed)
-    if not exact:
-        return "a revert names a commit by fewer characters than the name index keeps"
-    try:
-        counts = names.counts(sorted(keys))
-    except IndexUnreadable as exc:
-        return f"the name index cannot be read: {exc}"
-    if named + sum(n for _, n in counts.values()) > MAX_NAMED:
-        return f"the reverts name more than {MAX_NAMED} commits, directly, through others or by a shared name"
-    return tuple((k, *counts.get(k, (0, 0))) for k in sorted(keys))
-
-
-def _keyed_start(keys: Iterable[tuple[str, int, int]], names: NameSource, margin_days: int) -> int:
-    """Where the history must start for the commits of ``keys`` and the index's own commit."""
-    oldest = min([names.tip_time, *(when for _, when, n in keys if n)])
-    return oldest - margin_days * 86400
 
 
 @dataclass(frozen=True)
@@ -262,7 +243,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     of the history fetched that carry the name, and the window stands only where the index's commit
     is in the base's history fetched, no commit after it lost its parents to the window's start,
     and the commits of each name in its history are as many as the index counts
-    (:func:`_named_by_keys`). Else ``window.whole`` says why and the caller fetches the whole
+    (:func:`window_names.named_by_keys`). Else ``window.whole`` says why and the caller fetches the whole
     history (``--unshallow``)."""
     seconds = 0.0
 
@@ -320,7 +301,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         if keys and names is not None:
-            since = min(since, _keyed_start(((k, *v) for k, v in keys.items()), names, margin_days))
+            since = min(since, keyed_start(((k, *v) for k, v in keys.items()), names, margin_days))
         fetch([base_spec, pr_spec], shallow_since=since)
         partly = git.join_shallow(root)
         # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
@@ -343,7 +324,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             keys.update({k: (when, n) for k, when, n in more_window.keys})
             continue
         if keys and names is not None:
-            by_name, why = _named_by_keys(root, history, here, keys, names, base_ref, head_ref)
+            by_name, why = named_by_keys(root, history, here, keys, names, base_ref, head_ref)
             if why is not None:
                 return whole(why)
             new = [c for c in by_name if c.sha not in named]
@@ -366,7 +347,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             return whole(why)
         if keyed:
             assert names is not None
-            looked = _looked_up(keyed, names, len(named))
+            looked = looked_up(keyed, names, len(named), MAX_NAMED)
             if isinstance(looked, str):
                 return whole(looked)
             fresh = {k: (when, n) for k, when, n in looked if k not in keys}
@@ -378,7 +359,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if merged:
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
-            why = _dated_out_of_order(root, here, since, fetch) or _unresolved([*pr_commits, *named.values()], history)
+            why = (_dated_out_of_order(root, here, since, fetch) or _unresolved([*pr_commits, *named.values()], history)
+                   or names_nothing(_revert_like(pr_commits), history))  # fmt: skip
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))
@@ -395,32 +377,6 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         named.update({c.sha: c for c in found})
         named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
     return whole(f"the reverts the check looks at name more, {2 * MAX_ROUNDS} times over")
-
-
-def _named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: Mapping[str, tuple[int, int]],
-                   names: NameSource, base_ref: str, head_ref: str) -> tuple[list[Commit], str | None]:  # fmt: skip
-    """The commits of the fetched ``history`` that carry one of ``keys``; or why they may not be all
-    of those the whole history has. The index counts the commits of each name in its commit's
-    history: where that commit is in the base's history fetched, and no commit after it lost its
-    parents to the window's start (what is under such a commit the index does not count), every
-    commit of a name is here once as many are as the index counts (one dated out of order and cut
-    by the date-limited fetch makes them fewer)."""
-    tip = names.tip
-    if tip not in here or not git.is_ancestor(root, tip, base_ref):
-        return [], (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
-                    "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
-    after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
-    late = sorted(git.shallow_commits(root) & here & after)
-    if late:
-        return [], (f"{late[0][:10]} lost its parents to the window's start but came after the name index's commit "
-                    f"{tip[:10]}: what is under it, the index does not count")  # fmt: skip
-    carrying = local_counts(history, keys)
-    for key, (_, count) in sorted(keys.items()):
-        held = sum(1 for c in carrying[key] if c.sha not in after)
-        if held != count:
-            return [], (f"the name index counts {count} commit(s) called {key!r} in the history of {tip[:10]}, "
-                        f"the window holds {held} (one dated out of order, cut by the date-limited fetch)")  # fmt: skip
-    return list({c.sha: c for found in carrying.values() for c in found}.values()), None
 
 
 def _unresolved(commits: Iterable[Commit], history: Sequence[Commit]) -> str | None:

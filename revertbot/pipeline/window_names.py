@@ -1,0 +1,74 @@
+"""What the name index adds to a pull request's history window (see :mod:`history_window` and
+:mod:`revertbot.verdict.name_index`): the keys a revert names looked up, where the window must start
+for them, and, once the history is fetched, the commits that carry them and whether they are all
+there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from revertbot import git
+from revertbot.models import Commit, ParsedMessage
+from revertbot.verdict.name_index import IndexUnreadable, NameSource, local_counts, wanted_keys
+
+
+def looked_up(keyed: Sequence[ParsedMessage], names: NameSource, named: int, max_named: int
+              ) -> tuple[tuple[str, int, int], ...] | str:  # fmt: skip
+    """The keys ``keyed`` look up, with what the index says of each; or why the window cannot rest on them."""
+    keys, exact = wanted_keys(keyed)
+    if not exact:
+        return "a revert names a commit by fewer characters than the name index keeps"
+    try:
+        counts = names.counts(sorted(keys))
+    except IndexUnreadable as exc:
+        return f"the name index cannot be read: {exc}"
+    if named + sum(n for _, n in counts.values()) > max_named:
+        return f"the reverts name more than {max_named} commits, directly, through others or by a shared name"
+    return tuple((k, *counts.get(k, (0, 0))) for k in sorted(keys))
+
+
+def keyed_start(keys: Iterable[tuple[str, int, int]], names: NameSource, margin_days: int) -> int:
+    """Where the history must start for the commits of ``keys`` and the index's own commit."""
+    oldest = min([names.tip_time, *(when for _, when, n in keys if n)])
+    return oldest - margin_days * 86400
+
+
+def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: Mapping[str, tuple[int, int]],
+                  names: NameSource, base_ref: str, head_ref: str) -> tuple[list[Commit], str | None]:  # fmt: skip
+    """The commits of the fetched ``history`` that carry one of ``keys``; or why they may not be all
+    of those the whole history has. The index counts the commits of each name in its commit's
+    history: where that commit is in the base's history fetched, and no commit after it lost its
+    parents to the window's start (what is under such a commit the index does not count), every
+    commit of a name is here once as many are as the index counts (one dated out of order and cut
+    by the date-limited fetch makes them fewer)."""
+    tip = names.tip
+    if tip not in here or not git.is_ancestor(root, tip, base_ref):
+        return [], (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
+                    "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
+    after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
+    late = sorted(git.shallow_commits(root) & here & after)
+    if late:
+        return [], (f"{late[0][:10]} lost its parents to the window's start but came after the name index's commit "
+                    f"{tip[:10]}: what is under it, the index does not count")  # fmt: skip
+    carrying = local_counts(history, keys)
+    for key, (_, count) in sorted(keys.items()):
+        held = sum(1 for c in carrying[key] if c.sha not in after)
+        if held != count:
+            return [], (f"the name index counts {count} commit(s) called {key!r} in the history of {tip[:10]}, "
+                        f"the window holds {held} (one dated out of order, cut by the date-limited fetch)")  # fmt: skip
+    return list({c.sha: c for found in carrying.values() for c in found}.values()), None
+
+
+def names_nothing(reverts: Iterable[tuple[Commit, ParsedMessage]], history: Sequence[Commit]) -> str | None:
+    """Why the check would stop on the fetched history: a revert of the pull request (``reverts``) whose names
+    (ids, titles, numbers) find no commit there (in a shallow clone the check cannot tell "no such
+    commit" from "below the boundary", and stops; a complete clone reports the revert unlinked)."""
+    for c, pm in reverts:
+        keys, _ = wanted_keys([pm])
+        found = local_counts((h for h in history if h.sha != c.sha), keys)
+        if not any(found.values()):
+            return (f"{c.sha[:10]} names nothing the history fetched has (a check of a shallow clone stops there, "
+                    "unable to tell it from a commit below the boundary)")  # fmt: skip
+    return None
