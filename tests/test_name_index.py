@@ -259,8 +259,26 @@ def test_a_title_no_commit_has_fetches_the_whole_history(tmp_path: Path) -> None
     g, shas = _history(tmp_path)
     base, revert, origin = _pr(tmp_path, g, shas["original"], "revert previous (accidental) change\n")
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "names nothing the history fetched has" in err, err
+    assert "the whole history is fetched" in err and "names no commit found in the clone as fetched" in err, err
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_a_title_two_commits_share_that_their_diffs_do_not_settle_is_the_complete_clones(tmp_path: Path) -> None:
+    """'Revert "Fix lint"' that inverts neither 'Fix lint': the check cannot tell which is meant.
+    A complete clone says so; the window either gives the same report or takes the whole history."""
+    g, _shas = _history(tmp_path)
+    g.tick(DAY)
+    g.commit("Fix lint", {"c.py": "y = 'lint'\n"})
+    g.tick(DAY)
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    revert = g.commit('Revert "Fix lint"\n\nIt was wrong.\n', {"z.py": "unrelated = 1\n"})
+    g.checkout("main")
+    origin = _origin(tmp_path, g, revert)
+    _indexed(origin)
+    work, err = _fetch(origin, tmp_path, base)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base), err
 
 
 def test_without_the_data_branch_a_title_reads_the_whole_history(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
-from revertbot.pipeline.window_names import keyed_start, looked_up, named_by_keys, names_nothing
+from revertbot.pipeline.window_names import check_would_stop, keyed_start, looked_up, named_by_keys
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
 from revertbot.verdict.name_index import NameSource
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
@@ -360,7 +360,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
             why = (_dated_out_of_order(root, here, since, fetch) or _unresolved([*pr_commits, *named.values()], history)
-                   or names_nothing(_revert_like(pr_commits), history))  # fmt: skip
+                   or check_would_stop(root, _revert_like(pr_commits), head_ref))  # fmt: skip
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))

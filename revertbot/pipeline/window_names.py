@@ -11,7 +11,9 @@ from pathlib import Path
 
 from revertbot import git
 from revertbot.models import Commit, ParsedMessage
+from revertbot.verdict.grammar import index_message
 from revertbot.verdict.name_index import IndexUnreadable, NameSource, local_counts, wanted_keys
+from revertbot.verdict.scan import cut_by_shallow_history, github_slug
 
 
 def looked_up(keyed: Sequence[ParsedMessage], names: NameSource, named: int, max_named: int
@@ -61,14 +63,19 @@ def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: M
     return list({c.sha: c for found in carrying.values() for c in found}.values()), None
 
 
-def names_nothing(reverts: Iterable[tuple[Commit, ParsedMessage]], history: Sequence[Commit]) -> str | None:
-    """Why the check would stop on the fetched history: a revert of the pull request (``reverts``) whose names
-    (ids, titles, numbers) find no commit there (in a shallow clone the check cannot tell "no such
-    commit" from "below the boundary", and stops; a complete clone reports the revert unlinked)."""
-    for c, pm in reverts:
-        keys, _ = wanted_keys([pm])
-        found = local_counts((h for h in history if h.sha != c.sha), keys)
-        if not any(found.values()):
-            return (f"{c.sha[:10]} names nothing the history fetched has (a check of a shallow clone stops there, "
-                    "unable to tell it from a commit below the boundary)")  # fmt: skip
+def check_would_stop(root: Path, reverts: Sequence[tuple[Commit, ParsedMessage]], head_ref: str) -> str | None:
+    """Why the check would stop on the fetched history: the pull request's reverts (``reverts``),
+    linked over its head's history as the check links them, leave none linked to a commit here (a
+    name no commit carries, a title several commits share that their diffs do not settle). In a
+    shallow clone the check cannot tell that from a commit below the boundary and stops; a complete
+    clone reports the revert unlinked or ambiguous."""
+    from revertbot.pipeline.check import find_links  # the check's own linking, only when asked
+
+    scope = {c.sha for c, _ in reverts}
+    if not scope:
+        return None
+    links = find_links(root, git.log(root, head_ref, keep=index_message), scope, head_ref, github_slug(root))
+    if links and all(cut_by_shallow_history([link], set()) for link in links):
+        return (f"{cut_by_shallow_history(links[:1], set())[0]} as fetched (a check of a shallow clone stops there, "
+                "unable to tell it from a commit below the boundary)")  # fmt: skip
     return None
