@@ -99,6 +99,27 @@ def g_time(g: GitRepo, sha: str) -> int:
     return int(_git(g.path, "log", "-1", "--format=%ct", sha))
 
 
+def test_the_index_is_written_into_the_repository_whatever_this_process_keeps_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A store this process keeps beside the repositories it reads (merged trees, prefetched blobs)
+    is read by every later git command: an object it holds must still be written into the
+    repository the index is made in, or the index's commit is missing files once the store goes."""
+    from revertbot.git import process
+
+    g, _ = _history(tmp_path)
+    build_index(g.path, "main")  # the same files, now in g's store
+    other = tmp_path / "other.git"
+    _git(tmp_path, "clone", "-q", "--bare", g.path.as_uri(), str(other))  # (file://: no objects shared)
+    monkeypatch.setattr(process, "_GRAPHS", [str(g.path / ".git" / "objects")])
+    build_index(other, "main")
+    files = _git(other, "ls-tree", "-r", "--format=%(objectname)", LOCAL_REF).split()
+    assert len(files) == 257
+    # Read without the kept store: every file is in the repository's own store.
+    missing = subprocess.run(["git", "cat-file", "--batch-check"], cwd=other, input="\n".join(files) + "\n",
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "missing" not in missing, missing
+
+
 def test_an_index_not_as_written_is_not_read() -> None:
     counts = NameCounts.empty()
     counts.add(Commit("a" * 40, (), "a", "a@x", 5, 7, "Add X (#3)\n"))
@@ -165,10 +186,9 @@ def test_choose_window_with_an_index_is_plain_data() -> None:
     [
         'Revert "Make f return 2 (#3)"\n\nIt broke the build.\n',
         "Revert #3\n\nReverts owner/repo#3.\n",
-        'Revert "Make f return 2 (#3)"\n\nThis reverts commit {short}.\n',
         'Revert "Make f return 2 (#3)" (#9)\n\nThis reverts commit {original}.\nReverts #4.\n',
     ],
-    ids=["title-only", "pr-number-only", "abbreviated", "other-pr"],
+    ids=["title-only", "pr-number-only", "other-pr"],
 )
 def test_a_revert_named_otherwise_than_by_id_gets_a_window(tmp_path: Path, message: str) -> None:
     g, shas = _history(tmp_path)
@@ -241,6 +261,17 @@ def test_a_commit_of_the_name_below_one_dated_too_early_fetches_the_whole_histor
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
+def test_an_abbreviated_id_fetches_the_whole_history(tmp_path: Path) -> None:
+    """git resolves an abbreviated id against every object, the trees of history a window leaves
+    out too (an id unique in the window can be ambiguous in a complete clone): not served."""
+    g, shas = _history(tmp_path)
+    message = f'Revert "Make f return 2 (#3)"\n\nThis reverts commit {shas["original"][:10]}.\n'
+    base, revert, origin = _pr(tmp_path, g, shas["original"], message)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "by an abbreviated id" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
 def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Path) -> None:
     """The check stops in a shallow clone where a revert names an id it cannot find (the commit may
     be below the boundary): the fetch takes the whole history instead, as without the index."""
@@ -248,7 +279,7 @@ def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Pat
     message = 'Revert "Make f return 2 (#3)"\n\nThis reverts commit ddddddddde.\n'
     base, revert, origin = _pr(tmp_path, g, shas["original"], message)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "names ddddddddde, which no commit" in err, err
+    assert "the whole history is fetched" in err and "by an abbreviated id" in err, err
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
@@ -320,3 +351,80 @@ def test_an_old_branch_merged_after_the_index_fetches_the_whole_history(tmp_path
     work, err = _fetch(origin, tmp_path, base)
     assert "the whole history is fetched" in err, err
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def _pr_from(tmp_path: Path, g: GitRepo, message: str, files: dict[str, str], index: bool) -> tuple[str, str, Path]:
+    """PR #7: one commit of ``files`` with ``message`` on main's tip; the origin (indexed or not)."""
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    head = g.commit(message, files)
+    g.checkout("main")
+    origin = _origin(tmp_path, g, head)
+    if index:
+        _indexed(origin)
+    return base, head, origin
+
+
+@pytest.mark.parametrize(("trailer", "name", "index"), [
+    ("Differential Revision: D500", "D500", True),
+    ("Differential Revision: D500", "D500", False),
+    ("Pull Request resolved: https://github.com/owner/repo/pull/50", "#50", True),
+], ids=["revision", "revision-no-index", "pr-number"])  # fmt: skip
+def test_a_later_backout_by_a_name_an_old_commit_shares_is_read_as_a_complete_clone_reads_it(
+        tmp_path: Path, trailer: str, name: str, index: bool) -> None:  # fmt: skip
+    """X1 (D500 / #50) is backed out by 'Revert D500' (not an exact inverse); an old commit 400 days
+    back carries the same name, so a complete clone cannot tell which one the backout undoes, and
+    does not count X1 as undone. X2 makes the same change under X1's title later; the PR reverts
+    it by title. A window holding X1 and not the old commit would link the backout to X1, mark it
+    undone and choose X2 ("merge" where the complete clone says "review"): the backout's own names
+    are followed too."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": "release_branches:\n  - release/*\n",
+                      "b.py": "x = 0\n"})  # fmt: skip
+    for i in range(200):
+        g.tick(2 * DAY)
+        g.commit(f"Old thing\n\n{trailer}\n" if i == 2 else f"Work on b, step {i}",
+                 {"old.py": "o = 1\n"} if i == 2 else {"b.py": f"x = {i + 1}\n"})  # fmt: skip
+    g.tick(5 * DAY)
+    g.commit(f"Make f return 2\n\n{trailer}\n", {"a.py": "def f():\n    return 2\n"})
+    g.tick(40 * DAY)
+    g.commit(f"Revert {name}\n\nBroke the exporter.\n", {"a.py": "def f():\n    return 1\n", "u.py": "u = 1\n"})
+    g.tick(130 * DAY)
+    g.commit("Make f return 2", {"a.py": "def f():\n    return 2\n"})
+    g.tick(3 * DAY)
+    g.commit("Touch c", {"c.py": "y = 1\n"})
+    base, head, origin = _pr_from(tmp_path, g, 'Revert "Make f return 2"\n\nStill broken.\n',
+                                  {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
+    work, err = _fetch(origin, tmp_path, base)
+    mine, theirs = _check(work, head, base), _check(_complete(origin, tmp_path), head, base)
+    assert mine == theirs, err
+    assert theirs["risk"]["action"] == "review"  # type: ignore[index]
+
+
+def test_a_later_backout_of_the_named_original_by_its_revision_is_followed(tmp_path: Path) -> None:
+    """The PR names X1 by id; a later 'Revert D500' backs out part of X1, and an old commit carries
+    D500 too: the chain a complete clone reports (the backout ambiguous, not in X1's chain) is the
+    window's, or the whole history is fetched."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": "release_branches:\n  - release/*\n",
+                      "b.py": "x = 0\n"})  # fmt: skip
+    for i in range(200):
+        g.tick(2 * DAY)
+        g.commit("Old thing\n\nDifferential Revision: D500\n" if i == 2 else f"Work on b, step {i}",
+                 {"old.py": "o = 1\n", "t.py": "t = 0\n"} if i == 2 else {"b.py": f"x = {i + 1}\n"})  # fmt: skip
+    g.tick(5 * DAY)
+    x1 = g.commit("Make f return 2\n\nDifferential Revision: D500\n",
+                  {"a.py": "def f():\n    return 2\n", "t.py": "t = 2\n"})  # fmt: skip
+    g.tick(100 * DAY)
+    g.commit("Revert D500\n\nThe test was flaky.\n", {"t.py": "t = 0\n", "u.py": "u = 1\n"})
+    g.tick(5 * DAY)
+    g.commit("Touch c", {"c.py": "y = 1\n"})
+    for index in (False, True):
+        sub = tmp_path / f"index-{index}"
+        sub.mkdir()
+        base, head, origin = _pr_from(sub, g, f'Revert "Make f return 2"\n\nThis reverts commit {x1}.\n',
+                                      {"a.py": "def f():\n    return 1\n", "t.py": "t = 0\n"}, index)  # fmt: skip
+        g.git("branch", "-D", "rv")
+        work, err = _fetch(origin, sub, base)
+        assert _check(work, head, base) == _check(_complete(origin, sub), head, base), err

@@ -93,6 +93,7 @@ from revertbot.git.patches import (
     unreadable_blobs as unreadable_blobs,
 )
 from revertbot.git.process import (
+    OWN_OBJECTS_ONLY as OWN_OBJECTS_ONLY,
     Background as Background,
     Started as Started,
     run as run,

@@ -75,6 +75,11 @@ _PROGRAM_VARS = ("GIT_EXTERNAL_DIFF", "GIT_PAGER")
 _NO_GRAFTS = os.path.join(os.devnull, "grafts")
 
 
+#: Set to "1" in a command's ``env``: git reads no kept store beside the repository's own (a write
+#: of an object a kept store already holds would otherwise write nothing into the repository).
+OWN_OBJECTS_ONLY = "REVERTBOT_OWN_OBJECTS_ONLY"
+
+
 def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS and k not in _PROGRAM_VARS}
     # GIT_FLUSH=0: output in full buffers, not one write per commit (no caller talks to git line by line).
@@ -84,7 +89,8 @@ def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
                 "GIT_GRAFT_FILE": _NO_GRAFTS})  # fmt: skip
     if extra:
         env.update(extra)
-    if _KEPT or _GRAPHS:
+    own_only = env.pop(OWN_OBJECTS_ONLY, None) == "1"
+    if (_KEPT or _GRAPHS) and not own_only:
         # Trees kept from merges (see merge_trees) stay readable to every later command; a commit-graph
         # kept in the cache (see use_commit_graph) serves every walk.
         given = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")

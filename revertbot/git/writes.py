@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from revertbot.errors import UsageError
-from revertbot.git.process import run, run_bytes
+from revertbot.git.process import OWN_OBJECTS_ONLY, run, run_bytes
 from revertbot.git.scratch import _store_kept_objects
 
 #: The identity used for commits when git has none configured (a fresh CI runner).
@@ -61,9 +61,12 @@ def tree_of_files(repo: Path, files: Mapping[str, bytes]) -> str:
             path = Path(tmp) / f"{n}"
             path.write_bytes(data)
             written.append(str(path))
+        # The repository's own store alone: an object a kept store of this process holds would
+        # otherwise count as written, and be missing once that store is gone.
+        own = {OWN_OBJECTS_ONLY: "1"}
         ids = run("hash-object", "-w", "--no-filters", "--stdin-paths", cwd=repo,
-                  input="".join(f"{w}\n" for w in written)).split()  # fmt: skip
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+                  input="".join(f"{w}\n" for w in written), env=own).split()  # fmt: skip
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **own}
         listing = "".join(f"100644 {oid}\t{path}\n" for path, oid in zip(files, ids, strict=True))
         run("update-index", "--add", "--index-info", cwd=repo, env=env, input=listing)
         return run("write-tree", cwd=repo, env=env).strip()

@@ -24,7 +24,7 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
-from revertbot.pipeline.window_names import check_would_stop, keyed_start, looked_up, named_by_keys
+from revertbot.pipeline.window_names import check_would_stop, keyed_start, looked_up, named_by_keys, referring_reverts
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
 from revertbot.verdict.name_index import NameSource
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
@@ -75,8 +75,10 @@ def _revert_like(commits: Iterable[Commit]) -> list[tuple[Commit, ParsedMessage]
 
 def _by_name(pm: ParsedMessage) -> bool:
     """Whether the name index can say what ``pm`` names without ids (not a squash listing its
-    branch's commits, whose ancestry is asked of the history; not another repository's changeset)."""
-    return not pm.squashed and not pm.changesets
+    branch's commits, whose ancestry is asked of the history; not another repository's changeset;
+    not an abbreviated id, which git resolves against every object, trees of the history left out
+    of the window too)."""
+    return not pm.squashed and not pm.changesets and all(len(s) in _FULL_LENGTHS for s in pm.shas)
 
 
 def _unsupported(pm: ParsedMessage) -> str | None:
@@ -298,6 +300,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         except git.FetchError as exc:
             return whole(f"the release branches' own commits could not be fetched ({exc.message})")
     named = {c.sha: c for c in git.commits_of(root, list(window.named))}
+    own_commits = git.commits_of(root, sorted(own)) if own else []
+    referred: set[str] = {c.sha for c in pr_commits}  # reverts whose names are followed already
     for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         if keys and names is not None:
@@ -339,6 +343,20 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
                 keys.update({k: (when, n) for k, when, n in further.keys})
                 continue  # the named commits' own look-back and names may reach further back
+        # The reverts that may undo a named commit (the check reads them: an undone candidate is not
+        # chosen) are linked by all their names: what those find must be here too.
+        referring = referring_reverts([*history, *own_commits], named.values(), referred | set(named))
+        if referring:
+            referred.update(c.sha for c, _ in referring)
+            further = choose_window([c for c, _ in referring], read_named, margin_days, names)
+            if further.whole:
+                return whole(f"{referring[0][0].sha[:10]}, a revert of a commit the check reads: {further.reason}")
+            fresh = [sha for sha in further.named if sha not in named]
+            named.update({c.sha: c for c in git.commits_of(root, fresh)})
+            grown = {k: (when, n) for k, when, n in further.keys if k not in keys}
+            keys.update(grown)
+            if fresh or grown:
+                continue
         why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
         if why is not None:
             return whole(why)
@@ -350,9 +368,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             looked = looked_up(keyed, names, len(named), MAX_NAMED)
             if isinstance(looked, str):
                 return whole(looked)
-            fresh = {k: (when, n) for k, when, n in looked if k not in keys}
-            if fresh:
-                keys.update(fresh)
+            unseen = {k: (when, n) for k, when, n in looked if k not in keys}
+            if unseen:
+                keys.update(unseen)
                 continue
         if not more:
             merged = [sha for sha in merges_cut if sha not in here]

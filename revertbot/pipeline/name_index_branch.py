@@ -59,7 +59,10 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     meta = IndexMeta(branch.removeprefix("refs/heads/"), tip, tip_time, n)
     files = {META_FILE: meta.dumps().encode(), **{f"keys/{name}": data for name, data in counts.shards().items()}}
     tree = git.tree_of_files(root, files)
-    dated = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000"}
+    # The same history gives the same commit: written into this repository's own store even where a
+    # store this process reads beside it holds that commit already.
+    dated = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000",
+             git.OWN_OBJECTS_ONLY: "1"}
     commit = git.commit_tree(root, tree, [], f"revertbot name index of {meta.branch} at {tip}\n", env=dated)
     git.set_ref(root, ref, commit)
     return BuiltIndex(meta, commit, len(counts.entries), time.perf_counter() - start)

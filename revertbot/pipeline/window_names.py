@@ -11,8 +11,8 @@ from pathlib import Path
 
 from revertbot import git
 from revertbot.models import Commit, ParsedMessage
-from revertbot.verdict.grammar import index_message
-from revertbot.verdict.name_index import IndexUnreadable, NameSource, local_counts, wanted_keys
+from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
+from revertbot.verdict.name_index import IndexUnreadable, NameSource, commit_keys, local_counts, wanted_keys
 from revertbot.verdict.scan import cut_by_shallow_history, github_slug
 
 
@@ -79,3 +79,22 @@ def check_would_stop(root: Path, reverts: Sequence[tuple[Commit, ParsedMessage]]
         return (f"{cut_by_shallow_history(links[:1], set())[0]} as fetched (a check of a shallow clone stops there, "
                 "unable to tell it from a commit below the boundary)")  # fmt: skip
     return None
+
+
+def referring_reverts(commits: Iterable[Commit], named: Iterable[Commit], done: set[str]
+                      ) -> list[tuple[Commit, ParsedMessage]]:  # fmt: skip
+    """The revert-like commits among ``commits`` (not in ``done``) that look up a key one of
+    ``named`` carries: linking them may find that commit (and mark it undone), and whatever else
+    their names find decides whether it does."""
+    carried = set().union(*(commit_keys(c) for c in named))
+    out = []
+    for c in commits:
+        if c.sha in done or not might_be_revert(c.message):
+            continue
+        pm = parse_message(c.message)
+        if pm.kind is None:
+            continue
+        wanted, _ = wanted_keys([pm])
+        if wanted & carried:
+            out.append((c, pm))
+    return out
