@@ -442,7 +442,10 @@ def _name_index(root: Path, remote: str, filt: str | None, say: Any) -> tuple[Na
     try:
         # One commit without parents: nothing to deepen, and the clone's shallow boundary stays as it is.
         seconds = git.fetch_refspecs(root, remote, [spec], filter_spec=filt, unshallow=False).seconds
-        return read_index(root), seconds
+        names = read_index(root)
+        made = time.strftime("%Y-%m-%d", time.gmtime(names.tip_time))
+        say(f"name index of {NAMES_BRANCH}: made at {names.tip[:10]} ({made})")
+        return names, seconds
     except (git.FetchError, IndexUnreadable) as exc:
         say(f"the name index of {NAMES_BRANCH} is not read ({exc}): reverts named by title or number read the "
             "whole history")  # fmt: skip
