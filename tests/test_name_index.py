@@ -428,3 +428,78 @@ def test_a_later_backout_of_the_named_original_by_its_revision_is_followed(tmp_p
         g.git("branch", "-D", "rv")
         work, err = _fetch(origin, sub, base)
         assert _check(work, head, base) == _check(_complete(origin, sub), head, base), err
+
+
+LENIENT = ("release_branches:\n  - release/*\nthresholds:\n  age_days_medium: 150\n  age_days_high: 300\n"
+           "  drift_commits_medium: 5\n")
+
+
+def _old_main(tmp_path: Path, old_message: str, config: str) -> tuple[GitRepo, str]:
+    """main over 400 days (a commit every 4 days); the sixth is ``old_message``: its sha."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": config, "b.py": "x = 0\n"})
+    old = ""
+    for i in range(100):
+        g.tick(4 * DAY)
+        if i == 5:
+            old = g.commit(old_message, {"old.py": "o = 1\n"})
+        else:
+            g.commit(f"Work on b, step {i}", {"b.py": f"x = {i + 1}\n"})
+    return g, old
+
+
+def _undo(g: GitRepo, sha: str, message: str) -> str:
+    g.tick()
+    g.git("revert", "--no-edit", "--no-commit", sha)
+    g.git("commit", "-q", "--allow-empty", "-m", message)
+    return g.head()
+
+
+@pytest.mark.parametrize("how", ["two-ids", "pr-number"])
+def test_a_reland_of_a_revert_of_the_named_commit_is_followed_to_what_else_it_names(tmp_path: Path, how: str) -> None:
+    """X' and X are both 'Add cache layer'; R1 reverts X by id (PR #61); 45 days after X, R2 relands
+    R1 and also names an old commit (a second id, or 'Reverts #61' where the old commit carries #61
+    too). A complete clone links R2 to the old commit, so X stays undone and the PR's title names
+    X'; a window without the old commit links R2 to R1 alone (X redone) and the PR to X ("merge"
+    with these thresholds where the complete clone says "review"). R2 refers to R1, not to a named
+    commit: the reverts of the reverts followed are followed too."""
+    g, old = _old_main(tmp_path, "Tune cache size (#61)" if how == "pr-number" else "Tune cache size", LENIENT)
+    g.tick(5 * DAY)
+    g.commit("Add cache layer", {"cache2.py": "size = 3\n"})
+    g.tick(60 * DAY)
+    x = g.commit("Add cache layer", {"a.py": "def f():\n    return 2\n"})
+    g.tick(5 * DAY)
+    r1 = _undo(g, x, f'Revert "Add cache layer" (#61)\n\nThis reverts commit {x}.\n')
+    g.tick(40 * DAY)
+    second = f"This reverts commit {r1}.\nThis reverts commit {old}.\n" if how == "two-ids" else "Reverts #61\n"
+    _undo(g, r1, f"Reland the cache work\n\n{second}")
+    g.tick(3 * DAY)
+    g.commit("Touch c (#70)", {"c.py": "c = 1\n"})
+    base, head, origin = _pr_from(tmp_path, g, 'Revert "Add cache layer"\n\nNo.\n',
+                                  {"a.py": "def f():\n    return 1\n"}, True)  # fmt: skip
+    work, err = _fetch(origin, tmp_path, base)
+    mine, theirs = _check(work, head, base), _check(_complete(origin, tmp_path), head, base)
+    assert mine == theirs, err
+    assert theirs["risk"]["action"] == "review"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_a_chain_through_a_reland_that_names_an_old_commit_too_is_the_complete_clones(tmp_path: Path,
+                                                                                     index: bool) -> None:  # fmt: skip
+    """The PR reverts X by id; R1 reverted X, R2 (45 days after X) relands R1 and also names an old
+    commit by id: the chain runs X, R1, R2 and the old commit, with or without the name index."""
+    g, old = _old_main(tmp_path, "Tune cache size", "release_branches:\n  - release/*\n")
+    g.tick(5 * DAY)
+    x = g.commit("Add cache layer (#50)", {"a.py": "def f():\n    return 2\n"})
+    g.tick(5 * DAY)
+    r1 = g.revert(x)
+    g.tick(40 * DAY)
+    _undo(g, r1, f"Reland the cache work\n\nThis reverts commit {r1}.\nThis reverts commit {old}.\n")
+    g.tick(3 * DAY)
+    g.commit("Touch c (#70)", {"c.py": "c = 1\n"})
+    base, head, origin = _pr_from(tmp_path, g, f'Revert "Add cache layer (#50)"\n\nThis reverts commit {x}.\n',
+                                  {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
+    work, err = _fetch(origin, tmp_path, base)
+    mine = _check(work, head, base)
+    assert mine == _check(_complete(origin, tmp_path), head, base), err
+    assert old in {c["sha"] for c in mine["chain"]}  # type: ignore[attr-defined,index]

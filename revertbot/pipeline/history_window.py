@@ -301,7 +301,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             return whole(f"the release branches' own commits could not be fetched ({exc.message})")
     named = {c.sha: c for c in git.commits_of(root, list(window.named))}
     own_commits = git.commits_of(root, sorted(own)) if own else []
-    referred: set[str] = {c.sha for c in pr_commits}  # reverts whose names are followed already
+    followed: dict[str, Commit] = {c.sha: c for c in pr_commits}  # reverts whose names are followed already
     for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         if keys and names is not None:
@@ -345,18 +345,18 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 continue  # the named commits' own look-back and names may reach further back
         # The reverts that may undo a named commit (the check reads them: an undone candidate is not
         # chosen) are linked by all their names: what those find must be here too.
-        referring = referring_reverts([*history, *own_commits], named.values(), referred | set(named))
+        # (and so, in turn, are the reverts of those: a reland of a revert that also names an old commit)
+        referring = referring_reverts([*history, *own_commits], [*named.values(), *followed.values()],
+                                      set(followed) | set(named))  # fmt: skip
         if referring:
-            referred.update(c.sha for c, _ in referring)
+            followed.update((c.sha, c) for c, _ in referring)
             further = choose_window([c for c, _ in referring], read_named, margin_days, names)
             if further.whole:
                 return whole(f"{referring[0][0].sha[:10]}, a revert of a commit the check reads: {further.reason}")
             fresh = [sha for sha in further.named if sha not in named]
             named.update({c.sha: c for c in git.commits_of(root, fresh)})
-            grown = {k: (when, n) for k, when, n in further.keys if k not in keys}
-            keys.update(grown)
-            if fresh or grown:
-                continue
+            keys.update({k: (when, n) for k, when, n in further.keys if k not in keys})
+            continue  # what they name may reach further back, and more reverts may refer to them
         why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
         if why is not None:
             return whole(why)
