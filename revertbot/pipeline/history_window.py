@@ -83,6 +83,8 @@ def _by_name(pm: ParsedMessage) -> bool:
 
 def _unsupported(pm: ParsedMessage) -> str | None:
     """Why a revert-like message's names cannot be dated without the history (None: they can)."""
+    if pm.changesets:  # (a check of a shallow clone stops on a changeset it cannot find)
+        return "names a changeset of another repository"
     if not pm.shas:
         return "names what it reverts by title or number only"
     short = [s for s in pm.shas if len(s) not in _FULL_LENGTHS]
@@ -90,8 +92,6 @@ def _unsupported(pm: ParsedMessage) -> str | None:
         return f"names {short[0]} by an abbreviated id"
     if pm.squashed:
         return "is a squash merge listing its branch's commits"
-    if pm.changesets:
-        return "names a changeset of another repository"
     return None
 
 
