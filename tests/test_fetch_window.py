@@ -664,3 +664,27 @@ def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole
     err, report = _same(tmp_path, g, original)
     assert "the whole history is fetched" in err and "dates out of order" in err, err
     assert report["risk"]["action"] == "review" and len(report["chain"]) == 3, report  # type: ignore[index,arg-type]
+
+
+def test_a_revert_of_a_commit_dated_in_1970_keeps_its_window_start(tmp_path: Path) -> None:
+    """The first commits are dated 1970 (a broken import); the PR reverts one by id 30 years of
+    history later: the window starts before 1973, where git reads ``--shallow-since=@N`` (under nine
+    digits) as another date unless a zone follows; the fetch and the check stand."""
+    g = GitRepo(tmp_path / "src")
+    for when, (message, files) in enumerate([("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG}),
+                                             ("Add cache layer", {"c.py": "c = 1\n"})]):  # fmt: skip
+        for rel, content in files.items():
+            g.write(rel, content)
+        g.git("add", "-A")
+        date = f"@{100_000 + when * DAY} +0000"  # (git reads a bare number this small as no date)
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=g.path, check=True,
+                       env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})  # fmt: skip
+    g._clock = 1_700_000_000
+    for i in range(5):
+        g.tick(4 * DAY)
+        g.commit(f"Work on b, step {i} (#{100 + i})", {"b.py": f"x = {i + 1}\n"})
+    base = g.head()
+    revert = g.revert_on_branch(g.git("rev-parse", "HEAD~5").strip())
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base)
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base), err

@@ -271,7 +271,9 @@ def fetch_refspecs(
     if depth is not None:
         args.append(f"--depth={int(depth)}")
     if shallow_since is not None:
-        args.append(f"--shallow-since=@{int(shallow_since)}")
+        # "@N" alone is a Unix time only from nine digits on (git reads "@63072001" as another date,
+        # today's); with a zone it is one for any N >= 0 (before 1970: the whole history anyway).
+        args.append(f"--shallow-since=@{max(0, int(shallow_since))} +0000")
     if shallow_exclude is not None:
         args.append(f"--shallow-exclude={shallow_exclude}")
     if deepen is not None:
