@@ -366,6 +366,17 @@ def _pr_from(tmp_path: Path, g: GitRepo, message: str, files: dict[str, str], in
     return base, head, origin
 
 
+def _same_as_complete(tmp_path: Path, g: GitRepo, message: str, files: dict[str, str],
+                      index: bool = True) -> dict[str, object]:  # fmt: skip
+    """PR #7 of one commit (``message``, ``files``) fetched with a window: its check's JSON, which
+    must be a complete clone's."""
+    base, head, origin = _pr_from(tmp_path, g, message, files, index)
+    work, err = _fetch(origin, tmp_path, base)
+    mine = _check(work, head, base)
+    assert mine == _check(_complete(origin, tmp_path), head, base), err
+    return mine
+
+
 @pytest.mark.parametrize(("trailer", "name", "index"), [
     ("Differential Revision: D500", "D500", True),
     ("Differential Revision: D500", "D500", False),
@@ -394,12 +405,9 @@ def test_a_later_backout_by_a_name_an_old_commit_shares_is_read_as_a_complete_cl
     g.commit("Make f return 2", {"a.py": "def f():\n    return 2\n"})
     g.tick(3 * DAY)
     g.commit("Touch c", {"c.py": "y = 1\n"})
-    base, head, origin = _pr_from(tmp_path, g, 'Revert "Make f return 2"\n\nStill broken.\n',
-                                  {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
-    work, err = _fetch(origin, tmp_path, base)
-    mine, theirs = _check(work, head, base), _check(_complete(origin, tmp_path), head, base)
-    assert mine == theirs, err
-    assert theirs["risk"]["action"] == "review"  # type: ignore[index]
+    report = _same_as_complete(tmp_path, g, 'Revert "Make f return 2"\n\nStill broken.\n',
+                               {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
+    assert report["risk"]["action"] == "review"  # type: ignore[index]
 
 
 def test_a_later_backout_of_the_named_original_by_its_revision_is_followed(tmp_path: Path) -> None:
@@ -475,12 +483,9 @@ def test_a_reland_of_a_revert_of_the_named_commit_is_followed_to_what_else_it_na
     _undo(g, r1, f"Reland the cache work\n\n{second}")
     g.tick(3 * DAY)
     g.commit("Touch c (#70)", {"c.py": "c = 1\n"})
-    base, head, origin = _pr_from(tmp_path, g, 'Revert "Add cache layer"\n\nNo.\n',
-                                  {"a.py": "def f():\n    return 1\n"}, True)  # fmt: skip
-    work, err = _fetch(origin, tmp_path, base)
-    mine, theirs = _check(work, head, base), _check(_complete(origin, tmp_path), head, base)
-    assert mine == theirs, err
-    assert theirs["risk"]["action"] == "review"  # type: ignore[index]
+    report = _same_as_complete(tmp_path, g, 'Revert "Add cache layer"\n\nNo.\n',
+                               {"a.py": "def f():\n    return 1\n"})  # fmt: skip
+    assert report["risk"]["action"] == "review"  # type: ignore[index]
 
 
 @pytest.mark.parametrize("index", [True, False])
@@ -497,9 +502,6 @@ def test_a_chain_through_a_reland_that_names_an_old_commit_too_is_the_complete_c
     _undo(g, r1, f"Reland the cache work\n\nThis reverts commit {r1}.\nThis reverts commit {old}.\n")
     g.tick(3 * DAY)
     g.commit("Touch c (#70)", {"c.py": "c = 1\n"})
-    base, head, origin = _pr_from(tmp_path, g, f'Revert "Add cache layer (#50)"\n\nThis reverts commit {x}.\n',
-                                  {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
-    work, err = _fetch(origin, tmp_path, base)
-    mine = _check(work, head, base)
-    assert mine == _check(_complete(origin, tmp_path), head, base), err
+    mine = _same_as_complete(tmp_path, g, f'Revert "Add cache layer (#50)"\n\nThis reverts commit {x}.\n',
+                             {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
     assert old in {c["sha"] for c in mine["chain"]}  # type: ignore[attr-defined,index]
