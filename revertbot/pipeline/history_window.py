@@ -302,15 +302,20 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     named = {c.sha: c for c in git.commits_of(root, list(window.named))}
     own_commits = git.commits_of(root, sorted(own)) if own else []
     followed: dict[str, Commit] = {c.sha: c for c in pr_commits}  # reverts whose names are followed already
+    fetched_since: int | None = None
+    history: list[Commit] = []
     for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         if keys and names is not None:
             since = min(since, keyed_start(((k, *v) for k, v in keys.items()), names, margin_days))
-        fetch([base_spec, pr_spec], shallow_since=since)
-        partly = git.join_shallow(root)
+        partly: list[str] = []
+        if since != fetched_since:  # (a round that only followed more names reads the same history)
+            fetch([base_spec, pr_spec], shallow_since=since)
+            fetched_since = since
+            partly = git.join_shallow(root)
+            history = git.log_revs(root, [base_ref, head_ref])
         # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
         named = {c.sha: c for c in git.commits_of(root, list(named))}
-        history = git.log_revs(root, [base_ref, head_ref])
         here = {c.sha for c in history}
         if any(sha in here for sha in partly):
             sha = next(sha for sha in partly if sha in here)
