@@ -121,7 +121,7 @@ def test_the_index_is_written_into_the_repository_whatever_this_process_keeps_be
 
 
 def test_an_index_not_as_written_is_not_read() -> None:
-    counts = NameCounts.empty()
+    counts = NameCounts()
     counts.add(Commit("a" * 40, (), "a", "a@x", 5, 7, "Add X (#3)\n"))
     shards = counts.shards()
     name = shard_name(key_hash("p:3"))
@@ -160,7 +160,7 @@ def test_names_update_and_show_on_the_command_line(tmp_path: Path) -> None:
 def test_choose_window_with_an_index_is_plain_data() -> None:
     original = Commit("a" * 40, (), "a", "a@x", 1_000 * DAY, 1_000 * DAY, "Add X (#3)\n")
     revert = Commit("b" * 40, (), "a", "a@x", 1_010 * DAY, 1_010 * DAY, 'Revert "Add X (#3)"\n\nIt broke CI.\n')
-    counts = NameCounts.empty()
+    counts = NameCounts()
     counts.add(original)
     source = NameSource("c" * 40, 1_005 * DAY, lambda names: {n: counts.shards()[n] for n in names})
     assert choose_window([revert], lambda ids: [], margin_days=7).whole

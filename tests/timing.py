@@ -80,8 +80,3 @@ def timed() -> Iterator[Timed]:
     yield result
     result.seconds = time.perf_counter() - start
     result.factor = max(before, load_factor())
-
-
-def bound(seconds: float) -> float:
-    """``seconds`` (a bound stated for the machine at rest) times the load factor measured now."""
-    return seconds * load_factor()

@@ -16,7 +16,6 @@ whole where the check reads. Anything else reads the whole history, as before.
 from __future__ import annotations
 
 import contextlib
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +190,7 @@ def choose_window(pr_commits: Sequence[Commit], read_named: Callable[[list[str]]
     looked = looked_up(keyed, names, len(known), MAX_NAMED)
     if isinstance(looked, str):
         return _whole(looked)
-    keyed_since = keyed_start(looked, names, margin_days)
+    keyed_since = keyed_start(((when, n) for _, when, n in looked), names, margin_days)
     if keyed_since < since:
         reason = (f"{margin_days} days before the oldest commit its reverts name, by id or by a name the name index "
                   f"made at {names.tip[:10]} counts")  # fmt: skip
@@ -304,16 +303,23 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     followed: dict[str, Commit] = {c.sha: c for c in pr_commits}  # reverts whose names are followed already
     fetched_since: int | None = None
     history: list[Commit] = []
+    reverts_here: list[tuple[Commit, ParsedMessage]] = []  # the revert-like commits of history and branches
+
+    def absorb(more: HistoryWindow) -> None:
+        """What another window names, by id and by name, joins this one's."""
+        named.update({c.sha: c for c in git.commits_of(root, [s for s in more.named if s not in named])})
+        keys.update({k: (when, n) for k, when, n in more.keys if k not in keys})
     for _ in range(2 * MAX_ROUNDS):
         since = _start([*pr_commits, *named.values()], named.values(), margin_days)
         if keys and names is not None:
-            since = min(since, keyed_start(((k, *v) for k, v in keys.items()), names, margin_days))
+            since = min(since, keyed_start(keys.values(), names, margin_days))
         partly: list[str] = []
         if since != fetched_since:  # (a round that only followed more names reads the same history)
             fetch([base_spec, pr_spec], shallow_since=since)
             fetched_since = since
             partly = git.join_shallow(root)
             history = git.log_revs(root, [base_ref, head_ref])
+            reverts_here = _revert_like([*history, *own_commits])
         # Read again: a commit fetched one deep showed no parents (git hides a shallow commit's).
         named = {c.sha: c for c in git.commits_of(root, list(named))}
         here = {c.sha for c in history}
@@ -329,8 +335,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if more_window.whole:
                 return whole(more_window.reason)
             pr_commits = since_base
-            named.update({c.sha: c for c in git.commits_of(root, [s for s in more_window.named if s not in named])})
-            keys.update({k: (when, n) for k, when, n in more_window.keys})
+            absorb(more_window)
             continue
         if keys and names is not None:
             by_name, why = named_by_keys(root, history, here, keys, names, base_ref, head_ref)
@@ -345,22 +350,18 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 if further.whole and any(_revert_like([c]) for c in new):
                     return whole(further.reason)
                 named.update({c.sha: c for c in new})
-                named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
-                keys.update({k: (when, n) for k, when, n in further.keys})
+                absorb(further)
                 continue  # the named commits' own look-back and names may reach further back
         # The reverts that may undo a named commit (the check reads them: an undone candidate is not
         # chosen) are linked by all their names: what those find must be here too.
         # (and so, in turn, are the reverts of those: a reland of a revert that also names an old commit)
-        referring = referring_reverts([*history, *own_commits], [*named.values(), *followed.values()],
-                                      set(followed) | set(named))  # fmt: skip
+        referring = referring_reverts(reverts_here, [*named.values(), *followed.values()], set(followed) | set(named))
         if referring:
             followed.update((c.sha, c) for c, _ in referring)
             further = choose_window([c for c, _ in referring], read_named, margin_days, names)
             if further.whole:
                 return whole(f"{referring[0][0].sha[:10]}, a revert of a commit the check reads: {further.reason}")
-            fresh = [sha for sha in further.named if sha not in named]
-            named.update({c.sha: c for c in git.commits_of(root, fresh)})
-            keys.update({k: (when, n) for k, when, n in further.keys if k not in keys})
+            absorb(further)
             continue  # what they name may reach further back, and more reverts may refer to them
         why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
         if why is not None:
@@ -382,8 +383,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if merged:
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
-            why = (_dated_out_of_order(root, here, since, fetch) or _unresolved([*pr_commits, *named.values()], history)
-                   or check_would_stop(root, _revert_like(pr_commits), head_ref))  # fmt: skip
+            why = _dated_out_of_order(root, here, since, fetch) or check_would_stop(root, _revert_like(pr_commits),
+                                                                                    head_ref)  # fmt: skip
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))
@@ -396,23 +397,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         further = choose_window(found, read_named, margin_days, names)
         if further.whole and any(_revert_like([c]) for c in found):
             return whole(further.reason)
-        keys.update({k: (when, n) for k, when, n in further.keys})
         named.update({c.sha: c for c in found})
-        named.update({c.sha: c for c in git.commits_of(root, [s for s in further.named if s not in named])})
+        absorb(further)
     return whole(f"the reverts the check looks at name more, {2 * MAX_ROUNDS} times over")
-
-
-def _unresolved(commits: Iterable[Commit], history: Sequence[Commit]) -> str | None:
-    """Why the check would not find a commit that one of ``commits``' reverts names by an
-    abbreviated id in ``history`` (a shallow clone where none has it: the check then stops, as the
-    original may be below the boundary); None when each has one."""
-    shas = sorted(c.sha.lower() for c in history)
-    for c, pm in _revert_like(commits):
-        for short in (s.lower() for s in pm.shas if len(s) not in _FULL_LENGTHS):
-            i = bisect_left(shas, short)
-            if i == len(shas) or not shas[i].startswith(short):
-                return f"{c.sha[:10]} names {short}, which no commit of the history fetched has"
-    return None
 
 
 def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -> int:

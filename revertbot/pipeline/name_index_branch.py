@@ -46,7 +46,7 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
         raise UsageError("names: the clone is shallow: the index needs the branch's whole history",
                          hint="fetch it with --unshallow (--filter=tree:0 brings the commits without their "
                          "files)")  # fmt: skip
-    counts = NameCounts.empty()
+    counts = NameCounts()
     tip_time = 0
     n = 0
     for c in git.iter_log(root, tip, keep=index_message):
@@ -71,10 +71,9 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
 def read_index(root: Path, ref: str = LOCAL_REF) -> NameSource:
     """The index at ``ref`` of ``root``, its shard files read (fetched, in a partial clone) when
     asked for; :class:`IndexUnreadable` when it is not one this revertbot reads."""
-    meta_bytes = git.blobs(root, [f"{ref}:{META_FILE}"]).get(f"{ref}:{META_FILE}")
-    if meta_bytes is None:
+    meta = index_meta(root, ref)
+    if meta is None:
         raise IndexUnreadable(f"{ref} holds no {META_FILE}")
-    meta = IndexMeta.loads(meta_bytes)
 
     def read_shards(names: Sequence[str]) -> Mapping[str, bytes]:
         specs = {name: f"{ref}:keys/{name}" for name in names}
@@ -94,6 +93,8 @@ def read_index(root: Path, ref: str = LOCAL_REF) -> NameSource:
 
 
 def index_meta(root: Path, ref: str = LOCAL_REF) -> IndexMeta | None:
+    """The header of the index at ``ref`` (None: no header there); :class:`IndexUnreadable` when it
+    is not one this revertbot reads."""
     data = git.blobs(root, [f"{ref}:{META_FILE}"]).get(f"{ref}:{META_FILE}")
     return None if data is None else IndexMeta.loads(data)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from revertbot import git
 from revertbot.models import Commit, ParsedMessage
-from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
-from revertbot.verdict.name_index import IndexUnreadable, NameSource, commit_keys, local_counts, wanted_keys
+from revertbot.verdict.grammar import index_message
+from revertbot.verdict.name_index import IndexUnreadable, NameSource, commit_keys, commits_carrying, wanted_keys
 from revertbot.verdict.scan import cut_by_shallow_history, github_slug
 
 
@@ -31,9 +31,10 @@ def looked_up(keyed: Sequence[ParsedMessage], names: NameSource, named: int, max
     return tuple((k, *counts.get(k, (0, 0))) for k in sorted(keys))
 
 
-def keyed_start(keys: Iterable[tuple[str, int, int]], names: NameSource, margin_days: int) -> int:
-    """Where the history must start for the commits of ``keys`` and the index's own commit."""
-    oldest = min([names.tip_time, *(when for _, when, n in keys if n)])
+def keyed_start(counted: Iterable[tuple[int, int]], names: NameSource, margin_days: int) -> int:
+    """Where the history must start for the commits the index counts (``counted``: per key, its
+    oldest commit time and count) and for the index's own commit."""
+    oldest = min([names.tip_time, *(when for when, n in counted if n)])
     return oldest - margin_days * 86400
 
 
@@ -54,7 +55,7 @@ def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: M
     if late:
         return [], (f"{late[0][:10]} lost its parents to the window's start but came after the name index's commit "
                     f"{tip[:10]}: what is under it, the index does not count")  # fmt: skip
-    carrying = local_counts(history, keys)
+    carrying = commits_carrying(history, keys)
     for key, (_, count) in sorted(keys.items()):
         held = sum(1 for c in carrying[key] if c.sha not in after)
         if held != count:
@@ -81,20 +82,10 @@ def check_would_stop(root: Path, reverts: Sequence[tuple[Commit, ParsedMessage]]
     return None
 
 
-def referring_reverts(commits: Iterable[Commit], named: Iterable[Commit], done: set[str]
+def referring_reverts(reverts: Iterable[tuple[Commit, ParsedMessage]], named: Iterable[Commit], done: set[str]
                       ) -> list[tuple[Commit, ParsedMessage]]:  # fmt: skip
-    """The revert-like commits among ``commits`` (not in ``done``) that look up a key one of
+    """The revert-like commits among ``reverts`` (not in ``done``) that look up a key one of
     ``named`` carries: linking them may find that commit (and mark it undone), and whatever else
     their names find decides whether it does."""
     carried = set().union(*(commit_keys(c) for c in named))
-    out = []
-    for c in commits:
-        if c.sha in done or not might_be_revert(c.message):
-            continue
-        pm = parse_message(c.message)
-        if pm.kind is None:
-            continue
-        wanted, _ = wanted_keys([pm])
-        if wanted & carried:
-            out.append((c, pm))
-    return out
+    return [(c, pm) for c, pm in reverts if c.sha not in done and wanted_keys([pm])[0] & carried]

@@ -21,7 +21,7 @@ import hashlib
 import json
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from revertbot.models import Commit
 from revertbot.verdict.history_index import NamedCommits, lookup_keys
@@ -66,11 +66,7 @@ def wanted_keys(messages: Iterable[object]) -> tuple[set[str], bool]:
 class NameCounts:
     """Per key hash: (oldest commit time, commits). Built by :meth:`add` from a history's commits."""
 
-    entries: dict[int, tuple[int, int]]
-
-    @classmethod
-    def empty(cls) -> NameCounts:
-        return cls({})
+    entries: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def add(self, c: Commit) -> None:
         when = min(max(c.commit_time, 0), _MAX_TIME)
@@ -86,13 +82,6 @@ class NameCounts:
         for h in self.entries:
             by_shard[shard_name(h)].append(h)
         return {name: b"".join(_RECORD.pack(h, *self.entries[h]) for h in sorted(hs)) for name, hs in by_shard.items()}
-
-    @classmethod
-    def from_shards(cls, shards: Mapping[str, bytes]) -> NameCounts:
-        entries: dict[int, tuple[int, int]] = {}
-        for name, data in shards.items():
-            entries.update(decode_shard(name, data))
-        return cls(entries)
 
 
 def decode_shard(name: str, data: bytes) -> dict[int, tuple[int, int]]:
@@ -176,7 +165,7 @@ def shards_for(keys: Iterable[str]) -> list[str]:
     return sorted({shard_name(key_hash(k)) for k in keys})
 
 
-def local_counts(commits: Iterable[Commit], keys: Iterable[str]) -> dict[str, list[Commit]]:
+def commits_carrying(commits: Iterable[Commit], keys: Iterable[str]) -> dict[str, list[Commit]]:
     """The commits among ``commits`` found by each of ``keys``."""
     wanted = set(keys)
     out: dict[str, list[Commit]] = {k: [] for k in wanted}
