@@ -505,3 +505,33 @@ def test_a_chain_through_a_reland_that_names_an_old_commit_too_is_the_complete_c
     mine = _same_as_complete(tmp_path, g, f'Revert "Add cache layer (#50)"\n\nThis reverts commit {x}.\n',
                              {"a.py": "def f():\n    return 1\n"}, index)  # fmt: skip
     assert old in {c["sha"] for c in mine["chain"]}  # type: ignore[attr-defined,index]
+
+
+def test_a_head_pushed_after_the_window_was_fetched_is_checked_on_the_whole_history(tmp_path: Path) -> None:
+    """The analysis reads the pull request's head from GitHub after the fetch step: a push in
+    between brings a head whose reverts the window was not chosen for ('Fix lint', which a commit
+    380 days back shares, where the window held only the newer one). The head is fetched with the
+    whole history, and its check is a complete clone's."""
+    from revertbot.github.client import PullInfo
+    from revertbot.github.pr_check import RepoSource
+
+    g, shas = _history(tmp_path)
+    g.tick(DAY)
+    lint = g.commit("Fix lint", {"c.py": "y = 'lint'\n"})
+    g.tick(DAY)
+    base, _first, origin = _pr(tmp_path, g, shas["original"], f"Revert #3\n\nThis reverts commit {shas['original']}.\n")
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err and git.is_shallow(work) and not _present(work, shas["old3"]), err
+    g.checkout("-b", "pushed", base)
+    g.tick()
+    pushed = g.revert(lint, message='Revert "Fix lint"\n\nWrong one.\n')
+    g.checkout("main")
+    _git(origin, "fetch", "-q", str(g.path), f"+{pushed}:refs/pull/7/head")
+    pr = PullInfo(7, "t", "", "open", pushed, "rv", "main", base, "o/r", origin.as_uri())
+    with RepoSource(work, tmp_path / "cache").open(pr) as prepared:
+        assert prepared.head_sha == pushed
+    assert not git.is_shallow(work) and _present(work, shas["old3"])
+    # Commits and trees only: the files stay on the remote.
+    assert "?" in _git(work, "rev-list", "--objects", "--missing=print", shas["root"])
+    assert _check(work, pushed, base) == _check(_complete(origin, tmp_path), pushed, base)
+

@@ -271,8 +271,15 @@ class RepoSource:
         # with no negotiation, and with it its whole history of commits and trees.
         if not (git.commit_present(root, pr.head_sha) and git.commit_present(root, pr.base_sha)):
             # Fetched into a private namespace: the user's branches and working tree stay as they are.
-            self._log(f"fetching #{pr.number} and {pr.base_ref} from {_safe_url(pr.clone_url)} into {root}")
-            git.run("fetch", "--quiet", "--force", pr.clone_url,
+            # A shallow clone holds the history window `revertbot fetch --window` chose for the head
+            # and base it saw; another head or base may name what that window left out: the whole
+            # history then (commits and trees where the clone is partial).
+            deepen = ["--unshallow", *(["--filter=blob:none"] if git.is_partial_clone(root) else [])] \
+                if git.is_shallow(root) else []  # fmt: skip
+            self._log(f"fetching #{pr.number} and {pr.base_ref} from {_safe_url(pr.clone_url)} into {root}"
+                      + (" with the whole history (the clone's history window was chosen for another head)"
+                         if deepen else ""))  # fmt: skip
+            git.run("fetch", "--quiet", "--force", *deepen, pr.clone_url,
                        f"+refs/pull/{pr.number}/head:refs/revertbot/pull/{pr.number}",
                        f"+refs/heads/{pr.base_ref}:refs/revertbot/base/{pr.base_ref}",
                        cwd=root, env=self._auth_env(pr.clone_url))  # fmt: skip
