@@ -316,14 +316,15 @@ def test_a_commit_dated_before_the_window_inside_it_fetches_the_whole_history(tm
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
-def test_the_whole_history_is_the_default(tmp_path: Path) -> None:
+def test_the_window_is_the_default_and_the_whole_history_is_asked_for_by_name(tmp_path: Path) -> None:
     g, shas = _history(tmp_path)
     base = g.head()
     origin = _origin(tmp_path, g, g.revert_on_branch(shas["original"]))
-    work = tmp_path / "fetched" / "repo"
-    _checkout_depth_1(origin, work, base)
-    code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR))
-    assert code == 0 and "history since" not in err and not git.is_shallow(work)
+    for how, shallow in (((), True), (("--whole-history",), False)):
+        work = tmp_path / f"fetched-{shallow}" / "repo"
+        _checkout_depth_1(origin, work, base)
+        code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), *how)
+        assert code == 0 and ("history since" in err) == shallow and git.is_shallow(work) == shallow, err
 
 
 def _plain_main(tmp_path: Path, commits: int = 30) -> GitRepo:

@@ -532,3 +532,28 @@ def test_history_survives_runs_races_and_reaches_the_dashboard(world: World, tmp
     text = page.read_text(encoding="utf-8")
     assert f'href="https://github.com/demo-org/minisgl/commit/{world.demo.revert}"' in text
     assert "NVIDIA" in text or "hardware" in text
+
+
+def _fetch_log(job: object) -> str:
+    return next(s.log for s in job.instances[0].steps if s.name == "Fetch the refs the analysis reads")  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_analyze_job_reads_a_history_window_once_the_names_job_ran(world: World, tmp_path: Path) -> None:
+    """The demo revert names its original by title: without the name index the analyze job fetches
+    the whole history; once the scheduled names job ran, the history window its check reads, and
+    the report is the same."""
+    subprocess.run(["git", "update-ref", "-d", f"refs/heads/{REVERT_BRANCH}"], cwd=world.remote, check=True)
+    whole = _runner(world, tmp_path / "whole", world.pr_event("opened")).run_job("analyze")
+    assert whole.result == "success", whole.log()
+    assert "the whole history is fetched" in _fetch_log(whole), _fetch_log(whole)
+    [before] = [str(c["body"]) for c in _reports(world)]
+    scheduled = _runner(world, tmp_path / "names", world.event("schedule", {"schedule": "23 3 * * *"}), WORKFLOW,
+                        "schedule").run_job("names")  # fmt: skip
+    assert scheduled.result == "success", scheduled.log()
+    windowed = _runner(world, tmp_path / "window", world.pr_event("synchronize")).run_job("analyze")
+    assert windowed.result == "success", windowed.log()
+    log = _fetch_log(windowed)
+    assert "history since" in log and "name index" in log and "the whole history is fetched" not in log, log
+    [after] = [str(c["body"]) for c in _reports(world)]
+    assert after == before

@@ -3,10 +3,10 @@
 
 What is fetched, and why (see docs/workflows.md, "What each job fetches"):
 
-* the base branch, with its whole history (the shallow boundary goes): links, drift, relands and
-  the history index walk it; with ``--window``, for a pull request whose reverts name their
-  originals by id, only the history the check reads (the clone stays shallow; see
-  :mod:`revertbot.pipeline.history_window`);
+* the base branch's history: links, drift, relands and the history index walk it; for a pull
+  request in a shallow clone, only the history its check reads (the clone stays shallow; see
+  :mod:`revertbot.pipeline.history_window`), else, or with ``--whole-history``, all of it (the
+  shallow boundary goes);
 * the pull request's head (``refs/pull/N/head``): the commits under analysis;
 * the release branches that ``release_branches`` of ``.revertbot.yml`` matches, the file read
   from the base commit as ``revertbot action`` reads it: where the original shipped (backports);
@@ -232,26 +232,28 @@ MANY_RELEASE_BRANCHES = 200
 @click.option("--filter", "filter_spec", default=None,
               help="Object filter of the fetch (default: blob:none in a shallow or partial clone, none in a "
                    "complete one); 'none' for every object.")  # fmt: skip
-@click.option("--window/--whole-history", default=False, show_default=True,
+@click.option("--window/--whole-history", default=None, show_default="--window",
               help="For a pull request in a shallow clone: fetch the history its reverts need (from the oldest "
-                   "commit they name by id, less a margin) instead of the whole history; the whole history "
-                   "when they name what they revert otherwise (see docs/workflows.md).")  # fmt: skip
+                   "commit they name, less a margin) instead of the whole history; the whole history where the "
+                   "window cannot be sure to hold what the check reads, and always with --whole-history "
+                   "(see docs/workflows.md).")  # fmt: skip
 @click.option("--window-margin-days", type=click.IntRange(min=1, max=3650), default=history_window.MARGIN_DAYS,
               show_default=True, help="Days of history fetched before the oldest commit the reverts name.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the refspecs and fetch nothing.")
 def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None, base: str | None,
-                  base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, window: bool,
+                  base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, window: bool | None,
                   window_margin_days: int, dry_run: bool) -> None:  # fmt: skip
-    """Fetch only the refs the analysis reads, in one `git fetch`: the base branch with its whole
-    history, the PR head, the release branches of .revertbot.yml, the version tags and the
-    revertbot-history data branch (commits and trees; file contents are fetched in batches as
-    the analysis reads them). Meant for a checkout with fetch-depth: 1 (see docs/workflows.md).
+    """Fetch only the refs the analysis reads: the base branch's history, the PR head, the release
+    branches of .revertbot.yml, the version tags and the revertbot-history data branch (commits
+    and trees; file contents are fetched in batches as the analysis reads them). Meant for a
+    checkout with fetch-depth: 1 (see docs/workflows.md).
 
-    With --window, for a pull request whose reverts name their originals by commit id, only the
-    base's history from 30 days before the oldest commit they name (--window-margin-days; 90 more
-    before a named change that is not a revert) and the release branches' own commits, in a few
-    steps. Where the window cannot be sure to hold what the check reads, the whole history, and
-    the reason is said."""
+    For a pull request in a shallow clone, only the history its check reads (the window): the
+    base's history from 30 days before the oldest commit its reverts name, by id or, where the
+    revertbot-names data branch indexes them, by title or PR number (--window-margin-days; 90 more
+    before a named change that is not a revert), and the release branches' own commits, in a few
+    steps. Where the window cannot be sure to hold what the check reads, or with --whole-history,
+    the whole history, and the reason is said."""
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
@@ -299,10 +301,11 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     listed = f"{len(listing.tips)} branches of {remote} listed in {listing.seconds:.1f}s"
     first: list[str] = []  # fetched before .revertbot.yml can be read
     seconds = 0.0
+    asked, window = window is True, window is not False  # (the window is the default; said only when asked)
     windowed = window and shallow and target.pr is not None and target.main_line is None
-    if window and not shallow:
+    if asked and not shallow:
         say("--window: the clone is not shallow (it has the whole history already): the refs are fetched whole")
-    if window and target.main_line is not None:
+    if window and shallow and target.pr is not None and target.main_line is not None:
         say(f"the whole history is fetched: the base {target.base} is not the default branch {target.main_line}, "
             "whose history since the base left it the check reads")  # fmt: skip
     if windowed and not dry_run and config_sha and not git.commit_present(root, config_sha):
@@ -368,6 +371,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
                              config_sha or None, NAMES_BRANCH in listing.tips)  # fmt: skip
         if done is not None:
             seconds += done
+            _name_default(root, remote, target, listing.tips)
             say(f"fetched in {seconds:.1f}s:")
             for line in _summary(remote, target, patterns, release, git.fetched_refs(root, specs), len(kept_tags)):
                 say(line)
@@ -394,17 +398,22 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=still, kept_tags=kept_tags)
                      if s not in first]  # fmt: skip
             seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
-    default_ref = f"refs/remotes/{remote}/{target.default}"
-    if target.default and git.ref_sha(root, default_ref) is not None and (git.main_line_ref(root) or ("",))[0] != \
-            default_ref:  # fmt: skip
-        # The check finds the main line through origin/HEAD, else by the usual names (main, master).
-        git.name_remote_head(root, remote, target.default, listing.tips)
+    _name_default(root, remote, target, listing.tips)
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
         say(line)
     say("  not fetched: every other branch and tag")
     for note in target.notes:
         say(f"note: {note}")
+
+
+def _name_default(root: Path, remote: str, target: FetchTarget, tips: Mapping[str, str]) -> None:
+    """``origin/HEAD`` names the default branch where the check would not find it: the check finds
+    the main line through it, else by the usual names (main, master)."""
+    default_ref = f"refs/remotes/{remote}/{target.default}"
+    if target.default and git.ref_sha(root, default_ref) is not None and (git.main_line_ref(root) or ("",))[0] != \
+            default_ref:  # fmt: skip
+        git.name_remote_head(root, remote, target.default, tips)
 
 
 def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequence[str], tags: bool, history: bool,
