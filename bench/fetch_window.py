@@ -13,7 +13,9 @@ Two parts, in one run:
   pull request on its parent (:func:`bench.fetch.pull_request_origin`): a ``fetch-depth: 1``
   checkout, ``revertbot fetch --pr 1``, ``revertbot check`` of the revert against its parent, whose
   JSON is compared with the same check on a complete clone; the bytes received (``GIT_TRACE_PACKFILE``)
-  against ``fetch-depth: 0`` of the origin, and the time from the checkout to the report.
+  against ``fetch-depth: 0`` of the origin, and the time from the checkout to the report. With
+  ``--any-revert`` the flows are sampled from every revert, served or not: the analyze job's fetch
+  (the window is ``revertbot fetch``'s default) over every kind of revert pull request.
 
 A revert here is a commit of the base branch whose message the parser reads as a revert or reland
 (the synthetic's truth lists them).
@@ -146,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
                              "request)")  # fmt: skip
     parser.add_argument("--by-name", action="store_true",
                         help="fetch and check only reverts that the name index alone serves")  # fmt: skip
+    parser.add_argument("--any-revert", action="store_true",
+                        help="fetch and check reverts of the sample whether a window serves them or not (the "
+                             "analyze job's fetch over every kind of revert pull request)")  # fmt: skip
     args = parser.parse_args(argv)
     env = bench_env()
     mib = 1 << 20
@@ -178,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    whole history, {n}: {reason}")
     if names is not None:
         print(f"    served by the name index alone (whole history without it): {sum(b for _, _, b in served)}")
-    if not args.flows or not served:
+    if not args.flows or not (served or args.any_revert):
         return 0
     if args.estimate_full:
         full = full_pack_bytes(origin, env)
@@ -193,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[{name}] fetch-depth: 0 of the origin: {full / mib:.1f} MiB")
     rows = []
     pool = [row for row in served if row[2]] if args.by_name else served
+    if args.any_revert:
+        pool = [(sha, 0, False) for sha in sample]
     for sha, _, _ in rng.sample(pool, min(args.flows, len(pool))):
         row = flow(origin, args.base, sha, work, ref_clone, env, args.names)
         total = row["checkout_bytes"] + row["fetch_bytes"]
@@ -206,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{' (' + row['verdict'] + ')' if 'verdict' in row else ''}")  # fmt: skip
     shares = sorted(r[0] for r in rows)
     events = sorted(r[1] for r in rows)
-    print(f"[{name}] {len(rows)} pull requests: bytes median {statistics.median(shares):.1%}, max {shares[-1]:.1%} of "
+    print(f"[{name}] {len(rows)} pull requests: bytes median {statistics.median(shares):.1%}, "
+          f"p90 {shares[min(len(shares) - 1, int(len(shares) * 0.9))]:.1%}, max {shares[-1]:.1%} of "
           f"fetch-depth: 0; event to report median {statistics.median(events):.1f}s, max {events[-1]:.1f}s; "
           f"JSON identical to the complete clone's: {sum(r[2] for r in rows)} of {len(rows)}")  # fmt: skip
     return 0 if all(r[2] for r in rows) else 1

@@ -18,6 +18,7 @@ from revertbot import git
 from revertbot.cli.main import cli
 from revertbot.models import Commit
 from revertbot.pipeline.history_window import choose_window
+from revertbot.pipeline.name_index_branch import NAMES_BRANCH, build_index
 from tests.gitrepo import GitRepo
 
 CONFIG = "release_branches:\n  - release/*\n"
@@ -64,7 +65,9 @@ def _history(tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
     return g, shas
 
 
-def _origin(tmp_path: Path, g: GitRepo, pr_head: str) -> Path:
+def _origin(tmp_path: Path, g: GitRepo, pr_head: str, index: bool = True) -> Path:
+    """A bare copy of ``g`` serving filters, with ``pr_head`` as PR 7's head and, with ``index``, the
+    name index of main as the scheduled job leaves it (no window stands without it)."""
     bare = tmp_path / "origin.git"
     _git(tmp_path, "clone", "-q", "--bare", str(g.path), str(bare))
     for branch in _git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads").split():
@@ -73,6 +76,8 @@ def _origin(tmp_path: Path, g: GitRepo, pr_head: str) -> Path:
     _git(bare, "update-ref", f"refs/pull/{PR}/head", pr_head)
     _git(bare, "config", "uploadpack.allowFilter", "true")
     _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    if index:
+        build_index(bare, "main", ref=f"refs/heads/{NAMES_BRANCH}")
     return bare
 
 
@@ -176,15 +181,12 @@ def test_the_window_is_smaller_than_the_whole_history(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("message", "why"),
     [
-        ('Revert "Make f return 2 (#3)"\n\nIt broke the build.\n', "by title or number only"),
-        # The id names the original; the title names an older commit: the check says which one
-        # is meant cannot be told, from history the window would not have.
-        ('Revert "Fix lint"\n\nThis reverts commit {original}.\n', "names the title 'Fix lint'"),
         ('Revert "Make f return 2 (#3)"\n\nThis reverts commit {short}.\n', "by an abbreviated id"),
         ('Revert "Make f return 2 (#3)"\n\nThis reverts commit ' + "d" * 40 + ".\n", "not on the remote"),
-        ('Revert "Make f return 2 (#3)" (#9)\n\nThis reverts commit {original}.\nReverts #4.\n', "names #4"),
+        # Any revert, where the remote has no name index: nothing says how the dates run below a window.
+        ('Revert "Make f return 2 (#3)"\n\nThis reverts commit {original}.\n', "no revertbot-names data branch"),
     ],
-    ids=["title-only", "title-names-another", "abbreviated", "ghost", "other-pr"],
+    ids=["abbreviated", "ghost", "no-index"],
 )
 def test_what_a_window_cannot_be_sure_of_fetches_the_whole_history(tmp_path: Path, message: str, why: str) -> None:
     g, shas = _history(tmp_path)
@@ -193,7 +195,7 @@ def test_what_a_window_cannot_be_sure_of_fetches_the_whole_history(tmp_path: Pat
     g.tick()
     revert = g.revert(shas["original"], message=message.format(original=shas["original"], short=shas["original"][:10]))
     g.checkout("main")
-    origin = _origin(tmp_path, g, revert)
+    origin = _origin(tmp_path, g, revert, index="revertbot-names" not in why)
     work, err = _fetch(origin, tmp_path, base)
     assert "the whole history is fetched" in err and why in err, err
     assert not git.is_shallow(work) and _present(work, shas["root"])
@@ -453,12 +455,11 @@ def test_a_silent_reland_of_an_older_revert_is_seen(tmp_path: Path) -> None:
     assert {c["sha"] for c in report["chain"]} >= {x, undo}  # type: ignore[attr-defined,index]
 
 
-@pytest.mark.parametrize(("path", "window"), [("c.py", True), ("a.py", False)], ids=["other-file", "same-file"])
-def test_a_revert_by_title_before_the_original_counts_only_on_its_files(tmp_path: Path, path: str,
-                                                                         window: bool) -> None:  # fmt: skip
+@pytest.mark.parametrize("path", ["c.py", "a.py"], ids=["other-file", "same-file"])
+def test_a_revert_by_title_before_the_original_counts_only_on_its_files(tmp_path: Path, path: str) -> None:
     """A revert named by its title alone, 20 days before the original: on another file it cannot
-    be what the original silently re-lands (the window stands); on the original's file it could,
-    and what it reverts cannot be found by id (the whole history)."""
+    be what the original silently re-lands (not followed); on the original's file it could, and
+    what it reverts is found through the name index (the window reaches it)."""
     g = _plain_main(tmp_path)
     content = "def f():\n    return 1\n\n\ndef g():\n    return 12\n" if path == "a.py" else "y = 'x'\n"
     g.tick(DAY)
@@ -471,9 +472,7 @@ def test_a_revert_by_title_before_the_original_counts_only_on_its_files(tmp_path
     g.tick(2 * DAY)
     g.commit("Touch d (#5)", {"d.py": "z = 2\n"})
     err, _ = _same(tmp_path, g, original)
-    assert ("history since" in err) is window, err
-    if not window:
-        assert "a revert the check looks at for a silent reland" in err and "by title or number only" in err
+    assert "history since" in err, err
 
 
 def test_a_merge_of_an_old_branch_in_the_look_back_keeps_the_history_under_it(tmp_path: Path) -> None:
@@ -551,7 +550,8 @@ def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tm
     origin = _origin(tmp_path, g, head)
     _git(origin, "update-ref", "refs/heads/prhead", head)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "by title or number only" in err, err
+    # The name index serves the title: the window reaches back to "Add helper".
+    assert "history since" in err and _present(work, g.git("log", "-1", "--format=%H", ":/Add helper").strip()), err
     complete = _complete(origin, tmp_path)
     _git(work, "update-ref", "refs/heads/prhead", head)
     _git(complete, "update-ref", "refs/heads/prhead", head)
@@ -587,12 +587,14 @@ def test_a_branch_with_no_commits_of_its_own_at_an_old_revert_is_not_read_as_a_c
 
 def test_a_window_that_reached_the_root_and_fell_back_fetches_the_rest(tmp_path: Path) -> None:
     """The window's history reaches the first commit (the clone is no longer shallow), then a
-    revert by title in the look-back sends it to the whole history: a plain fetch, not --unshallow."""
+    revert by an abbreviated id in the look-back sends it to the whole history: a plain fetch, not
+    --unshallow."""
     g = _plain_main(tmp_path, 10)
     g.tick(DAY)
-    g.commit("Make f return 2", {"a.py": F2})
+    first = g.commit("Make f return 2", {"a.py": F2})
     g.tick(2 * DAY)
-    g.commit('Revert "Make f return 2"\n\nIt broke the exporter.\n', {"a.py": F2.replace("return 2", "return 1")})
+    g.commit(f'Revert "Make f return 2"\n\nThis reverts commit {first[:9]}.\n',
+             {"a.py": F2.replace("return 2", "return 1")})  # fmt: skip
     g.tick(5 * DAY)
     original = g.commit("Make f return 2 again (#9)", {"a.py": F2})
     g.tick(2 * DAY)
@@ -663,8 +665,35 @@ def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole
     g.tick(3 * DAY)
     g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
     err, report = _same(tmp_path, g, original)
-    assert "the whole history is fetched" in err and "dates out of order" in err, err
+    assert "the whole history is fetched" in err and "whose history holds commits dated up to" in err, err
     assert report["risk"]["action"] == "review" and len(report["chain"]) == 3, report  # type: ignore[index,arg-type]
+
+
+def test_a_series_longer_than_the_date_probe_is_seen_in_the_name_index(tmp_path: Path) -> None:
+    """As above with a series of 70 patches, its last one dated 95 days before the original: the
+    64 commits fetched below the window's start to see their dates are all old, so the fetch alone
+    cannot see the revert it hides ("merge" where the complete clone says "review"); the name
+    index, made from the whole history, records the dates out of order."""
+    g = _plain_main(tmp_path, 20)
+    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
+    landed = g._clock + 200 * DAY
+    g._clock = landed - 88 * DAY
+    helper = g.commit("Add helper (#200)", {"a.py": body})
+    g._clock = landed - 85 * DAY
+    g.revert(helper)
+    for i in range(70):
+        g._clock = landed - (400 - i if i < 69 else 95) * DAY
+        g.commit(f"Vendored patch {i}", {"vendor/v.py": f"v = {i}\n"})
+    for i in range(5):
+        g._clock = landed - (80 - 15 * i) * DAY
+        g.commit(f"Work on e, step {i} (#{300 + i})", {"e.py": f"y = {i}\n"})
+    g._clock = landed
+    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
+    g.tick(3 * DAY)
+    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
+    err, report = _same(tmp_path, g, original)
+    assert "the whole history is fetched" in err and "the name index records a commit dated" in err, err
+    assert report["risk"]["action"] == "review", report
 
 
 def test_a_revert_of_a_commit_dated_in_1970_keeps_its_window_start(tmp_path: Path) -> None:

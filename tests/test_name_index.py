@@ -19,6 +19,7 @@ from revertbot.pipeline.history_window import choose_window
 from revertbot.pipeline.name_index_branch import LOCAL_REF, build_index, read_index
 from revertbot.verdict.history_index import lookup_keys
 from revertbot.verdict.name_index import (
+    DateGaps,
     IndexMeta,
     IndexUnreadable,
     NameCounts,
@@ -61,7 +62,7 @@ def _pr(tmp_path: Path, g: GitRepo, original: str, message: str, index_at: str =
     g.tick()
     revert = g.revert(original, message=message)
     g.checkout("main")
-    origin = _origin(tmp_path, g, revert)
+    origin = _origin(tmp_path, g, revert, index=False)
     _indexed(origin, index_at)
     return base, revert, origin
 
@@ -113,11 +114,50 @@ def test_the_index_is_written_into_the_repository_whatever_this_process_keeps_be
     monkeypatch.setattr(process, "_GRAPHS", [str(g.path / ".git" / "objects")])
     build_index(other, "main")
     files = _git(other, "ls-tree", "-r", "--format=%(objectname)", LOCAL_REF).split()
-    assert len(files) == 257
+    assert len(files) == 258  # the header, the record of dates, 256 shards
     # Read without the kept store: every file is in the repository's own store.
     missing = subprocess.run(["git", "cat-file", "--batch-check"], cwd=other, input="\n".join(files) + "\n",
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "missing" not in missing, missing
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_record_of_dates_says_where_a_date_limited_fetch_cuts_wrong(seed: int) -> None:
+    """Against git's rule, read directly: a fetch from ``since`` leaves out every ancestor of a
+    commit dated before ``since``; it cuts wrong where one of those is dated at or after it."""
+    import random
+
+    rng = random.Random(seed)
+    commits: list[tuple[str, int, tuple[str, ...]]] = []
+    for i in range(120):
+        parents = tuple(commits[j][0] for j in {rng.randrange(i) for _ in range(rng.choice((1, 1, 1, 2)))}) if i else ()
+        when = 1000 + i * 10 + (rng.choice((0, 0, 0, -300, -35, 25)) if i else 0)  # dated out of order at times
+        commits.append((f"{i:040x}", when, parents))
+    gaps = DateGaps.of_history(reversed(commits))
+    by_sha = {sha: (when, parents) for sha, when, parents in commits}
+
+    def ancestors(sha: str) -> set[str]:
+        seen, todo = set(), list(by_sha[sha][1])
+        while todo:
+            p = todo.pop()
+            if p not in seen:
+                seen.add(p)
+                todo.extend(by_sha[p][1])
+        return seen
+
+    below = {sha: ancestors(sha) for sha in by_sha}
+    seen = set()
+    for since in range(600, 2300, 7):
+        wrong = any(when < since and any(by_sha[a][0] >= since for a in below[sha])
+                    for sha, (when, _) in by_sha.items())  # fmt: skip
+        assert (gaps.cuts(since) is not None) is wrong, since
+        seen.add(wrong)
+    assert seen == {True, False}
+    assert DateGaps.loads(gaps.dumps()) == gaps
+    with pytest.raises(IndexUnreadable):
+        DateGaps.loads(gaps.dumps()[:-1])
+    with pytest.raises(IndexUnreadable):
+        DateGaps.loads(struct.pack(">IIII", 50, 60, 55, 70))  # overlapping: not as written
 
 
 def test_an_index_not_as_written_is_not_read() -> None:
@@ -312,12 +352,12 @@ def test_a_title_two_commits_share_that_their_diffs_do_not_settle_is_the_complet
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base), err
 
 
-def test_without_the_data_branch_a_title_reads_the_whole_history(tmp_path: Path) -> None:
+def test_without_the_data_branch_the_whole_history_is_read(tmp_path: Path) -> None:
     g, shas = _history(tmp_path)
     base, _revert, origin = _pr(tmp_path, g, shas["original"], 'Revert "Make f return 2 (#3)"\n\nNo.\n')
     _git(origin, "update-ref", "-d", NAMES)
     _work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "by title or number only" in err, err
+    assert "the whole history is fetched" in err and "no revertbot-names data branch" in err, err
     # A data branch that is not an index is said, and changes nothing else.
     blob = _git_input(origin, "not json", "hash-object", "-w", "--stdin")
     tree = _git_input(origin, f"100644 blob {blob}\tmeta.json\n", "mktree")
@@ -327,7 +367,7 @@ def test_without_the_data_branch_a_title_reads_the_whole_history(tmp_path: Path)
     _checkout_depth_1(origin, work2, base)
     code, _, err = _run("fetch", "--repo", str(work2), "--base", "main", "--base-sha", base, "--pr", "7", "--window")
     assert code == 0 and "name index of revertbot-names is not read" in err and "not JSON" in err, err
-    assert "by title or number only" in err
+    assert not git.is_shallow(work2)
     assert git.ref_sha(work2, LOCAL_REF) is not None
 
 
@@ -360,7 +400,7 @@ def _pr_from(tmp_path: Path, g: GitRepo, message: str, files: dict[str, str], in
     g.tick()
     head = g.commit(message, files)
     g.checkout("main")
-    origin = _origin(tmp_path, g, head)
+    origin = _origin(tmp_path, g, head, index=False)
     if index:
         _indexed(origin)
     return base, head, origin

@@ -424,7 +424,14 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
     assert target.base is not None and target.pr is not None
     tracking = f"refs/remotes/{remote}/"
     others = plan_refspecs(remote, FetchTarget(), release, tags=tags, history=False, kept_tags=kept_tags)
-    names, seconds = _name_index(root, remote, filt, say) if names_listed else (None, 0.0)
+    if not names_listed:
+        say(f"the whole history is fetched: the remote has no {NAMES_BRANCH} data branch, the name index that says "
+            "how the history's dates run below a window's start (the scheduled names job of revertbot.yml writes it; "
+            "or `revertbot names update --push`)")  # fmt: skip
+        return None
+    names, seconds = _name_index(root, remote, filt, say)
+    if names is None:
+        return None
     say(f"fetching #{target.pr}'s commits and what its reverts name, then the history they need")
     done = history_window.fetch_window(root, remote, target.base, f"+refs/heads/{target.base}:{tracking}{target.base}",
                                        f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}", others, filt,
@@ -445,8 +452,7 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
 
 def _name_index(root: Path, remote: str, filt: str | None, say: Any) -> tuple[NameSource | None, float]:
     """The name index of the remote's data branch (its shard files are fetched as they are read),
-    and the seconds; None where it cannot be read (said why: the reverts it would serve then read
-    the whole history)."""
+    and the seconds; None where it cannot be read (said why: no window stands without it)."""
     spec = f"+refs/heads/{NAMES_BRANCH}:{NAMES_REF}"
     try:
         # One commit without parents: nothing to deepen, and the clone's shallow boundary stays as it is.
@@ -456,6 +462,5 @@ def _name_index(root: Path, remote: str, filt: str | None, say: Any) -> tuple[Na
         say(f"name index of {NAMES_BRANCH}: made at {names.tip[:10]} ({made})")
         return names, seconds
     except (git.FetchError, IndexUnreadable) as exc:
-        say(f"the name index of {NAMES_BRANCH} is not read ({exc}): reverts named by title or number read the "
-            "whole history")  # fmt: skip
+        say(f"the whole history is fetched: the name index of {NAMES_BRANCH} is not read ({exc})")
         return None, 0.0

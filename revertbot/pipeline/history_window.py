@@ -23,7 +23,14 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
-from revertbot.pipeline.window_names import check_would_stop, keyed_start, looked_up, named_by_keys, referring_reverts
+from revertbot.pipeline.window_names import (
+    check_would_stop,
+    dates_hold,
+    keyed_start,
+    looked_up,
+    named_by_keys,
+    referring_reverts,
+)
 from revertbot.verdict.grammar import might_be_revert, parse_message, strip_pr_suffix, title_key
 from revertbot.verdict.name_index import NameSource
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
@@ -258,6 +265,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         return WindowFetch(_whole(reason), (), seconds)
 
     git.mark_on_base(root, [])  # an earlier fetch's marks say nothing of this one's history
+    if names is None:
+        return whole(dates_hold(root, names, 0, set(), base, base) or "")
     specs = [base_spec, pr_spec, *other_specs]
     fetch(specs, depth=1)
     base_ref, head_ref = _destination(base_spec), _destination(pr_spec)
@@ -310,9 +319,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         named.update({c.sha: c for c in git.commits_of(root, [s for s in more.named if s not in named])})
         keys.update({k: (when, n) for k, when, n in more.keys if k not in keys})
     for _ in range(2 * MAX_ROUNDS):
-        since = _start([*pr_commits, *named.values()], named.values(), margin_days)
-        if keys and names is not None:
-            since = min(since, keyed_start(keys.values(), names, margin_days))
+        # (and before the index's own commit: the index speaks for the history up to it)
+        since = min(_start([*pr_commits, *named.values()], named.values(), margin_days),
+                    keyed_start(keys.values(), names, margin_days))  # fmt: skip
         partly: list[str] = []
         if since != fetched_since:  # (a round that only followed more names reads the same history)
             fetch([base_spec, pr_spec], shallow_since=since)
@@ -383,8 +392,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if merged:
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
-            why = _dated_out_of_order(root, here, since, fetch) or check_would_stop(root, _revert_like(pr_commits),
-                                                                                    head_ref)  # fmt: skip
+            why = (dates_hold(root, names, since, here, base_ref, head_ref)
+                   or _dated_out_of_order(root, here, since, fetch)  # (the pull request's side: no index for it)
+                   or check_would_stop(root, _revert_like(pr_commits), head_ref))  # fmt: skip
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))

@@ -14,12 +14,13 @@ from pathlib import Path
 from revertbot import git
 from revertbot.errors import GitError, UsageError
 from revertbot.verdict.grammar import index_message
-from revertbot.verdict.name_index import IndexMeta, IndexUnreadable, NameCounts, NameSource
+from revertbot.verdict.name_index import DateGaps, IndexMeta, IndexUnreadable, NameCounts, NameSource
 
 #: The data branch on the remote, and where a clone keeps its copy.
 NAMES_BRANCH = "revertbot-names"
 LOCAL_REF = "refs/revertbot/names"
 META_FILE = "meta.json"
+DATES_FILE = "dates"
 
 
 @dataclass(frozen=True)
@@ -49,21 +50,24 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     counts = NameCounts()
     tip_time = 0
     n = 0
+    dated: list[tuple[str, int, tuple[str, ...]]] = []
     for c in git.iter_log(root, tip, keep=index_message):
         if n == 0:
             tip_time = c.commit_time
         counts.add(c)
+        dated.append((c.sha, c.commit_time, c.parents))
         n += 1
         if progress is not None and n % 20000 == 0:
             progress(n)
     meta = IndexMeta(branch.removeprefix("refs/heads/"), tip, tip_time, n)
-    files = {META_FILE: meta.dumps().encode(), **{f"keys/{name}": data for name, data in counts.shards().items()}}
+    files = {META_FILE: meta.dumps().encode(), DATES_FILE: DateGaps.of_history(dated).dumps(),
+             **{f"keys/{name}": data for name, data in counts.shards().items()}}  # fmt: skip
     tree = git.tree_of_files(root, files)
     # The same history gives the same commit: written into this repository's own store even where a
     # store this process reads beside it holds that commit already.
-    dated = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000",
-             git.OWN_OBJECTS_ONLY: "1"}
-    commit = git.commit_tree(root, tree, [], f"revertbot name index of {meta.branch} at {tip}\n", env=dated)
+    env = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000",
+           git.OWN_OBJECTS_ONLY: "1"}
+    commit = git.commit_tree(root, tree, [], f"revertbot name index of {meta.branch} at {tip}\n", env=env)
     git.set_ref(root, ref, commit)
     return BuiltIndex(meta, commit, len(counts.entries), time.perf_counter() - start)
 
@@ -89,7 +93,17 @@ def read_index(root: Path, ref: str = LOCAL_REF) -> NameSource:
             out[name] = data
         return out
 
-    return NameSource(meta.tip, meta.tip_time, read_shards)
+    def read_dates() -> bytes:
+        spec = f"{ref}:{DATES_FILE}"
+        try:
+            data = git.blobs(root, [spec]).get(spec)
+        except GitError as exc:
+            raise IndexUnreadable(f"its record of dates could not be read ({exc})") from None
+        if data is None:
+            raise IndexUnreadable(f"it has no {DATES_FILE} file")
+        return data
+
+    return NameSource(meta.tip, meta.tip_time, read_shards, read_dates)
 
 
 def index_meta(root: Path, ref: str = LOCAL_REF) -> IndexMeta | None:

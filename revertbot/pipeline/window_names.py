@@ -6,6 +6,7 @@ there.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -38,6 +39,51 @@ def keyed_start(counted: Iterable[tuple[int, int]], names: NameSource, margin_da
     return oldest - margin_days * 86400
 
 
+def _covered(root: Path, names: NameSource, here: set[str], base_ref: str, head_ref: str
+             ) -> tuple[set[str], str | None]:  # fmt: skip
+    """The commits of the fetched history after the index's commit; or why the index does not
+    speak for the history fetched: its commit is not in the base's history as fetched, or a commit
+    after it lost its parents to the window's start (what is under that, the index never saw)."""
+    tip = names.tip
+    if tip not in here or not git.is_ancestor(root, tip, base_ref):
+        return set(), (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
+                       "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
+    after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
+    late = sorted(git.shallow_commits(root) & here & after)
+    if late:
+        return after, (f"{late[0][:10]} lost its parents to the window's start but came after the name index's "
+                       f"commit {tip[:10]}: what is under it, the index does not count")  # fmt: skip
+    return after, None
+
+
+def dates_hold(root: Path, names: NameSource | None, since: int, here: set[str], base_ref: str, head_ref: str
+               ) -> str | None:  # fmt: skip
+    """Why the history fetched from ``since`` may leave out commits dated inside the window (None:
+    it cannot). ``--shallow-since`` stops at the first commit dated before the start and leaves out
+    all of its history, newer commits too (an old series applied with ``git am
+    --committer-date-is-author-date``): only the whole history can tell, as the name index's record
+    of dates out of order does, where the index's commit is in the history fetched and nothing
+    after it was cut."""
+    if names is None:
+        return ("no name index (the revertbot-names data branch, which the scheduled names job writes) says how the "
+                "history's commit dates run below the window's start")  # fmt: skip
+    _, why = _covered(root, names, here, base_ref, head_ref)
+    if why is not None:
+        return why
+    try:
+        gap = names.date_gaps().cuts(since)
+    except IndexUnreadable as exc:
+        return f"the name index cannot be read: {exc}"
+    if gap is not None:
+        return (f"the name index records a commit dated {_day(gap[0])}, before the window's start, whose history holds "
+                f"commits dated up to {_day(gap[1])}: a fetch from that date would leave them out")  # fmt: skip
+    return None
+
+
+def _day(when: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(when))
+
+
 def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: Mapping[str, tuple[int, int]],
                   names: NameSource, base_ref: str, head_ref: str) -> tuple[list[Commit], str | None]:  # fmt: skip
     """The commits of the fetched ``history`` that carry one of ``keys``; or why they may not be all
@@ -46,15 +92,10 @@ def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: M
     parents to the window's start (what is under such a commit the index does not count), every
     commit of a name is here once as many are as the index counts (one dated out of order and cut
     by the date-limited fetch makes them fewer)."""
+    after, why = _covered(root, names, here, base_ref, head_ref)
+    if why is not None:
+        return [], why
     tip = names.tip
-    if tip not in here or not git.is_ancestor(root, tip, base_ref):
-        return [], (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
-                    "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
-    after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
-    late = sorted(git.shallow_commits(root) & here & after)
-    if late:
-        return [], (f"{late[0][:10]} lost its parents to the window's start but came after the name index's commit "
-                    f"{tip[:10]}: what is under it, the index does not count")  # fmt: skip
     carrying = commits_carrying(history, keys)
     for key, (_, count) in sorted(keys.items()):
         held = sum(1 for c in carrying[key] if c.sha not in after)

@@ -13,11 +13,18 @@ in, bytes out, and back.
 The bytes: the keys' 64-bit hashes, split by their first byte into :data:`SHARDS` files of sorted
 fixed-size records (hash, oldest commit time, count), so a reader fetches the few files of the
 keys it wants (a few kilobytes each), not the index.
+
+It also keeps where the history's commit dates run out of order (:class:`DateGaps`): a fetch
+limited by date (``--shallow-since``) leaves out everything below the first commit dated before its
+start, newer commits too, so a window is only whole where no commit of the history dated before its
+start has an ancestor dated at or after it. That cannot be seen from the window itself (the commits
+below it are not there); the index, made from the whole history, says it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +36,7 @@ from revertbot.verdict.history_index import NamedCommits, lookup_keys
 #: What the keys are; bumped whenever :func:`lookup_keys` or :class:`NamedCommits` changes what a
 #: key is (an index made by another version is then not read: its keys may differ).
 KEYS_VERSION = 1
-FORMAT = "revertbot-names/1"
+FORMAT = "revertbot-names/2"
 SHARDS = 256
 _RECORD = struct.Struct(">QII")  # key hash, oldest commit time, commits
 _MAX_COUNT = 0xFFFFFFFF
@@ -97,6 +104,74 @@ def decode_shard(name: str, data: bytes) -> dict[int, tuple[int, int]]:
     return out
 
 
+_GAP = struct.Struct(">II")  # a commit's time, the newest time among its ancestors
+
+
+@dataclass(frozen=True)
+class DateGaps:
+    """The start times a date-limited fetch of the history would cut wrong: sorted, disjoint
+    ``(low, high)`` pairs, each a commit dated ``low`` with an ancestor dated ``high``
+    (merged where they overlap). A fetch from ``since`` with ``low < since <= high`` leaves out
+    the commits dated inside the window below that commit."""
+
+    gaps: tuple[tuple[int, int], ...] = ()
+
+    @classmethod
+    def of_history(cls, commits: Iterable[tuple[str, int, Sequence[str]]]) -> DateGaps:
+        """From every commit of a history as (sha, commit time, parents), in any order."""
+        time: dict[str, int] = {}
+        parents: dict[str, Sequence[str]] = {}
+        for sha, when, ps in commits:
+            time[sha], parents[sha] = when, ps
+        newest: dict[str, int] = {}  # per commit, the newest time among it and its ancestors
+        raw: list[tuple[int, int]] = []
+        for start in time:
+            if start in newest:
+                continue
+            stack = [start]
+            while stack:  # parents first (the history is too deep for recursion)
+                sha = stack[-1]
+                todo = [p for p in parents[sha] if p in time and p not in newest]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                stack.pop()
+                if sha in newest:
+                    continue
+                below = max((newest[p] for p in parents[sha] if p in newest), default=time[sha])
+                newest[sha] = max(time[sha], below)
+                if below > time[sha]:
+                    raw.append((time[sha], below))
+        merged: list[tuple[int, int]] = []
+        for low, high in sorted(raw):
+            if merged and low <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+            else:
+                merged.append((low, high))
+        return cls(tuple(merged))
+
+    def cuts(self, since: int) -> tuple[int, int] | None:
+        """The gap a fetch from ``since`` falls in (None: it cuts the history where the dates say)."""
+        for low, high in self.gaps:
+            if low < since <= high:
+                return low, high
+            if low >= since:
+                break
+        return None
+
+    def dumps(self) -> bytes:
+        return b"".join(_GAP.pack(min(max(lo, 0), _MAX_TIME), min(max(hi, 0), _MAX_TIME)) for lo, hi in self.gaps)
+
+    @classmethod
+    def loads(cls, data: bytes) -> DateGaps:
+        if len(data) % _GAP.size:
+            raise IndexUnreadable(f"its record of dates is {len(data)} bytes, not a whole number of records")
+        gaps = tuple(_GAP.iter_unpack(data))
+        if any(lo >= hi for lo, hi in gaps) or any(a[1] >= b[0] for a, b in itertools.pairwise(gaps)):
+            raise IndexUnreadable("its record of dates is out of order")
+        return cls(gaps)
+
+
 @dataclass(frozen=True)
 class IndexMeta:
     """The index's header: the branch and commit it was made from, and what it holds."""
@@ -139,6 +214,14 @@ class NameSource:
     tip: str
     tip_time: int
     read_shards: Callable[[Sequence[str]], Mapping[str, bytes]]
+    #: Reads the record of dates out of order (:class:`DateGaps`); None: the index has none.
+    read_dates: Callable[[], bytes] | None = None
+
+    def date_gaps(self) -> DateGaps:
+        """:class:`IndexUnreadable` when the index keeps no such record or it is not as written."""
+        if self.read_dates is None:
+            raise IndexUnreadable("it keeps no record of the history's dates")
+        return DateGaps.loads(self.read_dates())
 
     def counts(self, keys: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Per key the index has, (oldest commit time, commits); :class:`IndexUnreadable` when its
