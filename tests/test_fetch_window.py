@@ -636,18 +636,57 @@ def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tm
     assert [b["original_pick"] for b in report["backports"]] == [hotfix]  # type: ignore[index,union-attr]
 
 
+HELPER = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
+
+
+def _helper_reverted(g: GitRepo, landed: int) -> None:
+    """A helper added 88 days before ``landed`` and reverted 85 days before."""
+    g._clock = landed - 88 * DAY
+    helper = g.commit("Add helper (#200)", {"a.py": HELPER})
+    g._clock = landed - 85 * DAY
+    g.revert(helper)
+
+
+def _brought_back(tmp_path: Path, g: GitRepo, landed: int, steps: int) -> tuple[str, dict[str, object]]:
+    """``steps`` commits over the 80 days before ``landed``, then the original that brings the
+    helper back without saying so, reverted as PR #7 (see :func:`_same`)."""
+    for i in range(steps):
+        g._clock = landed - (80 - 75 // steps * i) * DAY
+        g.commit(f"Work on e, step {i} (#{300 + i})", {"e.py": f"y = {i}\n"})
+    g._clock = landed
+    original = g.commit("Bring helper for the exporter (#400)", {"a.py": HELPER})
+    g.tick(3 * DAY)
+    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
+    return _same(tmp_path, g, original)
+
+
+@pytest.mark.parametrize("later", [0, 1], ids=["at-the-edge", "a-second-inside"])
+def test_a_revert_at_the_look_back_edge_after_a_quiet_stretch_is_read_with_its_parent(tmp_path: Path,
+                                                                                    later: int) -> None:  # fmt: skip
+    """R, a revert by a title no commit has, is committed exactly 90 days before the original (the
+    first look-back day the check reads), the first commit after 35 quiet days: the window starts
+    120 days before the original, so R's parent is cut and R's diff would read as a root commit's
+    (every file added), and the original's silent reland of R's change unseen. A commit of the
+    look-back that lost its parents fetches the whole history, at its very edge too."""
+    g = _plain_main(tmp_path, 20)
+    g.tick(DAY)
+    g.commit("Add helper under another name (#199)", {"a.py": HELPER})
+    landed = g._clock + 125 * DAY
+    g._clock = landed - 90 * DAY + later
+    g.commit('Revert "Add the exporter helper"\n\nBroke the nightly.\n', {"a.py": F2.replace("return 2", "return 1")})
+    err, report = _brought_back(tmp_path, g, landed, 3)
+    assert "the whole history is fetched" in err and "well inside the window" in err, err
+    assert report["risk"]["action"] == "review", report
+
+
 def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole_history(tmp_path: Path) -> None:
     """A two-patch series written months before (`git am --committer-date-is-author-date`: dated
     before its parent) lands after a revert of a helper that the original brings back silently.
     The date-limited fetch stops at the series and leaves out the revert below it, which the
     look-back for silent relands reads: the window cannot stand."""
     g = _plain_main(tmp_path)
-    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
     landed = g._clock + 150 * DAY
-    g._clock = landed - 88 * DAY
-    helper = g.commit("Add helper (#200)", {"a.py": body})
-    g._clock = landed - 85 * DAY
-    g.revert(helper)
+    _helper_reverted(g, landed)
     side = GitRepo(tmp_path / "side")
     side.git("pull", "-q", str(g.path), "main")
     side._clock = landed - 125 * DAY
@@ -657,14 +696,7 @@ def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole
     patches = side.git("format-patch", "-2", "-o", str(tmp_path / "patches")).split()
     g._clock = landed - 84 * DAY
     g.git("am", "-q", "--committer-date-is-author-date", *patches)
-    for i in range(15):
-        g._clock = landed - (80 - 5 * i) * DAY
-        g.commit(f"Work on e, step {i} (#{300 + i})", {"e.py": f"y = {i}\n"})
-    g._clock = landed
-    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
-    g.tick(3 * DAY)
-    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
-    err, report = _same(tmp_path, g, original)
+    err, report = _brought_back(tmp_path, g, landed, 15)
     assert "the whole history is fetched" in err and "whose history holds commits dated up to" in err, err
     assert report["risk"]["action"] == "review" and len(report["chain"]) == 3, report  # type: ignore[index,arg-type]
 
@@ -675,23 +707,12 @@ def test_a_series_longer_than_the_date_probe_is_seen_in_the_name_index(tmp_path:
     cannot see the revert it hides ("merge" where the complete clone says "review"); the name
     index, made from the whole history, records the dates out of order."""
     g = _plain_main(tmp_path, 20)
-    body = F2.replace("return 2", "return 1") + "\n\ndef helper(value):\n    total = value * 2\n    return total + 17\n"
     landed = g._clock + 200 * DAY
-    g._clock = landed - 88 * DAY
-    helper = g.commit("Add helper (#200)", {"a.py": body})
-    g._clock = landed - 85 * DAY
-    g.revert(helper)
+    _helper_reverted(g, landed)
     for i in range(70):
         g._clock = landed - (400 - i if i < 69 else 95) * DAY
         g.commit(f"Vendored patch {i}", {"vendor/v.py": f"v = {i}\n"})
-    for i in range(5):
-        g._clock = landed - (80 - 15 * i) * DAY
-        g.commit(f"Work on e, step {i} (#{300 + i})", {"e.py": f"y = {i}\n"})
-    g._clock = landed
-    original = g.commit("Bring helper for the exporter (#400)", {"a.py": body})
-    g.tick(3 * DAY)
-    g.commit("Touch d (#401)", {"d.py": "z = 1\n"})
-    err, report = _same(tmp_path, g, original)
+    err, report = _brought_back(tmp_path, g, landed, 5)
     assert "the whole history is fetched" in err and "the name index records a commit dated" in err, err
     assert report["risk"]["action"] == "review", report
 

@@ -432,7 +432,7 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
     boundary = git.shallow_commits(root)
     here = {c.sha for c in history}
     for c in history:
-        if c.sha in boundary and c.commit_time > edge:
+        if c.sha in boundary and c.commit_time >= edge:  # (the look-back takes a revert dated at its edge)
             return (f"{c.sha[:10]}, well inside the window, has a parent older than it (a merge of an old branch, or "
                     "a date out of order): the history under it is hidden")  # fmt: skip
     for sha in named:
