@@ -739,3 +739,53 @@ def test_a_revert_of_a_commit_dated_in_1970_keeps_its_window_start(tmp_path: Pat
     origin = _origin(tmp_path, g, revert)
     work, err = _fetch(origin, tmp_path, base)
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base), err
+
+
+@pytest.mark.parametrize("how", [(), ("--whole-history",)], ids=["window", "whole-history"])
+def test_a_version_tag_of_a_file_does_not_stop_the_fetch(tmp_path: Path, how: tuple[str, ...]) -> None:
+    """`git tag v9.8 <blob>` of a file of the base tree: the filtered fetch left that blob out (met
+    through the tree) though the tag names it, and git refused the whole fetch (exit 5). The other
+    refs are fetched, then the tags by name (the tree now promises the blob); the check is the
+    complete clone's."""
+    g = _plain_main(tmp_path, 10)
+    g.tick(DAY)
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    _work_on(g, "c", 2, 300)
+    g.git("tag", "v9.8", g.git("rev-parse", "HEAD:b.py").strip())
+    g.git("tag", "v9.9", g.head())
+    base = g.head()
+    revert = g.revert_on_branch(original)
+    origin = _origin(tmp_path, g, revert)
+    work, err = _fetch(origin, tmp_path, base, *how)
+    assert git.ref_sha(work, "refs/tags/v9.9") == base, err
+    assert _git(work, "for-each-ref", "refs/tags/v9.8").strip() or "refs/tags/v9.8" in err, err
+    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+
+
+def test_tags_a_filtered_fetch_refuses_are_found_a_half_at_a_time(tmp_path: Path) -> None:
+    """Of 40 version tags, the two that git refuses to fetch even alone are left out and named; the
+    others are fetched in a few requests, and the branch first."""
+    from revertbot.errors import GitError
+    from revertbot.git.fetching import _NOT_SENT, _tags_apart
+
+    g = _plain_main(tmp_path, 2)
+    for i in range(40):
+        g.git("tag", f"v1.{i}")
+    origin = _origin(tmp_path, g, g.head(), index=False)
+    asked: list[list[str]] = []
+
+    def attempt(specs: object) -> bool:
+        specs = list(specs)  # type: ignore[call-overload]
+        asked.append(specs)
+        if any(s.endswith(("/v1.7", "/v1.31")) for s in specs):
+            raise GitError(("fetch",), 128, f"error: {_NOT_SENT}")
+        return True
+
+    left: list[str] = []
+    specs = ["+refs/heads/main:refs/remotes/origin/main", "+refs/tags/v*:refs/tags/v*", "^refs/tags/v1.3"]
+    assert _tags_apart(origin, origin.as_uri(), specs, attempt, left) is True
+    assert sorted(left) == ["refs/tags/v1.31", "refs/tags/v1.7"]
+    assert asked[0] == ["+refs/heads/main:refs/remotes/origin/main"]
+    fetched = {s for specs_ in asked[1:] for s in specs_}
+    assert "+refs/tags/v1.3:refs/tags/v1.3" not in fetched  # the clone's own tag is kept
+    assert len(asked) < 20

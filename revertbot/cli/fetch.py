@@ -330,7 +330,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             return
         say(f"fetching {len(first)} refspec(s) from {remote} ({mode}; {listed}); the base commit {config_sha[:12]} "
             f"is not in the clone, so the release branches its {CONFIG_FILE} names follow")  # fmt: skip
-        seconds += git.fetch_refspecs(root, remote, first, filter_spec=filt, unshallow=shallow).seconds
+        seconds += _said(say, git.fetch_refspecs(root, remote, first, filter_spec=filt, unshallow=shallow))
         shallow = False
         if not git.commit_present(root, config_sha):
             raise UsageError(f"the base commit {config_sha[:12]} is not on {remote}'s {target.base}",
@@ -384,7 +384,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     if specs:
         say(f"fetching {len(specs)} refspec(s) from {remote} ({mode}; {listed}); release branches from {where}")
         try:
-            seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+            seconds += _said(say, git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow))
         except git.FetchError:
             # A release branch deleted between the listing and the fetch: list again, fetch what is there.
             now = git.remote_branches(root, remote).tips
@@ -397,7 +397,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
             still = history and HISTORY_BRANCH in now
             specs = [s for s in plan_refspecs(remote, target, release, tags=tags, history=still, kept_tags=kept_tags)
                      if s not in first]  # fmt: skip
-            seconds += git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow).seconds
+            seconds += _said(say, git.fetch_refspecs(root, remote, specs, filter_spec=filt, unshallow=shallow))
     _name_default(root, remote, target, listing.tips)
     say(f"fetched in {seconds:.1f}s{' (2 fetches)' if first and specs else ''}:")
     for line in _summary(remote, target, patterns, release, git.fetched_refs(root, [*first, *specs]), len(kept_tags)):
@@ -405,6 +405,14 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
     say("  not fetched: every other branch and tag")
     for note in target.notes:
         say(f"note: {note}")
+
+
+def _said(say: Any, result: git.FetchResult) -> float:
+    """The fetch's seconds, once the tags it left out are said."""
+    if result.left_out:
+        say(f"warning: {len(result.left_out)} tag(s) that a version pattern matches name no commit (a tag of a file "
+            "or a tree) and are not fetched: " + ", ".join(result.left_out[:5]))  # fmt: skip
+    return result.seconds
 
 
 def _name_default(root: Path, remote: str, target: FetchTarget, tips: Mapping[str, str]) -> None:
@@ -438,7 +446,8 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
                                        margin_days, base_commit=base_commit, names=names)  # fmt: skip
     if done.window.whole:
         say(f"the whole history is fetched: {done.window.reason}")
-        return None
+        return None  # (the whole history's fetch says the tags it leaves out)
+    _said(say, git.FetchResult((), False, 0.0, (), left_out=done.left_out))
     since = time.strftime("%Y-%m-%d", time.gmtime(done.window.since))
     say(f"history since {since} ({done.window.reason}, and the look-back for silent relands where a named change "
         "is not a revert); release branches and tags: their own commits, whatever their dates")  # fmt: skip

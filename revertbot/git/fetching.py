@@ -55,6 +55,12 @@ class FetchResult:
     seconds: float
     refs: tuple[tuple[str, str], ...]  # (ref, sha) of every destination the refspecs name, after the fetch
     selected: bool = True  # False: a ``shallow_exclude`` fetch whose refs have no commits of their own
+    #: Tags a glob named that point at no commit (a blob, a tree): left out, the filter cannot fetch them.
+    left_out: tuple[str, ...] = ()
+
+
+#: What git says when a filtered fetch leaves out an object a ref names itself (a tag of a blob).
+_NOT_SENT = "did not send all necessary objects"
 
 
 def _class_members(body: str) -> list[str] | None:
@@ -279,17 +285,67 @@ def fetch_refspecs(
     if deepen is not None:
         args.append(f"--deepen={int(deepen)}")
     start = time.perf_counter()
+
+    def attempt(specs: Sequence[str]) -> bool:
+        """One ``git fetch`` of ``specs``; False where the refs have nothing of their own (see above)."""
+        now = [a for a in args if a != "--unshallow" or is_shallow(repo)]  # (a second attempt: whole already)
+        try:
+            run(*now, "--", remote, cwd=repo, input="".join(f"{spec}\n" for spec in specs))
+        except GitError as exc:
+            if shallow_exclude is not None and "no commits selected for shallow requests" in exc.stderr:
+                return False  # every ref named is in the excluded ref's history: nothing of their own to fetch
+            raise
+        return True
+
+    left_out: list[str] = []
     try:
-        run(*args, "--", remote, cwd=repo, input="".join(f"{spec}\n" for spec in refspecs))
+        selected = attempt(refspecs)
     except GitError as exc:
-        if shallow_exclude is not None and "no commits selected for shallow requests" in exc.stderr:
-            # Every ref named is in the excluded ref's history: nothing of their own to fetch.
-            return FetchResult(tuple(refspecs), False, time.perf_counter() - start, fetched_refs(repo, refspecs),
-                               selected=False)  # fmt: skip
-        message, hint = describe_fetch_failure(exc.stderr, remote)
-        raise FetchError(message, hint=hint) from None
+        if not (filter_spec and _NOT_SENT in exc.stderr and _tag_globs(refspecs)):
+            message, hint = describe_fetch_failure(exc.stderr, remote)
+            raise FetchError(message, hint=hint) from None
+        try:
+            selected = _tags_apart(repo, remote, refspecs, attempt, left_out)
+        except GitError as again:
+            message, hint = describe_fetch_failure(again.stderr, remote)
+            raise FetchError(message, hint=hint) from None
     seconds = time.perf_counter() - start
-    return FetchResult(tuple(refspecs), unshallow, seconds, fetched_refs(repo, refspecs))
+    return FetchResult(tuple(refspecs), unshallow, seconds, fetched_refs(repo, refspecs), selected=selected,
+                       left_out=tuple(left_out))  # fmt: skip
+
+
+def _tag_globs(refspecs: Sequence[str]) -> list[str]:
+    return [s for s in refspecs if s.lstrip("+").startswith("refs/tags/") and s.partition(":")[0].endswith("*")]
+
+
+def _tags_apart(repo: Path, remote: str, refspecs: Sequence[str], attempt: Callable[[Sequence[str]], bool],
+                left_out: list[str]) -> bool:  # fmt: skip
+    """A filtered fetch refused because a tag its globs match names an object the filter leaves out
+    (a tag of a blob or a tree: no commit, so no release): the other refspecs first, then the
+    tags by their exact names, halves of them at a time, leaving out (into ``left_out``) each
+    that alone is refused. A few requests per such tag, whatever the number of tags."""
+    globs = _tag_globs(refspecs)
+    rest = [s for s in refspecs if s not in globs]
+    kept = {s[1:] for s in rest if s.startswith("^refs/tags/")}
+    named = [s for s in rest if not s.startswith("^")]
+    selected = attempt(named) if named else False
+    prefixes = [s.lstrip("+").partition(":")[0][:-1] for s in globs]
+    listed = run("ls-remote", "--tags", "--refs", "--", remote, cwd=repo).split()[1::2]
+    tags = [f"+{ref}:{ref}" for ref in listed if ref.startswith(tuple(prefixes)) and ref not in kept]
+
+    def take(specs: Sequence[str]) -> bool:
+        try:
+            return attempt(specs)
+        except GitError as exc:
+            if _NOT_SENT not in exc.stderr:
+                raise
+            if len(specs) == 1:
+                left_out.append(specs[0].partition(":")[2])
+                return False
+            half = len(specs) // 2
+            return take(specs[:half]) | take(specs[half:])
+
+    return (take(tags) if tags else False) or selected
 
 
 def fetched_refs(repo: Path, refspecs: Sequence[str]) -> tuple[tuple[str, str], ...]:

@@ -214,6 +214,7 @@ class WindowFetch:
     window: HistoryWindow
     refspecs: tuple[str, ...]
     seconds: float
+    left_out: tuple[str, ...] = ()  # tags that name no commit (see :class:`git.FetchResult`)
 
 
 def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
@@ -254,15 +255,17 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     (:func:`window_names.named_by_keys`). Else ``window.whole`` says why and the caller fetches the whole
     history (``--unshallow``)."""
     seconds = 0.0
+    left_out: set[str] = set()
 
     def fetch(specs: Sequence[str], **limits: int | str) -> git.FetchResult:
         nonlocal seconds
         result = git.fetch_refspecs(root, remote, specs, filter_spec=filter_spec, **limits)  # type: ignore[arg-type]
         seconds += result.seconds
+        left_out.update(result.left_out)
         return result
 
     def whole(reason: str) -> WindowFetch:
-        return WindowFetch(_whole(reason), (), seconds)
+        return WindowFetch(_whole(reason), (), seconds, tuple(sorted(left_out)))
 
     git.mark_on_base(root, [])  # an earlier fetch's marks say nothing of this one's history
     if names is None:
@@ -286,7 +289,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
 
     window = choose_window(pr_commits, read_named, margin_days, names)
     if window.whole:
-        return WindowFetch(window, (), seconds)
+        return WindowFetch(window, (), seconds, tuple(sorted(left_out)))
     keys = {k: (when, n) for k, when, n in window.keys}
     # The refs the remote has (a tag pattern may match none), each by its exact name.
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
@@ -398,7 +401,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if why is not None:
                 return whole(why)
             git.mark_on_base(root, _on_base(root, branches, base_ref, own))
-            return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds)
+            return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds,
+                               tuple(sorted(left_out)))  # fmt: skip
         if len(named) + len(more) > MAX_NAMED:
             return whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
         found = read_named(more)
