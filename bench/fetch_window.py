@@ -170,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         indexed = _served_copy(origin, work / "origin-names.git", env)
         built = build_index(indexed, f"refs/heads/{args.base}")
         names = read_index(indexed)
+        gaps = names.date_gaps().gaps
         print(f"[{name}] name index of {args.base}: {built.meta.commits} commits, {built.keys} names, "
-              f"{built.seconds:.1f}s")  # fmt: skip
+              f"{built.seconds:.1f}s; {len(gaps)} span(s) of dates out of order, "
+              f"{sum(hi - lo for lo, hi in gaps) / 86400:.1f} days in all")  # fmt: skip
     served, reasons = decide(origin, args.base, sample, args.margin_days, names)
     history = int(git.run("rev-list", "--count", f"refs/heads/{args.base}", cwd=origin).strip())
     sizes = sorted(n for _, n, _ in served)
