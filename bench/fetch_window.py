@@ -48,7 +48,7 @@ from bench.fetch import (
     index_names,
     pull_request_origin,
 )
-from bench.scan import bench_env, revertbot_command, timed
+from bench.scan import bench_env, revertbot_command
 from bench.synth_pytorch import add_shape_arguments, cached_pytorch
 from revertbot import git
 from revertbot.pipeline.history_window import MARGIN_DAYS, choose_window
@@ -112,11 +112,16 @@ def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: di
     subprocess.run(["rm", "-rf", str(ref_clone.parent)], check=True)
     ref_clone.parent.mkdir(parents=True)
     _reference_clone(pr_origin, ref_clone, env)
-    _, ref_out = timed([*revertbot_command(), *cmd, "--repo", str(ref_clone)], ref_clone, env)
-    if proc.returncode != 0:
-        out["same"], out["differs"] = False, [f"exit {proc.returncode}: {proc.stderr.decode(errors='replace')[-300:]}"]
+    ref = subprocess.run([*revertbot_command(), *cmd, "--repo", str(ref_clone)], cwd=ref_clone, env=env,
+                         capture_output=True, check=False)  # fmt: skip
+    if proc.returncode != 0 or ref.returncode != 0:
+        # (a commit the scan reads as a revert that the check does not: both must say so alike)
+        same = proc.returncode == ref.returncode and proc.stderr.splitlines()[:1] == ref.stderr.splitlines()[:1]
+        out["same"], out["differs"] = same, [] if same else [
+            f"exit {proc.returncode} against {ref.returncode}: {proc.stderr.decode(errors='replace')[-300:]}"]
+        out["verdict"] = f"both exit {proc.returncode}" if same else "differs"
         return out
-    mine, theirs = json.loads(proc.stdout), json.loads(ref_out)
+    mine, theirs = json.loads(proc.stdout), json.loads(ref.stdout)
     out["same"] = mine == theirs
     out["differs"] = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
     out["verdict"] = f"{mine['purity']}, {mine['risk']['action']}"
