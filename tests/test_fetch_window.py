@@ -789,3 +789,31 @@ def test_tags_a_filtered_fetch_refuses_are_found_a_half_at_a_time(tmp_path: Path
     fetched = {s for specs_ in asked[1:] for s in specs_}
     assert "+refs/tags/v1.3:refs/tags/v1.3" not in fetched  # the clone's own tag is kept
     assert len(asked) < 20
+
+
+def test_a_pull_request_that_merged_its_base_keeps_its_window(tmp_path: Path) -> None:
+    """The revert, then "Update branch" (a merge of main into the PR): the fetch of the PR's own
+    commits stops at that merge and git hides both its parents, the revert too; the revert is
+    fetched by the merge's recorded parents, its window is the one a PR without the merge gets,
+    and the check is the complete clone's."""
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    revert = g.revert(shas["original"])
+    g.checkout("main")
+    g.tick(DAY)
+    g.commit("Touch e (#6)", {"e.py": "e = 1\n"})
+    moved = g.head()
+    g.checkout("rv")
+    g.tick()
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'main' into rv", "main")
+    head = g.head()
+    g.checkout("main")
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, moved)
+    assert "history since" in err and git.is_shallow(work) and not _present(work, shas["root"]), err
+    assert _present(work, revert)
+    complete = _complete(origin, tmp_path)
+    for repo in (work, complete):  # judged whole, from where it leaves the base (as the analysis judges a PR)
+        _git(repo, "update-ref", "refs/heads/prhead", head)
+    assert _check(work, "prhead", moved) == _check(complete, "prhead", moved)

@@ -278,7 +278,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     except git.FetchError:
         # The remote's base branch reaches the whole head (a merged pull request): nothing to exclude by.
         return whole("the pull request's head is on its base branch already")
-    pr_commits = git.log_revs(root, [head_ref, f"^{base_ref}"])
+    pr_commits = _own_commits_across_merges(root, git.log_revs(root, [head_ref, f"^{base_ref}"]), base, base_ref,
+                                            fetch)  # fmt: skip
 
     def read_named(ids: list[str]) -> list[Commit]:
         absent = [s for s in ids if not git.commit_present(root, s)]
@@ -414,6 +415,31 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         named.update({c.sha: c for c in found})
         absorb(further)
     return whole(f"the reverts the check looks at name more, {2 * MAX_ROUNDS} times over")
+
+
+def _own_commits_across_merges(root: Path, commits: list[Commit], base: str, base_ref: str,
+                               fetch: Callable[..., git.FetchResult]) -> list[Commit]:  # fmt: skip
+    """The pull request's own commits, ``commits`` and those under a merge of the base into it
+    (GitHub's "Update branch"): the fetch that leaves out the base's history stops at such a merge
+    and git hides every parent of it, the pull request's own side too. That side is fetched by its
+    recorded parents, without the base's history, as often as it holds such merges; the merge stays
+    cut until the window's history brings its base parent (or the whole history is fetched)."""
+    asked: set[str] = set()
+    for _ in range(MAX_ROUNDS):
+        here = {c.sha for c in commits}
+        cut = sorted(git.shallow_commits(root) & here)
+        sides = [p for ps in git.recorded_parents(root, cut).values() for p in ps if p not in asked]
+        absent = [p for p in dict.fromkeys(sides) if not git.commit_present(root, p)]
+        if not absent:
+            break
+        asked.update(absent)
+        with contextlib.suppress(git.FetchError):  # a parent that is the base's: nothing of its own to fetch
+            fetch(absent, shallow_exclude=f"refs/heads/{base}")
+        found = [p for p in absent if git.commit_present(root, p)]
+        if not found:
+            break
+        commits += [c for c in git.log_revs(root, [*found, f"^{base_ref}"]) if c.sha not in here]
+    return commits
 
 
 def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -> int:
