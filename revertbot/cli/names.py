@@ -1,4 +1,4 @@
-"""`revertbot names update|show`: the name index that lets `revertbot fetch --window` serve reverts
+"""`revertbot names update|show`: the name index that lets `revertbot fetch` serve reverts
 named by title or pull request number (see docs/workflows.md, "The name index")."""
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ from pathlib import Path
 import click
 
 from revertbot import git
-from revertbot.pipeline.name_index_branch import LOCAL_REF, NAMES_BRANCH, build_index, index_meta, push_index
+from revertbot.pipeline.name_index_branch import (
+    LOCAL_REF,
+    NAMES_BRANCH,
+    build_index,
+    index_meta,
+    push_index,
+    read_index,
+)
 from revertbot.store.history_branch import remote_from_env, token_env
 from revertbot.verdict.name_index import IndexUnreadable
 
@@ -19,7 +26,7 @@ from revertbot.verdict.name_index import IndexUnreadable
 def names() -> None:
     """The name index: for every title, pull request number, revision and id prefix a revert can
     name a commit by, how many commits of the default branch carry it and when the oldest was
-    committed. The scheduled job runs `update --push`; `revertbot fetch --window` reads it."""
+    committed. The scheduled job runs `update --push`; `revertbot fetch` reads it (no history window without it)."""
 
 
 @names.command()
@@ -66,3 +73,10 @@ def show(repo: str, ref: str) -> None:
         raise click.ClickException(f"no name index at {ref}")
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta.tip_time))
     click.echo(f"{meta.commits} commits of {meta.branch} up to {meta.tip} ({when})")
+    try:
+        gaps = read_index(root, ref).date_gaps().gaps
+    except IndexUnreadable as exc:
+        raise click.ClickException(f"{ref} is not a name index this revertbot reads: {exc}") from None
+    days = sum(hi - lo for lo, hi in gaps) / 86400
+    click.echo(f"{len(gaps)} span(s) of dates out of order ({days:.1f} days in all): a history window starting "
+               "there is not used")  # fmt: skip

@@ -271,7 +271,7 @@ class RepoSource:
         # with no negotiation, and with it its whole history of commits and trees.
         if not (git.commit_present(root, pr.head_sha) and git.commit_present(root, pr.base_sha)):
             # Fetched into a private namespace: the user's branches and working tree stay as they are.
-            # A shallow clone holds the history window `revertbot fetch --window` chose for the head
+            # A shallow clone holds the history window `revertbot fetch` chose for the head
             # and base it saw; another head or base may name what that window left out: the whole
             # history then (commits and trees where the clone is partial).
             deepen = ["--unshallow", *(["--filter=blob:none"] if git.is_partial_clone(root) else [])] \

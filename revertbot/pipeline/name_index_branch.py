@@ -1,6 +1,6 @@
 """The name index on its data branch (see :mod:`revertbot.verdict.name_index`): made from a branch's
 whole history by the scheduled job, which runs nothing of a pull request, as one commit without
-parents that replaces the last (nothing accumulates), and read by ``revertbot fetch --window`` a
+parents that replaces the last (nothing accumulates), and read by ``revertbot fetch`` (its history window) a
 few shard files at a time.
 """
 
