@@ -817,3 +817,29 @@ def test_a_pull_request_that_merged_its_base_keeps_its_window(tmp_path: Path) ->
     for repo in (work, complete):  # judged whole, from where it leaves the base (as the analysis judges a PR)
         _git(repo, "update-ref", "refs/heads/prhead", head)
     assert _check(work, "prhead", moved) == _check(complete, "prhead", moved)
+
+
+def test_a_pull_request_that_merged_an_old_branch_reads_what_that_branch_reverts(tmp_path: Path) -> None:
+    """The PR merges, besides its revert, a branch made 300 days back whose own commit reverts an
+    old change by id: that commit is the PR's too, so the window reaches back to what it names (or
+    the whole history is fetched), and the check is the complete clone's."""
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "old-side", shas["old20"])
+    g.tick()
+    side = g.commit(f'Revert "Work on b, step 10 (#110)"\n\nThis reverts commit {shas["old10"]}.\n',
+                    {"old/10.py": None})  # fmt: skip
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    g.revert(shas["original"])
+    g.tick()
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'old-side' into rv", "old-side")
+    head = g.head()
+    g.checkout("main")
+    base = g.head()
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base)
+    assert _present(work, side) and ("history since" not in err or _present(work, shas["old10"])), err
+    complete = _complete(origin, tmp_path)
+    for repo in (work, complete):
+        _git(repo, "update-ref", "refs/heads/prhead", head)
+    assert _check(work, "prhead", base) == _check(complete, "prhead", base)
