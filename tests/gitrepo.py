@@ -16,7 +16,7 @@ class GitRepo:
         self.git("init", "-q", "-b", branch)
 
     def git(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        env_date = f"{self._clock} +0000"
+        env_date = f"@{self._clock} +0000"  # ("@": a Unix time whatever its digits)
         proc = subprocess.run(
             ["git", *args],
             cwd=self.path,

@@ -157,7 +157,7 @@ def test_the_record_of_dates_says_where_a_date_limited_fetch_cuts_wrong(seed: in
     with pytest.raises(IndexUnreadable):
         DateGaps.loads(gaps.dumps()[:-1])
     with pytest.raises(IndexUnreadable):
-        DateGaps.loads(struct.pack(">IIII", 50, 60, 55, 70))  # overlapping: not as written
+        DateGaps.loads(struct.pack(">qqqq", 50, 60, 55, 70))  # overlapping: not as written
 
 
 def test_an_index_not_as_written_is_not_read() -> None:
@@ -575,3 +575,45 @@ def test_a_head_pushed_after_the_window_was_fetched_is_checked_on_the_whole_hist
     assert "?" in _git(work, "rev-list", "--objects", "--missing=print", shas["root"])
     assert _check(work, pushed, base) == _check(_complete(origin, tmp_path), pushed, base)
 
+
+
+def test_a_base_moved_after_the_fetch_is_followed_by_the_remote_tracking_branch(tmp_path: Path) -> None:
+    """main moved on after the fetch step (the analysis reads the base from GitHub): fetched with
+    the whole history, and origin/main follows it, so the check finds the main line where a fresh
+    clone does (left behind, the new base read as a branch that left the main line)."""
+    from revertbot.github.client import PullInfo
+    from revertbot.github.pr_check import RepoSource
+
+    g, shas = _history(tmp_path)
+    base, head, origin = _pr(tmp_path, g, shas["original"], f"Revert #3\n\nThis reverts commit {shas['original']}.\n")
+    work, err = _fetch(origin, tmp_path, base)
+    assert git.is_shallow(work), err
+    g.tick(DAY)
+    moved = g.commit("Another change to a (#450)", {"a.py": "def f():\n    return 2\n# note\n"})
+    _git(origin, "fetch", "-q", str(g.path), "+main:refs/heads/main")
+    pr = PullInfo(7, "t", "", "open", head, "rv", "main", moved, "o/r", origin.as_uri() + "/")
+    with RepoSource(work, tmp_path / "cache").open(pr) as prepared:
+        assert prepared.base_sha == moved
+    assert git.ref_sha(work, "refs/remotes/origin/main") == moved and not git.is_shallow(work)
+    assert _check(work, head, moved) == _check(_complete(origin, tmp_path), head, moved)
+
+
+def test_an_index_of_a_history_dated_past_2106_is_written_and_read(tmp_path: Path) -> None:
+    """Commit times git keeps are 64-bit: a tip dated 2200 (a wrong clock) was refused as the
+    index's own date (exit 5, no index: every PR read the whole history), and a record of dates
+    cut to 32 bits would lose its spans (or, before 1970, turn them around)."""
+    g = GitRepo(tmp_path / "src")
+    g._clock = 1_000_000_000
+    g.commit("init", {"a.py": "a = 0\n"})
+    g._clock = 7_258_118_400  # 2200-01-01
+    future = g.commit("From the future", {"a.py": "a = 1\n"})
+    g._clock = 1_700_000_000
+    now = g.commit("Now", {"a.py": "a = 2\n"})
+    g._clock = 7_300_000_000
+    g.commit("From the future again", {"a.py": "a = 3\n"})
+    built = build_index(g.path, "main")
+    gaps = read_index(g.path).date_gaps()
+    assert built.meta.commits == 4 and built.meta.tip_time == g_time(g, g.head())
+    assert gaps.gaps == ((g_time(g, now), g_time(g, future)),)
+    assert gaps.cuts(1_800_000_000) is not None and gaps.cuts(1_600_000_000) is None
+    assert DateGaps.loads(DateGaps(((-5000, -10), (7_000_000_000, 8_000_000_000))).dumps()).gaps[0] == (-5000, -10)

@@ -279,15 +279,33 @@ class RepoSource:
             self._log(f"fetching #{pr.number} and {pr.base_ref} from {_safe_url(pr.clone_url)} into {root}"
                       + (" with the whole history (the clone's history window was chosen for another head)"
                          if deepen else ""))  # fmt: skip
+            # The clone's remote of that repository follows the base too: the check finds the main line
+            # through it (left behind, a base that moved on reads as a branch that left the main line).
+            followed = _remotes_of(root, pr.clone_url)[:1] if git.valid_branch(root, pr.base_ref) else []
+            tracking = [f"+refs/heads/{pr.base_ref}:refs/remotes/{name}/{pr.base_ref}" for name in followed]
             git.run("fetch", "--quiet", "--force", *deepen, pr.clone_url,
                        f"+refs/pull/{pr.number}/head:refs/revertbot/pull/{pr.number}",
-                       f"+refs/heads/{pr.base_ref}:refs/revertbot/base/{pr.base_ref}",
+                       f"+refs/heads/{pr.base_ref}:refs/revertbot/base/{pr.base_ref}", *tracking,
                        cwd=root, env=self._auth_env(pr.clone_url))  # fmt: skip
             base_sha = git.resolve_commit(root, f"refs/revertbot/base/{pr.base_ref}")
             head_sha = git.resolve_commit(root, f"refs/revertbot/pull/{pr.number}")
         else:
             base_sha, head_sha = pr.base_sha, pr.head_sha
         return Prepared(root, base_sha, base_sha, head_sha)
+
+
+def _remotes_of(root: Path, url: str) -> list[str]:
+    """The clone's remotes that fetch from the repository at ``url`` (``.git``, a trailing slash,
+    credentials and the host's case aside)."""
+
+    def plain(u: str) -> str:
+        parts = urllib.parse.urlsplit(u.strip())
+        host = (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")
+        return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/').removesuffix('.git')}"
+
+    wanted = plain(url)
+    names = git.run("remote", cwd=root, check=False).split()
+    return [name for name in names if plain(git.remote_url(root, name) or "") == wanted]
 
 
 def _safe_url(url: str) -> str:

@@ -65,8 +65,9 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     tree = git.tree_of_files(root, files)
     # The same history gives the same commit: written into this repository's own store even where a
     # store this process reads beside it holds that commit already.
-    env = {"GIT_AUTHOR_DATE": f"{tip_time} +0000", "GIT_COMMITTER_DATE": f"{tip_time} +0000",
-           git.OWN_OBJECTS_ONLY: "1"}
+    # "@N": a Unix time whatever its digits (git reads a bare N past 2106, or before 1973, as no date).
+    when = f"@{max(0, tip_time)} +0000"
+    env = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, git.OWN_OBJECTS_ONLY: "1"}
     commit = git.commit_tree(root, tree, [], f"revertbot name index of {meta.branch} at {tip}\n", env=env)
     git.set_ref(root, ref, commit)
     return BuiltIndex(meta, commit, len(counts.entries), time.perf_counter() - start)

@@ -71,7 +71,7 @@ def dates_hold(root: Path, names: NameSource | None, since: int, here: set[str],
     if why is not None:
         return why
     try:
-        gap = names.date_gaps().cuts(since)
+        gap = names.date_gaps().cuts(max(0, since))  # (git fetches from 1970 at the earliest)
     except IndexUnreadable as exc:
         return f"the name index cannot be read: {exc}"
     if gap is not None:

@@ -104,7 +104,7 @@ def decode_shard(name: str, data: bytes) -> dict[int, tuple[int, int]]:
     return out
 
 
-_GAP = struct.Struct(">II")  # a commit's time, the newest time among its ancestors
+_GAP = struct.Struct(">qq")  # a commit's time, the newest time among its ancestors (any date git keeps)
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ class DateGaps:
         return None
 
     def dumps(self) -> bytes:
-        return b"".join(_GAP.pack(min(max(lo, 0), _MAX_TIME), min(max(hi, 0), _MAX_TIME)) for lo, hi in self.gaps)
+        return b"".join(_GAP.pack(lo, hi) for lo, hi in self.gaps)
 
     @classmethod
     def loads(cls, data: bytes) -> DateGaps:
