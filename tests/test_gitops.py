@@ -762,3 +762,31 @@ def test_objects_the_proof_writes_get_the_ids_git_gives_them(
     monkeypatch.setattr(git.objects.importlib, "import_module", without_builtin)
     assert git.objects._object_id(algo, "commit", data.encode()) == by_git
     assert hashlib.new(algo, b"x").hexdigest() == git.objects._hexdigest(algo, b"x")
+
+
+def test_the_scratch_repository_is_whole_for_every_thread_that_asks_for_it(repo: GitRepo) -> None:
+    """Merges run two at a time in one scratch store: each asks for the scratch repository beside
+    it. Made in place, a git started by one thread while another rewrote its config or HEAD read no
+    repository there, and that merge failed (a conflict's cause then went unnamed, now and then)."""
+    from revertbot.git.scratch import _scratch_git_dir, scratch_objects
+
+    repo.commit("init", {"a.py": "a = 1\n"})
+    failed: list[str] = []
+    for _ in range(25):
+        with scratch_objects(repo.path) as env:
+            start = threading.Barrier(8)
+
+            def ask(env: dict[str, str] = env, start: threading.Barrier = start) -> None:
+                start.wait()
+                scratch = _scratch_git_dir(repo.path, env)
+                proc = subprocess.run(["git", "rev-parse", "--is-bare-repository"], env=scratch,
+                                      cwd=scratch["GIT_DIR"], capture_output=True, text=True)  # fmt: skip
+                if proc.stdout.strip() != "true":
+                    failed.append(proc.stderr.strip())
+
+            threads = [threading.Thread(target=ask) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert failed == []

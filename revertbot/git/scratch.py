@@ -62,7 +62,10 @@ def _scratch_git_dir(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
     store = Path(env["GIT_OBJECT_DIRECTORY"])
     gitdir = store.parent / "git"
     if not (gitdir / "HEAD").exists():
-        (gitdir / "refs").mkdir(parents=True, exist_ok=True)
+        # Made aside and renamed into place: merges run two at a time, and a git started while
+        # another thread rewrote the config or HEAD read no repository there (the merge failed).
+        made = Path(tempfile.mkdtemp(prefix="git-", dir=store.parent))
+        (made / "refs").mkdir()
         lines = ["[core]", "\tbare = true"]
         promisor = _repo_settings(repo).promisor
         extensions = [f"\tobjectformat = {object_format(repo)}"] if object_format(repo) != "sha1" else []
@@ -75,8 +78,12 @@ def _scratch_git_dir(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
             name, _, leaf = rest.rpartition(".")
             if section == "remote" and name:
                 lines += [f"[remote {_config_quote(name)}]", f"\t{leaf} = {_config_quote(value)}"]
-        (gitdir / "config").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
-        (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+        (made / "config").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+        (made / "HEAD").write_text("ref: refs/heads/main\n")
+        try:
+            os.rename(made, gitdir)
+        except OSError:  # another thread's is there already: the same files
+            shutil.rmtree(made, ignore_errors=True)
     return {**env, "GIT_DIR": str(gitdir)}
 
 
