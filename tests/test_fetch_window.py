@@ -843,3 +843,30 @@ def test_a_pull_request_that_merged_an_old_branch_reads_what_that_branch_reverts
     for repo in (work, complete):
         _git(repo, "update-ref", "refs/heads/prhead", head)
     assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+
+
+def test_a_pull_request_brought_up_to_date_nine_times_keeps_its_window(tmp_path: Path) -> None:
+    """Nine "Update branch" merges above a revert by title alone: each merge hides the next one's
+    side, so the PR's own commits are followed down merge after merge (a cap of six rounds left the
+    revert out, and the fetch said the PR names nothing it reverts)."""
+    g, shas = _history(tmp_path)
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    g.commit('Revert "Work on b, step 90 (#190)"\n\nBroke it.\n', {"old/90.py": None})
+    for i in range(9):
+        g.checkout("main")
+        g.tick(DAY)
+        g.commit(f"Touch e, step {i} (#{600 + i})", {"e.py": f"e = {i}\n"})
+        g.checkout("rv")
+        g.tick()
+        g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'main' into rv", "main")
+    head = g.head()
+    g.checkout("main")
+    base = g.head()
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "history since" in err and _present(work, shas["old90"]), err
+    complete = _complete(origin, tmp_path)
+    for repo in (work, complete):
+        _git(repo, "update-ref", "refs/heads/prhead", head)
+    assert _check(work, "prhead", base) == _check(complete, "prhead", base)

@@ -425,7 +425,7 @@ def _own_commits_across_merges(root: Path, commits: list[Commit], base: str, bas
     recorded parents, without the base's history, as often as it holds such merges; the merge stays
     cut until the window's history brings its base parent (or the whole history is fetched)."""
     asked: set[str] = set()
-    for _ in range(MAX_ROUNDS):
+    for _ in range(MAX_NAMED):  # (a round a merge: a long-lived branch is brought up to date often)
         here = {c.sha for c in commits}
         cut = sorted(git.shallow_commits(root) & here)
         sides = [p for ps in git.recorded_parents(root, cut).values() for p in ps if p not in asked]
