@@ -552,10 +552,7 @@ def test_a_pull_request_commit_merged_on_its_own_since_the_base_commit_counts(tm
     work, err = _fetch(origin, tmp_path, base)
     # The name index serves the title: the window reaches back to "Add helper".
     assert "history since" in err and _present(work, g.git("log", "-1", "--format=%H", ":/Add helper").strip()), err
-    complete = _complete(origin, tmp_path)
-    _git(work, "update-ref", "refs/heads/prhead", head)
-    _git(complete, "update-ref", "refs/heads/prhead", head)
-    assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+    _same_pr_as_complete(origin, tmp_path, work, head, base)
 
 
 def test_a_branch_with_no_commits_of_its_own_at_an_old_revert_is_not_read_as_a_copy(tmp_path: Path) -> None:
@@ -791,6 +788,27 @@ def test_tags_a_filtered_fetch_refuses_are_found_a_half_at_a_time(tmp_path: Path
     assert len(asked) < 20
 
 
+def _update_branch(g: GitRepo, step: int) -> str:
+    """A commit on main, then "Update branch": main merged into the PR's branch ``rv`` (left checked
+    out); main's new tip."""
+    g.checkout("main")
+    g.tick(DAY)
+    tip = g.commit(f"Touch e, step {step} (#{600 + step})", {"e.py": f"e = {step}\n"})
+    g.checkout("rv")
+    g.tick()
+    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'main' into rv", "main")
+    return tip
+
+
+def _same_pr_as_complete(origin: Path, tmp_path: Path, work: Path, head: str, base: str) -> None:
+    """The PR at ``head`` judged whole (a branch name, from where it leaves the base, as the
+    analysis judges a PR) on the fetched clone and on a complete one: the same JSON."""
+    complete = _complete(origin, tmp_path)
+    for repo in (work, complete):
+        _git(repo, "update-ref", "refs/heads/prhead", head)
+    assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+
+
 def test_a_pull_request_that_merged_its_base_keeps_its_window(tmp_path: Path) -> None:
     """The revert, then "Update branch" (a merge of main into the PR): the fetch of the PR's own
     commits stops at that merge and git hides both its parents, the revert too; the revert is
@@ -800,23 +818,14 @@ def test_a_pull_request_that_merged_its_base_keeps_its_window(tmp_path: Path) ->
     g.checkout("-b", "rv", "main")
     g.tick()
     revert = g.revert(shas["original"])
-    g.checkout("main")
-    g.tick(DAY)
-    g.commit("Touch e (#6)", {"e.py": "e = 1\n"})
-    moved = g.head()
-    g.checkout("rv")
-    g.tick()
-    g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'main' into rv", "main")
+    moved = _update_branch(g, 0)
     head = g.head()
     g.checkout("main")
     origin = _origin(tmp_path, g, head)
     work, err = _fetch(origin, tmp_path, moved)
     assert "history since" in err and git.is_shallow(work) and not _present(work, shas["root"]), err
     assert _present(work, revert)
-    complete = _complete(origin, tmp_path)
-    for repo in (work, complete):  # judged whole, from where it leaves the base (as the analysis judges a PR)
-        _git(repo, "update-ref", "refs/heads/prhead", head)
-    assert _check(work, "prhead", moved) == _check(complete, "prhead", moved)
+    _same_pr_as_complete(origin, tmp_path, work, head, moved)
 
 
 def test_a_pull_request_that_merged_an_old_branch_reads_what_that_branch_reverts(tmp_path: Path) -> None:
@@ -839,10 +848,7 @@ def test_a_pull_request_that_merged_an_old_branch_reads_what_that_branch_reverts
     origin = _origin(tmp_path, g, head)
     work, err = _fetch(origin, tmp_path, base)
     assert _present(work, side) and ("history since" not in err or _present(work, shas["old10"])), err
-    complete = _complete(origin, tmp_path)
-    for repo in (work, complete):
-        _git(repo, "update-ref", "refs/heads/prhead", head)
-    assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+    _same_pr_as_complete(origin, tmp_path, work, head, base)
 
 
 def test_a_pull_request_brought_up_to_date_nine_times_keeps_its_window(tmp_path: Path) -> None:
@@ -854,19 +860,11 @@ def test_a_pull_request_brought_up_to_date_nine_times_keeps_its_window(tmp_path:
     g.tick()
     g.commit('Revert "Work on b, step 90 (#190)"\n\nBroke it.\n', {"old/90.py": None})
     for i in range(9):
-        g.checkout("main")
-        g.tick(DAY)
-        g.commit(f"Touch e, step {i} (#{600 + i})", {"e.py": f"e = {i}\n"})
-        g.checkout("rv")
-        g.tick()
-        g.git("merge", "--no-ff", "-q", "-m", "Merge branch 'main' into rv", "main")
+        _update_branch(g, i)
     head = g.head()
     g.checkout("main")
     base = g.head()
     origin = _origin(tmp_path, g, head)
     work, err = _fetch(origin, tmp_path, base)
     assert "history since" in err and _present(work, shas["old90"]), err
-    complete = _complete(origin, tmp_path)
-    for repo in (work, complete):
-        _git(repo, "update-ref", "refs/heads/prhead", head)
-    assert _check(work, "prhead", base) == _check(complete, "prhead", base)
+    _same_pr_as_complete(origin, tmp_path, work, head, base)

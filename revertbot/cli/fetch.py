@@ -409,10 +409,14 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
 
 def _said(say: Any, result: git.FetchResult) -> float:
     """The fetch's seconds, once the tags it left out are said."""
-    if result.left_out:
-        say(f"warning: {len(result.left_out)} tag(s) that a version pattern matches name no commit (a tag of a file "
-            "or a tree) and are not fetched: " + ", ".join(result.left_out[:5]))  # fmt: skip
+    _say_left_out(say, result.left_out)
     return result.seconds
+
+
+def _say_left_out(say: Any, tags: Sequence[str]) -> None:
+    if tags:
+        say(f"warning: {len(tags)} tag(s) that a version pattern matches name no commit (a tag of a file or a tree) "
+            "and are not fetched: " + ", ".join(tags[:5]))  # fmt: skip
 
 
 def _name_default(root: Path, remote: str, target: FetchTarget, tips: Mapping[str, str]) -> None:
@@ -447,7 +451,7 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
     if done.window.whole:
         say(f"the whole history is fetched: {done.window.reason}")
         return None  # (the whole history's fetch says the tags it leaves out)
-    _said(say, git.FetchResult((), False, 0.0, (), left_out=done.left_out))
+    _say_left_out(say, done.left_out)
     since = time.strftime("%Y-%m-%d", time.gmtime(done.window.since))
     say(f"history since {since} ({done.window.reason}, and the look-back for silent relands where a named change "
         "is not a revert); release branches and tags: their own commits, whatever their dates")  # fmt: skip

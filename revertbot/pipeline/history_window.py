@@ -24,6 +24,7 @@ from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
 from revertbot.pipeline.window_names import (
+    NO_INDEX,
     check_would_stop,
     dates_hold,
     keyed_start,
@@ -269,7 +270,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
 
     git.mark_on_base(root, [])  # an earlier fetch's marks say nothing of this one's history
     if names is None:
-        return whole(dates_hold(root, names, 0, set(), base, base) or "")
+        return whole(NO_INDEX)
     specs = [base_spec, pr_spec, *other_specs]
     fetch(specs, depth=1)
     base_ref, head_ref = _destination(base_spec), _destination(pr_spec)
@@ -290,7 +291,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
 
     window = choose_window(pr_commits, read_named, margin_days, names)
     if window.whole:
-        return WindowFetch(window, (), seconds, tuple(sorted(left_out)))
+        return whole(window.reason)
     keys = {k: (when, n) for k, when, n in window.keys}
     # The refs the remote has (a tag pattern may match none), each by its exact name.
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}

@@ -56,7 +56,12 @@ def _covered(root: Path, names: NameSource, here: set[str], base_ref: str, head_
     return after, None
 
 
-def dates_hold(root: Path, names: NameSource | None, since: int, here: set[str], base_ref: str, head_ref: str
+#: Why no window stands without the name index.
+NO_INDEX = ("no name index (the revertbot-names data branch, which the scheduled names job writes) says how the "
+            "history's commit dates run below the window's start")  # fmt: skip
+
+
+def dates_hold(root: Path, names: NameSource, since: int, here: set[str], base_ref: str, head_ref: str
                ) -> str | None:  # fmt: skip
     """Why the history fetched from ``since`` may leave out commits dated inside the window (None:
     it cannot). ``--shallow-since`` stops at the first commit dated before the start and leaves out
@@ -64,9 +69,6 @@ def dates_hold(root: Path, names: NameSource | None, since: int, here: set[str],
     --committer-date-is-author-date``): only the whole history can tell, as the name index's record
     of dates out of order does, where the index's commit is in the history fetched and nothing
     after it was cut."""
-    if names is None:
-        return ("no name index (the revertbot-names data branch, which the scheduled names job writes) says how the "
-                "history's commit dates run below the window's start")  # fmt: skip
     _, why = _covered(root, names, here, base_ref, head_ref)
     if why is not None:
         return why
