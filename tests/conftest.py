@@ -39,6 +39,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _SESSION_ROOT = pytest.StashKey[str]()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The modules with tests marked slow (10 to 60 s each) first: the workers share them out at the
+    # start, and none is left to keep one worker busy alone at the end while the others wait. (A
+    # module stays whole: its module-scoped fixtures are made once.)
+    slow = {item.module for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.module not in slow)
+
+
 def require_torch() -> Any:
     """torch (the CPU build is enough): the test command installs it, so its absence fails the run.
 

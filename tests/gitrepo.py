@@ -55,6 +55,41 @@ class GitRepo:
         self.git("commit", "-q", "--allow-empty", "-F", "-", input=message)
         return self.head()
 
+    def commit_sharing_an_abbreviation(self, message: str, files: dict[str, str | bytes | None] | None = None
+                                       ) -> tuple[str, bytes]:  # fmt: skip
+        """As :meth:`commit`, at a time (up to a few weeks on) where the commit's id shares its first
+        7 hex digits with a blob's: the sha and that blob's content (not written; many are tried)."""
+        import hashlib
+
+        def oid(kind: bytes, data: bytes) -> str:
+            return hashlib.sha1(kind + b" %d\0" % len(data) + data).hexdigest()
+
+        blobs: dict[str, bytes] = {}
+        for i in range(40_000):
+            data = f"payload {i}\n".encode()
+            blobs.setdefault(oid(b"blob", data)[:7], data)
+        for rel, content in (files or {}).items():
+            if content is None:
+                self.delete(rel)
+            else:
+                self.write(rel, content)
+        self.git("add", "-A")
+        tree, parent = self.git("write-tree").strip(), self.head()
+        env = _env("")
+
+        def body(when: int) -> bytes:
+            who = f"{{}} <{{}}> {when} +0000"
+            return (f"tree {tree}\nparent {parent}\n"
+                    f"author {who.format(env['GIT_AUTHOR_NAME'], env['GIT_AUTHOR_EMAIL'])}\n"
+                    f"committer {who.format(env['GIT_COMMITTER_NAME'], env['GIT_COMMITTER_EMAIL'])}\n\n"
+                    f"{message.rstrip()}\n").encode()  # fmt: skip
+
+        times = range(self._clock + 1, self._clock + 4_000_000)
+        self._clock = next(t for t in times if oid(b"commit", body(t))[:7] in blobs)
+        sha = self.git("hash-object", "-w", "-t", "commit", "--stdin", input=body(self._clock).decode()).strip()
+        self.git("reset", "-q", "--soft", sha)
+        return sha, blobs[sha[:7]]
+
     def revert(self, *shas: str, message: str | None = None) -> str:
         """``git revert`` (newest first as given); optionally with a custom message."""
         self.tick()

@@ -153,6 +153,7 @@ def test_engine_tests_fail_with_the_original(demo_repo: DemoRepo, tmp_path: Path
     assert re.search(r"^2 failed, 2 passed", out, flags=re.M), out
 
 
+@pytest.mark.slow
 def test_engine_tests_fail_on_main_before_the_revert(demo_repo: DemoRepo, tmp_path: Path) -> None:
     # Both main's tip (the base) and the commit the revert PR was made from still carry the bug.
     for name, rev in (("main", "refs/heads/main"), ("revert-parent", f"{demo_repo.revert}^")):

@@ -38,6 +38,7 @@ def found(result: Any) -> set[tuple[str, int]]:
     return {(d.file, d.line) for d in result.dependents}
 
 
+@pytest.mark.slow
 def test_twenty_thousand_deleted_modules(tmp_path: Path) -> None:
     built = build("modules", tmp_path / "r")
     changes, removed, symbols_s, _ = changes_of(built)

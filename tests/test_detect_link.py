@@ -217,12 +217,33 @@ def test_an_abbreviation_unique_on_the_ref_but_not_in_the_repository_is_ambiguou
     rev = base.commit(f"Revert {x[:7]}\n\nThis reverts commit {x[:7]}.", {"README": "engine\n"})
     link = links_on(base)[rev]
     assert link.originals == ()
-    why = "ambiguous abbreviation: it names more than one object in the repository"
+    why = "ambiguous abbreviation: it names more than one commit in the repository"
     assert link.unresolved == (Unresolved(x[:7], why),)
     assert scan_json(base, capsys)[rev]["purity"] == "unverifiable"
     # With the full id it is the commit on main.
     full = base.commit(f"Revert {x[:7]}\n\nThis reverts commit {x}.", {"README": "engine\n"})
     assert links_on(base)[full].originals == (x,)
+
+
+def test_an_abbreviation_a_blob_shares_names_the_one_commit_it_names(
+    base: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # git reads an abbreviation where a commit is meant among commits alone (`git revert 1a2b3c4`):
+    # a blob or tree that shares it is no second candidate. Which of those a clone holds depends on
+    # how it was fetched (no blobs in a partial clone, no old trees in a history window).
+    commit, content = base.commit_sharing_an_abbreviation("Add x")
+    blob = base.git("hash-object", "-w", "--stdin", input=content.decode()).strip()
+    assert git.object_types(base.path, [commit[:7]]) == {commit[:7]: "ambiguous"}  # (as git sees it)
+    rev = base.commit(f'Revert "Add x"\n\nThis reverts commit {commit[:7]}.', {"README": "engine\n"})
+    link = links_on(base)[rev]
+    assert (link.originals, link.unresolved) == ((commit,), ())
+    # An abbreviation only a blob has is no commit of the repository.
+    other = base.commit(f"Revert it\n\nThis reverts commit {blob[:8]}.", {"README": "engine 3\n"})
+    assert links_on(base)[other].unresolved[0] == (
+        Unresolved(blob[:8], "not in repository (fetch more history or the branch that has it)")
+    )
+    # The scan reads it so too (its lookup reads the repository's objects alone).
+    assert scan_json(base, capsys)[rev]["originals"] == [commit]
 
 
 def test_two_earlier_commits_with_the_title_are_ambiguous(base: GitRepo) -> None:

@@ -39,6 +39,7 @@ def test_the_demo_sets_its_memory_threshold(demo) -> None:  # type: ignore[no-un
     assert spec.thresholds.memory_regression_pct == 3.0 and spec.thresholds.capture_time_regression_pct == 20.0
 
 
+@pytest.mark.slow
 def test_gpu_run_of_the_demo_records_capture_metrics_and_does_not_pass_for_gpu_evidence(
     demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
 ) -> None:

@@ -48,6 +48,7 @@ def test_smoke_never_writes_into_the_results_tree(tmp_path: Path) -> None:
     assert not (tmp_path / "gpu_jobs").exists()
 
 
+@pytest.mark.slow
 def test_smoke_flow_writes_every_file(tmp_path: Path) -> None:
     require_torch()
     results = tmp_path / "out"

@@ -146,6 +146,7 @@ def test_run_compares_both_sides_with_repeats(tmp_path: Path, capsys: pytest.Cap
     assert len(repo.git("worktree", "list").splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_shard_selection_runs_every_nth_test(tmp_path: Path) -> None:
     flaky = tmp_path / "flaky"
     flaky.mkdir()
@@ -208,6 +209,7 @@ def test_unknown_suite_and_bad_shard(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "between 1 and N" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_suite_that_hangs_is_killed_with_its_children(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     hang = textwrap.dedent(f'''
@@ -343,6 +345,7 @@ def test_standalone_runner_needs_neither_click_nor_yaml(tmp_path: Path) -> None:
     assert proc.returncode == 4 and "does not apply cleanly" in proc.stderr
 
 
+@pytest.mark.slow
 def test_demo_revert_end_to_end_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_torch()
     from revertbot.demo.repo import build_demo_repo

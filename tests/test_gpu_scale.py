@@ -124,6 +124,7 @@ def test_replay_tokens_cover_sizes_and_padding() -> None:
     assert sorted(tokens) == [1, 2, 3, 4, 7, 8]
 
 
+@pytest.mark.slow
 def test_measure_summarize_write_and_table_on_cpu(tmp_path: Path) -> None:
     config = scale_config({"REVERTBOT_GC_HIDDEN": "32", "REVERTBOT_GC_MAX_TOKENS": "16", "REVERTBOT_GC_REPEATS": "2"})
     runs = [scale.measure(config, 32, s, r, "cpu") for r in range(2) for s in interleaved_order(scale.STRATEGIES, r)]

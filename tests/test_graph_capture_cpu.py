@@ -15,6 +15,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import require_torch
 
 torch = require_torch()
@@ -25,6 +27,7 @@ SUITE = ROOT / "gpu_jobs" / "suites" / "graph_capture"
 MIN_PASSED_ON_CPU = 40
 
 
+@pytest.mark.slow
 def test_graph_capture_suite_passes_on_cpu(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     metrics_file = tmp_path / "metrics.jsonl"

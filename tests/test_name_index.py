@@ -301,15 +301,17 @@ def test_a_commit_of_the_name_below_one_dated_too_early_fetches_the_whole_histor
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 
-def test_an_abbreviated_id_fetches_the_whole_history(tmp_path: Path) -> None:
-    """git resolves an abbreviated id against every object, the trees of history a window leaves
-    out too (an id unique in the window can be ambiguous in a complete clone): not served."""
+def test_an_abbreviated_id_is_served_by_the_window(tmp_path: Path) -> None:
+    """An abbreviated id is a prefix key of the index; the check reads it among commits alone (as
+    git reads one where a commit is meant), so the trees and blobs a window lacks do not count."""
     g, shas = _history(tmp_path)
     message = f'Revert "Make f return 2 (#3)"\n\nThis reverts commit {shas["original"][:10]}.\n'
     base, revert, origin = _pr(tmp_path, g, shas["original"], message)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "by an abbreviated id" in err, err
-    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+    assert "the whole history is fetched" not in err and git.is_shallow(work), err
+    mine = _check(work, revert, base)
+    assert mine == _check(_complete(origin, tmp_path), revert, base)
+    assert mine["originals"] == [shas["original"]]
 
 
 def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Path) -> None:
@@ -319,7 +321,7 @@ def test_an_abbreviated_id_no_commit_has_fetches_the_whole_history(tmp_path: Pat
     message = 'Revert "Make f return 2 (#3)"\n\nThis reverts commit ddddddddde.\n'
     base, revert, origin = _pr(tmp_path, g, shas["original"], message)
     work, err = _fetch(origin, tmp_path, base)
-    assert "the whole history is fetched" in err and "by an abbreviated id" in err, err
+    assert "the whole history is fetched" in err and "ddddddddde, which is not in the clone as fetched" in err, err
     assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
 
 

@@ -44,6 +44,7 @@ def _incident(repo: GitRepo) -> dict[str, str]:
     return shas
 
 
+@pytest.mark.slow
 def test_propose_finds_and_proves_the_culprit(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     shas = _incident(repo)
     code = run_cli(["propose", "--repo", str(repo.path), "--range", f"{shas['green']}..{shas['red']}",
@@ -58,6 +59,7 @@ def test_propose_finds_and_proves_the_culprit(repo: GitRepo, capsys: pytest.Capt
     assert [r["phase"] for r in out["trace"]][:2] == ["deflake", "last_green"]
 
 
+@pytest.mark.slow
 def test_propose_markdown_names_the_culprit_in_both_languages(repo: GitRepo,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     shas = _incident(repo)
@@ -69,6 +71,7 @@ def test_propose_markdown_names_the_culprit_in_both_languages(repo: GitRepo,
     assert "no GPU (" not in out  # the hardware line is said in Chinese too (on a machine without a GPU)
 
 
+@pytest.mark.slow
 def test_a_flaky_test_blames_no_commit(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     shas = _incident(repo)
     code = run_cli(["propose", "--repo", str(repo.path), "--range", f"{shas['green']}..{shas['red']}",

@@ -219,6 +219,7 @@ def _big_revert(repo: GitRepo, n: int) -> tuple[str, str]:
     return original, repo.revert(original)
 
 
+@pytest.mark.slow
 def test_revert_of_10000_files_fits_the_comment_and_the_time_bound(repo: GitRepo) -> None:
     original, revert = _big_revert(repo, 10_000)
     assert int(repo.git("diff-tree", "--no-commit-id", "-r", "--name-only", revert).count("\n")) == 10_000

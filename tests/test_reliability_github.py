@@ -56,6 +56,7 @@ def bodies(world: World, pr: int = 108) -> list[str]:
 # --------------------------------------------------------------------------- the soak
 
 
+@pytest.mark.slow
 def test_randomized_soak_loses_nothing_and_never_duplicates(tmp_path: Path) -> None:
     """28 runs (the standalone script runs 200+): random events, 1-3 faults each, some runs concurrent."""
     stats = soak.soak(28, seed=20240601, tmp=tmp_path, concurrency=0.25)

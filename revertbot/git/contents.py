@@ -19,7 +19,8 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     """Map each name (full or abbreviated sha) to ``(full_sha, type)`` info in one process.
 
     The value is ``"<full sha> <type>"`` for a unique object, ``None`` when missing, and
-    ``"ambiguous"`` when an abbreviation matches several objects.
+    ``"ambiguous"`` when an abbreviation matches several objects; an abbreviation followed by
+    :data:`AS_COMMIT` names the commit it means, ``"ambiguous"`` where several commits share it.
     """
     return start_object_types(repo, names)()
 
@@ -32,7 +33,7 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     # A partial clone: the type of a blob named by ``rev:path`` needs the blob, fetched in one batch.
     prefetch_specs(repo, [n for n in names if ":" in n])
     begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in names).encode())
-    return lambda: _object_types_of(names, begun)
+    return lambda: _several_commits(repo, _object_types_of(names, begun))
 
 
 def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
@@ -47,7 +48,38 @@ def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None
     with objects_only(repo) as env:
         listing = "".join(f"{n}\n" for n in names).encode()
         done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, input=listing, env=env)
-    return _types_of(names, done.stdout.decode("utf-8", "replace"))
+        return _several_commits(repo, _types_of(names, done.stdout.decode("utf-8", "replace")), env)
+
+
+#: Appended to an abbreviated id, it asks for the commit it names where a commit is meant, as
+#: ``git revert 1a2b3c4`` reads it: among commits and tags of commits alone (see :func:`object_types`).
+AS_COMMIT = "^{commit}"
+_ABBREVIATION = re.compile(r"[0-9a-fA-F]{4,63}")
+
+
+def _several_commits(repo: Path, types: dict[str, str | None], env: Mapping[str, str] | None = None
+                     ) -> dict[str, str | None]:  # fmt: skip
+    """``types`` with each abbreviation asked for as a commit (``<abbrev>^{commit}``) that several
+    commits share marked ``"ambiguous"``: git answers "missing" for it, as for one no commit has.
+    The objects of each such abbreviation (``rev-parse --disambiguate``, what the store holds) that
+    are commits or tags of commits tell which."""
+    asked = {n: n[: -len(AS_COMMIT)].lower() for n, v in types.items()
+             if v is None and n.endswith(AS_COMMIT) and _ABBREVIATION.fullmatch(n[: -len(AS_COMMIT)])}  # fmt: skip
+    if not asked:
+        return types
+    listing = run_bytes("rev-parse", *(f"--disambiguate={a}" for a in sorted(set(asked.values()))), cwd=repo,
+                        check=False, env=env).stdout.decode("ascii", "replace").split()  # fmt: skip
+    candidates = sorted(set(listing))
+    if not candidates:
+        return types
+    peeled = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
+                       input="".join(f"{c}{AS_COMMIT}\n" for c in candidates).encode())  # fmt: skip
+    found = _types_of(candidates, peeled.stdout.decode("utf-8", "replace"))
+    committish = [c for c in candidates if found.get(c) is not None]
+    for name, prefix in asked.items():
+        if sum(1 for c in committish if c.startswith(prefix)) > 1:
+            types[name] = "ambiguous"
+    return types
 
 
 def _object_types_of(names: Sequence[str], begun: Started) -> dict[str, str | None]:

@@ -81,11 +81,11 @@ def _revert_like(commits: Iterable[Commit]) -> list[tuple[Commit, ParsedMessage]
 
 
 def _by_name(pm: ParsedMessage) -> bool:
-    """Whether the name index can say what ``pm`` names without ids (not a squash listing its
-    branch's commits, whose ancestry is asked of the history; not another repository's changeset;
-    not an abbreviated id, which git resolves against every object, trees of the history left out
-    of the window too)."""
-    return not pm.squashed and not pm.changesets and all(len(s) in _FULL_LENGTHS for s in pm.shas)
+    """Whether the name index can say what ``pm`` names without ids: not a squash listing its
+    branch's commits, whose ancestry is asked of the history. (An abbreviated id or another
+    repository's changeset is a prefix key: the check reads one among commits alone, as git reads
+    it where a commit is meant, so the trees and blobs the window leaves out do not count.)"""
+    return not pm.squashed
 
 
 def _unsupported(pm: ParsedMessage) -> str | None:

@@ -51,7 +51,9 @@ from revertbot.verdict.history_index import HistoryIndex, _commit_title
 MAX_CHOICES, MAX_DIFF_CANDIDATES = 1000, 64
 
 
-#: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object.
+#: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object; an
+#: abbreviation is asked for as ``<abbrev>^{commit}``, the commit it names ("ambiguous" where
+#: several do; see :func:`revertbot.git.contents.object_types`).
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
 
 
@@ -89,11 +91,11 @@ def link_reverts(
             parsed[i] = pm
 
     # Shas that are not on the ref are looked up in one batch.
-    # An abbreviation that one commit of the ref starts with may still name other objects of the
+    # An abbreviation that one commit of the ref starts with may still name other commits of the
     # repository (git calls it ambiguous): those are asked about too.
     off_ref = [s for pm in parsed.values() for s in (*pm.shas, *pm.changesets)
                if len(s) < _FULL_SHA or not idx.find_prefix(s)]  # fmt: skip
-    objects = lookup_objects(list(dict.fromkeys(off_ref))) if (lookup_objects and off_ref) else {}
+    objects = _commit_objects(lookup_objects, off_ref) if (lookup_objects and off_ref) else {}
 
     ctx = _Context(idx, ref_name, objects, parsed, link_off_ref, (repo_slug or "").lower())
     links: dict[int, Link] = {}
@@ -592,7 +594,18 @@ def choose_candidate(link: Link, sha: str, why: str) -> Link:
 _FULL_SHA = 40  # hex digits of a SHA-1 id; shorter is an abbreviation
 
 
-_AMBIGUOUS_IN_REPOSITORY = "ambiguous abbreviation: it names more than one object in the repository"
+_AMBIGUOUS_IN_REPOSITORY = "ambiguous abbreviation: it names more than one commit in the repository"
+
+
+def _commit_objects(lookup_objects: ObjectLookup, names: Sequence[str]) -> dict[str, str | None]:
+    """What each of ``names`` (full or abbreviated ids) names in the repository, an abbreviation
+    read as git reads one where a commit is meant (``git revert 1a2b3c4``): among commits, and tags
+    of commits, alone. A tree or blob that shares the abbreviation does not make it ambiguous:
+    which trees and blobs a clone holds depends on how it was fetched (a partial clone has no
+    blobs, a history window no old trees), and the verdict must not."""
+    asked = {s: s if len(s) >= _FULL_SHA else s + "^{commit}" for s in dict.fromkeys(names)}
+    found = lookup_objects(list(asked.values()))
+    return {s: found.get(q) for s, q in asked.items()}
 
 
 def _missing_reason(info: str | None, ref_name: str) -> str:
