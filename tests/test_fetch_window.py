@@ -627,6 +627,33 @@ def test_a_revert_by_an_abbreviated_id_keeps_its_window(tmp_path: Path) -> None:
     assert mine["originals"] == [original] and mine["purity"] == "pure"
 
 
+@pytest.mark.parametrize("names", ["This reverts commit deadbee.", "(no id)"], ids=["unknown-abbreviation", "title"])
+def test_a_pull_request_one_of_whose_reverts_names_nothing_here_fetches_the_whole_history(tmp_path: Path,
+                                                                                           names: str) -> None:  # fmt: skip
+    """Two reverts, one by full id, one whose names find nothing (an abbreviation no commit has, or a
+    title after the history fetched): the check takes them as one change and, in a shallow clone,
+    stops on the one it cannot find; a complete clone reports it unresolved."""
+    g = _plain_main(tmp_path, 40)
+    g.tick(DAY)
+    helper = g.commit("Add h (#2)", {"h.py": "h = 1\n"})
+    g.tick(DAY)
+    original = g.commit("Make f return 2 (#3)", {"a.py": F2})
+    _work_on(g, "c", 3, 200)
+    base = g.head()
+    g.checkout("-b", "rv", "main")
+    g.tick()
+    g.revert(original)
+    g.tick()
+    head = g.revert(helper, message=f'Revert "Add h, once more"\n\n{names}\n')
+    g.checkout("main")
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base)
+    assert "the whole history is fetched" in err and "as fetched (a check of a shallow clone stops there" in err, err
+    mine = _check(work, head, base)
+    assert mine == _check(_complete(origin, tmp_path), head, base)
+    assert mine["purity"] == "unverifiable"
+
+
 @pytest.mark.parametrize("merged", ["main", "feature"])
 def test_a_release_branch_that_merged_a_base_commit_fetches_the_whole_history(tmp_path: Path, merged: str) -> None:
     """release/0.9 got a copy of the original first, then merged an older main commit (or a feature

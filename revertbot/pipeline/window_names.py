@@ -108,20 +108,22 @@ def named_by_keys(root: Path, history: Sequence[Commit], here: set[str], keys: M
 
 
 def check_would_stop(root: Path, reverts: Sequence[tuple[Commit, ParsedMessage]], head_ref: str) -> str | None:
-    """Why the check would stop on the fetched history: the pull request's reverts (``reverts``),
-    linked over its head's history as the check links them, leave none linked to a commit here (a
-    name no commit carries, a title several commits share that their diffs do not settle). In a
-    shallow clone the check cannot tell that from a commit below the boundary and stops; a complete
-    clone reports the revert unlinked or ambiguous."""
+    """Why the check would stop on the fetched history: one of the pull request's reverts
+    (``reverts``), linked over its head's history as the check links them, names an id no commit
+    here has, or finds no commit here (a name no commit carries, a title several commits share that
+    their diffs do not settle). In a shallow clone the check cannot tell that from a commit below the
+    boundary and stops, on the head's revert judged alone as on the pull request judged whole; a
+    complete clone reports the revert unlinked or ambiguous."""
     from revertbot.pipeline.check import find_links  # the check's own linking, only when asked
 
     scope = {c.sha for c, _ in reverts}
     if not scope:
         return None
     links = find_links(root, git.log(root, head_ref, keep=index_message), scope, head_ref, github_slug(root))
-    if links and all(cut_by_shallow_history([link], set()) for link in links):
-        return (f"{cut_by_shallow_history(links[:1], set())[0]} as fetched (a check of a shallow clone stops there, "
-                "unable to tell it from a commit below the boundary)")  # fmt: skip
+    for link in links:
+        if cut := cut_by_shallow_history([link], set()):
+            return (f"{cut[0]} as fetched (a check of a shallow clone stops there, unable to tell it from a commit "
+                    "below the boundary)")  # fmt: skip
     return None
 
 
