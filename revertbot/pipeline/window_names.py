@@ -47,7 +47,8 @@ def _covered(root: Path, names: NameSource, here: set[str], base_ref: str, head_
     tip = names.tip
     if tip not in here or not git.is_ancestor(root, tip, base_ref):
         return set(), (f"the name index was made at {tip[:10]}, which is not in the base's history as fetched "
-                       "(an index of another branch, or the branch was rewritten since)")  # fmt: skip
+                       "(an index of another branch, the branch rewritten since, or a merge after it of a branch "
+                       "older than the window: git hides every parent of a merge cut there)")  # fmt: skip
     after = {c.sha for c in git.log_revs(root, [base_ref, head_ref, f"^{tip}"])}
     late = sorted(git.shallow_commits(root) & here & after)
     if late:
