@@ -628,11 +628,10 @@ def test_a_revert_by_an_abbreviated_id_keeps_its_window(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("names", ["This reverts commit deadbee.", "(no id)"], ids=["unknown-abbreviation", "title"])
-def test_a_pull_request_one_of_whose_reverts_names_nothing_here_fetches_the_whole_history(tmp_path: Path,
-                                                                                           names: str) -> None:  # fmt: skip
+def test_a_pr_one_of_whose_reverts_names_nothing_here_fetches_the_whole_history(tmp_path: Path, names: str) -> None:
     """Two reverts, one by full id, one whose names find nothing (an abbreviation no commit has, or a
-    title after the history fetched): the check takes them as one change and, in a shallow clone,
-    stops on the one it cannot find; a complete clone reports it unresolved."""
+    title no commit has): a check of a shallow clone stops on the one it cannot find, judged alone or
+    with the other; a complete clone reports it unresolved."""
     g = _plain_main(tmp_path, 40)
     g.tick(DAY)
     helper = g.commit("Add h (#2)", {"h.py": "h = 1\n"})
