@@ -246,6 +246,40 @@ def test_an_abbreviation_a_blob_shares_names_the_one_commit_it_names(
     assert scan_json(base, capsys)[rev]["originals"] == [commit]
 
 
+def test_an_abbreviation_of_a_tag_names_a_tag_and_a_ref_called_like_digits_names_nothing(
+    base: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An abbreviation is read by its digits: a tag object's digits name the tag (not the commit it
+    # peels to, whose id starts otherwise), and a branch or tag called "abcdef0" is no object's.
+    base.git("tag", "-a", "-m", "v1", "v1")
+    tag = base.git("rev-parse", "v1").strip()
+    base.git("checkout", "-q", "-b", "side")
+    side = base.commit("Side work", {"side.py": "s = 1\n"})
+    base.git("tag", "abcdef0", side)
+    base.git("checkout", "-q", "main")
+    by_tag = base.commit(f'Revert "Add x"\n\nThis reverts commit {tag[:8]}.', {"README": "engine 4\n"})
+    by_ref = base.commit('Revert "Side work"\n\nThis reverts commit abcdef0.', {"README": "engine 5\n"})
+    links = links_on(base)
+    assert links[by_tag].unresolved[0] == Unresolved(tag[:8], "names a tag, not a commit")
+    assert links[by_ref].originals == ()
+    assert links[by_ref].unresolved[0] == Unresolved(
+        "abcdef0", "not in repository (fetch more history or the branch that has it)")
+    scanned = scan_json(base, capsys)
+    assert scanned[by_tag]["originals"] == [] and scanned[by_ref]["originals"] == []
+
+
+def test_many_abbreviations_no_commit_has_are_read_in_batches(base: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # git's command line has a limit: the prefixes go to `rev-parse --disambiguate` a batch at a time.
+    from revertbot.git import contents
+
+    monkeypatch.setattr(contents, "_DISAMBIGUATE_BATCH", 3)
+    head = base.head()
+    names = [f"{i:07x}^{{commit}}" for i in range(10)] + [f"{head[:9]}^{{commit}}", f"{head[:7].upper()}^{{commit}}"]
+    found = git.object_types(base.path, names)
+    assert found[f"{head[:9]}^{{commit}}"] == found[f"{head[:7].upper()}^{{commit}}"] == f"{head} commit"
+    assert [found[n] for n in names[:10]] == [None] * 10
+
+
 def test_two_earlier_commits_with_the_title_are_ambiguous(base: GitRepo) -> None:
     # Nothing tells the two apart (neither was reverted before): never silently the newest.
     older = base.commit("Enable CUDA graphs", {"cfg.py": "GRAPHS = 1\n"})

@@ -19,8 +19,10 @@ def object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
     """Map each name (full or abbreviated sha) to ``(full_sha, type)`` info in one process.
 
     The value is ``"<full sha> <type>"`` for a unique object, ``None`` when missing, and
-    ``"ambiguous"`` when an abbreviation matches several objects; an abbreviation followed by
-    :data:`AS_COMMIT` names the commit it means, ``"ambiguous"`` where several commits share it.
+    ``"ambiguous"`` when an abbreviation matches several objects. An abbreviation followed by
+    :data:`AS_COMMIT` is read as git reads one where a commit is meant, by its digits alone (no ref
+    of that name): the commit whose id starts with them, ``"ambiguous"`` where several commits or
+    tags of commits do, ``"<tag> tag"`` where the one such object is a tag, ``None`` where none is.
     """
     return start_object_types(repo, names)()
 
@@ -30,10 +32,18 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     names = list(dict.fromkeys(names))
     if not names:
         return dict
+    as_commits = {n: n[: -len(AS_COMMIT)].lower() for n in names if _as_commit(n)}
+    plain = [n for n in names if n not in as_commits]
     # A partial clone: the type of a blob named by ``rev:path`` needs the blob, fetched in one batch.
-    prefetch_specs(repo, [n for n in names if ":" in n])
-    begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in names).encode())
-    return lambda: _several_commits(repo, _object_types_of(names, begun))
+    prefetch_specs(repo, [n for n in plain if ":" in n])
+    begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in plain).encode())
+
+    def finish() -> dict[str, str | None]:
+        found = _object_types_of(plain, begun)
+        found.update(_commits_named(repo, as_commits))
+        return found
+
+    return finish
 
 
 def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
@@ -45,41 +55,66 @@ def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None
         return {}
     if not is_partial_clone(repo):
         return object_types(repo, names)
+    as_commits = {n: n[: -len(AS_COMMIT)].lower() for n in names if _as_commit(n)}
+    plain = [n for n in names if n not in as_commits]
     with objects_only(repo) as env:
-        listing = "".join(f"{n}\n" for n in names).encode()
+        listing = "".join(f"{n}\n" for n in plain).encode()
         done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, input=listing, env=env)
-        return _several_commits(repo, _types_of(names, done.stdout.decode("utf-8", "replace")), env)
+        found = _types_of(plain, done.stdout.decode("utf-8", "replace"))
+        found.update(_commits_named(repo, as_commits, env))
+        return found
 
 
 #: Appended to an abbreviated id, it asks for the commit it names where a commit is meant, as
 #: ``git revert 1a2b3c4`` reads it: among commits and tags of commits alone (see :func:`object_types`).
 AS_COMMIT = "^{commit}"
 _ABBREVIATION = re.compile(r"[0-9a-fA-F]{4,63}")
+_DISAMBIGUATE_BATCH = 2000  # prefixes per `rev-parse` (its command line has a limit)
 
 
-def _several_commits(repo: Path, types: dict[str, str | None], env: Mapping[str, str] | None = None
-                     ) -> dict[str, str | None]:  # fmt: skip
-    """``types`` with each abbreviation asked for as a commit (``<abbrev>^{commit}``) that several
-    commits share marked ``"ambiguous"``: git answers "missing" for it, as for one no commit has.
-    The objects of each such abbreviation (``rev-parse --disambiguate``, what the store holds) that
-    are commits or tags of commits tell which."""
-    asked = {n: n[: -len(AS_COMMIT)].lower() for n, v in types.items()
-             if v is None and n.endswith(AS_COMMIT) and _ABBREVIATION.fullmatch(n[: -len(AS_COMMIT)])}  # fmt: skip
+def _as_commit(name: str) -> bool:
+    return name.endswith(AS_COMMIT) and _ABBREVIATION.fullmatch(name[: -len(AS_COMMIT)]) is not None
+
+
+def _commits_named(repo: Path, asked: Mapping[str, str], env: Mapping[str, str] | None = None
+                   ) -> dict[str, str | None]:  # fmt: skip
+    """What each abbreviation of ``asked`` (name -> lower-case digits) names where a commit is
+    meant (see :func:`object_types`): of the objects whose ids start with its digits (``rev-parse
+    --disambiguate``: what the store holds, never a ref that happens to be called so), the commits
+    and the tags that peel to a commit. (``<digits>^{commit}`` itself tries refs first, peels a tag
+    to a commit of other digits, and answers "missing" for several commits as for none.)"""
     if not asked:
-        return types
-    listing = run_bytes("rev-parse", *(f"--disambiguate={a}" for a in sorted(set(asked.values()))), cwd=repo,
-                        check=False, env=env).stdout.decode("ascii", "replace").split()  # fmt: skip
-    candidates = sorted(set(listing))
-    if not candidates:
-        return types
-    peeled = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
-                       input="".join(f"{c}{AS_COMMIT}\n" for c in candidates).encode())  # fmt: skip
-    found = _types_of(candidates, peeled.stdout.decode("utf-8", "replace"))
-    committish = [c for c in candidates if found.get(c) is not None]
+        return {}
+    prefixes = sorted(set(asked.values()))
+    listed: set[str] = set()
+    for i in range(0, len(prefixes), _DISAMBIGUATE_BATCH):
+        chunk = prefixes[i : i + _DISAMBIGUATE_BATCH]
+        out = run_bytes("rev-parse", *(f"--disambiguate={p}" for p in chunk), cwd=repo, check=False, env=env)
+        listed.update(out.stdout.decode("ascii", "replace").split())
+    candidates = sorted(listed)
+    kinds: dict[str, str] = {}
+    if candidates:
+        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
+                         input="".join(f"{c}\n" for c in candidates).encode())  # fmt: skip
+        kinds = {c: (info or "").rpartition(" ")[2]
+                 for c, info in _types_of(candidates, done.stdout.decode("utf-8", "replace")).items()}  # fmt: skip
+    tags = [c for c in candidates if kinds.get(c) == "tag"]
+    if tags:
+        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
+                         input="".join(f"{t}{AS_COMMIT}\n" for t in tags).encode())  # fmt: skip
+        peeled = _types_of(tags, done.stdout.decode("utf-8", "replace"))
+        tags = [t for t in tags if peeled.get(t) is not None]
+    committish = sorted({c for c in candidates if kinds.get(c) == "commit"} | set(tags))
+    result: dict[str, str | None] = {}
     for name, prefix in asked.items():
-        if sum(1 for c in committish if c.startswith(prefix)) > 1:
-            types[name] = "ambiguous"
-    return types
+        named = [c for c in committish if c.startswith(prefix)]
+        if len(named) > 1:
+            result[name] = "ambiguous"
+        elif named:
+            result[name] = f"{named[0]} {kinds[named[0]]}"
+        else:
+            result[name] = None
+    return result
 
 
 def _object_types_of(names: Sequence[str], begun: Started) -> dict[str, str | None]:
