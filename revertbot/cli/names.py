@@ -74,7 +74,7 @@ def show(repo: str, ref: str) -> None:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta.tip_time))
     click.echo(f"{meta.commits} commits of {meta.branch} up to {meta.tip} ({when})")
     try:
-        gaps = read_index(root, ref).date_gaps().gaps
+        gaps = read_index(root, ref, meta).date_gaps().gaps
     except IndexUnreadable as exc:
         raise click.ClickException(f"{ref} is not a name index this revertbot reads: {exc}") from None
     days = sum(hi - lo for lo, hi in gaps) / 86400

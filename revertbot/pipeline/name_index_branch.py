@@ -73,10 +73,11 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     return BuiltIndex(meta, commit, len(counts.entries), time.perf_counter() - start)
 
 
-def read_index(root: Path, ref: str = LOCAL_REF) -> NameSource:
+def read_index(root: Path, ref: str = LOCAL_REF, meta: IndexMeta | None = None) -> NameSource:
     """The index at ``ref`` of ``root``, its shard files read (fetched, in a partial clone) when
-    asked for; :class:`IndexUnreadable` when it is not one this revertbot reads."""
-    meta = index_meta(root, ref)
+    asked for; :class:`IndexUnreadable` when it is not one this revertbot reads. ``meta``: its
+    header, where the caller has read it already."""
+    meta = meta or index_meta(root, ref)
     if meta is None:
         raise IndexUnreadable(f"{ref} holds no {META_FILE}")
 
