@@ -600,9 +600,10 @@ _AMBIGUOUS_IN_REPOSITORY = "ambiguous abbreviation: it names more than one commi
 def _commit_objects(lookup_objects: ObjectLookup, names: Sequence[str]) -> dict[str, str | None]:
     """What each of ``names`` (full or abbreviated ids) names in the repository, an abbreviation
     read as git reads one where a commit is meant (``git revert 1a2b3c4``), by its digits: among
-    commits, and tags of commits, alone (a ref called so is not what it names). A tree or blob that shares the abbreviation does not make it ambiguous:
-    which trees and blobs a clone holds depends on how it was fetched (a partial clone has no
-    blobs, a history window no old trees), and the verdict must not."""
+    commits, and tags of commits, alone (a ref called so is not what it names). A tree or blob
+    that shares the abbreviation does not make it ambiguous: which trees and blobs a clone holds
+    depends on how it was fetched (a partial clone has no blobs, a history window no old trees),
+    and the verdict must not."""
     asked = {s: s if len(s) >= _FULL_SHA else s + "^{commit}" for s in dict.fromkeys(names)}
     found = lookup_objects(list(asked.values()))
     return {s: found.get(q) for s, q in asked.items()}
