@@ -23,6 +23,7 @@ from revertbot.git.commits import (
     stdin_revisions as stdin_revisions,
 )
 from revertbot.git.contents import (
+    AS_COMMIT as AS_COMMIT,
     blob_sizes as blob_sizes,
     blobs as blobs,
     grep_fixed as grep_fixed,

@@ -32,14 +32,14 @@ def start_object_types(repo: Path, names: Iterable[str]) -> Callable[[], dict[st
     names = list(dict.fromkeys(names))
     if not names:
         return dict
-    as_commits = {n: n[: -len(AS_COMMIT)].lower() for n in names if _as_commit(n)}
-    plain = [n for n in names if n not in as_commits]
+    as_commits, plain = _as_commits(names)
     # A partial clone: the type of a blob named by ``rev:path`` needs the blob, fetched in one batch.
     prefetch_specs(repo, [n for n in plain if ":" in n])
-    begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in plain).encode())
+    begun = Started(["cat-file", _BATCH_TYPES, "--buffer"], repo, "".join(f"{n}\n" for n in plain).encode()
+                    ) if plain else None  # fmt: skip
 
     def finish() -> dict[str, str | None]:
-        found = _object_types_of(plain, begun)
+        found = _object_types_of(plain, begun) if begun is not None else {}
         found.update(_commits_named(repo, as_commits))
         return found
 
@@ -55,12 +55,9 @@ def local_object_types(repo: Path, names: Iterable[str]) -> dict[str, str | None
         return {}
     if not is_partial_clone(repo):
         return object_types(repo, names)
-    as_commits = {n: n[: -len(AS_COMMIT)].lower() for n in names if _as_commit(n)}
-    plain = [n for n in names if n not in as_commits]
+    as_commits, plain = _as_commits(names)
     with objects_only(repo) as env:
-        listing = "".join(f"{n}\n" for n in plain).encode()
-        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, input=listing, env=env)
-        found = _types_of(plain, done.stdout.decode("utf-8", "replace"))
+        found = _batch_types(repo, plain, env, check=True) if plain else {}
         found.update(_commits_named(repo, as_commits, env))
         return found
 
@@ -72,8 +69,19 @@ _ABBREVIATION = re.compile(r"[0-9a-fA-F]{4,63}")
 _DISAMBIGUATE_BATCH = 2000  # prefixes per `rev-parse` (its command line has a limit)
 
 
-def _as_commit(name: str) -> bool:
-    return name.endswith(AS_COMMIT) and _ABBREVIATION.fullmatch(name[: -len(AS_COMMIT)]) is not None
+def _as_commits(names: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """``names`` apart: the abbreviations asked for as commits (name -> lower-case digits), the rest."""
+    as_commits = {n: n[: -len(AS_COMMIT)].lower() for n in names
+                  if n.endswith(AS_COMMIT) and _ABBREVIATION.fullmatch(n[: -len(AS_COMMIT)])}  # fmt: skip
+    return as_commits, [n for n in names if n not in as_commits]
+
+
+def _batch_types(repo: Path, names: Sequence[str], env: Mapping[str, str] | None, check: bool = False
+                 ) -> dict[str, str | None]:  # fmt: skip
+    """:func:`_types_of` ``names``, read by one ``cat-file --batch-check`` of what git can read here."""
+    done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=check, env=env,
+                     input="".join(f"{n}\n" for n in names).encode())  # fmt: skip
+    return _types_of(names, done.stdout.decode("utf-8", "replace"))
 
 
 def _commits_named(repo: Path, asked: Mapping[str, str], env: Mapping[str, str] | None = None
@@ -92,18 +100,12 @@ def _commits_named(repo: Path, asked: Mapping[str, str], env: Mapping[str, str] 
         out = run_bytes("rev-parse", *(f"--disambiguate={p}" for p in chunk), cwd=repo, check=False, env=env)
         listed.update(out.stdout.decode("ascii", "replace").split())
     candidates = sorted(listed)
-    kinds: dict[str, str] = {}
-    if candidates:
-        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
-                         input="".join(f"{c}\n" for c in candidates).encode())  # fmt: skip
-        kinds = {c: (info or "").rpartition(" ")[2]
-                 for c, info in _types_of(candidates, done.stdout.decode("utf-8", "replace")).items()}  # fmt: skip
+    found = _batch_types(repo, candidates, env) if candidates else {}  # (usually none: ids of other repositories)
+    kinds = {c: (info or "").rpartition(" ")[2] for c, info in found.items()}
     tags = [c for c in candidates if kinds.get(c) == "tag"]
     if tags:
-        done = run_bytes("cat-file", _BATCH_TYPES, "--buffer", cwd=repo, check=False, env=env,
-                         input="".join(f"{t}{AS_COMMIT}\n" for t in tags).encode())  # fmt: skip
-        peeled = _types_of(tags, done.stdout.decode("utf-8", "replace"))
-        tags = [t for t in tags if peeled.get(t) is not None]
+        peeled = _batch_types(repo, [t + AS_COMMIT for t in tags], env)
+        tags = [t for t in tags if peeled.get(t + AS_COMMIT) is not None]
     committish = sorted({c for c in candidates if kinds.get(c) == "commit"} | set(tags))
     result: dict[str, str | None] = {}
     for name, prefix in asked.items():

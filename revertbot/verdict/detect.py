@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from revertbot import git
 from revertbot.models import Commit, Link, LinkMethod, ParsedMessage, Unresolved
 from revertbot.verdict.grammar import (
     _MERGE_PR_RE,
@@ -52,8 +53,8 @@ MAX_CHOICES, MAX_DIFF_CANDIDATES = 1000, 64
 
 
 #: Resolves names that are not on the scanned ref: sha -> reason or full sha of an object; an
-#: abbreviation is asked for as ``<abbrev>^{commit}``, the commit it names ("ambiguous" where
-#: several do; see :func:`revertbot.git.contents.object_types`).
+#: abbreviation is asked for as ``<abbrev>`` + :data:`revertbot.git.AS_COMMIT`, the commit it
+#: names ("ambiguous" where several do; see :func:`revertbot.git.contents.object_types`).
 ObjectLookup = Callable[[Sequence[str]], Mapping[str, str | None]]
 
 
@@ -604,7 +605,7 @@ def _commit_objects(lookup_objects: ObjectLookup, names: Sequence[str]) -> dict[
     that shares the abbreviation does not make it ambiguous: which trees and blobs a clone holds
     depends on how it was fetched (a partial clone has no blobs, a history window no old trees),
     and the verdict must not."""
-    asked = {s: s if len(s) >= _FULL_SHA else s + "^{commit}" for s in dict.fromkeys(names)}
+    asked = {s: s if len(s) >= _FULL_SHA else s + git.AS_COMMIT for s in dict.fromkeys(names)}
     found = lookup_objects(list(asked.values()))
     return {s: found.get(q) for s, q in asked.items()}
 
