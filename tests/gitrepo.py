@@ -45,13 +45,8 @@ class GitRepo:
 
     def commit(self, message: str, files: dict[str, str | bytes | None] | None = None) -> str:
         """Write ``files`` (None deletes), commit everything with ``message``, return the sha."""
-        for rel, content in (files or {}).items():
-            if content is None:
-                self.delete(rel)
-            else:
-                self.write(rel, content)
+        self._stage(files)
         self.tick()
-        self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-F", "-", input=message)
         return self.head()
 
@@ -68,12 +63,7 @@ class GitRepo:
         for i in range(40_000):
             data = f"payload {i}\n".encode()
             blobs.setdefault(oid(b"blob", data)[:7], data)
-        for rel, content in (files or {}).items():
-            if content is None:
-                self.delete(rel)
-            else:
-                self.write(rel, content)
-        self.git("add", "-A")
+        self._stage(files)
         tree, parent = self.git("write-tree").strip(), self.head()
         env = _env("")
 
@@ -89,6 +79,15 @@ class GitRepo:
         sha = self.git("hash-object", "-w", "-t", "commit", "--stdin", input=body(self._clock).decode()).strip()
         self.git("reset", "-q", "--soft", sha)
         return sha, blobs[sha[:7]]
+
+    def _stage(self, files: dict[str, str | bytes | None] | None) -> None:
+        """Write ``files`` (None deletes) and stage everything."""
+        for rel, content in (files or {}).items():
+            if content is None:
+                self.delete(rel)
+            else:
+                self.write(rel, content)
+        self.git("add", "-A")
 
     def revert(self, *shas: str, message: str | None = None) -> str:
         """``git revert`` (newest first as given); optionally with a custom message."""
