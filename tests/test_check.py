@@ -455,3 +455,18 @@ def test_symbols_of_files_with_odd_names_stay_with_their_file(repo: GitRepo) -> 
     md = render_markdown(report)
     assert "`pkg/new line.py`" in md  # one line in the report, no raw newline inside a code span
     assert "| `pkg/tab    here.py` | pkg | source | core logic | +0 −2 |" in md
+
+
+def test_a_revert_checked_by_its_id_names_the_branch_it_was_read_on(
+    repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A merged revert is read in the base's history: its reasons name that branch, as the scan's
+    # do, not the commit id it was asked by.
+    repo.commit("Initial import", {"README": "x\n"})
+    pr = repo.commit("Revert #404", {"README": "y\n"})
+    assert run_cli(["check", pr, "--repo", str(repo.path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["unresolved"] == [{"ref": "#404", "reason": "no commit for PR #404 on refs/heads/main"}]
+    assert run_cli(["check", pr, "--base", "main", "--repo", str(repo.path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["unresolved"] == [{"ref": "#404", "reason": "no commit for PR #404 on main"}]

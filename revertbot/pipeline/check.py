@@ -173,7 +173,10 @@ def check_revert(
     # "Reverts owner/name#N" names this repository's PR only when the names agree.
     slug = repo_name if repo_name and repo_name.count("/") == 1 else github_slug(root)
     ancestry = git_ancestry(root) if targeted is not None else None  # part of the history is at hand
-    links = find_links(root, commits, in_scope, revert_ref, slug, ancestry)
+    # What the history read is called in the links' notes ("not reachable from ..."): the base's
+    # name for a merged revert, as the scan names the branch it reads.
+    history_name = (base_ref or head_ref or "HEAD") if merged else revert_ref
+    links = find_links(root, commits, in_scope, history_name, slug, ancestry)
     if override is not None and override.kind == "link":
         # A maintainer named the original (/revertbot link, check --original): it wins over detection.
         if override.original not in by_sha:
@@ -188,7 +191,7 @@ def check_revert(
             by_sha = {c.sha: c for c in commits}
         commits = [dataclasses.replace(c, message=message) if c.sha == head_sha else c for c in commits]
         by_sha[head_sha] = head = dataclasses.replace(head, message=message)
-        links = find_links(root, commits, {head_sha}, revert_ref, slug, ancestry)
+        links = find_links(root, commits, {head_sha}, history_name, slug, ancestry)
     if not links and detect_relands:
         # Nothing says reland, but the change may redo a reverted original: compare the diffs.
         if targeted is not None:  # of the reverts among the commits before it
