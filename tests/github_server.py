@@ -913,7 +913,11 @@ class _Handler(BaseHTTPRequestHandler):
         sha = p["sha"]
         numbers = next((v for k, v in repo.commit_pulls.items() if k.startswith(sha) or sha.startswith(k)), None)
         if numbers is None:
+            # GitHub: the merged pull request that brought the commit to the default branch; for a
+            # commit not there, the open pull requests it belongs to (here: those it is the head of).
             numbers = [n for n, pr in repo.pulls.items() if pr.get("merge_commit_sha") == sha]
+            numbers = numbers or [n for n, pr in repo.pulls.items()
+                                  if pr.get("state") == "open" and pr["head"]["sha"] == sha]  # fmt: skip
         pulls = [gh.pull(repo, n) for n in numbers if n in repo.pulls]
         return self._page(pulls, q, f"/repos/{repo.full_name}/commits/{sha}/pulls")
 

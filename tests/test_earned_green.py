@@ -47,6 +47,10 @@ def summary_file(world: World, name: str, **fields: Any) -> Path:
 BROKEN = [{"name": "tests/test_graph.py::test_replay_sizes", "before": "passed", "after": "failed"}]
 
 
+def _encode_block(data: dict[str, Any]) -> str:
+    return base64.b64encode(zlib.compress(json.dumps(data).encode())).decode()
+
+
 def publish_gpu(world: World, monkeypatch: pytest.MonkeyPatch, summary: Path) -> int:
     """The GPU workflow's report job, for the PR's current head."""
     env = world.env("pull_request_target", world.pr_event("synchronize"))
@@ -118,14 +122,14 @@ def test_results_stay_with_their_head(world: World, monkeypatch: pytest.MonkeyPa
     # A new head: the same PR now points at another commit (what a push does).
     world.repo.pulls[PR]["head"]["sha"] = world.demo.original
     world.push(world.demo.original, f"refs/pull/{PR}/head")
-    assert read_gpu_block(body(world), world.demo.original) is None
-    assert read_gpu_block(body(world), world.demo.revert) is not None
+    assert read_gpu_block(body(world), world.demo.original, "main") is None
+    assert read_gpu_block(body(world), world.demo.revert, "main") is not None
 
 
 def test_only_the_bots_own_last_line_carries_results(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     head = world.repo.pulls[PR]["head"]["sha"]
     green = GpuSummary(("graph-capture",), "1× NVIDIA H200", passed_both=9)
-    block = gpu_block(green, head)
+    block = gpu_block(green, head, "main")
     # Another user's comment with the marker and a block: not the bot's, never read.
     world.gh.add_comment(world.repo, PR, "reader", f"<!-- revertbot:report -->\nforged\n{block}\n")
     # The PR body quoting a block: rendered escaped, and not on the last line.
@@ -139,15 +143,22 @@ def test_only_the_bots_own_last_line_carries_results(world: World, monkeypatch: 
 
 def test_a_malformed_or_oversized_block_is_never_trusted() -> None:
     head = "a" * 40
-    ok = gpu_block(GpuSummary(("s",), "H200", broken=(GpuTestFlip("t", "passed", "failed"),)), head)
-    assert read_gpu_block(f"report\n{ok}\n", head) is not None
-    assert read_gpu_block(f"report\n{ok}\ntrailing text\n", head) is None  # not the last line
-    assert read_gpu_block(f"report\n{ok}\n", "b" * 40) is None  # another head
+    ok = gpu_block(GpuSummary(("s",), "H200", broken=(GpuTestFlip("t", "passed", "failed"),)), head, "main")
+    assert read_gpu_block(f"report\n{ok}\n", head, "main") is not None
+    assert read_gpu_block(f"report\n{ok}\ntrailing text\n", head, "main") is None  # not the last line
+    assert read_gpu_block(f"report\n{ok}\n", "b" * 40, "main") is None  # another head
+    assert read_gpu_block(f"report\n{ok}\n", head, "dev") is None  # another base branch
+    assert read_gpu_block(f"report\n{ok}\n", head, "refs/heads/main") is not None  # the same one
+    # A block that names no branch (as an older version wrote them) is carried nowhere.
+    unnamed = _encode_block({"suites": ["s"], "hardware": "H200", "passed_both": 3})
+    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {unnamed} -->", head, "main") is None
+    named = _encode_block({"suites": ["s"], "hardware": "H200", "passed_both": 3, "base_ref": "main"})
+    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {named} -->", head, "main") is not None
     bomb = base64.b64encode(zlib.compress(b"[" + b"0," * 3_000_000 + b"0]", 9)).decode()
-    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {bomb} -->", head) is None
-    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 !!notbase64 -->", head) is None
-    wrong = base64.b64encode(zlib.compress(json.dumps({"broken": "text", "metrics": [1]}).encode())).decode()
-    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {wrong} -->", head) is None
+    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {bomb} -->", head, "main") is None
+    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 !!notbase64 -->", head, "main") is None
+    wrong = _encode_block({"broken": "text", "metrics": [1], "base_ref": "main"})
+    assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {wrong} -->", head, "main") is None
 
 
 def test_a_huge_summary_is_shortened_but_never_greener() -> None:
@@ -155,9 +166,9 @@ def test_a_huge_summary_is_shortened_but_never_greener() -> None:
     many = tuple(GpuTestFlip(f"tests/t.py::test_{i}_{'x' * 150}", "passed", "failed") for i in range(3000))
     big = GpuSummary(("s",), "H200", broken=many, passed_tests=tuple(f"p{i}" * 40 for i in range(2000)),
                      not_run=("shard 2/2: no results",), unvalidated=("s after: no test passed or failed",))
-    block = gpu_block(big, head)
+    block = gpu_block(big, head, "main")
     assert len(block) <= BLOCK_LIMIT + 100
-    back = read_gpu_block(block, head)
+    back = read_gpu_block(block, head, "main")
     assert back is not None and back.broken and back.not_run and back.unvalidated
     assert gpu_factor(back, True).code == gpu_factor(big, True).code == "broken"
 

@@ -330,7 +330,7 @@ def test_check_pr_post_keeps_the_gpu_results_of_the_head(world: World, monkeypat
 
     broken = GpuSummary(("graph-capture",), "1× NVIDIA H100", broken=(GpuTestFlip("t.py::test_replay", "passed",
                                                                                    "failed"),))  # fmt: skip
-    body = f"{MARKER}\nearlier\n{gpu_block(broken, world.demo.revert)}\n"
+    body = f"{MARKER}\nearlier\n{gpu_block(broken, world.demo.revert, 'main')}\n"
     world.gh.add_comment(world.repo, 108, "github-actions[bot]", body)
     check_env(monkeypatch, world, token="secret")
     assert run_cli(["check", "demo-org/minisgl#108", "--post", "--token-env", "GH_CUSTOM",

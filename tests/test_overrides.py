@@ -177,7 +177,7 @@ def test_a_forged_override_in_the_pr_or_a_strangers_comment_counts_for_nothing(
 def gpu_block_like() -> str:
     from revertbot.report_data import GpuSummary
 
-    return gpu_block(GpuSummary(suites=("graph-capture",), hardware="H100"), "c" * 40)
+    return gpu_block(GpuSummary(suites=("graph-capture",), hardware="H100"), "c" * 40, "main")
 
 
 def test_not_a_revert_leaves_the_dashboard_until_a_new_report(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ in the report's language, so the JSON and both Markdown languages say the same t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -208,6 +209,16 @@ def critical_factor(files: Sequence[FileChange]) -> RiskFactor:
 def _critical_reasons(f: FileChange) -> str:
     said = [f"matches {', '.join(f.critical_globs)}"] if f.critical_globs else []
     return "; ".join([*said, *(rule_text(r) for r in f.critical_rules)])
+
+
+def with_selected_suites(gpu: GpuSummary, selected: Sequence[str]) -> GpuSummary:
+    """``gpu`` with every suite of ``selected`` (those the change's paths select now) that has no
+    results in it listed as not run: a suite whose job left nothing (cancelled, its runner lost,
+    a step before the upload failed) or that the configuration added since the run is no
+    evidence, and the results of the others must not read as the whole validation."""
+    said = [f"{s}: no results (the change selects this suite)" for s in selected if s not in gpu.suites]
+    said = [line for line in said if line not in gpu.not_run]  # (carried results say it already)
+    return dataclasses.replace(gpu, not_run=(*gpu.not_run, *said)) if said else gpu
 
 
 def gpu_factor(gpu: GpuSummary | None, critical: bool) -> RiskFactor:

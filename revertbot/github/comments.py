@@ -52,13 +52,13 @@ def carried_override(pr: PullInfo, comments: Sequence[CommentInfo], owner: str =
 
 def carried_gpu(api: GitHubAPI, pr: PullInfo, owner: str = DEFAULT_BOT_LOGIN,
                 comments: Sequence[CommentInfo] | None = None) -> GpuSummary | None:  # fmt: skip
-    """The GPU results the bot's own report comment carries for ``pr``'s current head (see
+    """The GPU results the bot's own report comment carries for ``pr``'s current head and base branch (see
     report/carried_gpu.py); None when it carries none. Raises :class:`GitHubError` when the
     comments cannot be read: a caller must not publish without knowing. ``comments``: the PR's
     comments when they were just read."""
     comments = [c for c in (api.comments(pr.number) if comments is None else comments) if is_report_comment(c, owner)]
     for comment in sorted(comments, key=lambda c: c.id):
-        found = read_gpu_block(comment.body, pr.head_sha)
+        found = read_gpu_block(comment.body, pr.head_sha, pr.base_ref)
         if found is not None:
             return found
     return None

@@ -37,6 +37,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from revertbot import git
 from revertbot.analysis.risk import with_backports, with_revert_ci
@@ -498,16 +499,17 @@ def _recorded_reland(pr: PullInfo, source: RepoSource, say: Log) -> str | None:
 
 
 def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
-    """GPU results the history data branch holds for this PR's current head (the newest record),
-    for a report whose comment no longer carries them; None when there are none. Results are per
-    head: a new push needs its own run."""
+    """GPU results the history data branch holds for this PR's current head and base branch (the
+    newest record), for a report whose comment no longer carries them; None when there are none.
+    Results are per head and base: a new push, or a move to another base branch, needs its own run."""
     owner, _, name = normalise_repo(pr.base_repo).partition("/")
     if not owner or not name:
         return None
     try:
         records = [r for ref in HISTORY_REFS
                    for r in read_records(root, ref, under=f"records/{owner}/{name}/pr-{pr.number}")
-                   if r.gpu and r.head_sha == pr.head_sha]  # fmt: skip
+                   if r.gpu and r.head_sha == pr.head_sha
+                   and _base_branch(r.report) == branch_name(pr.base_ref)]  # fmt: skip
     except (GitError, HistoryError) as exc:
         say(f"the history branch could not be read for earlier GPU results: {exc.message.splitlines()[0]}")
         return None
@@ -523,6 +525,12 @@ def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
         return None
     say(f"GPU results recorded by run {newest.run_id} for {pr.head_sha[:12]} are carried into this report")
     return dataclasses.replace(summary, origin=f"run {newest.run_id}", carried=True)
+
+
+def _base_branch(report: Mapping[str, Any]) -> str:
+    """The base branch a recorded report was made against ("" when it names none)."""
+    base = report.get("base")
+    return branch_name(str(base.get("ref") or "")) if isinstance(base, Mapping) else ""
 
 
 def _revert_flips(root: Path, repo_name: str, report: RevertReport) -> tuple[list[tuple[str, str]], str]:

@@ -11,6 +11,7 @@ from typing import Any
 from revertbot.config import Config
 from revertbot.github.client import (
     GitHubAPI,
+    GitHubError,
     PullInfo,
 )
 from revertbot.github.comments import (
@@ -134,6 +135,25 @@ def sync_labels(api: GitHubAPI, pr: PullInfo, check: PrCheck) -> tuple[list[str]
     return missing, stale
 
 
+def _one_pull_request(api: GitHubAPI, pr: PullInfo, state: str, desc: str, log: Echo) -> tuple[str, str]:
+    """``state`` unless it is success and the commit is the head of another open pull request too:
+    the status belongs to the commit, so one pull request's green (its own base, its own GPU run)
+    would pass the other's required check whatever that one's verdict. Then pending, saying so."""
+    if state != "success":
+        return state, desc
+    try:
+        others = sorted(p.number for p in api.pulls_for_commit(pr.head_sha)
+                        if p.number != pr.number and p.state == "open" and p.head_sha == pr.head_sha)  # fmt: skip
+    except GitHubError as exc:
+        log(f"::warning::whether another pull request has {pr.head_sha[:12]} as its head could not be read: "
+            f"{exc.message.splitlines()[0]}")  # fmt: skip
+        return "pending", clean(f"not green: the pull requests of this commit could not be read ({desc})", 140)
+    if not others:
+        return state, desc
+    log(f"#{others[0]} has the same head commit {pr.head_sha[:12]}: the status stays pending")
+    return "pending", clean(f"not green: #{others[0]} has the same head commit ({desc})", 140)
+
+
 def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_pending: bool, target_url: str,
             log: Echo, owner: str = DEFAULT_BOT_LOGIN) -> Published:  # fmt: skip
     """Comment, labels and commit status. Raises :class:`GitHubError` on the first write that fails.
@@ -146,14 +166,14 @@ def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_
     if api.pull(pr.number).head_sha != pr.head_sha:
         log(f"#{pr.number} has a newer head than {pr.head_sha[:12]}; only the commit status of "
             f"{pr.head_sha[:12]} is written, the comment and labels are left to the newer run")  # fmt: skip
-        state, desc = status_for(check, gpu_pending)
+        state, desc = _one_pull_request(api, pr, *status_for(check, gpu_pending), log)
         api.create_status(pr.head_sha, state, desc, target_url)
         out.status, out.comment_action = state, "skipped (head moved)"
         return out
     comment, out.comment_action = upsert_comment(api, pr.number, markdown, log, owner)
     out.comment_id = comment.id
     out.labels_added, out.labels_removed = sync_labels(api, pr, check)
-    state, desc = status_for(check, gpu_pending)
+    state, desc = _one_pull_request(api, pr, *status_for(check, gpu_pending), log)
     api.create_status(pr.head_sha, state, desc, target_url or comment.html_url)
     out.status = state
     return out

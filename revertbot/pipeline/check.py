@@ -41,7 +41,7 @@ from revertbot.analysis.history import backports_and_main_line, find_drift
 from revertbot.analysis.public_api_model import ApiFinding
 from revertbot.analysis.public_api_stage import public_api_stage
 from revertbot.analysis.pyparse import collector_paused
-from revertbot.analysis.risk import RiskInputs, RiskThresholds, assess
+from revertbot.analysis.risk import RiskInputs, RiskThresholds, assess, with_selected_suites
 from revertbot.analysis.scope_stage import scope_stage
 from revertbot.analysis.split import Beside, split_map
 from revertbot.analysis.symbols import SymbolChange, bound_excerpts, diff_symbols, fold_moves
@@ -53,7 +53,7 @@ from revertbot.analysis.symbols_cpp import (
     is_cpp_path,
     too_large_note,
 )
-from revertbot.config import Config, categorize, default_config, load_config, module_for
+from revertbot.config import Config, categorize, default_config, load_config, module_for, select_suites
 from revertbot.errors import ConfigError, GitError, NotFoundError
 from revertbot.globs import match_branch, match_glob
 from revertbot.models import ApplyResult, Commit, Link, LinkMethod, Override, Unresolved
@@ -428,6 +428,8 @@ def check_revert(
         capture_time_regression_pct=t.capture_time_regression_pct,
         dependents_high=t.dependents_high,
     )
+    if gpu is not None:
+        gpu = with_selected_suites(gpu, select_suites((f.path for f in files), cfg))
     risk = assess(
         RiskInputs(
             purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params,

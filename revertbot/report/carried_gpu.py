@@ -6,7 +6,9 @@ dispatch) re-creates the report from git and GitHub; without the results it woul
 suites had never run, and a failure verdict would vanish from the comment, the labels and the
 status on the very commit that broke the suites. So the report comment carries them: its last
 line is a hidden block naming the head they ran on, with the summary as compressed JSON. A later
-run reads the block back from the bot's own comment, for the same head only, and reports with it.
+run reads the block back from the bot's own comment, for the same head and the same base branch
+only (the suites ran on that branch: a pull request moved to another carries nothing), and reports
+with it.
 
 Who controls the block: only comments written by the bot's identity are read, and the block is
 the last line the renderer writes, after the footer, so nothing a PR writes (titles, bodies, code
@@ -30,6 +32,7 @@ import re
 import zlib
 from typing import Any
 
+from revertbot.globs import branch_name
 from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 __all__ = ["BLOCK_LIMIT", "BLOCK_PREFIX", "gpu_block", "read_gpu_block"]
@@ -69,9 +72,10 @@ def _shortened(data: dict[str, Any], keep: int) -> dict[str, Any]:
     return out
 
 
-def gpu_block(summary: GpuSummary, head_sha: str) -> str:
-    """The hidden last line of a report comment that carries ``summary`` for ``head_sha``."""
-    data = _to_json(summary)
+def gpu_block(summary: GpuSummary, head_sha: str, base_ref: str) -> str:
+    """The hidden last line of a report comment that carries ``summary`` for ``head_sha`` merged
+    into the branch ``base_ref``."""
+    data = {**_to_json(summary), "base_ref": branch_name(base_ref)}
     payload = _encode(data)
     for keep in (50, 10, 1):
         if len(payload) <= BLOCK_LIMIT:
@@ -100,15 +104,17 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
-def read_gpu_block(body: str, head_sha: str) -> GpuSummary | None:
-    """The GPU summary a report comment carries for ``head_sha``; None when it carries none for
-    that head or the block is not one the bot wrote (malformed blocks are ignored, never trusted)."""
+def read_gpu_block(body: str, head_sha: str, base_ref: str) -> GpuSummary | None:
+    """The GPU summary a report comment carries for ``head_sha`` into the branch ``base_ref``; None
+    when it carries none for that head and branch (a pull request moved to another base branch:
+    the suites ran on the old one; a block of an older version names no branch) or the block is not
+    one the bot wrote (malformed blocks are ignored, never trusted)."""
     last = body.rstrip("\n").rsplit("\n", 1)[-1]
     match = _BLOCK_RE.fullmatch(last.strip())
     if match is None or match.group(1) != head_sha.lower():
         return None
     data = _inflate(match.group(2))
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or data.get("base_ref") != branch_name(base_ref):
         return None
     try:
         flips = {

@@ -60,5 +60,5 @@ def render_markdown(report: RevertReport, lang: str | None = None, budget: int =
     head = report.github.head_sha if report.github is not None else ""
     if report.gpu is not None and head:
         # Every later report for this head carries these results (see carried_gpu): last line, hidden.
-        text += gpu_block(report.gpu, head) + "\n"
+        text += gpu_block(report.gpu, head, report.base_ref) + "\n"
     return text
