@@ -45,6 +45,36 @@ CASES = [
     ("requirements.txt", "torch==2.4.0\nnumpy\n", "torch==2.5.0\nnumpy\n", "gpu-build"),
     ("Dockerfile", "FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\n", "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n",
      "gpu-build"),
+    # Bazel and Buck build GPU code too; a .bzl file sets the architectures.
+    ("third_party/ops/BUILD.bazel", 'cuda_library(\n    name = "ops",\n    srcs = ["ops.cu"],\n)\n',
+     'cuda_library(\n    name = "ops",\n    srcs = ["ops.cu"],\n    copts = ["-O3"],\n)\n', "gpu-build"),
+    ("tools/cuda.bzl", 'CUDA_ARCHS = ["sm_80"]\n', 'CUDA_ARCHS = ["sm_80", "sm_90a"]\n', "gpu-build"),
+    ("kernels/TARGETS", 'cpp_library(name = "k", nvcc_flags = ["-O3"])\n',
+     'cpp_library(name = "k", nvcc_flags = ["-O2"])\n', "gpu-build"),
+    # CUDA assembly and fragments, and the kernels of the other GPU languages.
+    ("kernels_ptx/gemm.ptx", ".version 8.0\n.target sm_80\n", ".version 8.0\n.target sm_90a\n", "cuda-source"),
+    ("src/attn.cuinc", "__device__ float f(float x) { return x; }\n",
+     "__device__ float f(float x) { return x * 2.0f; }\n", "cuda-source"),
+    ("ggml/src/ggml-metal.metal", "kernel void k() {}\n", "kernel void k() { int x = 1; }\n", "gpu-source"),
+    ("vulkan-shaders/mul_mat.comp", "#version 450\nvoid main() {}\n", "#version 450\nvoid main() { }\n",
+     "gpu-source"),
+    # C++ host code that names PyTorch's streams and guards without the namespace.
+    ("src/host.cpp", "using namespace at::cuda;\nvoid run() { auto s = getCurrentCUDAStream(); }\n",
+     "using namespace at::cuda;\nvoid run() { auto s = getStreamFromPool(true); }\n", "cuda-code"),
+    ("src/guard.cc", "void run(int d) { OptionalCUDAGuard g(d); }\n",
+     "void run(int d) { OptionalCUDAGuard g(d + 1); }\n", "cuda-code"),
+    ("src/ops.inc", "void f() { cudaStreamSynchronize(s); }\n", "void f() { cudaDeviceSynchronize(); }\n",
+     "cuda-code"),
+    # Python: GPU numerics switches, NCCL, a compiled custom-op library, the device itself.
+    ("python/pkg/numerics.py", "import torch\n\ndef setup():\n    torch.backends.cuda.matmul.allow_tf32 = False\n",
+     "import torch\n\ndef setup():\n    torch.backends.cuda.matmul.allow_tf32 = True\n", "gpu-python"),
+    ("python/pkg/dist.py", "import torch.distributed as d\n\ndef init():\n    d.init_process_group(backend='gloo')\n",
+     "import torch.distributed as d\n\ndef init():\n    d.init_process_group(backend='nccl')\n", "gpu-python"),
+    ("python/pkg/ops.py", "import torch\n\ndef fused(x):\n    return x * 2\n",
+     "import torch\ntorch.ops.load_library('build/libfused.so')\n\ndef fused(x):\n    return torch.ops.f.run(x)\n",
+     "op-registration"),
+    ("python/pkg/device.py", "import torch\n\ndef pick(i):\n    return i\n",
+     "import torch\n\ndef pick(i):\n    torch.cuda.set_device(i)\n    return i\n", "gpu-python"),
 ]
 
 

@@ -6,7 +6,10 @@ rules read the repository, at the commits being analysed, and say for each file 
 GPU-critical:
 
 ``cuda-source``
-    a CUDA or HIP source or header (``*.cu``, ``*.cuh``, ``*.hip``, ``x.cu.cc``);
+    a CUDA or HIP source, header or fragment (``*.cu``, ``*.cuh``, ``*.cuinc``, ``*.hip``,
+    ``x.cu.cc``), or CUDA assembly (``*.ptx``, ``*.cubin``, ``*.fatbin``);
+``gpu-source``
+    a kernel in another GPU language (Metal, OpenCL, Vulkan/OpenGL compute shaders, WGSL, SPIR-V);
 ``extension-dir``
     any file under a ``csrc/`` or ``op_builder/`` directory (compiled extension sources and the
     recipes that build them);
@@ -55,14 +58,21 @@ from revertbot.analysis.pyparse import parser
 from revertbot.report_data import CriticalRule
 
 #: C/C++/CUDA sources and headers that a build compiles.
-NATIVE_SUFFIXES = (".cu", ".cuh", ".hip", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
-CUDA_SUFFIXES = (".cu", ".cuh", ".hip")
+NATIVE_SUFFIXES = (".cu", ".cuh", ".cuinc", ".hip", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl",
+                   ".inc", ".ipp", ".tcc", ".mm")  # fmt: skip
+#: CUDA and HIP sources, fragments and assembly (hand-written PTX and the binaries built from it).
+CUDA_SUFFIXES = (".cu", ".cuh", ".cuinc", ".hip", ".ptx", ".cubin", ".fatbin")
+#: Kernels of the other GPU languages: Metal, OpenCL, Vulkan and OpenGL compute shaders, WGSL, SPIR-V.
+GPU_SOURCE_SUFFIXES = (".metal", ".cl", ".comp", ".glsl", ".hlsl", ".wgsl", ".spv")
 #: A CUDA source named for its compiler's C++ mode: TensorFlow's ``add_op_gpu.cu.cc``, ``x.cu.h``.
 CUDA_INFIX = ".cu."
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Build recipes and environments, read for what they say about GPU builds (``gpu-build``).
 BUILD_NAMES = ("CMakeLists.txt", "Makefile", "meson.build", "setup.py", "setup.cfg", "pyproject.toml",
-               "environment.yml", "environment.yaml")  # fmt: skip
+               "environment.yml", "environment.yaml",
+               # Bazel and Buck (a cuda_library, the GPU architectures a target builds for)
+               "BUILD", "BUILD.bazel", "WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel", "BUCK", "TARGETS")  # fmt: skip
+BUILD_SUFFIXES = (".cmake", ".dockerfile", ".mk", ".bzl", ".bazel")
 BUILD_PREFIXES = ("Dockerfile", "requirements", "constraints")
 #: Directories whose every file is extension source or its build recipe.
 EXTENSION_DIRS = ("csrc", "op_builder")
@@ -84,6 +94,7 @@ MAX_RULES_PER_KIND = 3
 # English, for evidence lines and the JSON summary; the report renders its own language from kind and detail.
 RULE_TEXT_EN: Mapping[str, str] = {
     "cuda-source": "CUDA source ({detail})",
+    "gpu-source": "GPU kernel source ({detail})",
     "extension-dir": "extension sources under {detail}",
     "compiled": "compiled by {detail}",
     "compiled-dir": "in a directory compiled by {detail}",
@@ -102,6 +113,7 @@ RULE_TEXT_EN: Mapping[str, str] = {
 #: The short name of each kind, for the factor's one-line summary.
 KIND_LABEL_EN: Mapping[str, str] = {
     "cuda-source": "CUDA source",
+    "gpu-source": "GPU kernel source",
     "extension-dir": "extension sources",
     "compiled": "compiled extension source",
     "compiled-dir": "compiled extension source",
@@ -134,9 +146,10 @@ def is_python(path: str) -> bool:
 
 
 def is_build(path: str) -> bool:
-    """A build recipe or environment file (CMake, Make, setup.py, pyproject, Dockerfile, requirements)."""
+    """A build recipe or environment file (CMake, Make, Bazel, Buck, setup.py, pyproject, Dockerfile,
+    requirements)."""
     name = path.rsplit("/", 1)[-1]
-    return (name in BUILD_NAMES or name.endswith((".cmake", ".dockerfile", ".mk"))
+    return (name in BUILD_NAMES or name.endswith(BUILD_SUFFIXES)
             or (name.startswith(BUILD_PREFIXES) and not name.endswith(PYTHON_SUFFIXES)))  # fmt: skip
 
 
@@ -155,6 +168,9 @@ def path_rules(path: str) -> list[CriticalRule]:
     for suffix in CUDA_SUFFIXES:
         if lower.endswith(suffix):
             rules.append(CriticalRule("cuda-source", "*" + suffix))
+    for suffix in GPU_SOURCE_SUFFIXES:
+        if lower.endswith(suffix):
+            rules.append(CriticalRule("gpu-source", "*" + suffix))
     if CUDA_INFIX in lower.rsplit("/", 1)[-1] and lower.endswith(NATIVE_SUFFIXES):
         rules.append(CriticalRule("cuda-source", "*" + CUDA_INFIX + "*"))
     parts = path.split("/")[:-1]
@@ -187,6 +203,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("op-registration", re.compile(r"\bPYBIND11_MODULE\b"), False, True, ("PYBIND11_MODULE",)),
     Marker("op-registration", re.compile(r"(?<![\w.])m\.def[ \t]*\("), False, True, ("m.def",)),
     Marker("op-registration", re.compile(r"\btorch\.library\b"), True, False, ("torch.library",)),
+    # (a compiled library of custom ops, loaded by path: its kernels are the ops the code calls)
+    Marker("op-registration", re.compile(r"\btorch\.ops\.load_library\b"), True, False, ("load_library",)),
     Marker("triton-kernel", re.compile(r"@[ \t]*triton\.(?:jit|autotune)\b"), True, False,
            ("triton.jit", "triton.autotune")),
     Marker("cuda-graph", re.compile(r"\btorch\.cuda\.graph"), True, True, ("torch.cuda.graph",)),
@@ -207,8 +225,13 @@ MARKERS: tuple[Marker, ...] = (
            False, True, ("cuda", "cu", "nccl", "hip"), broad=True),
     Marker("cuda-code", re.compile(r"#[ \t]*include[ \t]*[<\"](?:cuda[\w.]*|cu\w*\.h|nccl\.h|hip/[\w.]+|"
                                    r"(?:ATen|c10)/cuda/[\w./]+)[>\"]"), False, True, ("include",), broad=True),
-    Marker("cuda-code", re.compile(r"\b(?:at|c10)::cuda::|\bC10_CUDA_\w+"), False, True,
-           ("::cuda::", "C10_CUDA_"), broad=True),
+    Marker("cuda-code", re.compile(r"\b(?:at|c10)::cuda\b|\bC10_CUDA_\w+"), False, True,
+           ("::cuda", "C10_CUDA_"), broad=True),
+    # PyTorch's streams, guards and events by their own names (after ``using namespace at::cuda``).
+    Marker("cuda-code", re.compile(r"\b(?:get(?:Current|Default)(?:CUDA|HIP)Stream|getStreamFrom(?:Pool|External)|"
+                                   r"(?:CUDA|HIP)Stream\w*|(?:Optional)?(?:CUDA|HIP)Guard\w*|(?:CUDA|HIP)Event)\b"),
+           False, True, ("CUDAStream", "HIPStream", "StreamFrom", "CUDAGuard", "HIPGuard", "CUDAEvent", "HIPEvent"),
+           broad=True),
     # Python that drives the GPU beyond plain tensor calls: streams and events (ordering races),
     # kernels of its own (Triton imported under any name, numba, CuPy, inline CUDA sources), and
     # compile modes that capture CUDA graphs.
@@ -216,6 +239,14 @@ MARKERS: tuple[Marker, ...] = (
            True, False, ("torch.cuda.",), broad=True),
     Marker("gpu-python", re.compile(r"(?:wait_stream|wait_event|record_stream)\b"), True, False,
            ("wait_stream", "wait_event", "record_stream"), broad=True),
+    # The device itself: which one, synchronisation, the caching allocator's limits, NVTX ranges.
+    Marker("gpu-python", re.compile(r"torch\.cuda\.(?:set_device|device|synchronize|empty_cache|ipc_collect|"
+                                    r"set_per_process_memory_fraction|mem_get_info|nvtx|jiterator)\b"),
+           True, False, ("torch.cuda.",), broad=True),
+    # Numerics and kernels chosen for the GPU (TF32, cuDNN, SDPA back-ends), and NCCL collectives.
+    Marker("gpu-python", re.compile(r"\btorch\.backends\.(?:cuda|cudnn)\b"), True, False, ("torch.backends.cu",),
+           broad=True),
+    Marker("gpu-python", re.compile(r"nccl", re.I), True, False, ("nccl", "NCCL", "Nccl"), broad=True),
     Marker("gpu-python", re.compile(r"^[ \t]*(?:from[ \t]+torch\.cuda[ \t]+import|import[ \t]+torch\.cuda\b)",
                                     re.M), True, False, ("torch.cuda",), broad=True),
     Marker("triton-kernel", re.compile(r"^[ \t]*(?:import[ \t]+triton\b|from[ \t]+triton\b)", re.M), True, False,
@@ -231,9 +262,11 @@ MARKERS: tuple[Marker, ...] = (
     # What a GPU build compiles for and with: architectures, the CUDA toolchain and images, and
     # the GPU libraries a recipe or environment pins.
     Marker("gpu-build", re.compile(r"\b(?:CUDAExtension|CUDA_HOME|CUDA_ARCH\w*|TORCH_CUDA_ARCH_LIST|CMAKE_CUDA\w*|"
-                                   r"CUDAToolkit|nvcc|gencode|sm_\d+a?|compute_\d+a?)\b|\bLANGUAGES[^\n]*\bCUDA\b|"
+                                   r"CUDAToolkit|nvcc\w*|gencode|sm_\d+a?|compute_\d+a?|cuda_(?:library|binary|test)|"
+                                   r"gpu-architecture)\b|\bLANGUAGES[^\n]*\bCUDA\b|"
                                    r"nvidia/cuda|find_package\(\s*(?:CUDA|Torch)\b"), False, False,
-           ("CUDA", "nvcc", "gencode", "sm_", "compute_", "nvidia/cuda", "Torch"), build=True, broad=True),
+           ("CUDA", "nvcc", "gencode", "sm_", "compute_", "nvidia/cuda", "Torch", "cuda_", "gpu-architecture"),
+           build=True, broad=True),
     Marker("gpu-build", re.compile(r"^[ \t]*[\"']?(?:torch|triton|flashinfer[\w-]*|xformers|flash[-_]attn|vllm|"
                                    r"sglang|cupy[\w-]*|nvidia-[\w-]+|tensorrt[\w-]*|deepspeed|apex|bitsandbytes)\b"
                                    r"[ \t]*(?:[=<>!~]=|@|[<>])", re.M | re.I), False, False,

@@ -977,6 +977,7 @@ EN.update({"crit_rule_" + kind: text for kind, text in RULE_TEXT_EN.items()})
 EN.update({"crit_matches": "matches {globs}", "crit_more": "{n} more"})
 ZH.update({
     "crit_kind_cuda-source": "CUDA 源文件",
+    "crit_kind_gpu-source": "GPU 内核源文件",
     "crit_kind_extension-dir": "扩展源码目录",
     "crit_kind_compiled": "编译的扩展源码",
     "crit_kind_compiled-dir": "编译的扩展源码",
@@ -992,6 +993,7 @@ ZH.update({
     "crit_kind_suite-test": "GPU 测试用例",
     "crit_kind_unread": "未读取",
     "crit_rule_cuda-source": "CUDA 源文件（{detail}）",
+    "crit_rule_gpu-source": "GPU 内核源文件（{detail}）",
     "crit_rule_extension-dir": "位于扩展源码目录 {detail}",
     "crit_rule_compiled": "由 {detail} 编译",
     "crit_rule_compiled-dir": "位于 {detail} 编译的目录中",
