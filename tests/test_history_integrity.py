@@ -503,3 +503,28 @@ def test_a_later_record_without_gpu_results_does_not_hide_them(demo: tuple[Path,
     site2 = tmp_path / "site2"
     assert run_cli(["dashboard", "build", "--db", str(db2), "--out", str(site2)]) == 0
     assert "report of run 12" in "\n".join(p.read_text(encoding="utf-8") for p in site2.rglob("*.html"))
+
+
+def test_a_reland_reads_the_gpu_results_of_what_merged(demo: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """The revert PR's tests that flipped are read for the head that merged: results of an earlier
+    head say nothing of it, however late their run finished; runs compare as numbers."""
+    _, report = demo
+    remote = _bare(tmp_path)
+
+    def gpu(test: str) -> dict[str, Any]:
+        return {"suites": ["graph-capture"], "hardware": "1× NVIDIA H100", "passed_both": 1,
+                "fixed": [{"name": test, "before": "failed", "after": "passed"}]}  # fmt: skip
+
+    merged, earlier = "c" * 40, "d" * 40
+    records = [
+        _record(report, run="999", head=merged, gpu=gpu("t.py::test_merged_999")),
+        _record(report, run="1000", head=merged, gpu=gpu("t.py::test_merged_1000")),
+        # An earlier head's GPU run that finished after the last push.
+        dataclasses.replace(_record(report, run="1001", head=earlier, gpu=gpu("t.py::test_earlier")),
+                            recorded_at="2026-01-09T00:00:00Z"),
+    ]
+    history.push_records(f"file://{remote}", records)
+    found = history.recorded_gpu(remote, REPO, 108, {merged})
+    assert found is not None and found["fixed"][0]["name"] == "t.py::test_merged_1000"
+    assert history.recorded_gpu(remote, REPO, 108, {earlier, merged})["fixed"][0]["name"] == "t.py::test_earlier"
+    assert history.recorded_gpu(remote, REPO, 108, {"e" * 40}) is None

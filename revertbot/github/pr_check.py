@@ -50,7 +50,14 @@ from revertbot.models import Override, ParsedMessage, Unresolved
 from revertbot.pipeline.check import base_config, check_revert
 from revertbot.report import MARKER
 from revertbot.report_data import Backport, CiCheck, GitHubContext, GpuSummary, RevertReport, ReviewHighlight
-from revertbot.store.history_branch import HISTORY_REFS, HistoryError, normalise_repo, read_records, recorded_gpu
+from revertbot.store.history_branch import (
+    HISTORY_REFS,
+    HistoryError,
+    newest_first_key,
+    normalise_repo,
+    read_records,
+    recorded_gpu,
+)
 from revertbot.verdict.grammar import parse_message, strip_pr_suffix
 from revertbot.verdict.reason import classify_revert, decide_reason
 from revertbot.verdict.reland import flipped_tests, rerun_tests, with_gpu_facts
@@ -426,7 +433,7 @@ def check_pull(
             return PrCheck(pr, True, f"the PR says it reverts something, but its commits cannot be analysed: "
                            f"{exc.message.splitlines()[0]}", config=cfg, revert_sha=revert_sha,
                            requests=api.requests, base_sha=base_sha)  # fmt: skip
-        flipped, history_note = _revert_flips(prep.root, pr.base_repo, report)
+        flipped, history_note = _revert_flips(prep.root, pr.base_repo, report, api)
     report = dataclasses.replace(report, base_ref=pr.base_ref or report.base_ref)
     github_error = ""
     try:
@@ -517,7 +524,7 @@ def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
         return None
     from gpu_jobs.summary import summary_from_json
 
-    newest = max(records, key=lambda r: (r.recorded_at, int(r.run_id) if r.run_id.isdigit() else 0, r.run_attempt))
+    newest = max(records, key=newest_first_key)
     try:
         summary = summary_from_json(newest.gpu or {})
     except (TypeError, ValueError, KeyError, AttributeError):
@@ -533,14 +540,22 @@ def _base_branch(report: Mapping[str, Any]) -> str:
     return branch_name(str(base.get("ref") or "")) if isinstance(base, Mapping) else ""
 
 
-def _revert_flips(root: Path, repo_name: str, report: RevertReport) -> tuple[list[tuple[str, str]], str]:
+def _revert_flips(root: Path, repo_name: str, report: RevertReport, api: GitHubAPI
+                  ) -> tuple[list[tuple[str, str]], str]:  # fmt: skip
     """The tests that flipped when a reland's original was reverted (from the revert PR's recorded
-    GPU results), and a note when they could not be read."""
+    GPU results for what merged: the revert commit, or the PR's last head as GitHub says it), and
+    a note when they could not be read."""
     revert = report.reland.revert if report.reland is not None else None
     if revert is None or not revert.pr:
         return [], ""
+    heads = {revert.sha}
+    note = ""
     try:
-        return flipped_tests(recorded_gpu(root, repo_name, revert.pr)), ""
+        heads.add(api.pull(revert.pr).head_sha)
+    except GitHubError as exc:  # (then only results of the commit itself count)
+        note = f"the last head of the revert #{revert.pr} could not be read: {exc.message.splitlines()[0]}"
+    try:
+        return flipped_tests(recorded_gpu(root, repo_name, revert.pr, heads)), note
     except (GitError, HistoryError) as exc:
         return [], f"the GPU results of the revert #{revert.pr} could not be read: {exc.message.splitlines()[0]}"
 

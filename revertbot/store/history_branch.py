@@ -56,7 +56,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -1010,18 +1010,30 @@ def _cat_blobs(root: Path, shas: Iterable[str]) -> list[bytes]:
 HISTORY_REFS = (f"refs/heads/{DEFAULT_BRANCH}", f"refs/remotes/origin/{DEFAULT_BRANCH}")
 
 
-def recorded_gpu(repo: str | os.PathLike[str], repo_name: str, pr: int) -> Mapping[str, Any] | None:
-    """The GPU summary (JSON) of the newest record of PR ``pr`` that has one, from the history data
-    branch; None when there is none. Only that PR's folder is read. The content was written by
-    test runs: treat every name in it as untrusted."""
+def recorded_gpu(repo: str | os.PathLike[str], repo_name: str, pr: int, heads: Collection[str]
+                 ) -> Mapping[str, Any] | None:  # fmt: skip
+    """The GPU summary (JSON) of the newest record of PR ``pr`` for one of ``heads`` (the commits
+    that merged: the PR's last head, the commit on the base) that has one, from the history data
+    branch; None when there is none. Results of an earlier head say nothing of what merged, however
+    late their run finished. Only that PR's folder is read. The content was written by test runs:
+    treat every name in it as untrusted."""
     owner, _, name = normalise_repo(repo_name).partition("/")
     if not owner or not name or pr <= 0:
         return None
+    wanted = {h.lower() for h in heads}
     for ref in HISTORY_REFS:
-        records = [r for r in read_records(repo, ref, under=f"records/{owner}/{name}/pr-{pr}") if r.gpu]
+        records = [r for r in read_records(repo, ref, under=f"records/{owner}/{name}/pr-{pr}")
+                   if r.gpu and r.head_sha.lower() in wanted]  # fmt: skip
         if records:
-            return max(records, key=lambda r: (r.recorded_at, r.run_id, r.run_attempt)).gpu
+            return max(records, key=newest_first_key).gpu
     return None
+
+
+def newest_first_key(r: Record) -> tuple[str, int, int]:
+    """Which of a PR's records is the newest: by time recorded, then run and attempt as numbers
+    (run 1000 is newer than run 999)."""
+    return (r.recorded_at, int(r.run_id) if r.run_id.isdigit() else 0,
+            int(r.run_attempt) if r.run_attempt.isdigit() else 0)  # fmt: skip
 
 
 def remote_from_env(env: Mapping[str, str]) -> str:
@@ -1049,6 +1061,7 @@ __all__ = [
     "RecordScan",
     "RecordSelection",
     "load_record_files",
+    "newest_first_key",
     "normalise_repo",
     "parse_digests",
     "parse_record",
