@@ -63,6 +63,10 @@ CASES = [
      "using namespace at::cuda;\nvoid run() { auto s = getStreamFromPool(true); }\n", "cuda-code"),
     ("src/guard.cc", "void run(int d) { OptionalCUDAGuard g(d); }\n",
      "void run(int d) { OptionalCUDAGuard g(d + 1); }\n", "cuda-code"),
+    ("include/eng/gemm.hpp", "template <class T>\nCUTE_HOST_DEVICE T id(T v) { return v; }\n",
+     "template <class T>\nCUTE_HOST_DEVICE T id(T v) { return v + 0; }\n", "cuda-code"),
+    ("include/eng/tile.h", "template <int N>\nvoid t() { __shared__ float s[N]; }\n",
+     "template <int N>\nvoid t() { __shared__ float s[N + 1]; }\n", "cuda-code"),
     ("src/ops.inc", "void f() { cudaStreamSynchronize(s); }\n", "void f() { cudaDeviceSynchronize(); }\n",
      "cuda-code"),
     # Python: GPU numerics switches, NCCL, a compiled custom-op library, the device itself.

@@ -219,8 +219,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker("cuda-memory", re.compile(r"\btorch\.cuda\.MemPool\b"), True, False, ("torch.cuda.MemPool",)),
     # Device code, kernel launches, and the CUDA runtime, driver and NCCL APIs in any C/C++ file:
     # host code that only a GPU run exercises (streams, copies, IPC, virtual memory).
-    Marker("cuda-code", re.compile(r"\b__(?:global|device)__\b|<<<"), False, True,
-           ("__global__", "__device__", "<<<"), broad=True),
+    Marker("cuda-code", re.compile(r"\b__(?:global|device|host|shared|launch_bounds|syncthreads)__\b|"
+                                   r"\b__syncthreads\b|<<<"), False, True,
+           ("__global__", "__device__", "__host__", "__shared__", "__launch_bounds__", "__syncthreads", "<<<"),
+           broad=True),
+    # CUTLASS and CuTe: device code behind their own qualifiers, in headers of any name.
+    Marker("cuda-code", re.compile(r"\b(?:CUTLASS|CUTE)_(?:HOST_)?DEVICE\w*|\b(?:cutlass|cute)::"), False, True,
+           ("CUTLASS_", "CUTE_", "cutlass::", "cute::"), broad=True),
     Marker("cuda-code", re.compile(r"\b(?:cuda|cu|nccl|hip)(?!Malloc|StreamBeginCapture|Graph)[A-Z]\w*(?=[ \t]*\()"),
            False, True, ("cuda", "cu", "nccl", "hip"), broad=True),
     Marker("cuda-code", re.compile(r"#[ \t]*include[ \t]*[<\"](?:cuda[\w.]*|cu\w*\.h|nccl\.h|hip/[\w.]+|"
