@@ -470,3 +470,22 @@ def test_a_revert_checked_by_its_id_names_the_branch_it_was_read_on(
     assert run_cli(["check", pr, "--base", "main", "--repo", str(repo.path), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["unresolved"] == [{"ref": "#404", "reason": "no commit for PR #404 on main"}]
+
+
+@pytest.mark.parametrize("length", [7, 10, 40])
+def test_a_commit_given_by_its_id_is_judged_alone_however_abbreviated(
+    repo: GitRepo, capsys: pytest.CaptureFixture[str], length: int
+) -> None:
+    # A branch carries other work below the revert: by its name the branch is judged whole (as a
+    # pull request); by the revert's id, abbreviated or not, the revert alone.
+    original, _ = simple_repo(repo)
+    repo.checkout("-b", "work", "main")
+    repo.commit("Unrelated work (#13)", {"docs/notes.md": "notes\n"})
+    revert = repo.revert(original)
+    repo.checkout("main")
+    assert run_cli(["check", revert[:length], "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert (alone["purity"], alone["scope"], [f["path"] for f in alone["files"]]) == ("pure", [], ["pkg/util.py"])
+    assert run_cli(["check", "work", "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["purity"] == "extra" and len(whole["scope"]) == 2  # the branch also adds docs/notes.md

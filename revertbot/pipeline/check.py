@@ -152,7 +152,7 @@ def check_revert(
     history_tip = base_sha if merged else head_sha
     since_sha = git.resolve_commit(root, since) if since else None
     scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
-    if since_sha is None and not merged and not git.HEX_RE.fullmatch(revert_ref.strip()):
+    if since_sha is None and not merged and not _names_by_id(revert_ref, head_sha):
         # A name (a branch, a pull request's ref, HEAD, a tag) merges all it carries: judged whole
         # from where it leaves the base, as a pull request is (a commit id is judged alone, as a
         # pick of it).
@@ -583,6 +583,16 @@ def _refuse_cut_history(root: Path, link: Link) -> None:
             "the original may be beyond its shallow boundary",
             hint=git.deepen_hint(depth),
         )
+
+
+def _names_by_id(ref: str, sha: str) -> bool:
+    """Whether ``ref`` gave the commit ``sha`` by its id, whole or abbreviated (``11472c90d5``), not
+    by a name (a branch, a tag, a pull request's ref, ``HEAD``)."""
+    digits = ref.strip().lower()
+    return _HEX_DIGITS.fullmatch(digits) is not None and sha.lower().startswith(digits)
+
+
+_HEX_DIGITS = re.compile(r"[0-9a-f]{4,64}")
 
 
 def _resolve_in_clone(root: Path, ref: str) -> str:
