@@ -69,6 +69,15 @@ CASES = [
      "template <int N>\nvoid t() { __shared__ float s[N + 1]; }\n", "cuda-code"),
     ("src/ops.inc", "void f() { cudaStreamSynchronize(s); }\n", "void f() { cudaDeviceSynchronize(); }\n",
      "cuda-code"),
+    # GPU libraries pinned anywhere in a recipe, with extras or a source, and in lock files.
+    ("pyproject.toml", '[project]\ndependencies = [\n  "transformer-engine[pytorch,core_cu13]>=2.9.0a0,<2.10.0",\n]\n',
+     '[project]\ndependencies = [\n  "transformer-engine[pytorch]>=2.8",\n]\n', "gpu-build"),
+    ("uv.lock", '[[package]]\nname = "torch"\nversion = "2.9.1"\n', '[[package]]\nname = "torch"\nversion = "2.9.0"\n',
+     "gpu-build"),
+    ("docker/Dockerfile.ci", "RUN pip install torch==2.4.0 flash-attn==2.6.3\n",
+     "RUN pip install torch==2.4.0 flash-attn==2.7.0\n", "gpu-build"),
+    ("environment.yml", "dependencies:\n  - pytorch-cuda=12.1\n", "dependencies:\n  - pytorch-cuda=12.4\n",
+     "gpu-build"),
     # Python: GPU numerics switches, NCCL, a compiled custom-op library, the device itself.
     ("python/pkg/numerics.py", "import torch\n\ndef setup():\n    torch.backends.cuda.matmul.allow_tf32 = False\n",
      "import torch\n\ndef setup():\n    torch.backends.cuda.matmul.allow_tf32 = True\n", "gpu-python"),
@@ -98,11 +107,16 @@ def test_gpu_code_without_a_glob_is_never_plain_merge(repo: GitRepo, path: str, 
 
 def test_plain_code_stays_merge(repo: GitRepo) -> None:
     # Tensor code, a comment naming CUDA, a C++ file without device code: not GPU-critical.
+    # A recipe that pins no GPU library (a package whose name only contains one's) is not either.
     before = {"eng/math.py": "import torch\n\ndef f(x):\n    return x\n",
-              "src/util.cpp": "// see cudaMemcpyAsync( in the docs\nint f() { return 1; }\n"}  # fmt: skip
+              "src/util.cpp": "// see cudaMemcpyAsync( in the docs\nint f() { return 1; }\n",
+              "pyproject.toml": '[project]\nname = "mytorchlib"\ndependencies = ["pytorch-lightning>=2", "requests"]\n',
+              }  # fmt: skip
     repo.commit("init", before)
+    pins = before["pyproject.toml"].replace('"requests"', '"requests>=2"')
     original = repo.commit("Change", {"eng/math.py": "import torch\n\ndef f(x):\n    return x.cuda()\n",
-                                       "src/util.cpp": "// see cudaMemcpyAsync( in the docs\nint f() { return 2; }\n"})
+                                       "src/util.cpp": "// see cudaMemcpyAsync( in the docs\nint f() { return 2; }\n",
+                                       "pyproject.toml": pins})
     revert = repo.revert_on_branch(original)
     data = _data(check_revert(repo.path, revert, base_ref="main"))
     assert not any(f["critical"] for f in data["files"]) and data["risk"]["action"] == "merge"

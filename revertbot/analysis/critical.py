@@ -71,7 +71,10 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 BUILD_NAMES = ("CMakeLists.txt", "Makefile", "meson.build", "setup.py", "setup.cfg", "pyproject.toml",
                "environment.yml", "environment.yaml",
                # Bazel and Buck (a cuda_library, the GPU architectures a target builds for)
-               "BUILD", "BUILD.bazel", "WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel", "BUCK", "TARGETS")  # fmt: skip
+               "BUILD", "BUILD.bazel", "WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel", "BUCK", "TARGETS",
+               # lock files and their recipes: the versions of the GPU libraries a revert moves
+               "uv.lock", "poetry.lock", "pdm.lock", "pixi.lock", "pixi.toml", "Pipfile", "Pipfile.lock",
+               "conda-lock.yml", "conda-lock.yaml")  # fmt: skip
 BUILD_SUFFIXES = (".cmake", ".dockerfile", ".mk", ".bzl", ".bazel")
 BUILD_PREFIXES = ("Dockerfile", "requirements", "constraints")
 #: Directories whose every file is extension source or its build recipe.
@@ -198,6 +201,20 @@ class Marker:
     broad: bool = False
 
 
+#: GPU libraries and the CUDA stack, by their package names (PyPI and conda; ``-``, ``_`` and ``.``
+#: alike, as pip reads them).
+_GPU_PACKAGES = (r"(?:(?:py)?torch(?:vision|audio|ao)?(?:[-_]cuda)?|triton(?:[-_]kernels)?|flashinfer[\w-]*|xformers|"
+                 r"flash[-_.]attn[\w-]*|flash[-_.]mla|vllm[\w-]*|sglang|sgl[-_.]kernel|cupy[\w-]*|nvidia[-_.][\w-]+|"
+                 r"tensorrt[\w-]*|deepspeed|apex|bitsandbytes|transformer[-_.]engine[\w-]*|mamba[-_.]ssm|"
+                 r"causal[-_.]conv1d|nv[-_.]grouped[-_.]gemm|deep[-_.]gemm|deep[-_.]ep|liger[-_.]kernel|"
+                 r"fbgemm[-_.]gpu[\w-]*|cuda[-_.](?:python|bindings|toolkit|version|nvcc|runtime)|cudatoolkit|cudnn|"
+                 r"nccl|pycuda|onnxruntime[-_.]gpu|modelopt|jax(?:lib)?\[cuda\w*\]|cutlass[\w-]*|tilelang|"
+                 r"quack[-_.]kernels)\b")
+_GPU_PACKAGE_NEEDLES = ("torch", "triton", "flashinfer", "xformers", "flash", "vllm", "sglang", "sgl", "cupy",
+                        "nvidia", "tensorrt", "deepspeed", "apex", "bitsandbytes", "transformer", "mamba", "causal",
+                        "grouped", "deep", "liger", "fbgemm", "cuda", "cudnn", "nccl", "onnxruntime", "modelopt",
+                        "jax", "cutlass", "tilelang", "quack")
+
 MARKERS: tuple[Marker, ...] = (
     Marker("op-registration", re.compile(r"\bTORCH_LIBRARY(?:_IMPL|_FRAGMENT)?\b"), True, True, ("TORCH_LIBRARY",)),
     Marker("op-registration", re.compile(r"\bPYBIND11_MODULE\b"), False, True, ("PYBIND11_MODULE",)),
@@ -272,11 +289,15 @@ MARKERS: tuple[Marker, ...] = (
                                    r"nvidia/cuda|find_package\(\s*(?:CUDA|Torch)\b"), False, False,
            ("CUDA", "nvcc", "gencode", "sm_", "compute_", "nvidia/cuda", "Torch", "cuda_", "gpu-architecture"),
            build=True, broad=True),
-    Marker("gpu-build", re.compile(r"^[ \t]*[\"']?(?:torch|triton|flashinfer[\w-]*|xformers|flash[-_]attn|vllm|"
-                                   r"sglang|cupy[\w-]*|nvidia-[\w-]+|tensorrt[\w-]*|deepspeed|apex|bitsandbytes)\b"
-                                   r"[ \t]*(?:[=<>!~]=|@|[<>])", re.M | re.I), False, False,
-           ("torch", "triton", "flashinfer", "xformers", "flash", "vllm", "sglang", "cupy", "nvidia-", "tensorrt",
-            "deepspeed", "apex", "bitsandbytes"), build=True, broad=True),
+    # A pin of a GPU library anywhere in a recipe (a requirement line, a TOML array or table, a
+    # `pip install` in a Dockerfile, a conda `- pytorch-cuda=12.1`), extras and sources included,
+    # and a lock file's entry of one: a revert that moves them changes what runs on the GPU.
+    Marker("gpu-build", re.compile(r"(?<![\w.-])" + _GPU_PACKAGES + r"(?:\[[^\]\n]*\])?[\"']?[ \t]*"
+                                   r"(?:===?|[<>!~]=|@|[<>]|=[ \t]*[\"'{\d^~*])", re.M | re.I), False, False,
+           _GPU_PACKAGE_NEEDLES, build=True, broad=True),
+    Marker("gpu-build", re.compile(r"^[ \t-]*name[ \t]*[=:][ \t]*[\"']?" + _GPU_PACKAGES + r"[\"']?[ \t]*$|"
+                                   r"^[ \t]*\"" + _GPU_PACKAGES + r"\":[ \t]*\{", re.M | re.I), False, False,
+           _GPU_PACKAGE_NEEDLES, build=True, broad=True),
 )  # fmt: skip
 
 
@@ -295,7 +316,9 @@ def marker_hits(path: str, text: str, broad: bool = True) -> dict[tuple[str, str
     if not markers or not is_code(path):
         return {}
     # One cheap substring test per marker first: most files contain none of them.
-    present = [m for m in markers if any(n in text for n in m.needles)]
+    lowered = text.lower() if any(m.pattern.flags & re.I for m in markers) else text
+    present = [m for m in markers
+               if any(n.lower() in lowered if m.pattern.flags & re.I else n in text for n in m.needles)]  # fmt: skip
     found: dict[tuple[str, str], int] = {}
     if not present:
         return found
