@@ -700,3 +700,17 @@ def test_title_only_reverts_of_a_title_thousands_of_commits_share_stay_ambiguous
     assert len(entries) == 600
     assert {e["purity"] for e in entries} == {"unverifiable"}
     assert "ambiguous: 5400 earlier commits match" in entries[0]["purity_reason"]
+
+
+def test_a_reapply_said_with_a_dash_is_linked_and_its_revert_sees_the_whole_chain(
+    base: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Megatron-LM's shape: "Reapply - X (#N)" after a revert of X, then a revert of the reapply.
+    x = base.commit("Add grpo loop functional test (#2403)", {"t.py": "T = 1\n"})
+    r1 = base.revert(x, message=f'Revert "Add grpo loop functional test (#2403)"\n\nThis reverts commit {x}.\n')
+    again = base.commit("Reapply - Add grpo loop functional test (#2411)", {"t.py": "T = 1\n"})
+    r2 = base.revert(again, message=f'Revert "Reapply - Add grpo loop functional test (#2411)"\n\n'
+                                    f"This reverts commit {again}.\n")  # fmt: skip
+    data = scan_json(base, capsys)
+    assert (data[again]["kind"], data[again]["originals"], data[again]["unresolved"]) == ("reland", [x], [])
+    assert data[r2]["chain"] == [x, r1, again]  # three steps: the history factor reads it

@@ -189,6 +189,14 @@ def test_github_shapes(message: str, expected: ParsedMessage) -> None:
             id="reland-squash",
         ),
         pytest.param("Reland of scheduler fix", pm("reland", titles=("scheduler fix",)), id="reland-of"),
+        # A dash after the verb says what a colon says (Megatron-LM's "Reapply - X (#N)").
+        pytest.param(
+            "Reapply - Add grpo loop test (#2411)",
+            pm("reland", titles=("Add grpo loop test",), own_pr=2411, depth=2),
+            id="reapply-dash",
+        ),
+        pytest.param("Revert \u2013 Fix the kernel", pm("revert", titles=("Fix the kernel",)), id="revert-en-dash"),
+        pytest.param("Revert -1 offset", pm("revert", titles=("-1 offset",)), id="a-dash-not-a-separator"),
         pytest.param('[mlir] Reland "Fold casts"', pm("reland", titles=("Fold casts",)), id="tag-prefix"),
         pytest.param(
             f'Reland "Add X"\n\nThis is a reland of commit {A}\n\nOriginal change\'s description:\n'

@@ -74,7 +74,7 @@ _SUBJECT_RE = re.compile(
     r"|reapply"
     r"|re-?land(?:s|ed|ing)?(?:[ \t]+of)?"
     r"|backed[ \t]+out|back[ \t]?out"
-    r")(?![\w-])[ \t]*(?P<colon>:?)",
+    r")(?![\w-])[ \t]*(?P<colon>:|[-\u2013\u2014](?=[ \t])|)",  # ("Reapply - X": a dash says it as a colon does)
     re.IGNORECASE,
 )
 
