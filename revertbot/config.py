@@ -220,7 +220,8 @@ class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     labels: Labels = field(default_factory=Labels)
     release_branches: tuple[str, ...] = field(
-        default=("release/*", "release-*", "v*.*.x", "stable*"), metadata=_meta(glob="branch")
+        default=("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stable*"),
+        metadata=_meta(glob="branch"),
     )
     report: ReportConfig = field(default_factory=ReportConfig)
     propose: ProposeConfig = field(default_factory=ProposeConfig)
@@ -687,7 +688,9 @@ labels:
 # short branch name (release/v0.4, not refs/heads/release/v0.4).
 release_branches:
   - "release/*"
+  - "releases/*"
   - "release-*"
+  - "release_*"
   - "v*.*.x"
   - "stable*"
 

@@ -6,7 +6,7 @@ import pytest
 
 from revertbot.globs import match_branch, match_glob
 
-DEFAULTS = ("release/*", "release-*", "v*.*.x", "stable*")
+DEFAULTS = ("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stable*")
 
 
 @pytest.mark.parametrize(
@@ -14,6 +14,8 @@ DEFAULTS = ("release/*", "release-*", "v*.*.x", "stable*")
     [
         ("release-1.2", ["release-*"]),
         ("release/1.2", ["release/*"]),
+        ("releases/v0.8.3", ["releases/*"]),  # vLLM
+        ("release_v2.3", ["release_*"]),  # TransformerEngine
         ("v0.5.x", ["v*.*.x"]),
         ("stable", ["stable*"]),
         ("stable-2026", ["stable*"]),
