@@ -220,7 +220,7 @@ class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     labels: Labels = field(default_factory=Labels)
     release_branches: tuple[str, ...] = field(
-        default=("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stable*"),
+        default=("release/*", "releases/*", "release-*", "release_v*", "v*.*.x", "stable*"),
         metadata=_meta(glob="branch"),
     )
     report: ReportConfig = field(default_factory=ReportConfig)
@@ -690,7 +690,7 @@ release_branches:
   - "release/*"
   - "releases/*"
   - "release-*"
-  - "release_*"
+  - "release_v*"
   - "v*.*.x"
   - "stable*"
 

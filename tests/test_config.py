@@ -60,7 +60,7 @@ def test_defaults() -> None:
     assert t.dependents_high == 1
     assert (config.labels.enabled, config.labels.revert) == (True, "revert")
     assert (config.labels.risk_prefix, config.labels.purity_prefix) == ("risk:", "purity:")
-    assert config.release_branches == ("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stable*")
+    assert config.release_branches == ("release/*", "releases/*", "release-*", "release_v*", "v*.*.x", "stable*")
     assert (config.report.max_excerpt_lines, config.report.max_files_listed) == (40, 50)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from revertbot.globs import match_branch, match_glob
 
-DEFAULTS = ("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stable*")
+DEFAULTS = ("release/*", "releases/*", "release-*", "release_v*", "v*.*.x", "stable*")
 
 
 @pytest.mark.parametrize(
@@ -15,7 +15,8 @@ DEFAULTS = ("release/*", "releases/*", "release-*", "release_*", "v*.*.x", "stab
         ("release-1.2", ["release-*"]),
         ("release/1.2", ["release/*"]),
         ("releases/v0.8.3", ["releases/*"]),  # vLLM
-        ("release_v2.3", ["release_*"]),  # TransformerEngine
+        ("release_v2.3", ["release_v*"]),  # TransformerEngine
+        ("release_0.6_notes", []),
         ("v0.5.x", ["v*.*.x"]),
         ("stable", ["stable*"]),
         ("stable-2026", ["stable*"]),
