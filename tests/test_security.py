@@ -114,6 +114,12 @@ def test_gpu_results_for_the_current_head_are_published(world: World, monkeypatc
     assert run_cli(["action", "--gpu-summary", str(gpu_summary(world.tmp)), "--gpu-head", world.demo.revert]) == 0
     [report] = reports(world, 140)
     assert "H200" in report["body"]
+    state = world.repo.statuses[world.demo.revert][-1]
+    # The world's own #108 has the same head: one commit status cannot be green for both.
+    assert state["state"] in ("pending", "failure")
+    assert state["state"] == "failure" or state["description"].startswith("not green: #108 has the same head commit")
+    world.repo.pulls[108]["state"] = "closed"
+    assert run_cli(["action", "--gpu-summary", str(gpu_summary(world.tmp)), "--gpu-head", world.demo.revert]) == 0
     assert world.repo.statuses[world.demo.revert][-1]["state"] in ("success", "failure")
 
 
