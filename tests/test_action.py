@@ -164,7 +164,9 @@ def test_non_revert_pr_gets_no_comment(world: World, monkeypatch: pytest.MonkeyP
     log = capsys.readouterr().out
     assert "#120 is not a revert" in log
     assert world.comments(120) == [] and world.gh.writes() == []
-    assert [r.path for r in world.gh.log] == ["/repos/demo-org/minisgl/pulls/120/commits"]
+    # Its commits, and the revertbot status of its head (a green one there would be another PR's).
+    assert [r.path for r in world.gh.log] == ["/repos/demo-org/minisgl/pulls/120/commits",
+                                              f"/repos/demo-org/minisgl/commits/{world.demo.original}/status"]
     assert outputs(world)["is_revert"] == "false" and outputs(world)["gpu_matrix"] == '{"include": []}'
     assert not (world.tmp / "cache").exists()  # it ended before cloning anything
 

@@ -489,3 +489,19 @@ def test_a_commit_given_by_its_id_is_judged_alone_however_abbreviated(
     assert run_cli(["check", "work", "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert whole["purity"] == "extra" and len(whole["scope"]) == 2  # the branch also adds docs/notes.md
+
+
+def test_a_branch_named_like_its_tips_digits_is_judged_as_the_branch(
+    repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # git reads a ref before an abbreviated id: a branch called "cafe12" is the branch.
+    original, _ = simple_repo(repo)
+    repo.checkout("-b", "work", "main")
+    repo.commit("Unrelated work (#13)", {"docs/notes.md": "notes\n"})
+    revert = repo.revert(original)
+    repo.checkout("main")
+    repo.git("branch", revert[:6], "work")
+    assert run_cli(["check", revert[:6], "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["purity"] == "extra"  # the branch, whole
+    assert run_cli(["check", revert[:8], "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["purity"] == "pure"  # the commit, alone

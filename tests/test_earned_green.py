@@ -148,7 +148,7 @@ def test_a_malformed_or_oversized_block_is_never_trusted() -> None:
     assert read_gpu_block(f"report\n{ok}\ntrailing text\n", head, "main") is None  # not the last line
     assert read_gpu_block(f"report\n{ok}\n", "b" * 40, "main") is None  # another head
     assert read_gpu_block(f"report\n{ok}\n", head, "dev") is None  # another base branch
-    assert read_gpu_block(f"report\n{ok}\n", head, "refs/heads/main") is not None  # the same one
+    assert read_gpu_block(f"report\n{ok}\n", head, "refs/heads/main") is None  # a branch of that name: another
     # A block that names no branch (as an older version wrote them) is carried nowhere.
     unnamed = _encode_block({"suites": ["s"], "hardware": "H200", "passed_both": 3})
     assert read_gpu_block(f"{BLOCK_PREFIX}head={head} v=1 {unnamed} -->", head, "main") is None

@@ -21,6 +21,7 @@ import pytest
 
 from gpu_jobs.summary import merge_dirs
 from revertbot.analysis.risk import with_selected_suites
+from revertbot.cli.main import run_cli
 from revertbot.report_data import GpuSummary
 from tests.github_server import FakeGitHub, World, build_world, read_outputs
 from tests.test_earned_green import PR, body, publish_gpu, republish, status, summary_file
@@ -172,3 +173,91 @@ def test_a_head_shared_with_another_open_pull_request_is_never_green(
     world.repo.pulls[109]["state"] = "closed"
     assert republish(world, monkeypatch, "edited") == 0
     assert world.repo.statuses[head][-1]["state"] == "success"
+
+
+def test_gpu_results_that_finish_after_a_move_to_another_base_publish_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = world.repo.pulls[PR]["head"]["sha"]
+    gpu_event = world.pr_event("synchronize")  # what the GPU workflow's run keeps: base main
+    assert act(monkeypatch, world.env("pull_request", world.pr_event("opened"))) == 0
+    assert json.loads(read_outputs(world.tmp / "github_output")["gpu_matrix"])["include"]
+    # While the suites run on main, the author moves the PR to `dev`; that event's run says pending.
+    dev = commit_on(world, "dev", "main", "python/minisgl/srt/layers/attention_stream.py",
+                    "import torch\nstream = torch.cuda.Stream()\n", "dev: a new attention stream")  # fmt: skip
+    world.repo.pulls[PR]["base"].update({"ref": "dev", "sha": dev})
+    assert act(monkeypatch, world.env("pull_request", world.pr_event("edited"))) == 0
+    statuses = len(world.repo.statuses[head])
+    assert world.repo.statuses[head][-1]["state"] == "pending"
+    before = body(world)
+    # The GPU report job, with main's results: nothing is written, the status least of all.
+    for k, v in world.env("pull_request_target", gpu_event).items():
+        monkeypatch.setenv(k, v)
+    assert run_cli(["action", "--gpu-summary", str(summary_file(world, "green", passed_both=4)),
+                    "--gpu-head", head]) == 0  # fmt: skip
+    assert len(world.repo.statuses[head]) == statuses and world.repo.statuses[head][-1]["state"] == "pending"
+    assert body(world) == before and "base dev" in before
+
+
+def test_a_pull_request_without_a_verdict_does_not_keep_anothers_green(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = world.repo.pulls[PR]["head"]["sha"]
+    assert publish_gpu(world, monkeypatch, summary_file(world, "green", passed_both=4)) == 0
+    assert status(world)["state"] == "success"
+    # The same head opened against `next` as a sync (not a revert): no verdict of its own.
+    nxt = commit_on(world, "next", "main", "NEXT.md", "next\n", "next: notes")
+    world.push(head, "refs/pull/115/head")
+    world.gh.add_pull(world.repo, 115, "Sync the runner work into next", body="Bring next up to date.\n",
+                      head_sha=head, head_ref="revert-101-bcg-buffers", base_ref="next", base_sha=nxt,
+                      user="mallory", association="CONTRIBUTOR")  # fmt: skip
+    world.gh.add_pull_commit(world.repo, 115, nxt, "next: notes")
+    world.gh.add_pull_commit(world.repo, 115, head, 'Revert "Share BCG output buffers across capture sizes"')
+    assert act(monkeypatch, world.env("pull_request", world.pr_event("opened", number=115))) == 0
+    latest = world.repo.statuses[head][-1]
+    assert latest["state"] == "pending"
+    assert latest["description"] == "not green: #115 has this head commit and no revertbot verdict"
+    # And #108's next publish sees #115 open with its head.
+    assert republish(world, monkeypatch, "edited") == 0
+    assert world.repo.statuses[head][-1]["description"].startswith("not green: #115 has the same head commit")
+
+
+def test_pull_requests_that_share_a_head_are_found_by_listing_the_open_ones(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GitHub's "pull requests of a commit" leaves out fork PRs and stops at a page: not asked.
+    head = world.repo.pulls[PR]["head"]["sha"]
+    world.repo.commit_pulls[head] = [PR]
+    fork = world.gh.add_repo("contributor/minisgl", "file:///fork.git")
+    world.gh.add_pull(world.repo, 141, "Same head from a fork", head_sha=head, head_ref="x", base_ref="next",
+                      user="contributor", association="CONTRIBUTOR", head_repo=fork)  # fmt: skip
+    assert publish_gpu(world, monkeypatch, summary_file(world, "green", passed_both=4)) == 0
+    assert status(world)["description"].startswith("not green: #141 has the same head commit")
+
+
+def test_a_gpu_critical_file_no_suite_selects_is_never_validated_by_another_suite(
+    world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The demo's revert touches the graph runner (selected by graph-capture); a kernel beside it is
+    # GPU code that no suite selects: graph-capture's results do not speak for it.
+    from revertbot.pipeline.check import check_revert
+    from tests.gitrepo import GitRepo
+
+    repo = GitRepo(tmp_path / "r")
+    cfg = 'gpu:\n  suites:\n    graph-capture:\n      paths: ["eng/model_executor/**"]\n      command: ["pytest"]\n'
+    repo.commit("init", {".revertbot.yml": cfg, "eng/model_executor/runner.py": "A = 1\n",
+                         "eng/ops/attn.cu": "__global__ void k() {}\n"})  # fmt: skip
+    original = repo.commit("Change both (#5)", {"eng/model_executor/runner.py": "A = 2\n",
+                                                "eng/ops/attn.cu": "__global__ void k() { int x; }\n"})  # fmt: skip
+    revert = repo.revert_on_branch(original)
+    green = GpuSummary(suites=("graph-capture",), hardware="1× NVIDIA H100", passed_both=3)
+    report = check_revert(repo.path, revert, base_ref="main", gpu=green)
+    assert report.gpu is not None and report.gpu.not_run == ("eng/ops/attn.cu: GPU-critical, and no GPU suite "
+                                                             "selects it",)  # fmt: skip
+    assert report.risk.action != "merge"
+    # Positive control: with the kernel selected by a suite that ran, merge.
+    repo.commit("Kernels have a suite", {".revertbot.yml": cfg.replace('"eng/model_executor/**"',
+                                                                       '"eng/model_executor/**", "eng/ops/**"')})
+    revert = repo.revert_on_branch(original, "rv2")
+    report = check_revert(repo.path, revert, base_ref="main", gpu=green)
+    assert report.gpu is not None and report.gpu.not_run == () and report.risk.action == "merge"

@@ -59,13 +59,13 @@ from revertbot.report_data import CriticalRule
 
 #: C/C++/CUDA sources and headers that a build compiles.
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cuinc", ".hip", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl",
-                   ".inc", ".ipp", ".tcc", ".mm")  # fmt: skip
+                   ".inc", ".ipp", ".tcc", ".mm", ".pyx", ".pxd")  # fmt: skip
 #: CUDA and HIP sources, fragments and assembly (hand-written PTX and the binaries built from it).
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuinc", ".hip", ".ptx", ".cubin", ".fatbin")
 #: Kernels of the other GPU languages: Metal, OpenCL, Vulkan and OpenGL compute shaders, WGSL, SPIR-V.
-GPU_SOURCE_SUFFIXES = (".metal", ".cl", ".comp", ".glsl", ".hlsl", ".wgsl", ".spv")
+GPU_SOURCE_SUFFIXES = (".metal", ".cl", ".comp", ".glsl", ".hlsl", ".wgsl", ".spv", ".slang", ".vert", ".frag")
 #: A CUDA source named for its compiler's C++ mode: TensorFlow's ``add_op_gpu.cu.cc``, ``x.cu.h``.
-CUDA_INFIX = ".cu."
+CUDA_INFIX = (".cu.", ".cuh.")
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Build recipes and environments, read for what they say about GPU builds (``gpu-build``).
 BUILD_NAMES = ("CMakeLists.txt", "Makefile", "meson.build", "setup.py", "setup.cfg", "pyproject.toml",
@@ -75,8 +75,10 @@ BUILD_NAMES = ("CMakeLists.txt", "Makefile", "meson.build", "setup.py", "setup.c
                # lock files and their recipes: the versions of the GPU libraries a revert moves
                "uv.lock", "poetry.lock", "pdm.lock", "pixi.lock", "pixi.toml", "Pipfile", "Pipfile.lock",
                "conda-lock.yml", "conda-lock.yaml")  # fmt: skip
-BUILD_SUFFIXES = (".cmake", ".dockerfile", ".mk", ".bzl", ".bazel")
-BUILD_PREFIXES = ("Dockerfile", "requirements", "constraints")
+BUILD_SUFFIXES = (".cmake", ".cmake.in", ".dockerfile", ".containerfile", ".mk", ".bzl", ".bazel")
+BUILD_PREFIXES = ("dockerfile", "containerfile", "requirements", "constraints")
+#: Directories whose text files are requirement or constraint lists (vLLM's ``requirements/cuda.txt``).
+BUILD_DIRS = ("requirements", "constraints")
 #: Directories whose every file is extension source or its build recipe.
 EXTENSION_DIRS = ("csrc", "op_builder")
 
@@ -152,8 +154,10 @@ def is_build(path: str) -> bool:
     """A build recipe or environment file (CMake, Make, Bazel, Buck, setup.py, pyproject, Dockerfile,
     requirements)."""
     name = path.rsplit("/", 1)[-1]
-    return (name in BUILD_NAMES or name.endswith(BUILD_SUFFIXES)
-            or (name.startswith(BUILD_PREFIXES) and not name.endswith(PYTHON_SUFFIXES)))  # fmt: skip
+    lower, parent = name.lower(), path.rsplit("/", 2)[-2] if "/" in path else ""
+    return (name in BUILD_NAMES or name == "CMakePresets.json" or lower.endswith(BUILD_SUFFIXES)
+            or (lower.startswith(BUILD_PREFIXES) and not name.endswith(PYTHON_SUFFIXES))
+            or (parent in BUILD_DIRS and lower.endswith((".txt", ".in"))))  # fmt: skip
 
 
 def is_code(path: str) -> bool:
@@ -174,8 +178,10 @@ def path_rules(path: str) -> list[CriticalRule]:
     for suffix in GPU_SOURCE_SUFFIXES:
         if lower.endswith(suffix):
             rules.append(CriticalRule("gpu-source", "*" + suffix))
-    if CUDA_INFIX in lower.rsplit("/", 1)[-1] and lower.endswith(NATIVE_SUFFIXES):
-        rules.append(CriticalRule("cuda-source", "*" + CUDA_INFIX + "*"))
+    for infix in CUDA_INFIX:
+        if infix in lower.rsplit("/", 1)[-1] and lower.endswith(NATIVE_SUFFIXES):
+            rules.append(CriticalRule("cuda-source", "*" + infix + "*"))
+            break
     parts = path.split("/")[:-1]
     for i, part in enumerate(parts):
         if part in EXTENSION_DIRS:
@@ -210,6 +216,9 @@ _GPU_PACKAGES = (r"(?:(?:py)?torch(?:vision|audio|ao)?(?:[-_]cuda)?|triton(?:[-_
                  r"fbgemm[-_.]gpu[\w-]*|cuda[-_.](?:python|bindings|toolkit|version|nvcc|runtime)|cudatoolkit|cudnn|"
                  r"nccl|pycuda|onnxruntime[-_.]gpu|modelopt|jax(?:lib)?\[cuda\w*\]|cutlass[\w-]*|tilelang|"
                  r"quack[-_.]kernels)\b")
+_GPU_ENV = (r"\b(?:PYTORCH_CUDA_ALLOC_CONF|PYTORCH_NO_CUDA_MEMORY_CACHING|CUDA_VISIBLE_DEVICES|CUDA_LAUNCH_BLOCKING|"
+            r"CUDA_DEVICE_MAX_CONNECTIONS|CUBLAS_WORKSPACE_CONFIG|TORCH_CUDNN_\w+|NCCL_\w+)\b")
+_GPU_ENV_NEEDLES = ("CUDA_", "CUBLAS_", "CUDNN_", "NCCL_")
 _GPU_PACKAGE_NEEDLES = ("torch", "triton", "flashinfer", "xformers", "flash", "vllm", "sglang", "sgl", "cupy",
                         "nvidia", "tensorrt", "deepspeed", "apex", "bitsandbytes", "transformer", "mamba", "causal",
                         "grouped", "deep", "liger", "fbgemm", "cuda", "cudnn", "nccl", "onnxruntime", "modelopt",
@@ -236,16 +245,23 @@ MARKERS: tuple[Marker, ...] = (
     Marker("cuda-memory", re.compile(r"\btorch\.cuda\.MemPool\b"), True, False, ("torch.cuda.MemPool",)),
     # Device code, kernel launches, and the CUDA runtime, driver and NCCL APIs in any C/C++ file:
     # host code that only a GPU run exercises (streams, copies, IPC, virtual memory).
-    Marker("cuda-code", re.compile(r"\b__(?:global|device|host|shared|launch_bounds|syncthreads)__\b|"
+    Marker("cuda-code", re.compile(r"\b__(?:global|device|host|shared|launch_bounds|syncthreads|forceinline)__\b|"
                                    r"\b__syncthreads\b|<<<"), False, True,
-           ("__global__", "__device__", "__host__", "__shared__", "__launch_bounds__", "__syncthreads", "<<<"),
+           ("__global__", "__device__", "__host__", "__shared__", "__launch_bounds__", "__syncthreads",
+            "__forceinline__", "<<<"),
            broad=True),
+    # Device code by its builtins and PyTorch's qualifier macros, in headers of any name.
+    Marker("cuda-code", re.compile(r"\b(?:C10_HOST_DEVICE|C10_DEVICE|threadIdx|blockIdx|blockDim|gridDim|__shfl\w*|"
+                                   r"__ldg|atomic(?:Add|CAS|Max|Min|Exch))\b|\bmma\.sync\b"), False, True,
+           ("C10_HOST_DEVICE", "C10_DEVICE", "threadIdx", "blockIdx", "blockDim", "gridDim", "__shfl", "__ldg",
+            "atomic", "mma.sync"), broad=True),
     # CUTLASS and CuTe: device code behind their own qualifiers, in headers of any name.
     Marker("cuda-code", re.compile(r"\b(?:CUTLASS|CUTE)_(?:HOST_)?DEVICE\w*|\b(?:cutlass|cute)::"), False, True,
            ("CUTLASS_", "CUTE_", "cutlass::", "cute::"), broad=True),
     Marker("cuda-code", re.compile(r"\b(?:cuda|cu|nccl|hip)(?!Malloc|StreamBeginCapture|Graph)[A-Z]\w*(?=[ \t]*\()"),
            False, True, ("cuda", "cu", "nccl", "hip"), broad=True),
-    Marker("cuda-code", re.compile(r"#[ \t]*include[ \t]*[<\"](?:cuda[\w.]*|cu\w*\.h|nccl\.h|hip/[\w.]+|"
+    Marker("cuda-code", re.compile(r"#[ \t]*include[ \t]*[<\"](?:cuda[\w.]*|cu\w*\.h|nccl\.h|hip/[\w.]+|[\w/.-]+\.cuh|"
+                                   r"(?:ATen|c10)/hip/[\w./]+|(?:thrust|cutlass|cute|cub|nvtx3|cuda|cuco|rmm)/[\w./]+|"
                                    r"(?:ATen|c10)/cuda/[\w./]+)[>\"]"), False, True, ("include",), broad=True),
     Marker("cuda-code", re.compile(r"\b(?:at|c10)::cuda\b|\bC10_CUDA_\w+"), False, True,
            ("::cuda", "C10_CUDA_"), broad=True),
@@ -269,6 +285,23 @@ MARKERS: tuple[Marker, ...] = (
     Marker("gpu-python", re.compile(r"\btorch\.backends\.(?:cuda|cudnn)\b"), True, False, ("torch.backends.cu",),
            broad=True),
     Marker("gpu-python", re.compile(r"nccl", re.I), True, False, ("nccl", "NCCL", "Nccl"), broad=True),
+    # Kernels of its own in other Python DSLs (CuTe DSL, Pallas, TileLang, Warp, Taichi), the CUDA
+    # runtime through cuda-python, extensions compiled at import, PyTorch's GPU-only attention
+    # back-end choice and symmetric memory.
+    Marker("gpu-python", re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:cutlass|tilelang)\b|"
+                                    r"@[ \t]*cute\.(?:jit|kernel)\b|@[ \t]*(?:wp|warp|ti|taichi)\.kernel\b|"
+                                    r"\bpallas_call\b|\bjax\.experimental\.pallas\b|"
+                                    r"^[ \t]*from[ \t]+jax\.experimental[ \t]+import[^\n]*\bpallas\b", re.M),
+           True, False, ("cutlass", "tilelang", "cute.", ".kernel", "pallas"), broad=True),
+    Marker("gpu-python", re.compile(r"^[ \t]*(?:from[ \t]+cuda(?:\.bindings)?[ \t]+import|"
+                                    r"import[ \t]+cuda\.bindings)\b|\bcpp_extension\.load\b|"
+                                    r"^[ \t]*from[ \t]+torch\.utils\.cpp_extension[ \t]+import[^\n]*"
+                                    r"\b(?:load|CUDAExtension)\b|"
+                                    r"\bCUDAExtension\b|\bsdpa_kernel\b|\b_symmetric_memory\b", re.M),
+           True, False, ("cuda", "cpp_extension", "CUDAExtension", "sdpa_kernel", "_symmetric_memory"), broad=True),
+    # The CUDA runtime's and the caching allocator's settings, in code and in images.
+    Marker("gpu-python", re.compile(_GPU_ENV), True, False, _GPU_ENV_NEEDLES, broad=True),
+    Marker("gpu-build", re.compile(_GPU_ENV), False, False, _GPU_ENV_NEEDLES, build=True, broad=True),
     Marker("gpu-python", re.compile(r"^[ \t]*(?:from[ \t]+torch\.cuda[ \t]+import|import[ \t]+torch\.cuda\b)",
                                     re.M), True, False, ("torch.cuda",), broad=True),
     Marker("triton-kernel", re.compile(r"^[ \t]*(?:import[ \t]+triton\b|from[ \t]+triton\b)", re.M), True, False,
@@ -295,6 +328,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("gpu-build", re.compile(r"(?<![\w.-])" + _GPU_PACKAGES + r"(?:\[[^\]\n]*\])?[\"']?[ \t]*"
                                    r"(?:===?|[<>!~]=|@|[<>]|=[ \t]*[\"'{\d^~*])", re.M | re.I), False, False,
            _GPU_PACKAGE_NEEDLES, build=True, broad=True),
+    Marker("gpu-build", re.compile(r"\bwhl/(?:cu|rocm)\d+|\+cu\d{3}\b"), False, False, ("whl/cu", "whl/rocm", "+cu"),
+           build=True, broad=True),
     Marker("gpu-build", re.compile(r"^[ \t-]*name[ \t]*[=:][ \t]*[\"']?" + _GPU_PACKAGES + r"[\"']?[ \t]*$|"
                                    r"^[ \t]*\"" + _GPU_PACKAGES + r"\":[ \t]*\{", re.M | re.I), False, False,
            _GPU_PACKAGE_NEEDLES, build=True, broad=True),

@@ -211,12 +211,14 @@ def _critical_reasons(f: FileChange) -> str:
     return "; ".join([*said, *(rule_text(r) for r in f.critical_rules)])
 
 
-def with_selected_suites(gpu: GpuSummary, selected: Sequence[str]) -> GpuSummary:
+def with_selected_suites(gpu: GpuSummary, selected: Sequence[str], uncovered: Sequence[str] = ()) -> GpuSummary:
     """``gpu`` with every suite of ``selected`` (those the change's paths select now) that has no
     results in it listed as not run: a suite whose job left nothing (cancelled, its runner lost,
     a step before the upload failed) or that the configuration added since the run is no
-    evidence, and the results of the others must not read as the whole validation."""
+    evidence, and the results of the others must not read as the whole validation. So is each
+    GPU-critical file of ``uncovered``, which no suite selects: no result speaks for it."""
     said = [f"{s}: no results (the change selects this suite)" for s in selected if s not in gpu.suites]
+    said += [f"{path}: GPU-critical, and no GPU suite selects it" for path in uncovered]
     said = [line for line in said if line not in gpu.not_run]  # (carried results say it already)
     return dataclasses.replace(gpu, not_run=(*gpu.not_run, *said)) if said else gpu
 

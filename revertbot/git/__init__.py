@@ -124,6 +124,7 @@ from revertbot.git.refs import (
     main_line_ref as main_line_ref,
     merge_base as merge_base,
     on_base_commits as on_base_commits,
+    ref_named as ref_named,
     ref_sha as ref_sha,
     repo_root as repo_root,
     resolve_commit as resolve_commit,

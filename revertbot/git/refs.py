@@ -249,6 +249,13 @@ def head_ref_and_commit(repo: Path, started: StartedLog | None = None) -> tuple[
     return current_branch_ref(repo), (resolve_commit(repo, "HEAD") if has_head(repo) else None)
 
 
+def ref_named(repo: Path, name: str) -> str:
+    """The ref ``name`` names (``refs/heads/cafe``), as git reads it where refs come before
+    abbreviated ids; "" when it names none (a commit id, whole or abbreviated)."""
+    proc = run_bytes("rev-parse", "--symbolic-full-name", name, cwd=repo, check=False)
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
+
+
 def current_branch_ref(repo: Path) -> str:
     """``HEAD``'s symbolic ref (``refs/heads/main``) or ``HEAD`` when detached."""
     proc = run_bytes("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False)

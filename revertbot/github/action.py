@@ -159,6 +159,7 @@ class _Run:
             self.echo(f"#{pr.number} is not a revert ({check.reason}); nothing to do")
             if may_write:
                 self.clear_verdict(pr, check.config)
+                self.no_borrowed_green(pr)
             return 0
         self.outputs.set("is_revert", "true")
         if check.report is None:
@@ -166,6 +167,7 @@ class _Run:
             self.summary(f"revertbot: #{pr.number} {check.reason}\n")
             if may_write:
                 self.clear_verdict(pr, check.config)
+                self.no_borrowed_green(pr)
             return 0
         report = check.report
         markdown = render_markdown(report)
@@ -422,6 +424,21 @@ class _Run:
             return
         if stale:
             self.echo(f"new head {pr.head_sha[:12]}: removed the previous verdict's labels {', '.join(stale)}")
+
+    def no_borrowed_green(self, pr: PullInfo) -> None:
+        """A run that ends without a verdict for ``pr``'s head must not leave a success there: the
+        status belongs to the commit, and a success on it was earned by another pull request with
+        the same head (another base, another story), so ``pr``'s required check would pass on it.
+        One request to look; pending where it is green."""
+        try:
+            if self.api.commit_status(pr.head_sha) != "success":
+                return
+            why = clean(f"not green: #{pr.number} has this head commit and no revertbot verdict", 140)
+            self.api.create_status(pr.head_sha, "pending", why, self.target_url())
+        except GitHubError as exc:
+            self.echo(f"::warning::could not check the status of {pr.head_sha[:12]}: {log_safe(exc.message)}")
+            return
+        self.echo(f"{pr.head_sha[:12]} was green for another pull request; #{pr.number} has no verdict: now pending")
 
     # -------------------------------------------------------------- events
 

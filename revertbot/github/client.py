@@ -47,6 +47,8 @@ from revertbot.errors import EXIT_GITHUB, RevertbotError
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "revertbot"
 STATUS_CONTEXT = "revertbot"
+#: Open pull requests listed to find those that share a head commit (3,000: thirty requests).
+MAX_OPEN_PULLS = 3000
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 T = TypeVar("T")
 
@@ -247,6 +249,10 @@ class GitHubAPI(Protocol):
     def search_pulls(self, query: str, limit: int = 10) -> list[SearchHit]: ...
 
     def recent_pulls(self, limit: int) -> list[PullInfo]: ...
+
+    def open_pulls_with_head(self, sha: str) -> tuple[list[int], bool]: ...
+
+    def commit_status(self, sha: str) -> str: ...
 
     def comments(self, number: int) -> list[CommentInfo]: ...
 
@@ -722,6 +728,25 @@ class GitHubClient:
             lambda pr: _pull_from_object(pr, listed=True),
             limit=limit,
         )
+
+    def open_pulls_with_head(self, sha: str) -> tuple[list[int], bool]:
+        """The open pull requests whose head is ``sha`` (any repository, any branch), and whether
+        every open pull request was listed (past :data:`MAX_OPEN_PULLS`, the rest is unknown). A
+        listing, not GitHub's pull requests of a commit: that answer leaves out fork PRs, names only
+        the merged one once the commit is on the default branch, and stops at a page."""
+        found = self._list("listing the open pull requests", lambda: self._repo().get_pulls(state="open"),
+                           lambda pr: (int(pr.number), pr.head.sha or ""), limit=MAX_OPEN_PULLS + 1)  # fmt: skip
+        return [n for n, head in found[:MAX_OPEN_PULLS] if head == sha], len(found) <= MAX_OPEN_PULLS
+
+    def commit_status(self, sha: str) -> str:
+        """The state of the ``revertbot`` commit status on ``sha`` (success, pending, failure, error;
+        "" when it has none): one request."""
+
+        def fetch() -> str:
+            combined = self._repo().get_commit(sha).get_combined_status()
+            return next((s.state or "" for s in combined.statuses if s.context == STATUS_CONTEXT), "")
+
+        return self._call(f"reading the revertbot status of {sha[:12]}", fetch)
 
     def comments(self, number: int) -> list[CommentInfo]:
         return self._list(f"listing the comments of #{number}", lambda: self._repo().get_issue(number).get_comments(),

@@ -516,7 +516,7 @@ def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
         records = [r for ref in HISTORY_REFS
                    for r in read_records(root, ref, under=f"records/{owner}/{name}/pr-{pr.number}")
                    if r.gpu and r.head_sha == pr.head_sha
-                   and _base_branch(r.report) == branch_name(pr.base_ref)]  # fmt: skip
+                   and _base_branch(r.report) == pr.base_ref]  # fmt: skip
     except (GitError, HistoryError) as exc:
         say(f"the history branch could not be read for earlier GPU results: {exc.message.splitlines()[0]}")
         return None
@@ -537,7 +537,7 @@ def _recorded_for_head(root: Path, pr: PullInfo, say: Log) -> GpuSummary | None:
 def _base_branch(report: Mapping[str, Any]) -> str:
     """The base branch a recorded report was made against ("" when it names none)."""
     base = report.get("base")
-    return branch_name(str(base.get("ref") or "")) if isinstance(base, Mapping) else ""
+    return str(base.get("ref") or "") if isinstance(base, Mapping) else ""
 
 
 def _revert_flips(root: Path, repo_name: str, report: RevertReport, api: GitHubAPI

@@ -142,12 +142,16 @@ def _one_pull_request(api: GitHubAPI, pr: PullInfo, state: str, desc: str, log: 
     if state != "success":
         return state, desc
     try:
-        others = sorted(p.number for p in api.pulls_for_commit(pr.head_sha)
-                        if p.number != pr.number and p.state == "open" and p.head_sha == pr.head_sha)  # fmt: skip
+        heads, whole = api.open_pulls_with_head(pr.head_sha)
     except GitHubError as exc:
         log(f"::warning::whether another pull request has {pr.head_sha[:12]} as its head could not be read: "
             f"{exc.message.splitlines()[0]}")  # fmt: skip
         return "pending", clean(f"not green: the pull requests of this commit could not be read ({desc})", 140)
+    others = sorted(n for n in heads if n != pr.number)
+    if not whole and not others:
+        log(f"more open pull requests than revertbot lists: whether another has {pr.head_sha[:12]} is unknown")
+        return "pending", clean(f"not green: too many open pull requests to tell who else has this commit ({desc})",
+                                140)  # fmt: skip
     if not others:
         return state, desc
     log(f"#{others[0]} has the same head commit {pr.head_sha[:12]}: the status stays pending")
@@ -160,10 +164,20 @@ def publish(api: GitHubAPI, pr: PullInfo, check: PrCheck, markdown: str, *, gpu_
 
     The status goes on ``pr.head_sha``, the commit that was analysed. The comment and the labels
     belong to the PR, so they are written only while that commit is still its head: a run that
-    finishes after a newer push leaves them to the run of the newer head.
+    finishes after a newer push leaves them to the run of the newer head. A run that finishes after
+    the PR moved to another base branch writes nothing: its report, GPU results included, is about
+    a merge into the old one.
     """
     out = Published()
-    if api.pull(pr.number).head_sha != pr.head_sha:
+    now = api.pull(pr.number)
+    if now.base_ref != pr.base_ref:
+        # The report (and any GPU results in it) is about a merge into another branch: the run of
+        # the retargeting event judges the new one; this one writes nothing, the status included.
+        log(f"#{pr.number} now targets {now.base_ref!r}, not {pr.base_ref!r} as this run read it: nothing is "
+            "published; the run for the new base branch publishes")  # fmt: skip
+        out.comment_action = "skipped (base branch changed)"
+        return out
+    if now.head_sha != pr.head_sha:
         log(f"#{pr.number} has a newer head than {pr.head_sha[:12]}; only the commit status of "
             f"{pr.head_sha[:12]} is written, the comment and labels are left to the newer run")  # fmt: skip
         state, desc = _one_pull_request(api, pr, *status_for(check, gpu_pending), log)

@@ -152,7 +152,7 @@ def check_revert(
     history_tip = base_sha if merged else head_sha
     since_sha = git.resolve_commit(root, since) if since else None
     scope = [c.sha for c in git.log(root, f"{since_sha}..{head_sha}")] if since_sha else [head_sha]
-    if since_sha is None and not merged and not _names_by_id(revert_ref, head_sha):
+    if since_sha is None and not merged and not _names_by_id(root, revert_ref, head_sha):
         # A name (a branch, a pull request's ref, HEAD, a tag) merges all it carries: judged whole
         # from where it leaves the base, as a pull request is (a commit id is judged alone, as a
         # pick of it).
@@ -429,7 +429,7 @@ def check_revert(
         dependents_high=t.dependents_high,
     )
     if gpu is not None:
-        gpu = with_selected_suites(gpu, select_suites((f.path for f in files), cfg))
+        gpu = with_selected_suites(gpu, select_suites((f.path for f in files), cfg), _no_suite_for(files, cfg))
     risk = assess(
         RiskInputs(
             purity, apply, apply_note, drift, dependents, files, gpu, backports, len(link.chain), age, apply_params,
@@ -585,11 +585,25 @@ def _refuse_cut_history(root: Path, link: Link) -> None:
         )
 
 
-def _names_by_id(ref: str, sha: str) -> bool:
+def _no_suite_for(files: Sequence[FileChange], cfg: Config) -> list[str]:
+    """The GPU-critical files of the change that no GPU suite covers: none selects them by its
+    paths, and none names them as its test or import (``suite-test``, ``suite-import``)."""
+    out = []
+    for f in files:
+        named = {r.detail.rsplit(" (", 1)[0] for r in f.critical_rules if r.kind in ("suite-test", "suite-import")}
+        if f.critical and not select_suites([f.path], cfg) and not named & set(cfg.gpu.suites):
+            out.append(f.path)
+    return out
+
+
+def _names_by_id(root: Path, ref: str, sha: str) -> bool:
     """Whether ``ref`` gave the commit ``sha`` by its id, whole or abbreviated (``11472c90d5``), not
-    by a name (a branch, a tag, a pull request's ref, ``HEAD``)."""
+    by a name (a branch, a tag, a pull request's ref, ``HEAD``; a branch called ``cafe`` is read as
+    the branch, as git reads it)."""
     digits = ref.strip().lower()
-    return _HEX_DIGITS.fullmatch(digits) is not None and sha.lower().startswith(digits)
+    if _HEX_DIGITS.fullmatch(digits) is None or not sha.lower().startswith(digits):
+        return False
+    return len(digits) == len(sha) or not git.ref_named(root, ref.strip())
 
 
 _HEX_DIGITS = re.compile(r"[0-9a-f]{4,64}")

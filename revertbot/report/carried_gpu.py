@@ -32,7 +32,6 @@ import re
 import zlib
 from typing import Any
 
-from revertbot.globs import branch_name
 from revertbot.report_data import GpuMetricDelta, GpuSummary, GpuTestFlip
 
 __all__ = ["BLOCK_LIMIT", "BLOCK_PREFIX", "gpu_block", "read_gpu_block"]
@@ -75,7 +74,7 @@ def _shortened(data: dict[str, Any], keep: int) -> dict[str, Any]:
 def gpu_block(summary: GpuSummary, head_sha: str, base_ref: str) -> str:
     """The hidden last line of a report comment that carries ``summary`` for ``head_sha`` merged
     into the branch ``base_ref``."""
-    data = {**_to_json(summary), "base_ref": branch_name(base_ref)}
+    data = {**_to_json(summary), "base_ref": base_ref}
     payload = _encode(data)
     for keep in (50, 10, 1):
         if len(payload) <= BLOCK_LIMIT:
@@ -114,7 +113,7 @@ def read_gpu_block(body: str, head_sha: str, base_ref: str) -> GpuSummary | None
     if match is None or match.group(1) != head_sha.lower():
         return None
     data = _inflate(match.group(2))
-    if not isinstance(data, dict) or data.get("base_ref") != branch_name(base_ref):
+    if not isinstance(data, dict) or data.get("base_ref") != base_ref:  # (as GitHub names it: exactly)
         return None
     try:
         flips = {
