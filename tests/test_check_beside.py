@@ -122,7 +122,10 @@ def test_build_files_naming_a_changed_source_are_found_on_both_sides(repo: GitRe
     # The deleted file is named by the build file before the change, the added one by the one after.
     compiled = {p: [r.detail for r in rules if r.kind == "compiled"] for p, rules in found.items()}
     assert compiled == {"kernels/kern.cu": ["build/ext.py (CUDAExtension 'pkg._k')"],
-                        "kernels/kern2.cu": ["build/ext.py (CUDAExtension 'pkg._k')"]}, found  # fmt: skip
+                        "kernels/kern2.cu": ["build/ext.py (CUDAExtension 'pkg._k')"],
+                        "build/ext.py": []}, found  # fmt: skip
+    # (and the build file itself builds a CUDA extension: GPU-critical in its own right)
+    assert {r.kind for r in found["build/ext.py"]} == {"gpu-python"}
     assert notes == []
 
 
