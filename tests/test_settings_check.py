@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,15 +203,19 @@ def test_no_branch_protection_fails(gh: FakeGitHub, tmp_path: Path, monkeypatch:
 # --------------------------------------------------------------------------- f. no network
 
 
-def _closed_port() -> int:
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A port that refuses connections for the whole test: bound, never listening. (A port merely
+    closed again may be taken meanwhile by another test's loopback server, which then answers.)"""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
-def test_without_network_it_fails_fast_and_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{_closed_port()}/api/v3")
+def test_without_network_it_fails_fast_and_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], refusing_port: int
+) -> None:
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{refusing_port}/api/v3")
     monkeypatch.setenv("GITHUB_TOKEN", "admin-token")
     # The defaults (4 tries, waits of 1, 2, 4 s per request) are what made it take ~28 s.
     for var in ("REVERTBOT_RETRY_ATTEMPTS", "REVERTBOT_RETRY_BACKOFF", "REVERTBOT_RETRY_DEADLINE"):
