@@ -284,7 +284,7 @@ MARKERS: tuple[Marker, ...] = (
     # Numerics and kernels chosen for the GPU (TF32, cuDNN, SDPA back-ends), and NCCL collectives.
     Marker("gpu-python", re.compile(r"\btorch\.backends\.(?:cuda|cudnn)\b"), True, False, ("torch.backends.cu",),
            broad=True),
-    Marker("gpu-python", re.compile(r"nccl", re.I), True, False, ("nccl", "NCCL", "Nccl"), broad=True),
+    Marker("gpu-python", re.compile(r"nccl", re.I), True, False, ("nccl",), broad=True),
     # Kernels of its own in other Python DSLs (CuTe DSL, Pallas, TileLang, Warp, Taichi), the CUDA
     # runtime through cuda-python, extensions compiled at import, PyTorch's GPU-only attention
     # back-end choice and symmetric memory.
@@ -486,6 +486,14 @@ def suite_rules(path: str, suites: Mapping[str, Sequence[str]],
             more = f", +{len(users) - 1}" if len(users) > 1 else ""  # data, in no language
             rules.append(CriticalRule("suite-import", f"{suite} ({users[0]}{more})"))
     return rules
+
+
+def rule_suite(rule: CriticalRule) -> str | None:
+    """The GPU suite a ``suite-test`` or ``suite-import`` rule names (its detail as
+    :func:`suite_rules` writes it: ``graph-capture (tests/gpu)``); None for other kinds."""
+    if rule.kind not in ("suite-test", "suite-import"):
+        return None
+    return rule.detail.rsplit(" (", 1)[0]
 
 
 def suite_roots(command: Sequence[str]) -> list[str]:

@@ -23,6 +23,7 @@ from revertbot.analysis.backport_evidence import (
     relink_branch_copies,
 )
 from revertbot.analysis.conflicts import MAX_COMMITS as MAX_CONFLICT_COMMITS, conflict_causes, mark_causes
+from revertbot.analysis.critical import rule_suite
 from revertbot.analysis.critical_stage import (
     MAX_GREP_LINES as MAX_NAMING_LINES,
     UNSEARCHED,
@@ -590,7 +591,7 @@ def _no_suite_for(files: Sequence[FileChange], cfg: Config) -> list[str]:
     paths, and none names them as its test or import (``suite-test``, ``suite-import``)."""
     out = []
     for f in files:
-        named = {r.detail.rsplit(" (", 1)[0] for r in f.critical_rules if r.kind in ("suite-test", "suite-import")}
+        named = {rule_suite(r) for r in f.critical_rules}
         if f.critical and not select_suites([f.path], cfg) and not named & set(cfg.gpu.suites):
             out.append(f.path)
     return out
