@@ -472,17 +472,24 @@ def test_a_revert_checked_by_its_id_names_the_branch_it_was_read_on(
     assert data["unresolved"] == [{"ref": "#404", "reason": "no commit for PR #404 on main"}]
 
 
+def revert_above_other_work(repo: GitRepo) -> str:
+    """:func:`simple_repo`, then a branch ``work`` off main with unrelated work and the revert on
+    top (main stays checked out): the revert's sha."""
+    original, _ = simple_repo(repo)
+    repo.checkout("-b", "work", "main")
+    repo.commit("Unrelated work (#13)", {"docs/notes.md": "notes\n"})
+    revert = repo.revert(original)
+    repo.checkout("main")
+    return revert
+
+
 @pytest.mark.parametrize("length", [7, 10, 40])
 def test_a_commit_given_by_its_id_is_judged_alone_however_abbreviated(
     repo: GitRepo, capsys: pytest.CaptureFixture[str], length: int
 ) -> None:
     # A branch carries other work below the revert: by its name the branch is judged whole (as a
     # pull request); by the revert's id, abbreviated or not, the revert alone.
-    original, _ = simple_repo(repo)
-    repo.checkout("-b", "work", "main")
-    repo.commit("Unrelated work (#13)", {"docs/notes.md": "notes\n"})
-    revert = repo.revert(original)
-    repo.checkout("main")
+    revert = revert_above_other_work(repo)
     assert run_cli(["check", revert[:length], "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
     alone = json.loads(capsys.readouterr().out)
     assert (alone["purity"], alone["scope"], [f["path"] for f in alone["files"]]) == ("pure", [], ["pkg/util.py"])
@@ -495,11 +502,7 @@ def test_a_branch_named_like_its_tips_digits_is_judged_as_the_branch(
     repo: GitRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # git reads a ref before an abbreviated id: a branch called "cafe12" is the branch.
-    original, _ = simple_repo(repo)
-    repo.checkout("-b", "work", "main")
-    repo.commit("Unrelated work (#13)", {"docs/notes.md": "notes\n"})
-    revert = repo.revert(original)
-    repo.checkout("main")
+    revert = revert_above_other_work(repo)
     repo.git("branch", revert[:6], "work")
     assert run_cli(["check", revert[:6], "--repo", str(repo.path), "--base", "main", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["purity"] == "extra"  # the branch, whole

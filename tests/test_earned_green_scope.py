@@ -65,6 +65,15 @@ def commit_on(world: World, branch: str, start: str, path: str, text: str, messa
     return sha
 
 
+def same_head_pull(world: World, number: int, title: str, body: str, next_sha: str, user: str,
+                   association: str) -> None:  # fmt: skip
+    """Pull request ``number`` of #108's head commit (its own ref on the remote) into ``next``."""
+    head = world.repo.pulls[PR]["head"]["sha"]
+    world.push(head, f"refs/pull/{number}/head")
+    world.gh.add_pull(world.repo, number, title, body=body, head_sha=head, head_ref="revert-101-bcg-buffers",
+                      base_ref="next", base_sha=next_sha, user=user, association=association)  # fmt: skip
+
+
 def add_second_suite(world: World) -> None:
     world.repo.pulls[PR]["base"]["sha"] = commit_on(world, "main", "main", ".revertbot.yml", TWO_SUITES,
                                                     "ci: a second GPU suite")  # fmt: skip
@@ -155,10 +164,8 @@ def test_a_head_shared_with_another_open_pull_request_is_never_green(
     # The same head opened against `next`, where code still calls a helper the revert deletes.
     nxt = commit_on(world, "next", "main", "python/minisgl/srt/uses_slice.py",
                     "def shrink(runner, out, n):\n    return runner._slice_output(out, n)\n", "next: use _slice_output")
-    world.push(head, "refs/pull/109/head")
-    world.gh.add_pull(world.repo, 109, 'Revert "Share BCG output buffers across capture sizes"',
-                      body="Reverts demo-org/minisgl#101\n", head_sha=head, head_ref="revert-101-bcg-buffers",
-                      base_ref="next", base_sha=nxt, user="sam", association="MEMBER")  # fmt: skip
+    same_head_pull(world, 109, 'Revert "Share BCG output buffers across capture sizes"',
+                   "Reverts demo-org/minisgl#101\n", nxt, "sam", "MEMBER")  # fmt: skip
     assert act(monkeypatch, world.env("pull_request", world.pr_event("opened", number=109))) == 0
     assert world.repo.statuses[head][-1]["state"] == "pending"
     [other] = reports(world, 109)
@@ -207,10 +214,8 @@ def test_a_pull_request_without_a_verdict_does_not_keep_anothers_green(
     assert status(world)["state"] == "success"
     # The same head opened against `next` as a sync (not a revert): no verdict of its own.
     nxt = commit_on(world, "next", "main", "NEXT.md", "next\n", "next: notes")
-    world.push(head, "refs/pull/115/head")
-    world.gh.add_pull(world.repo, 115, "Sync the runner work into next", body="Bring next up to date.\n",
-                      head_sha=head, head_ref="revert-101-bcg-buffers", base_ref="next", base_sha=nxt,
-                      user="mallory", association="CONTRIBUTOR")  # fmt: skip
+    same_head_pull(world, 115, "Sync the runner work into next", "Bring next up to date.\n", nxt, "mallory",
+                   "CONTRIBUTOR")  # fmt: skip
     world.gh.add_pull_commit(world.repo, 115, nxt, "next: notes")
     world.gh.add_pull_commit(world.repo, 115, head, 'Revert "Share BCG output buffers across capture sizes"')
     assert act(monkeypatch, world.env("pull_request", world.pr_event("opened", number=115))) == 0
