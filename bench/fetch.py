@@ -330,6 +330,17 @@ def full_pack_bytes(origin: Path, env: dict[str, str]) -> int:
     return total
 
 
+def _pack_without_data_branches(origin: Path, env: dict[str, str]) -> int:
+    """Bytes of the pack of every ref but revertbot's data branches (``revertbot-*``), made by
+    ``pack-objects`` as upload-pack makes a full clone's."""
+    listing = ["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"]
+    tips = subprocess.run(listing, cwd=origin, env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    wanted = "".join(f"{line.split()[1]}\n" for line in tips if not line.startswith("refs/heads/revertbot-"))
+    packed = subprocess.run(["git", "pack-objects", "--revs", "--stdout", "--delta-base-offset"], cwd=origin, env=env,
+                            input=wanted.encode(), capture_output=True, check=True)  # fmt: skip
+    return len(packed.stdout)
+
+
 def _reference_clone(origin: Path, dest: Path, env: dict[str, str]) -> None:
     """A complete clone of ``origin`` without copying objects: its objects as an alternate, its
     branches as ``refs/remotes/origin/*`` and its tags."""
@@ -461,6 +472,7 @@ def _checkout_and_fetch(origin: Path, base: str, tip: str, new: Path, env: dict[
     out["whole_because"] = next((line.split(": ", 1)[1] for line in said if line.startswith("the whole history is")),
                                 "")  # fmt: skip
     out["by_name"] = any(line.startswith("history since") and "name index" in line for line in said)
+    out["islands"] = any(line.startswith("history since") and "by id from the ledger" in line for line in said)
     out["fetch_bytes"] = _size(trace) - out["checkout_bytes"]
     return out
 
@@ -486,6 +498,9 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
         out["full_s"] = _traced(["git", "clone", "-q", "--no-checkout", origin.as_uri(), str(work / "full" / "repo")],
                                 work, env, trace)  # fmt: skip
         out["full_bytes"] = _size(trace)
+    # The same without revertbot's own data branches (the name index and its ledger weigh on the
+    # baseline of a repository that has them; the ratios are given against both).
+    out["code_bytes"] = _pack_without_data_branches(origin, env)
     # The analyze job until now: fetch-depth: 0 with filter: blob:none (every branch and tag, no blobs).
     trace = work / "old.packs"
     trace.unlink(missing_ok=True)
@@ -503,6 +518,12 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
         whole = _checkout_and_fetch(origin, base, tip, work / "whole" / "repo", env, work / "whole.packs",
                                     ["--pr", "1", "--whole-history"])  # fmt: skip
         out["whole_fetch_s"], out["whole_fetch_bytes"] = whole["fetch_s"], whole["fetch_bytes"]
+        # And its window by date alone (no islands below the recent part), the baseline of the islands.
+        shutil.rmtree(work / "by-date", ignore_errors=True)
+        (work / "by-date").mkdir()
+        dated = _checkout_and_fetch(origin, base, tip, work / "by-date" / "repo", env, work / "by-date.packs",
+                                    ["--pr", "1", "--islands-after-days", "-1"])  # fmt: skip
+        out["by_date_fetch_bytes"] = dated["fetch_bytes"] + dated["checkout_bytes"]
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=new, env=env, capture_output=True,
                           text=True, check=True).stdout.split()  # fmt: skip
     out["new_refs"] = len(refs)
@@ -548,6 +569,10 @@ def measure_refs(name: str, origin: Path, base: str, revert: str, work: Path, en
           f"{out['check_bytes'] / 1024:.0f} KiB of blobs ({(total + out['check_bytes']) / full:.1%} in all)"
           )  # fmt: skip
     if as_pr:
+        code = out["code_bytes"]
+        print(f"[{name}] fetch-depth: 0 without revertbot's data branches: {code / mib:.1f} MiB; checkout + fetch "
+              f"{total / code:.1%} of it; the same PR by date alone (--islands-after-days -1): "
+              f"{out['by_date_fetch_bytes'] / mib:.1f} MiB = {out['by_date_fetch_bytes'] / code:.1%}")  # fmt: skip
         print(f"[{name}] the same pull request with --whole-history: revertbot fetch "
               f"{out['whole_fetch_bytes'] / mib:.1f} MiB in {out['whole_fetch_s']:.1f}s "
               f"({(out['checkout_bytes'] + out['whole_fetch_bytes']) / full:.1%} of fetch-depth: 0)")  # fmt: skip

@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {sha[:10]}: checkout + fetch {total / mib:.2f} MiB = {total / full:.1%} of fetch-depth: 0 "
               f"(+{row['check_bytes'] / mib:.2f} MiB the check read); event to report {event:.1f}s "
               f"(fetch {row['fetch_s']:.1f}s, check {row['check_s']:.1f}s); "
-              f"{_state(row)}{', by name' if row['by_name'] else ''}; JSON "
+              f"{_state(row)}{', by name' if row['by_name'] else ''}{', islands' if row['islands'] else ''}; JSON "
               f"{'identical' if row['same'] else 'DIFFERS ' + ', '.join(row['differs'])}"
               f"{' (' + row['verdict'] + ')' if 'verdict' in row else ''}")  # fmt: skip
     shares = sorted(r[0] for r in rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,11 +97,18 @@ def _run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+#: Below the window's recent part, the commits the check reads by id (the ledger's islands) wherever a
+#: window reaches further back: the riskier way, so every comparison with a complete clone takes it
+#: (it falls back to the window by date, said, where it cannot stand). "-1": by date only.
+ISLANDS = "0"
+
+
 def _fetch(origin: Path, tmp_path: Path, base: str, *extra: str) -> tuple[Path, str]:
     work = tmp_path / "fetched" / "repo"
     _checkout_depth_1(origin, work, base)
+    islands = [] if "--islands-after-days" in extra else ["--islands-after-days", ISLANDS]
     code, _, err = _run("fetch", "--repo", str(work), "--base", "main", "--base-sha", base, "--pr", str(PR), "--window",
-                        *extra)  # fmt: skip
+                        *islands, *extra)  # fmt: skip
     assert code == 0, err
     return work, err
 
@@ -134,7 +142,7 @@ def test_a_revert_by_id_fetches_the_history_from_its_original(tmp_path: Path) ->
     base = g.head()
     revert = g.revert_on_branch(shas["original"])
     origin = _origin(tmp_path, g, revert)
-    work, err = _fetch(origin, tmp_path, base)
+    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "-1")
 
     assert "history since" in err and "release branches and tags: their own commits, whatever their dates" in err
     assert git.is_shallow(work)
@@ -171,7 +179,7 @@ def test_the_window_is_smaller_than_the_whole_history(tmp_path: Path) -> None:
     base = g.head()
     revert = g.revert_on_branch(shas["original"])
     origin = _origin(tmp_path, g, revert)
-    work, _ = _fetch(origin, tmp_path, base)
+    work, _ = _fetch(origin, tmp_path, base, "--islands-after-days", "-1")
     count = int(_git(work, "rev-list", "--count", "--all"))
     whole, err = _fetch(origin, tmp_path / "w", base, "--whole-history")
     assert not git.is_shallow(whole) and "history since" not in err
@@ -710,9 +718,13 @@ def _brought_back(tmp_path: Path, g: GitRepo, landed: int, steps: int) -> tuple[
     return _same(tmp_path, g, original)
 
 
+BY_DATE_AND_ISLANDS = pytest.mark.parametrize("islands", ["-1", "0"], ids=["by-date", "islands"])
+
+
+@BY_DATE_AND_ISLANDS
 @pytest.mark.parametrize("later", [0, 1], ids=["at-the-edge", "a-second-inside"])
-def test_a_revert_at_the_look_back_edge_after_a_quiet_stretch_is_read_with_its_parent(tmp_path: Path,
-                                                                                    later: int) -> None:  # fmt: skip
+def test_a_revert_at_the_look_back_edge_after_a_quiet_stretch_is_read_with_its_parent(
+        tmp_path: Path, later: int, islands: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """R, a revert by a title no commit has, is committed exactly 90 days before the original (the
     first look-back day the check reads), the first commit after 35 quiet days: the window starts
     120 days before the original, so R's parent is cut and R's diff would read as a root commit's
@@ -724,12 +736,16 @@ def test_a_revert_at_the_look_back_edge_after_a_quiet_stretch_is_read_with_its_p
     landed = g._clock + 125 * DAY
     g._clock = landed - 90 * DAY + later
     g.commit('Revert "Add the exporter helper"\n\nBroke the nightly.\n', {"a.py": F2.replace("return 2", "return 1")})
+    monkeypatch.setattr(sys.modules[__name__], "ISLANDS", islands)
     err, report = _brought_back(tmp_path, g, landed, 3)
-    assert "the whole history is fetched" in err and "well inside the window" in err, err
+    # (islands: the revert and its parent are fetched by id, as the ledger lists it: no dates read)
+    assert islands == "0" or ("the whole history is fetched" in err and "well inside the window" in err), err
     assert report["risk"]["action"] == "review", report
 
 
-def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole_history(tmp_path: Path) -> None:
+@BY_DATE_AND_ISLANDS
+def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole_history(
+        tmp_path: Path, islands: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A two-patch series written months before (`git am --committer-date-is-author-date`: dated
     before its parent) lands after a revert of a helper that the original brings back silently.
     The date-limited fetch stops at the series and leaves out the revert below it, which the
@@ -746,12 +762,16 @@ def test_an_old_series_applied_with_its_dates_below_the_window_fetches_the_whole
     patches = side.git("format-patch", "-2", "-o", str(tmp_path / "patches")).split()
     g._clock = landed - 84 * DAY
     g.git("am", "-q", "--committer-date-is-author-date", *patches)
+    monkeypatch.setattr(sys.modules[__name__], "ISLANDS", islands)
     err, report = _brought_back(tmp_path, g, landed, 15)
-    assert "the whole history is fetched" in err and "whose history holds commits dated up to" in err, err
+    by_date = "the whole history is fetched" in err and "whose history holds commits dated up to" in err
+    assert islands == "0" or by_date, err
     assert report["risk"]["action"] == "review" and len(report["chain"]) == 3, report  # type: ignore[index,arg-type]
 
 
-def test_a_series_longer_than_the_date_probe_is_seen_in_the_name_index(tmp_path: Path) -> None:
+@BY_DATE_AND_ISLANDS
+def test_a_series_longer_than_the_date_probe_is_seen_in_the_name_index(
+        tmp_path: Path, islands: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """As above with a series of 70 patches, its last one dated 95 days before the original: the
     64 commits fetched below the window's start to see their dates are all old, so the fetch alone
     cannot see the revert it hides ("merge" where the complete clone says "review"); the name
@@ -762,8 +782,10 @@ def test_a_series_longer_than_the_date_probe_is_seen_in_the_name_index(tmp_path:
     for i in range(70):
         g._clock = landed - (400 - i if i < 69 else 95) * DAY
         g.commit(f"Vendored patch {i}", {"vendor/v.py": f"v = {i}\n"})
+    monkeypatch.setattr(sys.modules[__name__], "ISLANDS", islands)
     err, report = _brought_back(tmp_path, g, landed, 5)
-    assert "the whole history is fetched" in err and "the name index records a commit dated" in err, err
+    by_date = "the whole history is fetched" in err and "the name index records a commit dated" in err
+    assert islands == "0" or by_date, err
     assert report["risk"]["action"] == "review", report
 
 

@@ -114,7 +114,7 @@ def test_the_index_is_written_into_the_repository_whatever_this_process_keeps_be
     monkeypatch.setattr(process, "_GRAPHS", [str(g.path / ".git" / "objects")])
     build_index(other, "main")
     files = _git(other, "ls-tree", "-r", "--format=%(objectname)", LOCAL_REF).split()
-    assert len(files) == 258  # the header, the record of dates, 256 shards
+    assert len(files) == 258 + 2 * 4096 + 3  # the header, the record of dates, 256 shards; the ledger's
     # Read without the kept store: every file is in the repository's own store.
     missing = subprocess.run(["git", "cat-file", "--batch-check"], cwd=other, input="\n".join(files) + "\n",
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
@@ -295,10 +295,15 @@ def test_a_commit_of_the_name_below_one_dated_too_early_fetches_the_whole_histor
     g._clock = now + DAY
     g.commit("Touch d (#21)", {"d.py": "w = 1\n"})
     base, revert, origin = _pr(tmp_path, g, again, 'Revert "Make f return 2 (#3)"\n\nStill broken.\n')
-    work, err = _fetch(origin, tmp_path, base)
+    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "-1")
     assert "the whole history is fetched: the name index counts 2 commit(s) called 'p:3'" in err, err
     assert not git.is_shallow(work)
-    assert _check(work, revert, base) == _check(_complete(origin, tmp_path), revert, base)
+    complete = _check(_complete(origin, tmp_path), revert, base)
+    assert _check(work, revert, base) == complete
+    # With the ledger's islands, the old commit of the name is fetched by id: the window stands.
+    work, err = _fetch(origin, tmp_path / "islands", base)
+    assert "the whole history is fetched" not in err and "by id from the ledger" in err, err
+    assert _check(work, revert, base) == complete
 
 
 def test_an_abbreviated_id_is_served_by_the_window(tmp_path: Path) -> None:

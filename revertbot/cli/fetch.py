@@ -43,6 +43,7 @@ from revertbot.errors import ConfigError, UsageError
 from revertbot.globs import match_branch
 from revertbot.pipeline import history_window
 from revertbot.pipeline.name_index_branch import LOCAL_REF as NAMES_REF, NAMES_BRANCH, read_index
+from revertbot.pipeline.window_islands import SPARSE_AFTER_DAYS
 from revertbot.store.history_branch import DEFAULT_BRANCH as HISTORY_BRANCH
 from revertbot.verdict.name_index import IndexUnreadable, NameSource
 from revertbot.verdict.releases import TAG_PATTERNS, version_key
@@ -239,10 +240,15 @@ MANY_RELEASE_BRANCHES = 200
                    "(see docs/workflows.md).")  # fmt: skip
 @click.option("--window-margin-days", type=click.IntRange(min=1, max=3650), default=history_window.MARGIN_DAYS,
               show_default=True, help="Days of history fetched before the oldest commit the reverts name.")  # fmt: skip
+@click.option("--islands-after-days", type=click.IntRange(min=-1, max=36500), default=SPARSE_AFTER_DAYS,
+              show_default=True,
+              help="Where the window would start more than this many days before the pull request, fetch below "
+                   "its recent part only the commits the check reads, by id, as the ledger of the revertbot-names "
+                   "data branch lists them (0: always; -1: never, the whole window by date).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the refspecs and fetch nothing.")
 def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None, base: str | None,
                   base_sha: str | None, tags: bool, history: bool, filter_spec: str | None, window: bool | None,
-                  window_margin_days: int, dry_run: bool) -> None:  # fmt: skip
+                  window_margin_days: int, islands_after_days: int, dry_run: bool) -> None:  # fmt: skip
     """Fetch only the refs the analysis reads: the base branch's history, the PR head, the release
     branches of .revertbot.yml, the version tags and the revertbot-history data branch (commits
     and trees; file contents are fetched in batches as the analysis reads them). Meant for a
@@ -368,7 +374,7 @@ def fetch_command(repo: str, remote: str, event_path: str | None, pr: int | None
         return
     if windowed and target.base is not None and target.pr is not None:
         done = _fetch_window(root, remote, target, release, tags, history, kept_tags, filt, window_margin_days, say,
-                             config_sha or None, NAMES_BRANCH in listing.tips)  # fmt: skip
+                             config_sha or None, NAMES_BRANCH in listing.tips, islands_after_days)  # fmt: skip
         if done is not None:
             seconds += done
             _name_default(root, remote, target, listing.tips)
@@ -430,7 +436,7 @@ def _name_default(root: Path, remote: str, target: FetchTarget, tips: Mapping[st
 
 def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequence[str], tags: bool, history: bool,
                   kept_tags: Sequence[str], filt: str | None, margin_days: int, say: Any, base_commit: str | None,
-                  names_listed: bool) -> float | None:  # fmt: skip
+                  names_listed: bool, islands_after_days: int = SPARSE_AFTER_DAYS) -> float | None:  # fmt: skip
     """The history window of the pull request's check (see :mod:`history_window`), then the history
     branch whole: the seconds, or None where the whole history is to be fetched (said why)."""
     assert target.base is not None and target.pr is not None
@@ -447,7 +453,8 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
     say(f"fetching #{target.pr}'s commits and what its reverts name, then the history they need")
     done = history_window.fetch_window(root, remote, target.base, f"+refs/heads/{target.base}:{tracking}{target.base}",
                                        f"+refs/pull/{target.pr}/head:{PR_REF.format(number=target.pr)}", others, filt,
-                                       margin_days, base_commit=base_commit, names=names)  # fmt: skip
+                                       margin_days, base_commit=base_commit, names=names,
+                                       islands_after_days=islands_after_days)  # fmt: skip
     if done.window.whole:
         say(f"the whole history is fetched: {done.window.reason}")
         return None  # (the whole history's fetch says the tags it leaves out)

@@ -31,7 +31,8 @@ def names() -> None:
 
 @names.command()
 @click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False, exists=True),
-              help="Clone with the branch's whole history (its commits; no files are read).")  # fmt: skip
+              help="Clone with the branch's whole history: its commits, and their trees for the ledger of "
+                   "paths (no file contents are read).")  # fmt: skip
 @click.option("--branch", required=True, help="The branch indexed: the repository's default branch.")
 @click.option("--push/--no-push", default=False, show_default=True,
               help=f"Replace the {NAMES_BRANCH} branch of the remote with the new index.")  # fmt: skip
@@ -50,6 +51,9 @@ def update(repo: str, branch: str, push: bool, remote: str | None) -> None:
     built = build_index(root, branch, progress=progress)
     click.echo(f"names: {built.meta.commits} commits of {built.meta.branch} at {built.meta.tip[:12]}, "
                f"{built.keys} names, in {built.seconds:.1f}s: {LOCAL_REF} = {built.commit[:12]}", err=True)  # fmt: skip
+    if built.no_ledger:
+        click.echo(f"names: no ledger: {built.no_ledger} (pull requests' windows then read their history by date)",
+                   err=True)  # fmt: skip
     if push:
         env = dict(os.environ)
         target = remote or remote_from_env(env)

@@ -17,6 +17,7 @@ from types import ModuleType
 from revertbot.git.commits import (
     StartedLog as StartedLog,
     commits_of as commits_of,
+    iter_changed_paths as iter_changed_paths,
     iter_log as iter_log,
     log as log,
     log_revs as log_revs,
@@ -136,6 +137,11 @@ from revertbot.git.scratch import (
     SCRATCH_MIN_FREE as SCRATCH_MIN_FREE,
     remove_kept_objects as remove_kept_objects,
     scratch_objects as scratch_objects,
+)
+from revertbot.git.stitch import (
+    stitch as stitch,
+    stitches as stitches,
+    unstitch as unstitch,
 )
 from revertbot.git.writes import (
     FALLBACK_IDENT as FALLBACK_IDENT,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from revertbot.errors import GitError, RevertbotError
-from revertbot.git.process import _drained, _feed, _grow_pipe, _popen
+from revertbot.git.process import _drained, _feed, _grow_pipe, _popen, stream_output
 from revertbot.models import Commit
 
 #: What :func:`repo_root` asks git, in one process (see there).
@@ -150,6 +150,26 @@ def _parse_log(
         fields.append(rest.decode("utf-8", "replace"))
     if len(fields) == _LOG_FIELDS:
         yield _commit(fields, keep)
+
+
+def iter_changed_paths(repo: Path, rev: str) -> Iterator[tuple[str, list[str]]]:
+    """Per commit reachable from ``rev`` (as :func:`iter_log` lists them), its id and the paths it
+    changes against its first parent (a merge: what it brought in), streamed from one process."""
+    args = ["log", "-z", "--format=%x01%H", "--name-only", "--no-renames", "--diff-merges=first-parent", rev, "--"]
+    sha, rest = "", b""
+    paths: list[str] = []
+    for chunk in stream_output(args, repo):
+        parts = (rest + chunk).split(b"\x00")
+        rest = parts.pop()
+        for part in parts:
+            if part[:1] == b"\x01" and len(part) in (41, 65):  # a commit's line: "\x01<id>"
+                if sha:
+                    yield sha, paths
+                sha, paths = part[1:].decode("ascii"), []
+            else:  # (the first path of a commit follows the newline that ends its line)
+                paths.append((part[1:] if not paths and part[:1] == b"\n" else part).decode("utf-8", "surrogateescape"))
+    if sha:
+        yield sha, paths
 
 
 class StartedLog:

@@ -19,7 +19,6 @@ refspec), as git itself never moves a tag it has.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -29,8 +28,9 @@ from pathlib import Path
 from revertbot.errors import EXIT_GIT, GitError, RevertbotError
 from revertbot.git.contents import local_object_types, object_types
 from revertbot.git.partial import promisor_remote
-from revertbot.git.process import _git_path, run, run_bytes
-from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, ref_sha, shallow_commits
+from revertbot.git.process import run, run_bytes
+from revertbot.git.refs import HEX_RE, ON_BASE_REFS, is_shallow, list_refs, ref_sha, shallow_commits, write_shallow
+from revertbot.git.stitch import unstitch
 
 #: The glob characters of a pattern (``globs.py`` and ``for-each-ref`` share them).
 _GLOB_CHARS = "*?[\\"
@@ -263,6 +263,8 @@ def fetch_refspecs(
     (fetched without a ref)."""
     if not refspecs:  # on stdin, none would mean the remote's configured refspecs
         return FetchResult((), False, 0.0, ())
+    # The remote must hear which commits lack their history: a stitched one would read as whole.
+    unstitch(repo)
     limited = depth is not None or shallow_since is not None or shallow_exclude is not None or deepen is not None
     if limited:
         unshallow = False
@@ -401,16 +403,7 @@ def join_shallow(repo: Path) -> list[str]:
     partly = [sha for sha in listed if any(here[sha]) and not all(here[sha])]
     if not joined:
         return partly
-    kept = [sha for sha in listed if sha not in set(joined)]
-    path = _git_path(repo, "shallow")  # where shallow_commits read it
-    lock = path.with_name("shallow.lock")
-    with open(lock, "x", encoding="ascii") as out:  # another git at work here: stop rather than race it
-        out.write("".join(f"{sha}\n" for sha in kept))
-    if kept:
-        os.replace(lock, path)
-    else:
-        lock.unlink()
-        path.unlink()
+    write_shallow(repo, [sha for sha in listed if sha not in set(joined)])
     return partly
 
 

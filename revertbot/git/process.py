@@ -172,7 +172,45 @@ def _repo_settings(cwd: str | os.PathLike[str]) -> _RepoSettings:
     return found
 
 
+def forget_repo_settings(cwd: str | os.PathLike[str]) -> None:
+    """Read the repository's settings again at its next command (its stitches changed)."""
+    with _REPO_SETTINGS_LOCK:
+        _REPO_SETTINGS.pop(os.path.realpath(cwd), None)
+
+
+#: The graft file of a stitched history window (see :mod:`revertbot.git.stitch`), beside ``shallow``.
+_STITCHES = "revertbot-grafts"
+
+
+def _stitches_file(cwd: str | os.PathLike[str]) -> Path | None:
+    """Where the repository at ``cwd`` keeps its stitches, found without a process where the
+    layout says (a clone's top level, a bare repository); None where there is no repository."""
+    known = _GIT_PATHS.get(str(cwd), {}).get("shallow")
+    if known is not None:
+        return known.with_name(_STITCHES)
+    top = Path(cwd)
+    if (top / ".git").is_dir():
+        return top / ".git" / _STITCHES
+    if (top / "objects").is_dir() and (top / "HEAD").is_file():
+        return top / _STITCHES
+    proc = subprocess.run(["git", "rev-parse", "--git-path", "shallow"], cwd=cwd, capture_output=True,
+                          env=_git_env(), check=False)  # fmt: skip
+    if proc.returncode != 0:
+        return None
+    rel = Path(proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n"))
+    return (rel if rel.is_absolute() else (top / rel).resolve()).with_name(_STITCHES)
+
+
 def _read_repo_settings(cwd: str | os.PathLike[str]) -> _RepoSettings:
+    settings = _read_guards(cwd)
+    stitches = _stitches_file(cwd)
+    if stitches is not None and stitches.is_file():
+        # A history window stitched by revertbot (its own file, never the repository's grafts).
+        settings = _RepoSettings(settings.guards, (*settings.env, ("GIT_GRAFT_FILE", str(stitches))), settings.promisor)
+    return settings
+
+
+def _read_guards(cwd: str | os.PathLike[str]) -> _RepoSettings:
     try:
         proc = subprocess.run(["git", *_STABLE_CONFIG, "config", "-z", "--show-scope", "--get-regexp", _GUARD_PATTERN],
                               cwd=cwd, capture_output=True, env=_git_env(), check=False)  # fmt: skip
@@ -485,15 +523,23 @@ _KEPT_LOCK = threading.Lock()
 def _stream_lines(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Iterator[bytes]:
     """Lines of ``git <args>``'s output as they come (without the newline), so that a huge output
     is never held in memory. Stopping the iteration early stops the process."""
+    for chunk in stream_output(args, cwd, ok_codes, lines=True):
+        yield chunk[:-1] if chunk.endswith(b"\n") else chunk
+
+
+def stream_output(args: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,), lines: bool = False
+                  ) -> Iterator[bytes]:  # fmt: skip
+    """``git <args>``'s output as it comes: chunks read beside by a thread (:func:`_drained`), or with
+    ``lines`` its lines. Stopping the iteration early stops the process; a failure raises
+    :class:`GitError` once the output is read."""
     # stderr goes to a file: a pipe nobody reads while stdout is consumed could fill and stall git.
     with tempfile.TemporaryFile() as errfile:
         proc = _popen(args, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errfile)
         assert proc.stdout is not None
-        _grow_pipe(proc.stdout)  # git writes on while the lines are worked through
+        _grow_pipe(proc.stdout)  # git writes on while the output is worked through
         finished = False
         try:
-            for line in proc.stdout:
-                yield line[:-1] if line.endswith(b"\n") else line
+            yield from (proc.stdout if lines else _drained(proc.stdout))
             finished = True
         finally:
             if not finished:

@@ -83,6 +83,20 @@ def shallow_commits(repo: Path) -> set[str]:
         return set()
 
 
+def write_shallow(repo: Path, shas: Sequence[str]) -> None:
+    """Replace the clone's ``shallow`` list with ``shas`` through ``shallow.lock``, as git does (no
+    list at all where none is left)."""
+    path = _git_path(repo, "shallow")  # where shallow_commits reads it
+    lock = path.with_name("shallow.lock")
+    with open(lock, "x", encoding="ascii") as out:  # another git at work here: stop rather than race it
+        out.write("".join(f"{sha}\n" for sha in shas))
+    if shas:
+        os.replace(lock, path)
+    else:
+        lock.unlink()
+        path.unlink(missing_ok=True)
+
+
 #: Where a history-window fetch marks the commits it knows are on the base branch though the
 #: clone's base history stops above them (where a release branch or tag left the base earlier).
 ON_BASE_REFS = "refs/revertbot/on-base/"

@@ -56,8 +56,9 @@ def tree_of_files(repo: Path, files: Mapping[str, bytes]) -> str:
     """Write ``files`` (path -> content; paths with ``/`` make subtrees) as blobs and one tree into
     the repository; the tree's id. Two git processes, whatever the number of files."""
     with tempfile.TemporaryDirectory(prefix="revertbot-tree-") as tmp:
+        contents = list(dict.fromkeys(files.values()))  # each content once (many files may be empty)
         written = []
-        for n, data in enumerate(files.values()):
+        for n, data in enumerate(contents):
             path = Path(tmp) / f"{n}"
             path.write_bytes(data)
             written.append(str(path))
@@ -66,8 +67,9 @@ def tree_of_files(repo: Path, files: Mapping[str, bytes]) -> str:
         own = {OWN_OBJECTS_ONLY: "1"}
         ids = run("hash-object", "-w", "--no-filters", "--stdin-paths", cwd=repo,
                   input="".join(f"{w}\n" for w in written), env=own).split()  # fmt: skip
+        by_content = dict(zip(contents, ids, strict=True))
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **own}
-        listing = "".join(f"100644 {oid}\t{path}\n" for path, oid in zip(files, ids, strict=True))
+        listing = "".join(f"100644 {by_content[data]}\t{path}\n" for path, data in files.items())
         run("update-index", "--add", "--index-info", cwd=repo, env=env, input=listing)
         return run("write-tree", cwd=repo, env=env).strip()
 

@@ -16,6 +16,7 @@ whole where the check reads. Anything else reads the whole history, as before.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,14 @@ from pathlib import Path
 from revertbot import git
 from revertbot.analysis.history import changed_paths
 from revertbot.models import Commit, ParsedMessage
+from revertbot.pipeline import window_branches
+from revertbot.pipeline.window_branches import destination
+from revertbot.pipeline.window_islands import SPARSE_AFTER_DAYS, Islands, open_islands
 from revertbot.pipeline.window_names import (
     NO_INDEX,
     check_would_stop,
     dates_hold,
+    index_covers,
     keyed_start,
     looked_up,
     named_by_keys,
@@ -220,7 +225,8 @@ class WindowFetch:
 
 def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: str, other_specs: Sequence[str],
                  filter_spec: str | None, margin_days: int = MARGIN_DAYS, base_commit: str | None = None,
-                 names: NameSource | None = None) -> WindowFetch:  # fmt: skip
+                 names: NameSource | None = None, islands_after_days: int = SPARSE_AFTER_DAYS
+                 ) -> WindowFetch:  # fmt: skip
     """Fetch the history a check of the pull request reads into a shallow clone:
 
     1. the base branch (``base_spec``), the pull request (``pr_spec``) and ``other_specs``
@@ -247,14 +253,19 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     there whose parents were cut is below the first parent of each named commit (a branch merged
     after the original brings no commit cut from its history; a commit dated before its parents
     cuts nothing above the original), no release branch or tag merged a base commit (see
-    :func:`_merges_at_the_boundary`), and the commits below the window's start are dated before it
+    :func:`window_branches.merges_at_the_boundary`), and the commits below the window's start are dated before it
     as far as :func:`_dated_out_of_order` looks. With ``names`` (the name index, see
     :func:`choose_window`), the commits a revert names by title, number or abbreviated id are those
     of the history fetched that carry the name, and the window stands only where the index's commit
     is in the base's history fetched, no commit after it lost its parents to the window's start,
     and the commits of each name in its history are as many as the index counts
     (:func:`window_names.named_by_keys`). Else ``window.whole`` says why and the caller fetches the whole
-    history (``--unshallow``)."""
+    history (``--unshallow``).
+
+    Where the name index has a ledger and the window would start more than ``islands_after_days``
+    below its recent part (the pull request's commits and the index's own, less the margin), step 5
+    fetches that recent part by date and, below it, only the commits the check reads, by id, stitched
+    into one line (:mod:`window_islands`)."""
     seconds = 0.0
     left_out: set[str] = set()
 
@@ -266,6 +277,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         return result
 
     def whole(reason: str) -> WindowFetch:
+        git.unstitch(root)  # the caller reads the clone as fetched: shallow where it is
         return WindowFetch(_whole(reason), (), seconds, tuple(sorted(left_out)))
 
     git.mark_on_base(root, [])  # an earlier fetch's marks say nothing of this one's history
@@ -273,7 +285,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         return whole(NO_INDEX)
     specs = [base_spec, pr_spec, *other_specs]
     fetch(specs, depth=1)
-    base_ref, head_ref = _destination(base_spec), _destination(pr_spec)
+    base_ref, head_ref = destination(base_spec), destination(pr_spec)
     try:
         fetch([pr_spec], shallow_exclude=f"refs/heads/{base}")
     except git.FetchError:
@@ -292,6 +304,13 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     window = choose_window(pr_commits, read_named, margin_days, names)
     if window.whole:
         return whole(window.reason)
+    recent = min([c.commit_time for c in pr_commits] + [names.tip_time]) - margin_days * 86400
+    opened = open_islands(root, names, recent)
+    islands: Islands | None = opened if isinstance(opened, Islands) else None
+    no_islands = opened if isinstance(opened, str) else ""  # why not, said where they were wanted
+    if islands is not None:
+        islands.after_days = islands_after_days
+    direct = {s.lower() for _, pm in _revert_like(pr_commits) for s in pm.shas}  # what the PR's reverts name
     keys = {k: (when, n) for k, when, n in window.keys}
     # The refs the remote has (a tag pattern may match none), each by its exact name.
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
@@ -307,8 +326,8 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if fetch(exact, shallow_exclude=f"refs/heads/{base}").selected:
                 # Judged once the base's history is here: a merge on the base itself (a tag on a
                 # merged pull request) is no branch's own.
-                merges_cut = _merges_at_the_boundary(root, exact, base_ref)
-                own = _own_commits(root, branches, base, base_ref, fetch)
+                merges_cut = window_branches.merges_at_the_boundary(root, exact, base_ref)
+                own = window_branches.own_commits(root, branches, base, base_ref, fetch)
             fetch(exact, deepen=1)
         except git.FetchError as exc:
             return whole(f"the release branches' own commits could not be fetched ({exc.message})")
@@ -328,7 +347,18 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
         since = min(_start([*pr_commits, *named.values()], named.values(), margin_days),
                     keyed_start(keys.values(), names, margin_days))  # fmt: skip
         partly: list[str] = []
-        if since != fetched_since:  # (a round that only followed more names reads the same history)
+        if islands is not None and islands.wanted(since):
+            if fetched_since != islands.recent:
+                fetch([base_spec, pr_spec], shallow_since=islands.recent)
+                fetched_since = islands.recent
+            why_not, partly = islands.fill(named, direct, followed.values(), keys, pr_commits, fetch, margin_days)
+            if why_not is not None:  # the history by date, from here on
+                git.unstitch(root)
+                islands, no_islands = None, why_not
+                continue
+            history = git.log_revs(root, [base_ref, head_ref])
+            reverts_here = _revert_like([*history, *own_commits])
+        elif since != fetched_since:  # (a round that only followed more names reads the same history)
             fetch([base_spec, pr_spec], shallow_since=since)
             fetched_since = since
             partly = git.join_shallow(root)
@@ -377,7 +407,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
                 return whole(f"{referring[0][0].sha[:10]}, a revert of a commit the check reads: {further.reason}")
             absorb(further)
             continue  # what they name may reach further back, and more reverts may refer to them
-        why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, since + margin_days * 86400)
+        sparse = islands is not None and fetched_since == islands.recent
+        edge = None if sparse else since + margin_days * 86400  # (islands: whole by the ledger, not by date)
+        why = _cut(root, history, named, pr_commits, base_commit or base_ref, head_ref, edge)
         if why is not None:
             return whole(why)
         more, keyed, why = _looked_back(root, history, named.values(), margin_days, names is not None)
@@ -397,13 +429,24 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if merged:
                 return whole(f"{merged[0][:10]}, a merge of a base commit into a release branch or tag, hides the "
                              "commits of their own below it in a shallow clone")  # fmt: skip
-            why = (dates_hold(root, names, since, here, base_ref, head_ref)
-                   or _dated_out_of_order(root, here, since, fetch)  # (the pull request's side: no index for it)
-                   or check_would_stop(root, _revert_like(pr_commits), head_ref))  # fmt: skip
+            start = islands.recent if sparse and islands is not None else since
+            # Islands stand on the ledger, not on dates: what the date-limited recent part leaves out
+            # below the index's commit, the ledger lists (and the check's reads of it are fetched by id).
+            why = (index_covers(root, names, here, base_ref, head_ref) if sparse
+                   else dates_hold(root, names, since, here, base_ref, head_ref)
+                   or _dated_out_of_order(root, here, since, fetch))  # (the pull request's side: no index for it)
+            why = why or check_would_stop(root, _revert_like(pr_commits), head_ref)
             if why is not None:
                 return whole(why)
-            git.mark_on_base(root, _on_base(root, branches, base_ref, own))
-            return WindowFetch(HistoryWindow(since, window.reason, tuple(named)), (base_spec, pr_spec), seconds,
+            git.mark_on_base(root, window_branches.on_base(root, branches, base_ref, own))
+            reason = window.reason
+            if not sparse and no_islands and islands_after_days >= 0 and \
+                    since < recent - islands_after_days * 86400:  # fmt: skip
+                reason += f"; by date, not by the ledger: {no_islands}"
+            if sparse and islands is not None:
+                reason += (f"; below {time.strftime('%Y-%m-%d', time.gmtime(islands.recent))}, only the "
+                           f"{islands.fetched} commit(s) the check reads, by id from the ledger")  # fmt: skip
+            return WindowFetch(HistoryWindow(start, reason, tuple(named)), (base_spec, pr_spec), seconds,
                                tuple(sorted(left_out)))  # fmt: skip
         if len(named) + len(more) > MAX_NAMED:
             return whole(f"the reverts name more than {MAX_NAMED} commits, directly or through others")
@@ -454,7 +497,7 @@ def _start(dated: Iterable[Commit], named: Iterable[Commit], margin_days: int) -
 
 
 def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_commits: Sequence[Commit],
-         base_ref: str, head_ref: str, edge: int) -> str | None:  # fmt: skip
+         base_ref: str, head_ref: str, edge: int | None) -> str | None:  # fmt: skip
     """Why the fetched history of the base and the pull request is not whole where the check
     reads (None: it is). A commit that lost its parents to the window's start is committed
     before ``edge`` (just after the start): one well inside the window has a parent older than
@@ -463,7 +506,7 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
     boundary = git.shallow_commits(root)
     here = {c.sha for c in history}
     for c in history:
-        if c.sha in boundary and c.commit_time >= edge:  # (the look-back takes a revert dated at its edge)
+        if edge is not None and c.sha in boundary and c.commit_time >= edge:  # (the look-back: a revert at its edge)
             return (f"{c.sha[:10]}, well inside the window, has a parent older than it (a merge of an old branch, or "
                     "a date out of order): the history under it is hidden")  # fmt: skip
     for sha in named:
@@ -488,11 +531,6 @@ def _cut(root: Path, history: Sequence[Commit], named: Mapping[str, Commit], pr_
     return None
 
 
-def _tips(root: Path, specs: Sequence[str]) -> list[str]:
-    """The commits the exact refspecs ``specs`` wrote (an annotated tag peeled)."""
-    return sorted(set(git.ref_commits(root, git.fetched_refs(root, specs)).values()))
-
-
 def _dated_out_of_order(root: Path, here: set[str], since: int, fetch: Callable[..., git.FetchResult]
                         ) -> str | None:  # fmt: skip
     """Why the history below the window's start may hold commits dated inside it (None: none seen).
@@ -512,42 +550,6 @@ def _dated_out_of_order(root: Path, here: set[str], since: int, fetch: Callable[
                     "order, as `git am --committer-date-is-author-date` leaves them): the history cannot be cut by "
                     "date there")  # fmt: skip
     return None
-
-
-def _merges_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> list[str]:
-    """The merges the release branches' and tags' ``--shallow-exclude`` fetch left shallow: one
-    of their parents is the base's, and git hides every parent of a shallow commit, the branch's
-    own ones too, so what a branch has below such a merge of its own cannot be told from here."""
-    boundary = git.shallow_commits(root)
-    reached = [c.sha for c in git.log_revs(root, [*_tips(root, specs), f"^{base_ref}"]) if c.sha in boundary]
-    return sorted(sha for sha, parents in git.recorded_parents(root, reached).items() if len(parents) > 1)
-
-
-def _own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
-                 fetch: Callable[..., git.FetchResult]) -> set[str]:  # fmt: skip
-    """The release branches' own commits (those the remote's base does not reach), just after
-    their ``--shallow-exclude`` fetch. A tip that fetch left alone at the boundary is either a
-    branch's only commit of its own or a branch with none: the remote is asked, one fetch of that
-    branch each (before anything deepens it: a fetch that cuts a commit's parents cuts them here)."""
-    tips = git.ref_commits(root, git.fetched_refs(root, branches))  # one lookup for every branch
-    own = {c.sha for c in git.log_revs(root, [*sorted(set(tips.values())), f"^{base_ref}"])}
-    boundary = git.shallow_commits(root)
-    for spec in branches:
-        tip = tips.get(_destination(spec))
-        if tip in own and tip in boundary and not fetch([spec], shallow_exclude=f"refs/heads/{base}").selected:
-            own.discard(tip)
-    return own
-
-
-def _on_base(root: Path, branches: Sequence[str], base_ref: str, own: set[str]) -> list[str]:
-    """The commits the release branches reach that are on the remote's base although the base's
-    history fetched here stops above them: where a branch left the base before the window, or its
-    tip where it has no commit of its own. The check would count them among the branch's own
-    commits (a revert there read as the revert's copy, a title as the original's); marked
-    (:func:`git.mark_on_base`), it does not. ``own``: :func:`_own_commits`."""
-    if not branches:
-        return []
-    return sorted({c.sha for c in git.log_revs(root, [*_tips(root, branches), f"^{base_ref}"])} - own)
 
 
 def _looked_back(root: Path, history: Sequence[Commit], named: Iterable[Commit], margin_days: int,
@@ -589,7 +591,3 @@ def _source(specs: Sequence[str], dest: str) -> str:
         if dst == dest:
             return src
     raise ValueError(f"no refspec writes {dest}")
-
-
-def _destination(refspec: str) -> str:
-    return refspec.lstrip("+").partition(":")[2] or refspec

@@ -57,6 +57,11 @@ def _covered(root: Path, names: NameSource, here: set[str], base_ref: str, head_
     return after, None
 
 
+def index_covers(root: Path, names: NameSource, here: set[str], base_ref: str, head_ref: str) -> str | None:
+    """Why the name index does not speak for the history fetched (None: it does; see :func:`_covered`)."""
+    return _covered(root, names, here, base_ref, head_ref)[1]
+
+
 #: Why no window stands without the name index.
 NO_INDEX = ("no name index (the revertbot-names data branch, which the scheduled names job writes) says how the "
             "history's commit dates run below the window's start")  # fmt: skip

@@ -216,6 +216,9 @@ class NameSource:
     read_shards: Callable[[Sequence[str]], Mapping[str, bytes]]
     #: Reads the record of dates out of order (:class:`DateGaps`); None: the index has none.
     read_dates: Callable[[], bytes] | None = None
+    #: Reads files of its ledger (see :mod:`revertbot.verdict.ledger`) by their path there;
+    #: :class:`IndexUnreadable` where one is missing. None: the index has no ledger.
+    read_ledger: Callable[[Sequence[str]], Mapping[str, bytes]] | None = None
 
     def date_gaps(self) -> DateGaps:
         """:class:`IndexUnreadable` when the index keeps no such record or it is not as written."""
