@@ -336,7 +336,8 @@ def _pack_without_data_branches(origin: Path, env: dict[str, str]) -> int:
     listing = ["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"]
     tips = subprocess.run(listing, cwd=origin, env=env, capture_output=True, text=True, check=True).stdout.splitlines()
     wanted = "".join(f"{line.split()[1]}\n" for line in tips if not line.startswith("refs/heads/revertbot-"))
-    packed = subprocess.run(["git", "pack-objects", "--revs", "--stdout", "--delta-base-offset"], cwd=origin, env=env,
+    packed = subprocess.run(["git", "pack-objects", "--revs", "--stdout", "--delta-base-offset", "--missing=allow-any"],
+                            cwd=origin, env=env,
                             input=wanted.encode(), capture_output=True, check=True)  # fmt: skip
     return len(packed.stdout)
 

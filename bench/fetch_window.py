@@ -40,6 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.fetch import (
     _checkout_and_fetch,
+    _pack_without_data_branches,
     _reference_clone,
     _served_copy,
     _size,
@@ -101,6 +102,15 @@ def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: di
     tip = git.run("rev-parse", f"{sha}^", cwd=origin).strip()
     trace = work / "new.packs"
     out = _checkout_and_fetch(pr_origin, base, tip, new, env, trace, ["--pr", "1", "--window"])
+    # fetch-depth: 0 as of the pull request (the origin then, without revertbot's data branches), and
+    # the same PR's window by date alone (no islands), the baseline in the same run.
+    out["full_bytes"] = _pack_without_data_branches(pr_origin, env)
+    dated = work / "by-date" / "repo"
+    subprocess.run(["rm", "-rf", str(dated.parent)], check=True)
+    dated.parent.mkdir(parents=True)
+    by_date = _checkout_and_fetch(pr_origin, base, tip, dated, env, work / "by-date.packs",
+                                  ["--pr", "1", "--window", "--islands-after-days", "-1"])  # fmt: skip
+    out["by_date_bytes"] = by_date["checkout_bytes"] + by_date["fetch_bytes"]
     cmd = ["check", sha, "--base", tip, "--format", "json"]
     start = time.perf_counter()
     proc = subprocess.run([*revertbot_command(), *cmd, "--repo", str(new)], cwd=new,
@@ -211,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         row = flow(origin, args.base, sha, work, ref_clone, env, args.names)
         total = row["checkout_bytes"] + row["fetch_bytes"]
         event = row["checkout_s"] + row["fetch_s"] + row["check_s"]
-        rows.append((total / full, event, row["same"]))
-        print(f"  {sha[:10]}: checkout + fetch {total / mib:.2f} MiB = {total / full:.1%} of fetch-depth: 0 "
+        then = row["full_bytes"]  # fetch-depth: 0 as of the pull request
+        rows.append((total / then, event, row["same"], row["by_date_bytes"] / then, total / full))
+        print(f"  {sha[:10]}: checkout + fetch {total / mib:.2f} MiB = {total / then:.1%} of fetch-depth: 0 as of "
+              f"the PR ({then / mib:.1f} MiB; {total / full:.1%} of today's), by date alone "
+              f"{row['by_date_bytes'] / then:.1%} "
               f"(+{row['check_bytes'] / mib:.2f} MiB the check read); event to report {event:.1f}s "
               f"(fetch {row['fetch_s']:.1f}s, check {row['check_s']:.1f}s); "
               f"{_state(row)}{', by name' if row['by_name'] else ''}{', islands' if row['islands'] else ''}; JSON "
@@ -220,9 +233,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{' (' + row['verdict'] + ')' if 'verdict' in row else ''}")  # fmt: skip
     shares = sorted(r[0] for r in rows)
     events = sorted(r[1] for r in rows)
+    dated = sorted(r[3] for r in rows)
+
+    def p90(xs: list[float]) -> float:
+        return xs[min(len(xs) - 1, int(len(xs) * 0.9))]
+
     print(f"[{name}] {len(rows)} pull requests: bytes median {statistics.median(shares):.1%}, "
-          f"p90 {shares[min(len(shares) - 1, int(len(shares) * 0.9))]:.1%}, max {shares[-1]:.1%} of "
-          f"fetch-depth: 0; event to report median {statistics.median(events):.1f}s, max {events[-1]:.1f}s; "
+          f"p90 {p90(shares):.1%}, max {shares[-1]:.1%} of fetch-depth: 0 as of each PR (by date alone: median "
+          f"{statistics.median(dated):.1%}, p90 {p90(dated):.1%}, max {dated[-1]:.1%}); event to report median "
+          f"{statistics.median(events):.1f}s, max {events[-1]:.1f}s; "
           f"JSON identical to the complete clone's: {sum(r[2] for r in rows)} of {len(rows)}")  # fmt: skip
     return 0 if all(r[2] for r in rows) else 1
 

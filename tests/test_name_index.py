@@ -187,6 +187,7 @@ def test_names_update_and_show_on_the_command_line(tmp_path: Path) -> None:
     assert code == 0 and f"commits of main at {shas['late'][:12]}" in err, err
     code, out, _ = _run("names", "show", "--repo", str(g.path))
     assert code == 0 and shas["late"] in out and "commits of main" in out and "0 span(s) of dates out of order" in out
+    assert "ledger: " in out and "commits on the first-parent line" in out, out
     code, _, err = _run("names", "update", "--repo", str(g.path), "--branch", "nope")
     assert code != 0 and "no branch 'nope'" in err and "Traceback" not in err
     shallow = tmp_path / "shallow"

@@ -19,6 +19,7 @@ from revertbot.pipeline.name_index_branch import (
     read_index,
 )
 from revertbot.store.history_branch import remote_from_env, token_env
+from revertbot.verdict.ledger import LedgerMeta
 from revertbot.verdict.name_index import IndexUnreadable
 
 
@@ -84,3 +85,14 @@ def show(repo: str, ref: str) -> None:
     days = sum(hi - lo for lo, hi in gaps) / 86400
     click.echo(f"{len(gaps)} span(s) of dates out of order ({days:.1f} days in all): a history window starting "
                "there is not used")  # fmt: skip
+    source = read_index(root, ref, meta)
+    try:
+        ledger = LedgerMeta.loads(source.read_ledger(["meta.json"])["meta.json"]) if source.read_ledger else None
+    except IndexUnreadable as exc:
+        click.echo(f"no ledger this revertbot reads ({exc}): windows read their history by date")
+        return
+    if ledger is None or ledger.tip != meta.tip:
+        click.echo("no ledger of this commit: windows read their history by date")
+        return
+    click.echo(f"ledger: {ledger.line} commits on the first-parent line, {ledger.off_line} off it, {ledger.merges} "
+               "merge(s): a window reaching further back fetches what the check reads by id (islands)")  # fmt: skip
