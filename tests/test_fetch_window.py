@@ -79,6 +79,10 @@ def _origin(tmp_path: Path, g: GitRepo, pr_head: str, index: bool = True) -> Pat
     _git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
     if index:
         build_index(bare, "main", ref=f"refs/heads/{NAMES_BRANCH}")
+    # The records' data branch, as a repository that runs the bot has it: fetched after the window.
+    empty_tree = _git(bare, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    records = _git(bare, "commit-tree", empty_tree, "-m", "revertbot history").strip()
+    _git(bare, "update-ref", "refs/heads/revertbot-history", records)
     return bare
 
 

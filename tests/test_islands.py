@@ -218,3 +218,35 @@ def test_the_stitched_clone_is_unstitched_where_the_whole_history_is_fetched(tmp
     assert code == 0 and "the whole history is fetched" in err, err
     assert not git.is_shallow(work) and git.stitches(work) == {}
     assert _check(work, head, base) == _check(_complete(origin, tmp_path), head, base)
+
+
+def test_a_revert_in_the_gap_that_names_the_original_by_a_cut_short_title_reads_the_history_by_date(
+        tmp_path: Path) -> None:  # fmt: skip
+    """'Revert "Make f ret' (the title cut shorter than the 24 characters a key holds) 100 days after
+    the original changes none of its files: the check links it to the original by the title's first
+    characters, which no table of the ledger answers. Islands would leave it out ("merge" where the
+    complete clone sees a chain and says "review"); the ledger lists such reverts, and the window
+    reads its history by date."""
+    g = GitRepo(tmp_path / "src")
+    # (age weighs nothing here: the other factors decide the action)
+    config = CONFIG + "thresholds:\n  age_days_medium: 100000\n  age_days_high: 100000\n"
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": config, "b.py": "x = 0\n"})
+    for i in range(60):
+        g.tick(2 * DAY)
+        g.commit(f"Work on b, step {i} (#{100 + i})", {"b.py": f"x = {i}\n"})
+    g.tick(2 * DAY)
+    original = g.commit("Make f return 2 (#3)", {"a.py": "def f():\n    return 2\n"})
+    for i in range(150):
+        g.tick(2 * DAY)
+        if i == 50:
+            g.commit('Revert "Make f ret\n\nIt broke the nightly.\n', {"notes.txt": "n\n"})
+        g.commit(f"Work on d, step {i} (#{600 + i})", {"d.py": f"y = {i}\n"})
+    base = g.head()
+    g.tick(DAY)
+    head = g.revert_on_branch(original)
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "0")
+    assert "by id from the ledger" not in err and "fewer characters than the ledger keeps" in err, err
+    complete = _check(_complete(origin, tmp_path), head, base)
+    assert complete["risk"]["action"] == "review" and len(complete["chain"]) == 2  # type: ignore[index,arg-type]
+    assert _check(work, head, base) == complete

@@ -114,7 +114,7 @@ def test_the_index_is_written_into_the_repository_whatever_this_process_keeps_be
     monkeypatch.setattr(process, "_GRAPHS", [str(g.path / ".git" / "objects")])
     build_index(other, "main")
     files = _git(other, "ls-tree", "-r", "--format=%(objectname)", LOCAL_REF).split()
-    assert len(files) == 258 + 2 * 4096 + 3  # the header, the record of dates, 256 shards; the ledger's
+    assert len(files) == 258 + 2 * 4096 + 4  # the header, the record of dates, 256 shards; the ledger's
     # Read without the kept store: every file is in the repository's own store.
     missing = subprocess.run(["git", "cat-file", "--batch-check"], cwd=other, input="\n".join(files) + "\n",
                              capture_output=True, text=True, check=True).stdout  # fmt: skip

@@ -464,9 +464,12 @@ def _fetch_window(root: Path, remote: str, target: FetchTarget, release: Sequenc
         "is not a revert); release branches and tags: their own commits, whatever their dates")  # fmt: skip
     seconds += done.seconds
     if history:
-        # A data branch of its own: whole (the limits above would cut its records by date).
+        # A data branch of its own: whole (the limits above would cut its records by date). The fetch
+        # puts the islands' stitches back on the shallow list; a history of its own changes none of them.
+        stitched = git.stitches(root)
         spec = f"+refs/heads/{HISTORY_BRANCH}:{tracking}{HISTORY_BRANCH}"
         seconds += git.fetch_refspecs(root, remote, [spec], filter_spec=filt, unshallow=False).seconds
+        git.stitch(root, stitched)
     return seconds
 
 

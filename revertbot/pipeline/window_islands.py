@@ -137,8 +137,17 @@ class Islands:
         placed = self.by_key(sorted({f"s:{s[:7]}" for s in named}), CARRIES)
         named_places = [e.place for found in placed.values() for e in found if e.sha in named and e.on_line]
         first = min(named_places, default=self.meta.line)
+        def below_recent(e: Entry) -> bool:
+            return e.time >= low or (e.on_line and e.place >= first)
+
         for found in self.changing(files).values():
-            entries.update((e.sha, e) for e in found if e.time >= low or (e.on_line and e.place >= first))
+            entries.update((e.sha, e) for e in found if below_recent(e))
+        # A revert that names a commit by fewer characters than a key holds (a cut title, a short id)
+        # may name one of those read: the ledger cannot say which, the history by date can.
+        inexact = [e for e in decode_reverts(self._read(["inexact"])["inexact"]) if below_recent(e)]
+        if inexact:
+            return (f"{inexact[0].sha[:10]}, a revert among the commits the check may read, names a commit by fewer "
+                    "characters than the ledger keeps"), []  # fmt: skip
         # The commits of the names looked up, and the reverts that look up a name of the commits followed.
         for found in self.by_key(keys, CARRIES).values():
             entries.update((e.sha, e) for e in found)

@@ -68,14 +68,17 @@ class LedgerBuilder:
     keys: dict[int, list[tuple[int, int, int, bytes]]] = field(default_factory=dict)
     merges: list[int] = field(default_factory=list)
     reverts: list[tuple[int, int, bytes]] = field(default_factory=list)
+    inexact: list[tuple[int, int, bytes]] = field(default_factory=list)
     line: int = 0  # commits on the first-parent line
     off_line: int = 0
 
     def add(self, sha: str, place: int | None, when: int, paths: Iterable[str], carries: Iterable[str],
-            wants: Iterable[str], merge: bool, revert: bool) -> None:  # fmt: skip
+            wants: Iterable[str], merge: bool, revert: bool, exact: bool = True) -> None:  # fmt: skip
         """``place``: on the first-parent line, or None; ``paths``: what it changes against its
         first parent; ``carries``/``wants``: the keys it is found by and the keys its message looks
-        up; ``revert``: whether its message reads as a revert or reland."""
+        up; ``revert``: whether its message reads as a revert or reland; ``exact``: whether those
+        keys cover its lookups (False: it names a commit by fewer characters than a key holds, a
+        cut title or a short id, which no table here can answer)."""
         raw = bytes.fromhex(sha)
         at = OFF_LINE if place is None else place
         when = min(max(when, 0), _MAX_TIME)
@@ -87,6 +90,8 @@ class LedgerBuilder:
                 self.merges.append(place)
         if revert:
             self.reverts.append((at, when, raw))
+            if not exact:
+                self.inexact.append((at, when, raw))
         for p in set(paths):
             self.paths.setdefault(path_hash(p), []).append((at, when, raw))
         for role, keys in ((CARRIES, carries), (WANTS, wants)):
@@ -107,6 +112,7 @@ class LedgerBuilder:
             out.update({f"{kind}/{name}": b"".join(rows) for name, rows in shards.items()})
         out["merges"] = b"".join(_PLACE.pack(p) for p in sorted(self.merges))
         out["reverts"] = b"".join(_REVERT.pack(*row) for row in sorted(self.reverts))
+        out["inexact"] = b"".join(_REVERT.pack(*row) for row in sorted(self.inexact))
         out["meta.json"] = LedgerMeta(branch, tip, self.line, self.off_line, len(self.merges)).dumps().encode()
         return out
 
@@ -175,7 +181,8 @@ def decode_merges(data: bytes) -> tuple[int, ...]:
 
 
 def decode_reverts(data: bytes) -> list[Entry]:
-    """Every revert-like commit of the history, by place (those off the line last)."""
+    """Every revert-like commit of the history (the ``reverts`` file), or those whose lookups the
+    keys cannot cover (``inexact``), by place (those off the line last)."""
     if len(data) % _REVERT.size:
         raise IndexUnreadable(f"the ledger's reverts are {len(data)} bytes, not a whole number of records")
     rows = list(_REVERT.iter_unpack(data))
