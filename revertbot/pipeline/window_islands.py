@@ -97,11 +97,6 @@ class Islands:
             self._reverts = decode_reverts(self._read(["reverts"])["reverts"])
         return self._reverts
 
-    def restitch(self) -> None:
-        """Stitch again what a fetch put back on the shallow list (see :func:`git.stitch`)."""
-        if self.joins:
-            git.stitch(self.root, self.joins)
-
     def fill(self, named: Mapping[str, Commit], direct: Iterable[str], followed: Iterable[Commit],
              keys: Iterable[str], pr_commits: Sequence[Commit], fetch: Fetch, margin_days: int
              ) -> tuple[str | None, list[str]]:  # fmt: skip
@@ -168,7 +163,7 @@ class Islands:
         self.places.update((sha, e.place) for sha, e in entries.items())
         here = self._present(entries)
         self._fetch_by_id([s for s in entries if s not in here], fetch)
-        why = self._pad(fetch)
+        why = self._place_cut() or self._pad(fetch)
         if why is not None:
             return why, []
         partly = git.join_shallow(root)
@@ -188,38 +183,46 @@ class Islands:
             self.fetched += len(shas)
 
     def _pad(self, fetch: Fetch) -> str | None:
-        """Fetch the parents below each placed commit until the one cut is no revert: a revert whose
-        own parent is cut would show the whole gap below it as its diff."""
+        """Place the parent below each placed commit, and fetch it where the commit is cut from its
+        history and is a revert (the commit at the recent part's start, a parent fetched below a
+        commit the check reads, where a release branch left the base), until none such is left: a
+        revert whose own parent is cut would show the whole gap below it as its diff."""
         for _ in range(MAX_PADDING):
             cut = git.shallow_commits(self.root)
-            parents = git.recorded_parents(self.root, sorted(self._present(self.places)))
-            below: dict[str, int] = {}
-            for sha, ps in parents.items():
-                if ps and ps[0] not in self.places:
-                    below[ps[0]] = self.places[sha] - 1
-            self.places.update(below)
-            revertish = [c.sha for c in git.commits_of(self.root, sorted(s for s in below if s in cut))
+            here = sorted(self._present(self.places))
+            parents = git.recorded_parents(self.root, here)
+            self.places.update((ps[0], self.places[sha] - 1) for sha, ps in parents.items()
+                               if ps and ps[0] not in self.places)  # fmt: skip
+            revertish = [c.sha for c in git.commits_of(self.root, [s for s in here if s in cut])
                          if might_be_revert(c.message) and parse_message(c.message).kind is not None]  # fmt: skip
             if not revertish:
                 return None
             self._fetch_by_id(revertish, fetch)
         return f"more than {MAX_PADDING} reverts in a row below a commit the check reads"
 
+    def _place_cut(self) -> str | None:
+        """Give every commit cut from its history a place: where the recent part starts, where
+        release branches and tags left the base (by their ids in the ledger); why not."""
+        unplaced = sorted(git.shallow_commits(self.root) - set(self.places))
+        if not unplaced:
+            return None
+        found = self.by_key([f"s:{s[:7]}" for s in unplaced], CARRIES)
+        for s in unplaced:
+            hit = [e for e in found[f"s:{s[:7]}"] if e.sha == s]
+            if hit and hit[0].on_line:
+                self.places[s] = hit[0].place
+            elif s in self._present([s]):
+                return (f"{s[:10]}, cut from its history, is not on the base's first-parent line as the ledger "
+                        f"has it (after its commit {self.meta.tip[:10]}, or on another branch)")  # fmt: skip
+        return None
+
     def _stitch(self) -> str | None:
         """Join every cut commit of the base's line to the one fetched below it; why not."""
         root = self.root
+        why = self._place_cut()
+        if why is not None:
+            return why
         cut = git.shallow_commits(root)
-        unplaced = sorted(cut - set(self.places))
-        if unplaced:
-            # Where the recent part starts, where release branches left the base: by their ids.
-            found = self.by_key([f"s:{s[:7]}" for s in unplaced], CARRIES)
-            for s in unplaced:
-                hit = [e for e in found[f"s:{s[:7]}"] if e.sha == s]
-                if hit and hit[0].on_line:
-                    self.places[s] = hit[0].place
-                elif s in self._present([s]):
-                    return (f"{s[:10]}, cut from its history, is not on the base's first-parent line as the ledger "
-                            f"has it (after its commit {self.meta.tip[:10]}, or on another branch)")  # fmt: skip
         here = self._present(self.places)
         present = {s: p for s, p in self.places.items() if s in here}
         by_place: dict[int, str] = {}
