@@ -90,7 +90,7 @@ def decide(origin: Path, base: str, shas: list[str], margin: int, names: NameSou
 
 
 def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: dict[str, str],
-         names: bool = True) -> dict[str, Any]:  # fmt: skip
+         names: bool = True, islands_after: int | None = None) -> dict[str, Any]:  # fmt: skip
     """One revert as a pull request: the window's fetch and check against a complete clone's check.
     With ``names``, the origin has the name index of its base branch as it was a day before."""
     pr_origin = pull_request_origin(origin, base, sha, work / "origin-pr.git", env)
@@ -101,7 +101,8 @@ def flow(origin: Path, base: str, sha: str, work: Path, ref_clone: Path, env: di
     new.parent.mkdir(parents=True)
     tip = git.run("rev-parse", f"{sha}^", cwd=origin).strip()
     trace = work / "new.packs"
-    out = _checkout_and_fetch(pr_origin, base, tip, new, env, trace, ["--pr", "1", "--window"])
+    islands = [] if islands_after is None else ["--islands-after-days", str(islands_after)]
+    out = _checkout_and_fetch(pr_origin, base, tip, new, env, trace, ["--pr", "1", "--window", *islands])
     # fetch-depth: 0 as of the pull request (the origin then, without revertbot's data branches), and
     # the same PR's window by date alone (no islands), the baseline in the same run.
     out["full_bytes"] = _pack_without_data_branches(pr_origin, env)
@@ -158,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estimate-full", action="store_true",
                         help="fetch-depth: 0 as pack-objects of every ref (a mirror missing objects)")  # fmt: skip
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--islands-after-days", type=int, default=None,
+                        help="passed to revertbot fetch (0: islands wherever the ledger allows; default: its own)")
     parser.add_argument("--names", action=argparse.BooleanOptionalAction, default=True,
                         help="the origin keeps the name index of its base branch (a day old at each pull "
                              "request)")  # fmt: skip
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.any_revert:
         pool = [(sha, 0, False) for sha in sample]
     for sha, _, _ in rng.sample(pool, min(args.flows, len(pool))):
-        row = flow(origin, args.base, sha, work, ref_clone, env, args.names)
+        row = flow(origin, args.base, sha, work, ref_clone, env, args.names, args.islands_after_days)
         total = row["checkout_bytes"] + row["fetch_bytes"]
         event = row["checkout_s"] + row["fetch_s"] + row["check_s"]
         then = row["full_bytes"]  # fetch-depth: 0 as of the pull request

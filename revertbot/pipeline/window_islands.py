@@ -163,7 +163,8 @@ class Islands:
         self.places.update((sha, e.place) for sha, e in entries.items())
         here = self._present(entries)
         self._fetch_by_id([s for s in entries if s not in here], fetch)
-        why = self._place_cut() or self._pad(fetch)
+        spans = [(c.commit_time - LOOKBACK_DAYS * day - margin, c.commit_time + margin) for c in plain]
+        why = self._place_cut() or self._pad(fetch, spans)
         if why is not None:
             return why, []
         partly = git.join_shallow(root)
@@ -182,11 +183,13 @@ class Islands:
                 fetch(shas, depth=2)
             self.fetched += len(shas)
 
-    def _pad(self, fetch: Fetch) -> str | None:
+    def _pad(self, fetch: Fetch, spans: Sequence[tuple[int, int]]) -> str | None:
         """Place the parent below each placed commit, and fetch it where the commit is cut from its
-        history and is a revert (the commit at the recent part's start, a parent fetched below a
-        commit the check reads, where a release branch left the base), until none such is left: a
-        revert whose own parent is cut would show the whole gap below it as its diff."""
+        history and is a revert dated in one of ``spans`` (the look-back of each named change, where
+        the check reads reverts' diffs for relands by content): the commit at the recent part's
+        start, a parent fetched below a commit the check reads, where a release branch left the
+        base; until none such is left. A revert whose own parent is cut would show the whole gap
+        below it as its diff."""
         for _ in range(MAX_PADDING):
             cut = git.shallow_commits(self.root)
             here = sorted(self._present(self.places))
@@ -194,7 +197,8 @@ class Islands:
             self.places.update((ps[0], self.places[sha] - 1) for sha, ps in parents.items()
                                if ps and ps[0] not in self.places)  # fmt: skip
             revertish = [c.sha for c in git.commits_of(self.root, [s for s in here if s in cut])
-                         if might_be_revert(c.message) and parse_message(c.message).kind is not None]  # fmt: skip
+                         if any(lo <= c.commit_time <= hi for lo, hi in spans)
+                         and might_be_revert(c.message) and parse_message(c.message).kind is not None]  # fmt: skip
             if not revertish:
                 return None
             self._fetch_by_id(revertish, fetch)
