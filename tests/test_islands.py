@@ -250,3 +250,38 @@ def test_a_revert_in_the_gap_that_names_the_original_by_a_cut_short_title_reads_
     complete = _check(_complete(origin, tmp_path), head, base)
     assert complete["risk"]["action"] == "review" and len(complete["chain"]) == 2  # type: ignore[index,arg-type]
     assert _check(work, head, base) == complete
+
+
+@pytest.mark.parametrize("newest", [5, 23], ids=["among-the-first-20", "past-the-first-20"])
+def test_the_reverts_read_before_an_old_original_are_the_first_twenty_as_in_a_complete_clone(
+        tmp_path: Path, newest: int) -> None:  # fmt: skip
+    """The PR reverts O (400 days old) by id; in the 90 days before O lie 30 reverts, and O re-lands
+    by its diff the change one of them undid, the ``newest``-th counted back from O. The check reads
+    the first 20 reverts before O for relands by content: the complete clone finds the earlier story
+    or not, and islands (which fetch those 20 by the ledger's places) say the same."""
+    g = GitRepo(tmp_path / "src")
+    g.commit("init", {"a.py": "def f():\n    return 1\n", ".revertbot.yml": CONFIG, "b.py": "x = 0\n"})
+    for i in range(120):
+        g.tick(2 * DAY)
+        g.commit(f"Work on b, step {i} (#{100 + i})", {"b.py": f"x = {i}\n"})
+    helper = "def f():\n    return 1\n\n\ndef helper():\n    return 42\n"
+    for i in range(30, 0, -1):  # the revert numbered i is the i-th newest before O
+        g.tick(2 * DAY)
+        if i == newest:
+            g.revert(g.commit("Add helper (#200)", {"a.py": helper}))
+        else:
+            g.revert(g.commit(f"Add tool {i} (#{300 + i})", {f"tools/t{i}.py": f"t = {i}\n"}))
+    g.tick(DAY)
+    original = g.commit("Bring the helper back (#400)", {"a.py": helper})
+    for i in range(200):
+        g.tick(2 * DAY)
+        g.commit(f"Work on c, step {i} (#{1000 + i})", {"c.py": f"y = {i}\n"})
+    base = g.head()
+    g.tick(DAY)
+    head = g.revert_on_branch(original)
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "120")
+    assert "by id from the ledger" in err, err
+    complete = _check(_complete(origin, tmp_path), head, base)
+    assert (len(complete["chain"]) > 0) == (newest <= 20), complete["chain"]  # type: ignore[arg-type]
+    assert _check(work, head, base) == complete

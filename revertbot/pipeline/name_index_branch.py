@@ -13,7 +13,7 @@ from pathlib import Path
 
 from revertbot import git
 from revertbot.errors import GitError, UsageError
-from revertbot.verdict.grammar import index_message, might_be_revert, parse_message
+from revertbot.verdict.grammar import UNDO_KINDS, index_message, might_be_revert, parse_message
 from revertbot.verdict.ledger import LedgerBuilder
 from revertbot.verdict.name_index import (
     DateGaps,
@@ -65,8 +65,9 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     n = 0
     dated: list[tuple[str, int, tuple[str, ...]]] = []
     no_ledger = _tree_less(root)
-    # Per commit: the keys it carries, those it wants, whether it is revert-like, whether they are exact.
-    named: dict[str, tuple[list[str], list[str], bool, bool]] = {}
+    # Per commit: the keys it carries, those it wants, whether it is revert-like, whether they are exact,
+    # whether it undoes.
+    named: dict[str, tuple[list[str], list[str], bool, bool, bool]] = {}
     for c in git.iter_log(root, tip, keep=index_message):
         if n == 0:
             tip_time = c.commit_time
@@ -76,7 +77,8 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
             pm = parse_message(c.message) if might_be_revert(c.message) else None
             revert = pm is not None and pm.kind is not None
             wanted, exact = wanted_keys([pm]) if revert else (set(), True)
-            named[c.sha] = (sorted(commit_keys(c)), sorted(wanted), revert, exact)
+            undo = revert and pm is not None and pm.kind in UNDO_KINDS
+            named[c.sha] = (sorted(commit_keys(c)), sorted(wanted), revert, exact, undo)
         n += 1
         if progress is not None and n % 20000 == 0:
             progress(n)
@@ -107,7 +109,7 @@ def _tree_less(root: Path) -> str:
 
 
 def _ledger(root: Path, tip: str, dated: Sequence[tuple[str, int, tuple[str, ...]]],
-            named: Mapping[str, tuple[list[str], list[str], bool, bool]]) -> LedgerBuilder:  # fmt: skip
+            named: Mapping[str, tuple[list[str], list[str], bool, bool, bool]]) -> LedgerBuilder:  # fmt: skip
     """The ledger of the history ``dated`` (every commit of ``tip``'s, as (sha, time, parents)):
     places on the first-parent line from the root, and each commit's paths, read in one process."""
     parents = {sha: ps for sha, _, ps in dated}
@@ -120,9 +122,9 @@ def _ledger(root: Path, tip: str, dated: Sequence[tuple[str, int, tuple[str, ...
     times = {s: when for s, when, _ in dated}
     ledger = LedgerBuilder()
     for sha, paths in git.iter_changed_paths(root, tip):
-        carries, wants, revert, exact = named.get(sha, ([], [], False, True))
+        carries, wants, revert, exact, undo = named.get(sha, ([], [], False, True, False))
         ledger.add(sha, place.get(sha), times.get(sha, 0), paths, carries, wants, len(parents.get(sha, ())) > 1,
-                   revert, exact)  # fmt: skip
+                   revert, exact, undo)  # fmt: skip
     return ledger
 
 

@@ -43,6 +43,7 @@ from revertbot.verdict.ledger import (
 )
 from revertbot.verdict.name_index import IndexUnreadable, NameSource, commit_keys, wanted_keys
 from revertbot.verdict.reland_content import WINDOW_DAYS as LOOKBACK_DAYS, is_plain_change
+from revertbot.verdict.reland_stage import RELAND_CANDIDATES
 
 #: A window whose start would lie more than this many days below its recent part fetches islands.
 SPARSE_AFTER_DAYS = 120
@@ -149,11 +150,21 @@ class Islands:
         carried = sorted(set().union(*(commit_keys(c) for c in [*named.values(), *followed])))
         for found in self.by_key(carried, WANTS).values():
             entries.update((e.sha, e) for e in found)
-        # The pull request's own originals by name: every revert just before each is read.
+        # The pull request's own originals by name: the check reads, for relands by content, the first
+        # RELAND_CANDIDATES reverts below each in the history's order (on a line without merges, the
+        # places) that are dated in the look-back before it.
         own_keys, _ = wanted_keys(parse_message(c.message) for c in pr_commits if might_be_revert(c.message))
         direct |= {e.sha for found in self.by_key(sorted(own_keys), CARRIES).values() for e in found}
+        place_of = {e.sha: e.place for found in placed.values() for e in found if e.sha in named and e.on_line}
+        by_place = sorted((e for e in self.reverts() if e.on_line), key=lambda e: -e.place)
         for c in plain:
-            if c.sha in direct:
+            if c.sha not in direct:
+                continue
+            if c.sha in place_of:
+                near = [e for e in by_place if e.place < place_of[c.sha]
+                        and c.commit_time - LOOKBACK_DAYS * day <= e.time <= c.commit_time]  # fmt: skip
+                entries.update((e.sha, e) for e in near[:RELAND_CANDIDATES])
+            else:  # (after the ledger's commit: every revert of the look-back)
                 lo, hi = c.commit_time - LOOKBACK_DAYS * day - margin, c.commit_time + margin
                 entries.update((e.sha, e) for e in self.reverts() if lo <= e.time <= hi)
         if len(entries) > MAX_ISLAND_COMMITS:

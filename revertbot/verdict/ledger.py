@@ -73,12 +73,14 @@ class LedgerBuilder:
     off_line: int = 0
 
     def add(self, sha: str, place: int | None, when: int, paths: Iterable[str], carries: Iterable[str],
-            wants: Iterable[str], merge: bool, revert: bool, exact: bool = True) -> None:  # fmt: skip
+            wants: Iterable[str], merge: bool, revert: bool, exact: bool = True, undo: bool = False
+            ) -> None:  # fmt: skip
         """``place``: on the first-parent line, or None; ``paths``: what it changes against its
         first parent; ``carries``/``wants``: the keys it is found by and the keys its message looks
         up; ``revert``: whether its message reads as a revert or reland; ``exact``: whether those
         keys cover its lookups (False: it names a commit by fewer characters than a key holds, a
-        cut title or a short id, which no table here can answer)."""
+        cut title or a short id, which no table here can answer); ``undo``: whether it undoes
+        (a revert, a partial revert, a backout: the reverts the check reads for relands by content)."""
         raw = bytes.fromhex(sha)
         at = OFF_LINE if place is None else place
         when = min(max(when, 0), _MAX_TIME)
@@ -88,10 +90,10 @@ class LedgerBuilder:
             self.line += 1
             if merge:
                 self.merges.append(place)
-        if revert:
+        if undo:
             self.reverts.append((at, when, raw))
-            if not exact:
-                self.inexact.append((at, when, raw))
+        if revert and not exact:
+            self.inexact.append((at, when, raw))
         for p in set(paths):
             self.paths.setdefault(path_hash(p), []).append((at, when, raw))
         for role, keys in ((CARRIES, carries), (WANTS, wants)):
@@ -181,8 +183,8 @@ def decode_merges(data: bytes) -> tuple[int, ...]:
 
 
 def decode_reverts(data: bytes) -> list[Entry]:
-    """Every revert-like commit of the history (the ``reverts`` file), or those whose lookups the
-    keys cannot cover (``inexact``), by place (those off the line last)."""
+    """Every commit of the history that undoes one (the ``reverts`` file), or every revert-like one
+    whose lookups the keys cannot cover (``inexact``), by place (those off the line last)."""
     if len(data) % _REVERT.size:
         raise IndexUnreadable(f"the ledger's reverts are {len(data)} bytes, not a whole number of records")
     rows = list(_REVERT.iter_unpack(data))
