@@ -138,6 +138,15 @@ def _long_history(tmp_path: Path, merge_above: bool = False) -> tuple[GitRepo, d
     return g, shas
 
 
+def _fetched_and_complete(tmp_path: Path, g: GitRepo, head: str, base: str, islands_after: str
+                          ) -> tuple[str, dict[str, object], dict[str, object]]:  # fmt: skip
+    """PR #7 at ``head`` on ``base`` fetched with ``--islands-after-days islands_after``: the fetch's
+    stderr, its check's JSON, and the same check's JSON on a complete clone."""
+    origin = _origin(tmp_path, g, head)
+    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", islands_after)
+    return err, _check(work, head, base), _check(_complete(origin, tmp_path), head, base)
+
+
 def _reland_pr(tmp_path: Path, g: GitRepo, shas: dict[str, str]) -> tuple[str, str, Path]:
     base = g.head()
     g.tick(DAY)
@@ -244,12 +253,10 @@ def test_a_revert_in_the_gap_that_names_the_original_by_a_cut_short_title_reads_
     base = g.head()
     g.tick(DAY)
     head = g.revert_on_branch(original)
-    origin = _origin(tmp_path, g, head)
-    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "0")
+    err, mine, complete = _fetched_and_complete(tmp_path, g, head, base, "0")
     assert "by id from the ledger" not in err and "fewer characters than the ledger keeps" in err, err
-    complete = _check(_complete(origin, tmp_path), head, base)
     assert complete["risk"]["action"] == "review" and len(complete["chain"]) == 2  # type: ignore[index,arg-type]
-    assert _check(work, head, base) == complete
+    assert mine == complete
 
 
 @pytest.mark.parametrize("newest", [5, 23], ids=["among-the-first-20", "past-the-first-20"])
@@ -279,9 +286,7 @@ def test_the_reverts_read_before_an_old_original_are_the_first_twenty_as_in_a_co
     base = g.head()
     g.tick(DAY)
     head = g.revert_on_branch(original)
-    origin = _origin(tmp_path, g, head)
-    work, err = _fetch(origin, tmp_path, base, "--islands-after-days", "120")
+    err, mine, complete = _fetched_and_complete(tmp_path, g, head, base, "120")
     assert "by id from the ledger" in err, err
-    complete = _check(_complete(origin, tmp_path), head, base)
     assert (len(complete["chain"]) > 0) == (newest <= 20), complete["chain"]  # type: ignore[arg-type]
-    assert _check(work, head, base) == complete
+    assert mine == complete

@@ -193,6 +193,7 @@ def _stitches_file(cwd: str | os.PathLike[str]) -> Path | None:
         return top / ".git" / _STITCHES
     if (top / "objects").is_dir() and (top / "HEAD").is_file():
         return top / _STITCHES
+    # (Not _git_path: its run() reads this repository's settings, which are being read here.)
     proc = subprocess.run(["git", "rev-parse", "--git-path", "shallow"], cwd=cwd, capture_output=True,
                           env=_git_env(), check=False)  # fmt: skip
     if proc.returncode != 0:

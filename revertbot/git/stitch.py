@@ -18,13 +18,18 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from revertbot.git.process import _STITCHES, _git_path, forget_repo_settings
+from revertbot.errors import GitError
+from revertbot.git.process import _stitches_file, forget_repo_settings
 from revertbot.git.refs import shallow_commits, write_shallow
 
 
 def graft_file(repo: Path) -> Path:
-    """Where the stitches of ``repo`` are kept: beside its ``shallow`` list."""
-    return _git_path(repo, "shallow").with_name(_STITCHES)
+    """Where the stitches of ``repo`` are kept: beside its ``shallow`` list (where every git command
+    of revertbot looks for them)."""
+    path = _stitches_file(repo)
+    if path is None:
+        raise GitError(("rev-parse", "--git-path", "shallow"), 128, f"{repo} is not a git repository")
+    return path
 
 
 def stitches(repo: Path) -> dict[str, str]:

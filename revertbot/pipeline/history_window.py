@@ -305,12 +305,9 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
     if window.whole:
         return whole(window.reason)
     recent = min([c.commit_time for c in pr_commits] + [names.tip_time]) - margin_days * 86400
-    opened = open_islands(root, names, recent)
+    opened = open_islands(root, names, recent, islands_after_days)
     islands: Islands | None = opened if isinstance(opened, Islands) else None
     no_islands = opened if isinstance(opened, str) else ""  # why not, said where they were wanted
-    if islands is not None:
-        islands.after_days = islands_after_days
-    direct = {s.lower() for _, pm in _revert_like(pr_commits) for s in pm.shas}  # what the PR's reverts name
     keys = {k: (when, n) for k, when, n in window.keys}
     # The refs the remote has (a tag pattern may match none), each by its exact name.
     kept = {spec[1:] for spec in other_specs if spec.startswith("^")}
@@ -351,7 +348,7 @@ def fetch_window(root: Path, remote: str, base: str, base_spec: str, pr_spec: st
             if fetched_since != islands.recent:
                 fetch([base_spec, pr_spec], shallow_since=islands.recent)
                 fetched_since = islands.recent
-            why_not, partly = islands.fill(named, direct, followed.values(), keys, pr_commits, fetch, margin_days)
+            why_not, partly = islands.fill(named, followed.values(), keys, pr_commits, fetch, margin_days)
             if why_not is not None:  # the history by date, from here on
                 git.unstitch(root)
                 islands, no_islands = None, why_not

@@ -71,14 +71,15 @@ def build_index(root: Path, branch: str, ref: str = LOCAL_REF,
     for c in git.iter_log(root, tip, keep=index_message):
         if n == 0:
             tip_time = c.commit_time
-        counts.add(c)
+        carried = commit_keys(c)
+        counts.add(c, carried)
         dated.append((c.sha, c.commit_time, c.parents))
         if not no_ledger:
             pm = parse_message(c.message) if might_be_revert(c.message) else None
             revert = pm is not None and pm.kind is not None
             wanted, exact = wanted_keys([pm]) if revert else (set(), True)
             undo = revert and pm is not None and pm.kind in UNDO_KINDS
-            named[c.sha] = (sorted(commit_keys(c)), sorted(wanted), revert, exact, undo)
+            named[c.sha] = (sorted(carried), sorted(wanted), revert, exact, undo)
         n += 1
         if progress is not None and n % 20000 == 0:
             progress(n)

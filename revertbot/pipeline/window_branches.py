@@ -25,7 +25,7 @@ def merges_at_the_boundary(root: Path, specs: Sequence[str], base_ref: str) -> l
 
 
 def own_commits(root: Path, branches: Sequence[str], base: str, base_ref: str,
-                 fetch: Callable[..., git.FetchResult]) -> set[str]:  # fmt: skip
+                fetch: Callable[..., git.FetchResult]) -> set[str]:  # fmt: skip
     """The release branches' own commits (those the remote's base does not reach), just after
     their ``--shallow-exclude`` fetch. A tip that fetch left alone at the boundary is either a
     branch's only commit of its own or a branch with none: the remote is asked, one fetch of that

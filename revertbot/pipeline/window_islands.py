@@ -68,7 +68,6 @@ class Islands:
     merges: tuple[int, ...]
     recent: int  # where the window's recent part starts (a Unix time)
     after_days: int = SPARSE_AFTER_DAYS
-    joins: dict[str, str] = field(default_factory=dict)
     places: dict[str, int] = field(default_factory=dict)
     fetched: int = 0  # commits fetched by id
     _files: dict[str, bytes] = field(default_factory=dict)
@@ -98,21 +97,18 @@ class Islands:
             self._reverts = decode_reverts(self._read(["reverts"])["reverts"])
         return self._reverts
 
-    def fill(self, named: Mapping[str, Commit], direct: Iterable[str], followed: Iterable[Commit],
-             keys: Iterable[str], pr_commits: Sequence[Commit], fetch: Fetch, margin_days: int
-             ) -> tuple[str | None, list[str]]:  # fmt: skip
+    def fill(self, named: Mapping[str, Commit], followed: Iterable[Commit], keys: Iterable[str],
+             pr_commits: Sequence[Commit], fetch: Fetch, margin_days: int) -> tuple[str | None, list[str]]:  # fmt: skip
         """Fetch by id what the check reads below the recent part and stitch it in; why not (the
         window then reads its history by date), and the commits :func:`git.join_shallow` left
-        partly joined. ``named``: the commits the reverts name; ``direct``: those the pull
-        request's own reverts name (their reverts just before them are all read, as the check
-        reads them for relands by content); ``followed``: the reverts whose names are followed;
-        ``keys``: the names looked up."""
+        partly joined. ``named``: the commits the reverts name; ``followed``: the reverts whose
+        names are followed; ``keys``: the names looked up."""
         try:
-            return self._fill(named, set(direct), list(followed), sorted(set(keys)), pr_commits, fetch, margin_days)
+            return self._fill(named, list(followed), sorted(set(keys)), pr_commits, fetch, margin_days)
         except IndexUnreadable as exc:
             return f"the name index's ledger cannot be read: {exc}", []
 
-    def _fill(self, named: Mapping[str, Commit], direct: set[str], followed: list[Commit], keys: list[str],
+    def _fill(self, named: Mapping[str, Commit], followed: list[Commit], keys: list[str],
               pr_commits: Sequence[Commit], fetch: Fetch, margin_days: int
               ) -> tuple[str | None, list[str]]:  # fmt: skip
         root, day, margin = self.root, 86400, margin_days * 86400
@@ -131,8 +127,9 @@ class Islands:
         if len(files) > MAX_ISLAND_FILES:
             return f"the pull request and the commits it names change {len(files)} files", []
         placed = self.by_key(sorted({f"s:{s[:7]}" for s in named}), CARRIES)
-        named_places = [e.place for found in placed.values() for e in found if e.sha in named and e.on_line]
-        first = min(named_places, default=self.meta.line)
+        place_of = {e.sha: e.place for found in placed.values() for e in found if e.sha in named and e.on_line}
+        first = min(place_of.values(), default=self.meta.line)
+
         def below_recent(e: Entry) -> bool:
             return e.time >= low or (e.on_line and e.place >= first)
 
@@ -150,12 +147,13 @@ class Islands:
         carried = sorted(set().union(*(commit_keys(c) for c in [*named.values(), *followed])))
         for found in self.by_key(carried, WANTS).values():
             entries.update((e.sha, e) for e in found)
-        # The pull request's own originals by name: the check reads, for relands by content, the first
-        # RELAND_CANDIDATES reverts below each in the history's order (on a line without merges, the
-        # places) that are dated in the look-back before it.
-        own_keys, _ = wanted_keys(parse_message(c.message) for c in pr_commits if might_be_revert(c.message))
+        # The pull request's own originals, by id and by name: the check reads, for relands by content,
+        # the first RELAND_CANDIDATES reverts below each in the history's order (on a line without
+        # merges, the places) that are dated in the look-back before it.
+        own = [parse_message(c.message) for c in pr_commits if might_be_revert(c.message)]
+        own_keys, _ = wanted_keys(own)
+        direct = {s.lower() for pm in own if pm.kind is not None for s in pm.shas}
         direct |= {e.sha for found in self.by_key(sorted(own_keys), CARRIES).values() for e in found}
-        place_of = {e.sha: e.place for found in placed.values() for e in found if e.sha in named and e.on_line}
         by_place = sorted((e for e in self.reverts() if e.on_line), key=lambda e: -e.place)
         for c in plain:
             if c.sha not in direct:
@@ -252,13 +250,13 @@ class Islands:
         if not cut - set(joins):
             # Nothing left cut: the clone would read as whole (it is not: the gaps are stitched over).
             return "the commits fetched reach the first commit: the history is read by date"
-        self.joins = joins
         git.stitch(root, joins)
         return None
 
 
-def open_islands(root: Path, names: NameSource, recent: int) -> Islands | str:
-    """The ledger of ``names`` for a window whose recent part starts at ``recent``; or why none."""
+def open_islands(root: Path, names: NameSource, recent: int, after_days: int = SPARSE_AFTER_DAYS) -> Islands | str:
+    """The ledger of ``names`` for a window whose recent part starts at ``recent`` (islands wanted
+    below ``after_days`` before it, see :meth:`Islands.wanted`); or why none."""
     if names.read_ledger is None:
         return "the name index has no ledger"
     try:
@@ -269,4 +267,4 @@ def open_islands(root: Path, names: NameSource, recent: int) -> Islands | str:
         return f"the name index's ledger cannot be read: {exc}"
     if meta.tip != names.tip:
         return f"the ledger was made at {meta.tip[:10]}, the name index at {names.tip[:10]}"
-    return Islands(root, names.read_ledger, meta, merges, recent)
+    return Islands(root, names.read_ledger, meta, merges, recent, after_days)

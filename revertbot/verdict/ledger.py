@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from revertbot.verdict.name_index import IndexUnreadable, key_hash
+from revertbot.verdict.name_index import IndexUnreadable, json_header, key_hash
 
 FORMAT = "revertbot-ledger/1"
 #: Shard files per table: a reader fetches one per path or name it looks up (a few kilobytes each).
@@ -134,12 +134,9 @@ class LedgerMeta:
 
     @classmethod
     def loads(cls, data: bytes) -> LedgerMeta:
-        try:
-            raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise IndexUnreadable(f"its ledger's header is not JSON ({exc})") from None
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("shards") != SHARDS:
-            raise IndexUnreadable(f"its ledger is not {FORMAT}")
+        raw = json_header(data, "ledger's header", FORMAT)
+        if raw.get("shards") != SHARDS:
+            raise IndexUnreadable(f"its ledger is not {FORMAT} of {SHARDS} shards")
         fields = [raw.get(k) for k in ("branch", "tip", "line", "off_line", "merges")]
         if not (isinstance(fields[0], str) and isinstance(fields[1], str)
                 and all(isinstance(v, int) and v >= 0 for v in fields[2:])):  # fmt: skip

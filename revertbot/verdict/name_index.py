@@ -75,10 +75,11 @@ class NameCounts:
 
     entries: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    def add(self, c: Commit) -> None:
+    def add(self, c: Commit, keys: Iterable[str] | None = None) -> None:
+        """Count ``c`` under each of its keys (``keys``: :func:`commit_keys` of it, where the caller has them)."""
         when = min(max(c.commit_time, 0), _MAX_TIME)
         entries = self.entries
-        for key in commit_keys(c):
+        for key in commit_keys(c) if keys is None else keys:
             h = key_hash(key)
             old = entries.get(h)
             entries[h] = (when, 1) if old is None else (min(old[0], when), min(old[1] + 1, _MAX_COUNT))
@@ -172,6 +173,18 @@ class DateGaps:
         return cls(gaps)
 
 
+def json_header(data: bytes, what: str, fmt: str) -> dict[str, object]:
+    """The JSON object of a header file that says it is of format ``fmt``; :class:`IndexUnreadable`
+    naming ``what`` where it is not."""
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IndexUnreadable(f"its {what} is not JSON ({exc})") from None
+    if not isinstance(raw, dict) or raw.get("format") != fmt:
+        raise IndexUnreadable(f"its {what} is not {fmt}")
+    return raw
+
+
 @dataclass(frozen=True)
 class IndexMeta:
     """The index's header: the branch and commit it was made from, and what it holds."""
@@ -188,12 +201,7 @@ class IndexMeta:
 
     @classmethod
     def loads(cls, data: bytes) -> IndexMeta:
-        try:
-            raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise IndexUnreadable(f"its header is not JSON ({exc})") from None
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-            raise IndexUnreadable(f"its header is not {FORMAT}")
+        raw = json_header(data, "header", FORMAT)
         if raw.get("keys_version") != KEYS_VERSION or raw.get("shards") != SHARDS:
             raise IndexUnreadable(f"it was made with keys of version {raw.get('keys_version')!r} "
                                   f"(this revertbot reads version {KEYS_VERSION})")  # fmt: skip
